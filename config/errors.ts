@@ -1,0 +1,136 @@
+/**
+ * Every error callgate reports, in one table: a stable code, a message template and, where it
+ * applies, the SIP or HTTP status it maps to. docs/errors.md documents each row; a test keeps the
+ * two in step both ways. Templates use `{name}` placeholders filled from the error's details.
+ */
+
+export interface ErrorDefinition {
+  readonly message: string;
+  readonly sipStatus?: number;
+  readonly httpStatus?: number;
+}
+
+export const ERRORS = {
+  // configuration and startup
+  CALLGATE_ERR_CONFIG_INVALID: { message: 'invalid configuration: {problems}' },
+  CALLGATE_ERR_CONFIG_UNKNOWN_AGENT: { message: 'tenant {tenant} names unknown agent {agent}' },
+  CALLGATE_ERR_REDIS_NOT_INSTALLED: {
+    message: 'redis-server was not found on PATH and REDIS_URL is not set; install it (apt-get install -y redis-server) or set REDIS_URL',
+  },
+  CALLGATE_ERR_REDIS_START_FAILED: { message: 'the private redis-server did not start: {reason}' },
+  CALLGATE_ERR_REDIS_UNREACHABLE: { message: 'Redis at {url} is unreachable: {reason}', httpStatus: 503 },
+  CALLGATE_ERR_LISTEN_FAILED: { message: 'cannot listen on {address}: {reason}' },
+
+  // operations (jobs/)
+  CALLGATE_ERR_OP_NOT_FOUND: { message: 'operation {operationId} does not exist', httpStatus: 404 },
+  CALLGATE_ERR_OP_ILLEGAL_TRANSITION: { message: 'operation {operationId} cannot go from {from} to {to}', httpStatus: 409 },
+  CALLGATE_ERR_OP_STALE_ATTEMPT: {
+    message: 'operation {operationId}: attempt {attempt} is stale (current attempt {current})',
+    httpStatus: 409,
+  },
+  CALLGATE_ERR_OP_IDEMPOTENCY_CONFLICT: {
+    message: 'idempotency key {idempotencyKey} was already used with different parameters (operation {operationId})',
+    httpStatus: 409,
+  },
+  CALLGATE_ERR_OP_INVALID_ARGUMENTS: { message: 'arguments for {action} are invalid: {problems}', httpStatus: 400 },
+  CALLGATE_ERR_OP_UNKNOWN_ACTION: { message: 'tenant {tenant} has no action {action}', httpStatus: 404 },
+  CALLGATE_ERR_OP_UNKNOWN_TENANT: { message: 'unknown tenant {tenant}', httpStatus: 404 },
+  CALLGATE_ERR_OP_PAYLOAD_TOO_LARGE: { message: 'arguments for {action} are {size} bytes, above the limit of {limit}', httpStatus: 413 },
+  CALLGATE_ERR_OP_INVALID_ID: { message: 'id {id} is not usable as an operation or job id: {reason}', httpStatus: 400 },
+  CALLGATE_ERR_OP_NOT_CANCELLABLE: { message: 'operation {operationId} in state {state} cannot be cancelled: {reason}', httpStatus: 409 },
+  CALLGATE_ERR_OP_NOT_COMPENSABLE: { message: 'operation {operationId} in state {state} cannot be compensated', httpStatus: 409 },
+  CALLGATE_ERR_OP_RECONCILE_REFUSED: { message: 'operation {operationId} in state {state} has nothing to reconcile', httpStatus: 409 },
+
+  // providers (systems of record)
+  CALLGATE_ERR_PROVIDER_TIMEOUT: { message: 'provider {provider} did not answer within {timeoutMs} ms' },
+  CALLGATE_ERR_PROVIDER_CONNECTION: { message: 'connection to provider {provider} failed: {reason}' },
+  CALLGATE_ERR_PROVIDER_REJECTED: { message: 'provider {provider} refused the request: {reason}' },
+  CALLGATE_ERR_PROVIDER_UNAVAILABLE: { message: 'provider {provider} is unavailable (status {status})' },
+  CALLGATE_ERR_PROVIDER_BAD_RESPONSE: { message: 'provider {provider} answered with something unreadable: {reason}' },
+  CALLGATE_ERR_PROVIDER_NO_LOOKUP: { message: 'provider {provider} cannot look operations up' },
+  CALLGATE_ERR_PROVIDER_NO_CANCEL: { message: 'provider {provider} cannot cancel a request in progress' },
+
+  // SIP signaling (gateway/sip)
+  CALLGATE_ERR_SIP_PARSE: { message: 'malformed SIP message: {reason}', sipStatus: 400 },
+  CALLGATE_ERR_SIP_UNKNOWN_NUMBER: { message: 'no tenant owns number {number}', sipStatus: 404 },
+  CALLGATE_ERR_SIP_FORBIDDEN: { message: 'source {source} is not allowed for number {number}', sipStatus: 403 },
+  CALLGATE_ERR_SIP_AUTH_REQUIRED: { message: 'authentication required', sipStatus: 401 },
+  CALLGATE_ERR_SIP_RATE_LIMITED: { message: 'too many requests from {source}', sipStatus: 503 },
+  CALLGATE_ERR_SIP_NO_COMMON_CODEC: { message: 'the offer has no codec in common with {codecs}', sipStatus: 488 },
+  CALLGATE_ERR_SIP_BAD_SDP: { message: 'the SDP offer is not usable: {reason}', sipStatus: 488 },
+  CALLGATE_ERR_SIP_NO_TRANSACTION: { message: 'no dialog or transaction matches the request', sipStatus: 481 },
+  CALLGATE_ERR_SIP_METHOD_NOT_ALLOWED: { message: 'method {method} is not allowed', sipStatus: 405 },
+  CALLGATE_ERR_SIP_BAD_EXTENSION: { message: 'unsupported extension {extension}', sipStatus: 420 },
+  CALLGATE_ERR_SIP_TOO_MANY_HOPS: { message: 'Max-Forwards reached 0', sipStatus: 483 },
+  CALLGATE_ERR_SIP_OVERLOADED: { message: 'the gateway is not taking calls: {reason}', sipStatus: 503 },
+  CALLGATE_ERR_SIP_TRANSFER_REFUSED: { message: 'the peer refused the transfer with {status}' },
+  CALLGATE_ERR_SIP_DRACHTIO_CONNECTION: { message: 'cannot reach drachtio-server at {address}: {reason}' },
+
+  // media (gateway/media)
+  CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED: { message: 'no free RTP port in {portMin}-{portMax}', sipStatus: 503 },
+  CALLGATE_ERR_MEDIA_CODEC: { message: 'codec {codec} failed: {reason}' },
+  CALLGATE_ERR_MEDIA_TIMEOUT: { message: 'no RTP received for {timeoutMs} ms' },
+
+  // realtime model (gateway/realtime)
+  CALLGATE_ERR_MODEL_CONNECT: { message: 'cannot connect to the realtime model at {url}: {reason}' },
+  CALLGATE_ERR_MODEL_TIMEOUT: { message: 'the realtime model did not answer {what} within {timeoutMs} ms' },
+  CALLGATE_ERR_MODEL_PROTOCOL: { message: 'the realtime model sent something unexpected: {reason}' },
+  CALLGATE_ERR_MODEL_DISCONNECTED: { message: 'the realtime model session closed: {reason}' },
+  CALLGATE_ERR_MODEL_FRAME_TOO_LARGE: { message: 'a realtime frame of {size} bytes is above the limit of {limit}' },
+
+  // agents and tools (agents/)
+  CALLGATE_ERR_TOOL_UNKNOWN: { message: 'agent {agent} has no tool {tool}' },
+  CALLGATE_ERR_TOOL_INVALID_ARGUMENTS: { message: 'arguments for tool {tool} are invalid: {problems}' },
+  CALLGATE_ERR_TOOL_REFUSED: { message: 'tool {tool} was refused by {plugin}: {reason}' },
+  CALLGATE_ERR_TOOL_TOO_MANY: { message: 'at most {limit} tools may run at once in a call' },
+  CALLGATE_ERR_TOOL_TIMEOUT: { message: 'tool {tool} did not finish within {timeoutMs} ms' },
+  CALLGATE_ERR_DELIVERY_FAILED: { message: 'out-of-band delivery for {operationId} failed: {reason}' },
+
+  // HTTP admin API
+  CALLGATE_ERR_HTTP_NOT_FOUND: { message: 'no route for {method} {path}', httpStatus: 404 },
+  CALLGATE_ERR_HTTP_BAD_REQUEST: { message: 'bad request: {reason}', httpStatus: 400 },
+  CALLGATE_ERR_HTTP_NOT_READY: { message: 'not ready: {reason}', httpStatus: 503 },
+} as const satisfies Record<string, ErrorDefinition>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export type ErrorDetails = Readonly<Record<string, string | number | boolean | undefined>>;
+
+/** An error with a code from the table. Subclasses exist where control flow depends on the kind. */
+export class CallgateError extends Error {
+  readonly code: ErrorCode;
+  readonly details: ErrorDetails;
+  constructor(code: ErrorCode, details: ErrorDetails = {}, options?: { cause?: unknown }) {
+    super(formatMessage(code, details), options);
+    this.name = 'CallgateError';
+    this.code = code;
+    this.details = details;
+  }
+  get sipStatus(): number | undefined {
+    return sipStatusOf(this.code);
+  }
+  get httpStatus(): number | undefined {
+    return httpStatusOf(this.code);
+  }
+}
+
+export function formatMessage(code: ErrorCode, details: ErrorDetails = {}): string {
+  return ERRORS[code].message.replace(/\{(\w+)\}/g, (whole, name: string) => {
+    const value = details[name];
+    return value === undefined ? whole : String(value);
+  });
+}
+
+export function sipStatusOf(code: ErrorCode): number | undefined {
+  const row: ErrorDefinition = ERRORS[code];
+  return row.sipStatus;
+}
+
+export function httpStatusOf(code: ErrorCode): number | undefined {
+  const row: ErrorDefinition = ERRORS[code];
+  return row.httpStatus;
+}
+
+export function isCallgateError(error: unknown, code?: ErrorCode): error is CallgateError {
+  return error instanceof CallgateError && (code === undefined || error.code === code);
+}

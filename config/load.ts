@@ -1,0 +1,156 @@
+/**
+ * Loading: the YAML file named by CALLGATE_CONFIG (the bundled example when unset), then
+ * environment overrides, then the schema. Every problem is reported with its path; callers
+ * decide how to stop (the entry points print the list and exit 2).
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import type { z } from 'zod';
+import { configSchema, type Config } from './schema.ts';
+
+/** The documented example, which is also the embedded default configuration. */
+export const EXAMPLE_CONFIG_PATH = fileURLToPath(new URL('./callgate.example.yaml', import.meta.url));
+
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+  constructor(source: string, problems: readonly string[]) {
+    super(`invalid configuration (${source}):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export interface LoadOptions {
+  /** Environment to read CALLGATE_CONFIG and overrides from; defaults to process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Read this file instead of CALLGATE_CONFIG. */
+  path?: string;
+  /** Use this document instead of reading a file (tests). */
+  document?: unknown;
+}
+
+/**
+ * Named overrides for the settings people change most; anything else can be set with
+ * `CALLGATE__<path>` where the path segments are separated by `__` (e.g. `CALLGATE__sip__udpPort=5070`).
+ */
+const NAMED_OVERRIDES: Readonly<Record<string, readonly string[]>> = {
+  REDIS_URL: ['redis', 'url'],
+  CALLGATE_LOG_LEVEL: ['log', 'level'],
+  CALLGATE_HTTP_PORT: ['http', 'port'],
+  CALLGATE_SIP_PORT: ['sip', 'udpPort'],
+  CALLGATE_SIP_TCP_PORT: ['sip', 'tcpPort'],
+  CALLGATE_GATEWAY_ID: ['gateway', 'id'],
+};
+
+export function loadConfig(options: LoadOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const path = options.path ?? env.CALLGATE_CONFIG ?? EXAMPLE_CONFIG_PATH;
+  const source = options.document !== undefined ? 'inline document' : path;
+  const document = options.document !== undefined ? structuredClone(options.document) : readDocument(path);
+  const overrideProblems = applyEnvOverrides(document, env);
+  const result = configSchema.safeParse(document);
+  const problems = [...overrideProblems, ...(result.success ? [] : formatIssues(result.error.issues))];
+  if (problems.length > 0 || !result.success) throw new ConfigError(source, problems);
+  return result.data;
+}
+
+/** Validates a document without reading files or the environment. */
+export function parseConfig(document: unknown): Config {
+  return loadConfig({ document, env: {} });
+}
+
+function readDocument(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(path, [`cannot read the file: ${(error as NodeJS.ErrnoException).code ?? String(error)}`]);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text, { prettyErrors: true, uniqueKeys: true });
+  } catch (error) {
+    const where = error instanceof YAMLParseError && error.linePos ? ` at line ${error.linePos[0].line}` : '';
+    const message = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error);
+    throw new ConfigError(path, [`not valid YAML${where}: ${message}`]);
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(path, ['the top level must be a mapping']);
+  return parsed as Record<string, unknown>;
+}
+
+function applyEnvOverrides(document: unknown, env: NodeJS.ProcessEnv): string[] {
+  const problems: string[] = [];
+  if (typeof document !== 'object' || document === null) return problems;
+  const root = document as Record<string, unknown>;
+  for (const [name, path] of Object.entries(NAMED_OVERRIDES)) {
+    const value = env[name];
+    if (value !== undefined && value !== '') setPath(root, path, coerce(value));
+  }
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith('CALLGATE__') || value === undefined) continue;
+    const path = name.slice('CALLGATE__'.length).split('__');
+    if (path.some((segment) => segment === '')) {
+      problems.push(`${name}: not a valid override name (use CALLGATE__section__key)`);
+      continue;
+    }
+    const conflict = setPath(root, path, coerce(value));
+    if (conflict) problems.push(`${name}: ${conflict}`);
+  }
+  return problems;
+}
+
+function setPath(root: Record<string, unknown>, path: readonly string[], value: unknown): string | undefined {
+  let node: Record<string, unknown> = root;
+  for (let i = 0; i < path.length - 1; i++) {
+    const key = path[i] as string;
+    const next = Array.isArray(node) ? node[Number(key)] : node[key];
+    if (next === undefined) {
+      node[key] = {};
+      node = node[key] as Record<string, unknown>;
+    } else if (typeof next === 'object' && next !== null) {
+      node = next as Record<string, unknown>;
+    } else {
+      return `${path.slice(0, i + 1).join('.')} is not a section`;
+    }
+  }
+  node[path[path.length - 1] as string] = value;
+  return undefined;
+}
+
+/** Environment values are strings; numbers, booleans and JSON arrays/objects are recognised. */
+function coerce(value: string): unknown {
+  const trimmed = value.trim();
+  if (/^-?\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed);
+  if (trimmed === 'true' || trimmed === 'false') return trimmed === 'true';
+  if (trimmed.startsWith('[') || trimmed.startsWith('{')) {
+    try {
+      return JSON.parse(trimmed) as unknown;
+    } catch {
+      return value;
+    }
+  }
+  return value;
+}
+
+/** `tenants[1].actions.refund.policy: coalesce is only allowed for read actions` */
+export function formatIssues(issues: readonly z.core.$ZodIssue[]): string[] {
+  return issues.map((issue) => {
+    const path = formatPath(issue.path);
+    let message = issue.message;
+    if (issue.code === 'unrecognized_keys') {
+      message = `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+    }
+    return path === '' ? message : `${path}: ${message}`;
+  });
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else out += out === '' ? String(segment) : `.${String(segment)}`;
+  }
+  return out;
+}

@@ -1,0 +1,326 @@
+/**
+ * The whole callgate configuration as one zod schema. Every other module reads its settings from
+ * the parsed `Config`; nothing reads environment variables for settings on its own (secrets are
+ * the exception: they are named here by the variable that holds them and read at the edge).
+ */
+import { z } from 'zod';
+
+/** Ports: 0 means "any free port", which tests and the embedded sandbox use. */
+const port = z.int().min(0).max(65535);
+const listenAddress = z.union([z.ipv4(), z.ipv6()]);
+
+/** Ids that become parts of Redis keys and BullMQ job ids: no ':' and not purely numeric. */
+const safeId = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,62}$/, 'must start with a letter and use only a-z, 0-9, _ and - (at most 63 characters)');
+
+const envName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name (A-Z, 0-9, _)');
+
+const cidr = z
+  .string()
+  .refine((value) => isCidr(value), { message: 'must be an IPv4 or IPv6 address or CIDR block (e.g. 192.0.2.0/24)' });
+
+export const sipSchema = z.strictObject({
+  driver: z.enum(['builtin', 'drachtio']).default('builtin'),
+  listen: listenAddress.default('127.0.0.1'),
+  /** The address put in Contact and Via; defaults to `listen`. */
+  advertisedAddress: z.string().min(1).optional(),
+  udpPort: port.default(5060),
+  tcpPort: port.default(5060),
+  transports: z.array(z.enum(['udp', 'tcp'])).min(1).default(['udp', 'tcp']),
+  /** Largest SIP message accepted, headers and body together. */
+  maxMessageBytes: z.int().min(1024).max(1_048_576).default(65_535),
+  /** UDP socket receive buffer; large enough that a burst of INVITEs is not dropped by the kernel. */
+  udpReceiveBufferBytes: z.int().min(65_536).max(268_435_456).default(8_388_608),
+  tcpIdleTimeoutMs: z.int().min(1000).default(120_000),
+  /** INVITEs per second per source address before answering 503. */
+  inviteRatePerSource: z.number().positive().default(1000),
+  /** Failed authentications per minute per source before requests are dropped. */
+  authFailuresPerMinute: z.int().positive().default(30),
+  drachtio: z
+    .strictObject({
+      host: z.string().min(1).default('127.0.0.1'),
+      port: port.default(9022),
+      secretEnv: envName.default('DRACHTIO_SECRET'),
+      reconnectMs: z.int().min(100).default(2000),
+    })
+    .default({ host: '127.0.0.1', port: 9022, secretEnv: 'DRACHTIO_SECRET', reconnectMs: 2000 }),
+});
+
+export const rtpSchema = z.strictObject({
+  listen: listenAddress.default('127.0.0.1'),
+  advertisedAddress: z.string().min(1).optional(),
+  portMin: port.default(20000),
+  portMax: port.default(29999),
+  /** No RTP for this long (outside hold) ends the call. */
+  mediaTimeoutMs: z.int().min(1000).default(30_000),
+  /** Send comfort silence between talk spurts instead of no packets. */
+  comfortSilence: z.boolean().default(false),
+  jitterMinMs: z.int().min(0).default(20),
+  jitterMaxMs: z.int().min(20).default(200),
+});
+
+export const httpSchema = z.strictObject({
+  listen: listenAddress.default('127.0.0.1'),
+  port: port.default(8080),
+});
+
+export const redisSchema = z.strictObject({
+  /** Unset: callgate starts a private redis-server on a free loopback port. */
+  url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  /** Prefix for every key callgate writes, so several deployments can share one Redis. */
+  prefix: safeId.default('callgate'),
+});
+
+export const logSchema = z.strictObject({
+  level: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+});
+
+export const modelSchema = z.strictObject({
+  /** `auto`: OpenAI when the key variable is set, the local simulator otherwise. */
+  provider: z.enum(['auto', 'openai', 'simulator']).default('auto'),
+  openai: z
+    .strictObject({
+      url: z.string().regex(/^wss?:\/\//, 'must be a ws:// or wss:// URL').default('wss://api.openai.com/v1/realtime'),
+      model: z.string().min(1).default('gpt-realtime'),
+      voice: z.string().min(1).default('marin'),
+      apiKeyEnv: envName.default('OPENAI_API_KEY'),
+    })
+    .default({ url: 'wss://api.openai.com/v1/realtime', model: 'gpt-realtime', voice: 'marin', apiKeyEnv: 'OPENAI_API_KEY' }),
+  simulator: z
+    .strictObject({
+      /** Path of a simulator script; the bundled demo script when unset. */
+      script: z.string().min(1).optional(),
+    })
+    .default({}),
+});
+
+export const ledgerSchema = z.strictObject({
+  /** How long finished operations are kept. The floor of 7 days is a product promise. */
+  retentionDays: z.int().min(7).default(30),
+  /** Money-moving operations are kept longer (refund disputes arrive months later). */
+  moneyRetentionDays: z.int().min(7).default(400),
+  /** How often the outbox sweep looks for admitted operations that have no job. */
+  outboxSweepMs: z.int().min(100).default(5000),
+});
+
+export const providerSchema = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('sandbox'),
+    /** Which sandbox service the provider talks to. */
+    service: z.enum(['bookings', 'payments']),
+    /** Base URL of a sandbox already running; unset: the embedded sandbox. */
+    baseUrl: z.url().optional(),
+    timeoutMs: z.int().min(10).default(5000),
+  }),
+  z.strictObject({
+    type: z.literal('http'),
+    baseUrl: z.url(),
+    /** Whether the system of record dedupes requests by the Idempotency-Key header. */
+    honoursIdempotencyKeys: z.boolean(),
+    supportsCancel: z.boolean().default(false),
+    timeoutMs: z.int().min(10).default(10_000),
+    /** Environment variable holding a bearer token for the system of record, if any. */
+    tokenEnv: envName.optional(),
+  }),
+]);
+
+export const retrySchema = z.strictObject({
+  maxAttempts: z.int().min(1).max(100).default(5),
+  backoffMs: z.int().min(1).default(200),
+  maxBackoffMs: z.int().min(1).default(10_000),
+  /** Retries may be at most this fraction of requests over the window (a retry storm guard). */
+  budgetRatio: z.number().min(0).max(10).default(0.2),
+  budgetWindowSeconds: z.int().min(1).default(60),
+  /** Retries always allowed per window, so a quiet action can still retry. */
+  budgetMinRetries: z.int().min(0).default(10),
+});
+
+export const actionSchema = z.strictObject({
+  kind: z.enum(['read', 'mutation']),
+  /** Name of an entry in `providers`. */
+  provider: safeId,
+  /** Operation name at the provider (e.g. `book`, `refund`); defaults to the action name. */
+  operation: z.string().min(1).optional(),
+  maxConcurrent: z.int().min(1).max(10_000).default(4),
+  maxQueued: z.int().min(0).max(1_000_000).default(100),
+  /** A queued request not admitted within this time is rejected. */
+  admissionDeadlineMs: z.int().min(1).default(5000),
+  /** After this the operation is no longer worth doing (no more retries). */
+  deadlineMs: z.int().min(100).default(60_000),
+  policy: z.enum(['reject', 'queue', 'coalesce', 'degrade']).default('queue'),
+  /** The fallback `degrade` answers with (a cached answer or a promise of a later message). */
+  fallback: z.string().min(1).optional(),
+  /** Overrides what the provider declares about honouring idempotency keys. */
+  providerIdempotent: z.boolean().optional(),
+  /** Money-moving: kept for `ledger.moneyRetentionDays`. */
+  money: z.boolean().default(false),
+  /** Above this amount the caller must confirm explicitly (billing actions). */
+  confirmAbove: z.number().min(0).optional(),
+  retry: retrySchema.default({
+    maxAttempts: 5,
+    backoffMs: 200,
+    maxBackoffMs: 10_000,
+    budgetRatio: 0.2,
+    budgetWindowSeconds: 60,
+    budgetMinRetries: 10,
+  }),
+});
+
+export const trunkSchema = z.strictObject({
+  /** Source addresses allowed to send INVITEs for this tenant's numbers; empty: any source. */
+  allowFrom: z.array(cidr).default([]),
+  digest: z
+    .strictObject({
+      realm: z.string().min(1),
+      username: z.string().min(1),
+      passwordEnv: envName,
+    })
+    .optional(),
+});
+
+export const notifySchema = z.strictObject({
+  /** Signed (HMAC-SHA256) webhook for out-of-band results. */
+  webhookUrl: z.url().optional(),
+  webhookSecretEnv: envName.optional(),
+  /** SMS adapter: `sandbox` records messages in the sandbox sink. */
+  sms: z.enum(['none', 'sandbox']).default('sandbox'),
+});
+
+export const tenantSchema = z.strictObject({
+  id: safeId,
+  name: z.string().min(1).optional(),
+  numbers: z.array(z.string().regex(/^\+?[0-9*#]{1,32}$/, 'must be a dialable number (digits, optional leading +)')).min(1),
+  /** The agent that answers this tenant's calls. */
+  agent: safeId,
+  trunk: trunkSchema.default({ allowFrom: [] }),
+  /** SIP URI a call is transferred to when the caller asks for a human. */
+  transferTarget: z.string().regex(/^(sips?|tel):/, 'must be a sip:, sips: or tel: URI').optional(),
+  /** Codec preference when answering offers. */
+  codecs: z.array(z.enum(['PCMU', 'PCMA', 'opus'])).min(1).default(['PCMU', 'PCMA', 'opus']),
+  /** At most this many tools of one call run at once. */
+  maxToolsPerSession: z.int().min(1).max(64).default(4),
+  notify: notifySchema.default({ sms: 'sandbox' }),
+  actions: z.record(safeId, actionSchema).default({}),
+});
+
+export const sandboxSchema = z.strictObject({
+  /** Start the bundled sandbox systems of record inside callgate (the embedded default). */
+  enabled: z.boolean().default(true),
+  listen: listenAddress.default('127.0.0.1'),
+  port: port.default(0),
+});
+
+export const gatewaySchema = z.strictObject({
+  /** Identifies this gateway in the session registry; defaults to host name and pid. */
+  id: safeId.optional(),
+  heartbeatMs: z.int().min(100).default(2000),
+  /** A gateway silent for this long is considered gone and its results go out of band. */
+  deadAfterMs: z.int().min(500).default(10_000),
+  /** How long SIGTERM waits for calls and jobs to finish. */
+  drainMs: z.int().min(0).default(10_000),
+});
+
+export const configSchema = z
+  .strictObject({
+    sip: sipSchema.default(sipSchema.parse({})),
+    rtp: rtpSchema.default(rtpSchema.parse({})),
+    http: httpSchema.default(httpSchema.parse({})),
+    redis: redisSchema.default(redisSchema.parse({})),
+    log: logSchema.default(logSchema.parse({})),
+    model: modelSchema.default(modelSchema.parse({})),
+    ledger: ledgerSchema.default(ledgerSchema.parse({})),
+    gateway: gatewaySchema.default(gatewaySchema.parse({})),
+    sandbox: sandboxSchema.default(sandboxSchema.parse({})),
+    providers: z.record(safeId, providerSchema).default({}),
+    tenants: z.array(tenantSchema).default([]),
+  })
+  .superRefine((config, ctx) => {
+    if (config.rtp.portMin > config.rtp.portMax) {
+      ctx.addIssue({ code: 'custom', path: ['rtp', 'portMin'], message: `must not be above rtp.portMax (${config.rtp.portMax})` });
+    }
+    if (config.rtp.portMin % 2 !== 0) {
+      ctx.addIssue({ code: 'custom', path: ['rtp', 'portMin'], message: 'must be even (RTP uses even ports, RTCP the odd one above)' });
+    }
+    if (config.rtp.jitterMinMs > config.rtp.jitterMaxMs) {
+      ctx.addIssue({ code: 'custom', path: ['rtp', 'jitterMinMs'], message: 'must not be above rtp.jitterMaxMs' });
+    }
+    const owners = new Map<string, number>();
+    const tenantIds = new Map<string, number>();
+    config.tenants.forEach((tenant, t) => {
+      const first = tenantIds.get(tenant.id);
+      if (first !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['tenants', t, 'id'], message: `duplicate tenant id ${tenant.id} (also tenants[${first}])` });
+      } else {
+        tenantIds.set(tenant.id, t);
+      }
+      tenant.numbers.forEach((number, n) => {
+        const owner = owners.get(number);
+        if (owner !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['tenants', t, 'numbers', n],
+            message: `number ${number} is already owned by tenants[${owner}]`,
+          });
+        } else {
+          owners.set(number, t);
+        }
+      });
+      for (const [name, action] of Object.entries(tenant.actions)) {
+        const at = ['tenants', t, 'actions', name];
+        if (action.policy === 'coalesce' && action.kind !== 'read') {
+          ctx.addIssue({ code: 'custom', path: [...at, 'policy'], message: 'coalesce is only allowed for read actions' });
+        }
+        if (action.policy === 'degrade' && action.fallback === undefined) {
+          ctx.addIssue({ code: 'custom', path: [...at, 'fallback'], message: 'the degrade policy needs a fallback' });
+        }
+        if (!(action.provider in config.providers)) {
+          ctx.addIssue({ code: 'custom', path: [...at, 'provider'], message: `unknown provider ${action.provider}` });
+        }
+        if (action.retry.backoffMs > action.retry.maxBackoffMs) {
+          ctx.addIssue({ code: 'custom', path: [...at, 'retry', 'backoffMs'], message: 'must not be above retry.maxBackoffMs' });
+        }
+        if (action.admissionDeadlineMs > action.deadlineMs) {
+          ctx.addIssue({ code: 'custom', path: [...at, 'admissionDeadlineMs'], message: 'must not be above deadlineMs' });
+        }
+      }
+      if (tenant.notify.webhookUrl !== undefined && tenant.notify.webhookSecretEnv === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['tenants', t, 'notify', 'webhookSecretEnv'], message: 'a webhook needs a signing secret' });
+      }
+    });
+    const usedPorts = new Map<string, string>();
+    const claim = (key: string, where: string, path: (string | number)[]) => {
+      const prior = usedPorts.get(key);
+      if (prior !== undefined) {
+        ctx.addIssue({ code: 'custom', path, message: `port already used by ${prior}` });
+      } else {
+        usedPorts.set(key, where);
+      }
+    };
+    if (config.http.port !== 0) claim(`tcp:${config.http.port}`, 'http.port', ['http', 'port']);
+    if (config.sip.transports.includes('tcp') && config.sip.tcpPort !== 0) {
+      claim(`tcp:${config.sip.tcpPort}`, 'sip.tcpPort', ['sip', 'tcpPort']);
+    }
+    if (config.sip.transports.includes('udp') && config.sip.udpPort >= config.rtp.portMin && config.sip.udpPort <= config.rtp.portMax) {
+      ctx.addIssue({ code: 'custom', path: ['sip', 'udpPort'], message: 'must be outside the RTP port range' });
+    }
+  });
+
+export type Config = z.infer<typeof configSchema>;
+export type SipConfig = Config['sip'];
+export type RtpConfig = Config['rtp'];
+export type TenantConfig = z.infer<typeof tenantSchema>;
+export type ActionConfig = z.infer<typeof actionSchema>;
+export type ProviderConfig = z.infer<typeof providerSchema>;
+export type RetryConfig = z.infer<typeof retrySchema>;
+
+function isCidr(value: string): boolean {
+  const [address, bits, ...rest] = value.split('/');
+  if (address === undefined || rest.length > 0) return false;
+  const v4 = z.ipv4().safeParse(address).success;
+  const v6 = !v4 && z.ipv6().safeParse(address).success;
+  if (!v4 && !v6) return false;
+  if (bits === undefined) return true;
+  if (!/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (v4 ? 32 : 128);
+}

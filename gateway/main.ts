@@ -1,0 +1,25 @@
+/**
+ * callgate's entry point. `npm start` runs the gateway and the worker in one process on the
+ * embedded defaults; `--role gateway` or `--role worker` (or CALLGATE_ROLE) runs one of them.
+ */
+import { startProcess } from '../jobs/process-runtime.ts';
+import { startWorkerRole } from '../jobs/worker-main.ts';
+
+type Role = 'all' | 'gateway' | 'worker';
+
+function parseRole(argv: readonly string[], env: NodeJS.ProcessEnv): Role {
+  const flag = argv.indexOf('--role');
+  const value = flag >= 0 ? argv[flag + 1] : env.CALLGATE_ROLE;
+  if (value === undefined || value === '') return 'all';
+  if (value === 'all' || value === 'gateway' || value === 'worker') return value;
+  process.stderr.write(`callgate: unknown role ${value} (use all, gateway or worker)\n`);
+  process.exit(2);
+}
+
+const role = parseRole(process.argv.slice(2), process.env);
+const context = await startProcess(role);
+if (role === 'all' || role === 'worker') await startWorkerRole(context);
+if (role === 'all' || role === 'gateway') {
+  context.log.info('gateway role started', { sip: `${context.config.sip.listen}:${context.config.sip.udpPort}` });
+}
+context.log.info('callgate ready', { role });

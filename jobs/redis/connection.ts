@@ -1,0 +1,89 @@
+/**
+ * Redis connections as BullMQ's production guidance has them: workers (blocking commands) wait
+ * for Redis forever (`maxRetriesPerRequest: null`), producers fail fast so that a call never waits
+ * on a Redis that is down (`enableOfflineQueue: false`, a bounded retry count).
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import { CallgateError } from '../../config/errors.ts';
+
+export type ConnectionRole = 'worker' | 'producer';
+
+/** How long the startup check waits for PING before it reports Redis as unreachable. */
+const STARTUP_CHECK_TIMEOUT_MS = 3_000;
+
+export function connectionOptions(role: ConnectionRole): RedisOptions {
+  const common: RedisOptions = {
+    connectionName: `callgate-${role}`,
+    // Reconnect with a capped backoff; BullMQ resumes once the connection is back.
+    retryStrategy: (times) => Math.min(times * 200, 5_000),
+  };
+  return role === 'worker'
+    ? { ...common, maxRetriesPerRequest: null, enableReadyCheck: true }
+    : { ...common, maxRetriesPerRequest: 2, enableOfflineQueue: false, connectTimeout: 5_000 };
+}
+
+/** A connection for the role; producers connect before returning so the offline queue is never needed. */
+export async function connect(url: string, role: ConnectionRole): Promise<Redis> {
+  const redis = new Redis(url, { ...connectionOptions(role), lazyConnect: true });
+  redis.on('error', () => {
+    // Errors surface through commands and readiness checks; an unhandled 'error' must not crash.
+  });
+  try {
+    await redis.connect();
+  } catch (error) {
+    redis.disconnect();
+    throw unreachable(url, error);
+  }
+  return redis;
+}
+
+/** Fails with a clear error naming the URL (without its password) when Redis does not answer. */
+export async function checkRedis(url: string, timeoutMs = STARTUP_CHECK_TIMEOUT_MS): Promise<void> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    connectTimeout: timeoutMs,
+    retryStrategy: () => null,
+  });
+  redis.on('error', () => {});
+  try {
+    await withTimeout(redis.connect().then(() => redis.ping()), timeoutMs);
+  } catch (error) {
+    throw unreachable(url, error);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function unreachable(url: string, error: unknown): CallgateError {
+  const reason = error instanceof Error ? error.message : String(error);
+  return new CallgateError('CALLGATE_ERR_REDIS_UNREACHABLE', { url: safeRedisUrl(url), reason }, { cause: error });
+}
+
+/** The URL with any password replaced, for logs and error messages. */
+export function safeRedisUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString().replace(/\/$/, '');
+  } catch {
+    return '(unparseable Redis URL)';
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what callgate needs on a Debian machine with Node 20, and nothing when all is there.
+#   scripts/bootstrap.sh          runtime needs: npm packages, redis-server
+#   scripts/bootstrap.sh --test   also what the tests drive: sipp (sip-tester), espeak-ng, sox, tshark
+# Safe to run again: each step checks first and is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_test=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_test=1 ;;
+    *) echo "bootstrap: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf 'bootstrap: %s\n' "$*"; }
+
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ]; then
+  echo "bootstrap: callgate needs Node.js 20 or later (found: $(node --version 2>/dev/null || echo none))" >&2
+  exit 1
+fi
+
+# Debian packages: command -> package
+declare -A packages=([redis-server]=redis-server)
+if [ "$want_test" = 1 ]; then
+  packages[sipp]=sip-tester
+  packages[espeak-ng]=espeak-ng
+  packages[sox]=sox
+  packages[tshark]=tshark
+  packages[promtool]=prometheus
+fi
+missing=()
+for cmd in "${!packages[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${packages[$cmd]}")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "bootstrap: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer no without a prompt.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections 2>/dev/null || true
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The Debian package starts a system-wide redis on 6379; callgate never uses it unless REDIS_URL says so.
+fi
+
+# npm packages: reinstall only when package-lock.json changed since the last install.
+stamp=node_modules/.callgate-lock-hash
+lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_hash" ]; then
+  say "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$lock_hash" > "$stamp"
+fi
