@@ -77,6 +77,13 @@ export const ERRORS = {
   CALLGATE_ERR_MODEL_PROTOCOL: { message: 'the realtime model sent something unexpected: {reason}' },
   CALLGATE_ERR_MODEL_DISCONNECTED: { message: 'the realtime model session closed: {reason}' },
   CALLGATE_ERR_MODEL_FRAME_TOO_LARGE: { message: 'a realtime frame of {size} bytes is above the limit of {limit}' },
+  CALLGATE_ERR_MODEL_REJECTED: { message: 'the realtime model refused {what}: {providerCode}: {reason}' },
+  CALLGATE_ERR_MODEL_BAD_TOOL_ARGUMENTS: { message: 'function call {callId} ({name}) has arguments that are not JSON: {reason}' },
+  CALLGATE_ERR_MODEL_SESSION_LIMIT: { message: 'the realtime model session reached its maximum duration: {reason}' },
+  CALLGATE_ERR_MODEL_NOT_CONNECTED: { message: 'the realtime model session is not connected; {what} was dropped' },
+  CALLGATE_ERR_MODEL_BUSY: { message: 'too many responses are waiting for the realtime model ({limit}); {what} was dropped' },
+  CALLGATE_ERR_SIMULATOR_SCRIPT: { message: 'the simulator script {source} is invalid: {problems}' },
+  CALLGATE_ERR_SIMULATOR_SPEECH: { message: 'the simulator could not synthesize speech: {reason}' },
 
   // agents and tools (agents/)
   CALLGATE_ERR_TOOL_UNKNOWN: { message: 'agent {agent} has no tool {tool}' },
