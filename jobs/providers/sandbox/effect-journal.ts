@@ -1,0 +1,91 @@
+/**
+ * What the sandbox actually did, for tests to count: every committed effect, the requests
+ * received per operation reference, and the highest number of requests it processed at once per
+ * tenant and per tenant and operation.
+ */
+
+export interface SandboxEffect {
+  readonly seq: number;
+  readonly service: string;
+  readonly operation: string;
+  readonly tenant: string;
+  /** Our operation id as the request carried it, if it did. */
+  readonly reference: string | undefined;
+  readonly idempotencyKey: string | undefined;
+  readonly providerRef: string;
+  readonly at: string;
+  readonly result: Readonly<Record<string, unknown>>;
+}
+
+export interface ConcurrencyLevel {
+  current: number;
+  max: number;
+}
+
+export interface ConcurrencyReport {
+  readonly tenants: Record<string, ConcurrencyLevel & { operations: Record<string, ConcurrencyLevel> }>;
+}
+
+export class EffectJournal {
+  private effects: SandboxEffect[] = [];
+  private requests = new Map<string, number>();
+  private concurrency: ConcurrencyReport = { tenants: {} };
+
+  commit(effect: Omit<SandboxEffect, 'seq' | 'at'>): SandboxEffect {
+    const recorded: SandboxEffect = { ...effect, seq: this.effects.length + 1, at: new Date().toISOString() };
+    this.effects.push(recorded);
+    return recorded;
+  }
+
+  list(filter: { service?: string; tenant?: string; reference?: string; operation?: string } = {}): readonly SandboxEffect[] {
+    return this.effects.filter(
+      (e) =>
+        (filter.service === undefined || e.service === filter.service) &&
+        (filter.tenant === undefined || e.tenant === filter.tenant) &&
+        (filter.reference === undefined || e.reference === filter.reference) &&
+        (filter.operation === undefined || e.operation === filter.operation),
+    );
+  }
+
+  requestReceived(reference: string | undefined): void {
+    if (reference === undefined) return;
+    this.requests.set(reference, (this.requests.get(reference) ?? 0) + 1);
+  }
+
+  /** Effects and requests per operation reference. */
+  counts(): { effects: Record<string, number>; requests: Record<string, number> } {
+    const effects: Record<string, number> = {};
+    for (const e of this.effects) {
+      if (e.reference !== undefined) effects[e.reference] = (effects[e.reference] ?? 0) + 1;
+    }
+    return { effects, requests: Object.fromEntries(this.requests) };
+  }
+
+  /** Marks a request as being processed; the returned function ends it (idempotently). */
+  begin(tenant: string, operation: string): () => void {
+    const perTenant = (this.concurrency.tenants[tenant] ??= { current: 0, max: 0, operations: {} });
+    const perOperation = (perTenant.operations[operation] ??= { current: 0, max: 0 });
+    for (const level of [perTenant, perOperation]) {
+      level.current += 1;
+      level.max = Math.max(level.max, level.current);
+    }
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      perTenant.current -= 1;
+      perOperation.current -= 1;
+    };
+  }
+
+  concurrencyReport(): ConcurrencyReport {
+    return this.concurrency;
+  }
+
+  reset(): void {
+    this.effects = [];
+    this.requests = new Map();
+    // Requests still in flight keep their own level objects; a fresh report starts from zero.
+    this.concurrency = { tenants: {} };
+  }
+}
