@@ -45,7 +45,7 @@ const NAMED_OVERRIDES: Readonly<Record<string, readonly string[]>> = {
 
 export function loadConfig(options: LoadOptions = {}): Config {
   const env = options.env ?? process.env;
-  const path = options.path ?? env.CALLGATE_CONFIG ?? EXAMPLE_CONFIG_PATH;
+  const path = options.path ?? (env.CALLGATE_CONFIG || EXAMPLE_CONFIG_PATH);
   const source = options.document !== undefined ? 'inline document' : path;
   const document = options.document !== undefined ? structuredClone(options.document) : readDocument(path);
   const overrideProblems = applyEnvOverrides(document, env);
@@ -105,7 +105,7 @@ function setPath(root: Record<string, unknown>, path: readonly string[], value: 
   let node: Record<string, unknown> = root;
   for (let i = 0; i < path.length - 1; i++) {
     const key = path[i] as string;
-    const next = Array.isArray(node) ? node[Number(key)] : node[key];
+    const next: unknown = node[key];
     if (next === undefined) {
       node[key] = {};
       node = node[key] as Record<string, unknown>;
@@ -136,13 +136,13 @@ function coerce(value: string): unknown {
 
 /** `tenants[1].actions.refund.policy: coalesce is only allowed for read actions` */
 export function formatIssues(issues: readonly z.core.$ZodIssue[]): string[] {
-  return issues.map((issue) => {
-    const path = formatPath(issue.path);
-    let message = issue.message;
+  return issues.flatMap((issue) => {
+    // An unknown key is reported at its own path, so the line names exactly what to delete.
     if (issue.code === 'unrecognized_keys') {
-      message = `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+      return issue.keys.map((key) => `${formatPath([...issue.path, key])}: unknown key`);
     }
-    return path === '' ? message : `${path}: ${message}`;
+    const path = formatPath(issue.path);
+    return [path === '' ? issue.message : `${path}: ${issue.message}`];
   });
 }
 

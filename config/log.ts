@@ -34,7 +34,17 @@ export interface LogSink {
   write(line: string): void;
 }
 
-const stdoutSink: LogSink = { write: (line) => process.stdout.write(line) };
+let stdoutGuarded = false;
+const stdoutSink: LogSink = {
+  write: (line) => {
+    if (!stdoutGuarded) {
+      // A closed stdout (a log shipper gone, a pipe to `head`) must not take the gateway down.
+      process.stdout.on('error', () => {});
+      stdoutGuarded = true;
+    }
+    process.stdout.write(line);
+  },
+};
 
 export class Logger {
   private readonly fields: LogFields;

@@ -4,12 +4,7 @@
  */
 import type { TestProject } from 'vitest/node';
 import { resolveRedis } from '../jobs/redis/local-redis.ts';
-
-declare module 'vitest' {
-  export interface ProvidedContext {
-    redisUrl: string;
-  }
-}
+import './support/provided-context.ts';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const endpoint = await resolveRedis(process.env.REDIS_URL);

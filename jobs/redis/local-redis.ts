@@ -3,11 +3,11 @@
  * free loopback port with a temporary directory, stopped (and the directory removed) on exit.
  * When REDIS_URL is set nothing is started and that URL is used.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { CallgateError } from '../../config/errors.ts';
 
 /** How long redis-server may take to print that it accepts connections. */
@@ -35,10 +35,19 @@ export async function resolveRedis(url: string | undefined): Promise<RedisEndpoi
   return { url: local.url, local };
 }
 
-export function findRedisServer(): string | undefined {
-  const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
-  const path = found.stdout.trim();
-  return found.status === 0 && path !== '' ? path : undefined;
+/** Looks redis-server up on PATH the way a shell would. */
+export function findRedisServer(pathVariable = process.env.PATH ?? ''): string | undefined {
+  for (const dir of pathVariable.split(delimiter)) {
+    if (dir === '') continue;
+    const candidate = join(dir, 'redis-server');
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not in this directory
+    }
+  }
+  return undefined;
 }
 
 export async function startLocalRedis(options: { binary?: string } = {}): Promise<LocalRedis> {

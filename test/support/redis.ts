@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
+import './provided-context.ts';
 
 export function testRedisUrl(): string {
   return inject('redisUrl');

@@ -1,0 +1,34 @@
+# One image for both roles: CALLGATE_ROLE=gateway|worker|all (default all).
+# Build stage: compiles TypeScript and the native modules (@discordjs/opus) against this Node.
+FROM node:20-bookworm AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY config ./config
+COPY jobs ./jobs
+COPY agents ./agents
+COPY gateway ./gateway
+RUN npm run build \
+ && cp config/*.yaml dist/config/ \
+ && find jobs -name '*.lua' -exec cp --parents {} dist/ \; \
+ && find gateway -name '*.yaml' -exec cp --parents {} dist/ \; \
+ && npm prune --omit=dev
+
+FROM node:20-bookworm-slim AS runtime
+# espeak-ng renders the simulator's prompts; redis-server is only for a self-contained demo run
+# (production sets REDIS_URL).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends espeak-ng redis-server curl \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+ENV NODE_ENV=production CALLGATE_ROLE=all
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+USER node
+# SIP (UDP and TCP), HTTP; RTP uses the configured range (default 20000-29999/udp).
+EXPOSE 5060/udp 5060/tcp 8080/tcp
+HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
+  CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
+CMD ["node", "--enable-source-maps", "dist/gateway/main.js"]

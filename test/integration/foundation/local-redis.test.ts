@@ -1,0 +1,78 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { isCallgateError } from '../../../config/errors.ts';
+import { checkRedis, safeRedisUrl } from '../../../jobs/redis/connection.ts';
+import { findRedisServer, freeLoopbackPort, resolveRedis, startLocalRedis } from '../../../jobs/redis/local-redis.ts';
+import { isAlive } from '../../support/processes.ts';
+import { testRedisUrl } from '../../support/redis.ts';
+
+function redisDirs(): string[] {
+  return readdirSync(tmpdir()).filter((name) => name.startsWith('callgate-redis-'));
+}
+
+describe('when no REDIS_URL is given', () => {
+  it('should start a private redis-server on loopback with noeviction, and remove it and its directory on stop', async () => {
+    const before = new Set(redisDirs());
+    const local = await startLocalRedis();
+    const created = redisDirs().filter((d) => !before.has(d));
+    expect(created).toHaveLength(1);
+    expect(local.url).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
+    const client = new Redis(local.url);
+    try {
+      expect(await client.ping()).toBe('PONG');
+      expect(await client.config('GET', 'maxmemory-policy')).toEqual(['maxmemory-policy', 'noeviction']);
+      expect(await client.config('GET', 'bind')).toEqual(['bind', '127.0.0.1']);
+    } finally {
+      client.disconnect();
+    }
+    await local.stop();
+    expect(isAlive(local.pid)).toBe(false);
+    expect(existsSync(`${tmpdir()}/${created[0]}`)).toBe(false);
+  });
+
+  it('should start two private servers on different ports', async () => {
+    const [a, b] = await Promise.all([startLocalRedis(), startLocalRedis()]);
+    try {
+      expect(a.port).not.toBe(b.port);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
+  it('should report a missing redis-server with the install command', async () => {
+    expect(findRedisServer('/nonexistent-dir')).toBeUndefined();
+    const missing = await (async () => {
+      const saved = process.env.PATH;
+      process.env.PATH = '/nonexistent-dir';
+      try {
+        return await startLocalRedis().then(() => undefined, (e: unknown) => e);
+      } finally {
+        process.env.PATH = saved;
+      }
+    })();
+    expect(isCallgateError(missing, 'CALLGATE_ERR_REDIS_NOT_INSTALLED')).toBe(true);
+    expect((missing as Error).message).toContain('apt-get install -y redis-server');
+  });
+});
+
+describe('when REDIS_URL is given', () => {
+  it('should use it and start nothing', async () => {
+    const endpoint = await resolveRedis(testRedisUrl());
+    expect(endpoint.url).toBe(testRedisUrl());
+    expect(endpoint.local).toBeUndefined();
+    await expect(checkRedis(endpoint.url)).resolves.toBeUndefined();
+  });
+
+  it('should fail fast, naming the URL without its password, when nothing answers', async () => {
+    const port = await freeLoopbackPort();
+    const started = Date.now();
+    const error = await checkRedis(`redis://user:s3cretpass@127.0.0.1:${port}/0`, 1000).then(() => undefined, (e: unknown) => e);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(isCallgateError(error, 'CALLGATE_ERR_REDIS_UNREACHABLE')).toBe(true);
+    expect((error as Error).message).toContain(`redis://user:***@127.0.0.1:${port}/0`);
+    expect((error as Error).message).not.toContain('s3cretpass');
+    expect(safeRedisUrl('redis://127.0.0.1:6379')).toBe('redis://127.0.0.1:6379');
+  });
+});
