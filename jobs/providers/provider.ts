@@ -33,6 +33,8 @@ export type LookupResult =
   | { readonly status: 'not_found' }
   /** The provider recorded a definite failure. */
   | { readonly status: 'failed'; readonly code: string; readonly message: string }
+  /** A cancel we asked for took effect before the commit: nothing happened and nothing will. */
+  | { readonly status: 'cancelled' }
   /** The provider cannot say now (down, still processing): ask again later. */
   | { readonly status: 'unknown'; readonly reason: string };
 
