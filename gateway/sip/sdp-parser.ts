@@ -3,7 +3,7 @@
  * malformed required lines give a failure with the line that was wrong.
  */
 import type { SipParseResult } from './message-types.ts';
-import type { SdpAttribute, SdpConnection, SdpDirection, SdpMedia, SdpOrigin, SdpRtpMap, SdpSession } from './sdp-types.ts';
+import type { SdpAttribute, SdpConnection, SdpDirection, SdpOrigin, SdpRtpMap, SdpSession } from './sdp-types.ts';
 
 const DIRECTIONS: ReadonlySet<string> = new Set(['sendrecv', 'sendonly', 'recvonly', 'inactive']);
 /** Far more m= lines than any real offer; a cap keeps a hostile body from costing much. */
