@@ -1,0 +1,279 @@
+/**
+ * Receive-side jitter buffer, pure: packets go in with their arrival time, one frame comes out
+ * per 20 ms tick. It reorders by sequence number, drops duplicates and packets that arrive after
+ * their playout slot, conceals a single lost frame when given a concealer, and adapts its depth
+ * to the measured interarrival jitter within [minDepthMs, maxDepthMs]. No timers: the caller owns
+ * the clock and the tick.
+ */
+import { FRAME_MS } from './audio-format.ts';
+
+export interface JitterBufferOptions {
+  readonly minDepthMs: number;
+  readonly maxDepthMs: number;
+  /** RTP clock rate, to compare timestamps with arrival times. */
+  readonly clockRate: number;
+  /** Makes a stand-in for one lost frame from the frame before it (G.711); none: losses are gaps. */
+  readonly conceal?: (previous: Buffer) => Buffer;
+}
+
+export interface JitterPacket {
+  readonly sequenceNumber: number;
+  readonly timestamp: number;
+  readonly payload: Buffer;
+}
+
+export type JitterPushResult = 'buffered' | 'duplicate' | 'late' | 'jump-pending' | 'resynced';
+
+export type JitterFrame =
+  | { readonly kind: 'frame'; readonly payload: Buffer; readonly sequenceNumber: number }
+  | { readonly kind: 'concealed'; readonly payload: Buffer }
+  /** A frame was lost and could not be concealed; the consumer plays nothing for 20 ms. */
+  | { readonly kind: 'lost' }
+  /** Filling up to the target depth (start of stream or after an underrun). */
+  | { readonly kind: 'buffering' }
+  /** Playing, and the next frame has not arrived: the buffer ran dry. */
+  | { readonly kind: 'underrun' };
+
+export interface JitterBufferStats {
+  readonly buffered: number;
+  readonly played: number;
+  readonly duplicates: number;
+  readonly late: number;
+  readonly lost: number;
+  readonly concealed: number;
+  /** Frames dropped to shrink the buffer (overflow or a depth above target). */
+  readonly discarded: number;
+  readonly underruns: number;
+  readonly resyncs: number;
+  /** RFC 3550 interarrival jitter, in milliseconds. */
+  readonly jitterMs: number;
+  readonly targetDepthMs: number;
+}
+
+/**
+ * A sequence jump larger than this many packets is a new stream (a sender restart or a media
+ * switch), not loss: it must be confirmed by the next packet before the buffer follows it.
+ * 100 packets = 2 s at 20 ms, far beyond any sane jitter depth (maxDepthMs is at most seconds).
+ */
+const MAX_SEQUENCE_JUMP = 100;
+/** The RFC 3550 jitter estimator gain (1/16): smooths noise while following real changes. */
+const JITTER_GAIN = 1 / 16;
+/** Target depth in multiples of the jitter estimate: covers the tail of typical delay spread. */
+const JITTER_DEPTH_FACTOR = 3;
+/** Frames of slack above the target before the buffer shrinks, so it does not oscillate. */
+const SHRINK_SLACK_FRAMES = 2;
+/** At most one frame is dropped to shrink the buffer per this many ticks: one click per second. */
+const SHRINK_INTERVAL_TICKS = 50;
+/** Clean ticks after which the extra depth added by an underrun is taken back (10 s). */
+const UNDERRUN_BOOST_DECAY_TICKS = 500;
+/** Played sequence numbers remembered to tell a duplicate from a late packet. */
+const PLAYED_MEMORY = 64;
+
+export class JitterBuffer {
+  private readonly options: JitterBufferOptions;
+  private readonly minFrames: number;
+  private readonly maxFrames: number;
+  private readonly entries = new Map<number, JitterPacket>();
+  private state: 'idle' | 'buffering' | 'playing' = 'idle';
+  /** Extended (unwrapped) sequence number of the next frame to play. */
+  private next = 0;
+  private highest = 0;
+  private played = new Set<number>();
+  private playedOrder: number[] = [];
+  private pendingJump: { extended: number; packet: JitterPacket } | undefined;
+  private previousPayload: Buffer | undefined;
+  private previousWasReal = false;
+  private hasPlayed = false;
+  private lastTransit: number | undefined;
+  private jitter = 0;
+  private underrunBoostFrames = 0;
+  private cleanTicks = 0;
+  private ticksSinceShrink = 0;
+  private counts = { buffered: 0, played: 0, duplicates: 0, late: 0, lost: 0, concealed: 0, discarded: 0, underruns: 0, resyncs: 0 };
+
+  constructor(options: JitterBufferOptions) {
+    this.options = options;
+    this.minFrames = Math.max(1, Math.ceil(options.minDepthMs / FRAME_MS));
+    this.maxFrames = Math.max(this.minFrames, Math.floor(options.maxDepthMs / FRAME_MS));
+  }
+
+  push(packet: JitterPacket, nowMs: number): JitterPushResult {
+    if (this.state === 'idle') {
+      this.restart(packet.sequenceNumber);
+      return this.insert(packet.sequenceNumber, packet, nowMs);
+    }
+    const extended = this.extend(packet.sequenceNumber);
+    if (Math.abs(extended - this.highest) > MAX_SEQUENCE_JUMP) {
+      const pending = this.pendingJump;
+      if (pending && extended === pending.extended + 1) {
+        // Two consecutive packets agree on the new numbering: follow it.
+        this.counts.resyncs++;
+        this.restart(pending.packet.sequenceNumber);
+        this.insert(pending.packet.sequenceNumber, pending.packet, nowMs);
+        this.insert(this.extend(packet.sequenceNumber), packet, nowMs);
+        this.pendingJump = undefined;
+        return 'resynced';
+      }
+      this.pendingJump = { extended, packet };
+      return 'jump-pending';
+    }
+    this.pendingJump = undefined;
+    if (extended < this.next) {
+      if (this.played.has(extended)) {
+        this.counts.duplicates++;
+        return 'duplicate';
+      }
+      if (!this.hasPlayed) {
+        // Reordered before playout began: widen the start instead of dropping it.
+        this.next = extended;
+        return this.insert(extended, packet, nowMs);
+      }
+      this.counts.late++;
+      return 'late';
+    }
+    if (this.entries.has(extended)) {
+      this.counts.duplicates++;
+      return 'duplicate';
+    }
+    return this.insert(extended, packet, nowMs);
+  }
+
+  /** The frame for this 20 ms tick. */
+  pop(): JitterFrame {
+    if (this.state === 'idle') return { kind: 'buffering' };
+    if (this.state === 'buffering') {
+      if (this.span() < this.targetFrames()) return { kind: 'buffering' };
+      this.state = 'playing';
+    }
+    this.shrinkIfDeep();
+    const entry = this.entries.get(this.next);
+    if (entry) {
+      this.entries.delete(this.next);
+      this.advance(true);
+      this.counts.played++;
+      this.previousPayload = entry.payload;
+      this.previousWasReal = true;
+      this.noteCleanTick();
+      return { kind: 'frame', payload: entry.payload, sequenceNumber: entry.sequenceNumber };
+    }
+    if (this.entries.size === 0) {
+      this.counts.underruns++;
+      this.state = 'buffering';
+      this.cleanTicks = 0;
+      if (this.targetFrames() < this.maxFrames) this.underrunBoostFrames++;
+      return { kind: 'underrun' };
+    }
+    this.advance(false);
+    this.counts.lost++;
+    if (this.options.conceal && this.previousPayload && this.previousWasReal) {
+      this.previousWasReal = false;
+      this.counts.concealed++;
+      return { kind: 'concealed', payload: this.options.conceal(this.previousPayload) };
+    }
+    this.previousWasReal = false;
+    return { kind: 'lost' };
+  }
+
+  /** Frames buffered ahead of the playout point, counting gaps. */
+  depthFrames(): number {
+    return this.entries.size === 0 ? 0 : this.span();
+  }
+
+  stats(): JitterBufferStats {
+    return { ...this.counts, jitterMs: this.jitter, targetDepthMs: this.targetFrames() * FRAME_MS };
+  }
+
+  /** Forgets the stream (a new SSRC): the next packet starts a fresh one. */
+  reset(): void {
+    this.entries.clear();
+    this.state = 'idle';
+    this.pendingJump = undefined;
+    this.lastTransit = undefined;
+    this.previousPayload = undefined;
+    this.previousWasReal = false;
+  }
+
+  private restart(sequenceNumber: number): void {
+    this.entries.clear();
+    this.played.clear();
+    this.playedOrder = [];
+    this.next = sequenceNumber;
+    this.highest = sequenceNumber;
+    this.state = 'buffering';
+    this.hasPlayed = false;
+    this.lastTransit = undefined;
+  }
+
+  private insert(extended: number, packet: JitterPacket, nowMs: number): JitterPushResult {
+    this.entries.set(extended, packet);
+    this.counts.buffered++;
+    if (extended > this.highest) this.highest = extended;
+    this.updateJitter(packet.timestamp, nowMs);
+    this.dropOverflow();
+    return 'buffered';
+  }
+
+  /** Unwraps a 16-bit sequence number to the one nearest the highest seen. */
+  private extend(sequenceNumber: number): number {
+    const delta = ((sequenceNumber - (this.highest & 0xffff) + 0x8000) & 0xffff) - 0x8000;
+    return this.highest + delta;
+  }
+
+  private span(): number {
+    return this.highest - this.next + 1;
+  }
+
+  private targetFrames(): number {
+    const fromJitter = Math.ceil((JITTER_DEPTH_FACTOR * this.jitter) / FRAME_MS);
+    return Math.min(this.maxFrames, Math.max(this.minFrames, fromJitter + this.underrunBoostFrames));
+  }
+
+  private updateJitter(timestamp: number, nowMs: number): void {
+    // Transit in ms modulo the 32-bit timestamp; only differences matter.
+    const transit = nowMs - (timestamp * 1000) / this.options.clockRate;
+    if (this.lastTransit !== undefined) {
+      let d = Math.abs(transit - this.lastTransit);
+      // A timestamp wrap or a talk-spurt gap is not jitter.
+      if (d > this.options.maxDepthMs * 4) d = this.jitter;
+      this.jitter += (d - this.jitter) * JITTER_GAIN;
+    }
+    this.lastTransit = transit;
+  }
+
+  /** Moves the playout point on; `received` remembers the frame so a copy counts as duplicate. */
+  private advance(received: boolean): void {
+    if (received) {
+      this.played.add(this.next);
+      this.playedOrder.push(this.next);
+      if (this.playedOrder.length > PLAYED_MEMORY) this.played.delete(this.playedOrder.shift() as number);
+    }
+    this.next++;
+    this.hasPlayed = true;
+  }
+
+  private dropOverflow(): void {
+    while (this.span() > this.maxFrames + SHRINK_SLACK_FRAMES) this.discardOldest();
+  }
+
+  private shrinkIfDeep(): void {
+    this.ticksSinceShrink++;
+    if (this.span() > this.targetFrames() + SHRINK_SLACK_FRAMES && this.ticksSinceShrink >= SHRINK_INTERVAL_TICKS) {
+      this.discardOldest();
+      this.ticksSinceShrink = 0;
+    }
+  }
+
+  private discardOldest(): void {
+    const existed = this.entries.delete(this.next);
+    if (existed) this.counts.discarded++;
+    this.advance(existed);
+  }
+
+  private noteCleanTick(): void {
+    this.cleanTicks++;
+    if (this.cleanTicks >= UNDERRUN_BOOST_DECAY_TICKS && this.underrunBoostFrames > 0) {
+      this.underrunBoostFrames--;
+      this.cleanTicks = 0;
+    }
+  }
+}

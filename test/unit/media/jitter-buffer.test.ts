@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import { concealG711Frame } from '../../../gateway/media/g711-concealment.ts';
+import { ulawToLinear } from '../../../gateway/media/g711.ts';
+import { JitterBuffer, type JitterFrame } from '../../../gateway/media/jitter-buffer.ts';
+import { seededRandom } from './seeded-random.ts';
+
+const FRAME = 20;
+
+function packet(sequenceNumber: number) {
+  const payload = Buffer.alloc(160, 0x80 | (sequenceNumber & 0x3f));
+  return { sequenceNumber: sequenceNumber & 0xffff, timestamp: (sequenceNumber * 160) >>> 0, payload };
+}
+
+function buffer(minDepthMs = 20, maxDepthMs = 200, withConcealment = true): JitterBuffer {
+  return new JitterBuffer({ minDepthMs, maxDepthMs, clockRate: 8000, ...(withConcealment ? { conceal: (p: Buffer) => concealG711Frame(p, 'PCMU') } : {}) });
+}
+
+function describeFrame(frame: JitterFrame): string {
+  return frame.kind === 'frame' ? `#${frame.sequenceNumber}` : frame.kind;
+}
+
+/**
+ * Scripted arrivals: sequence number -> arrival time (ms). The clock ticks every 20 ms; at each
+ * tick the packets that arrived by then are pushed, then one frame is popped.
+ */
+function play(jb: JitterBuffer, arrivals: Array<[number, number]>, ticks: number): string[] {
+  const ordered = [...arrivals].sort((a, b) => a[1] - b[1]);
+  const out: string[] = [];
+  let i = 0;
+  for (let tick = 0; tick < ticks; tick++) {
+    const now = tick * FRAME;
+    while (i < ordered.length && (ordered[i] as [number, number])[1] <= now) {
+      const [seq, at] = ordered[i] as [number, number];
+      jb.push(packet(seq), at);
+      i++;
+    }
+    out.push(describeFrame(jb.pop()));
+  }
+  return out;
+}
+
+describe('when packets arrive in order', () => {
+  it('should play each one once, in order, after one frame of buffering', () => {
+    const out = play(buffer(), Array.from({ length: 5 }, (_, n) => [100 + n, n * FRAME] as [number, number]), 6);
+    expect(out).toEqual(['#100', '#101', '#102', '#103', '#104', 'underrun']);
+  });
+
+  it('should follow sequence numbers across the 16-bit wrap', () => {
+    const out = play(buffer(), [65534, 65535, 65536, 65537].map((s, n) => [s, n * FRAME] as [number, number]), 4);
+    expect(out).toEqual(['#65534', '#65535', '#0', '#1']);
+  });
+});
+
+describe('when packets are reordered', () => {
+  it('should play them in sequence order', () => {
+    const jb = buffer(40);
+    for (const seq of [1, 3, 2, 5, 4]) jb.push(packet(seq), 0);
+    expect(Array.from({ length: 5 }, () => describeFrame(jb.pop()))).toEqual(['#1', '#2', '#3', '#4', '#5']);
+  });
+
+  it('should accept a packet older than the first one while still buffering', () => {
+    const jb = buffer(60);
+    jb.push(packet(11), 0);
+    jb.push(packet(10), 5);
+    jb.push(packet(12), 10);
+    expect([jb.pop(), jb.pop(), jb.pop()].map(describeFrame)).toEqual(['#10', '#11', '#12']);
+  });
+});
+
+describe('when packets are duplicated or late', () => {
+  it('should drop a duplicate still in the buffer and one already played', () => {
+    const jb = buffer(40);
+    expect(jb.push(packet(1), 0)).toBe('buffered');
+    expect(jb.push(packet(1), 1)).toBe('duplicate');
+    jb.push(packet(2), 2);
+    expect(describeFrame(jb.pop())).toBe('#1');
+    expect(jb.push(packet(1), 30)).toBe('duplicate');
+    expect(describeFrame(jb.pop())).toBe('#2');
+    expect(jb.stats().duplicates).toBe(2);
+  });
+
+  it('should drop a packet that arrives after its slot was concealed', () => {
+    const jb = buffer();
+    jb.push(packet(1), 0);
+    expect(describeFrame(jb.pop())).toBe('#1');
+    jb.push(packet(3), 20);
+    jb.push(packet(4), 20);
+    expect(describeFrame(jb.pop())).toBe('concealed');
+    expect(jb.push(packet(2), 30)).toBe('late');
+    expect([jb.pop(), jb.pop()].map(describeFrame)).toEqual(['#3', '#4']);
+    expect(jb.stats()).toMatchObject({ late: 1, lost: 1, played: 3 });
+  });
+});
+
+describe('when packets are lost', () => {
+  it('should conceal a single lost G.711 frame with an attenuated copy of the previous one', () => {
+    const jb = buffer(40);
+    for (const seq of [1, 2, 4, 5]) jb.push(packet(seq), 0);
+    const frames = [jb.pop(), jb.pop(), jb.pop(), jb.pop()];
+    expect(frames.map(describeFrame)).toEqual(['#1', '#2', 'concealed', '#4']);
+    const concealed = frames[2];
+    if (concealed?.kind !== 'concealed') return;
+    const previous = ulawToLinear(packet(2).payload[80] as number);
+    expect(Math.abs(ulawToLinear(concealed.payload[80] as number))).toBeLessThan(Math.abs(previous));
+    expect(Math.abs(ulawToLinear(concealed.payload[80] as number))).toBeGreaterThan(Math.abs(previous) / 4);
+    expect(jb.stats()).toMatchObject({ lost: 1, concealed: 1, played: 3 });
+  });
+
+  it('should conceal only the first of two consecutive lost frames', () => {
+    const jb = buffer(40);
+    for (const seq of [1, 4, 5]) jb.push(packet(seq), 0);
+    expect([jb.pop(), jb.pop(), jb.pop(), jb.pop()].map(describeFrame)).toEqual(['#1', 'concealed', 'lost', '#4']);
+  });
+
+  it('should leave the gap silent for a codec without concealment', () => {
+    const jb = buffer(40, 200, false);
+    for (const seq of [1, 3]) jb.push(packet(seq), 0);
+    expect([jb.pop(), jb.pop(), jb.pop()].map(describeFrame)).toEqual(['#1', 'lost', '#3']);
+  });
+});
+
+describe('when the network jitters', () => {
+  it('should deepen the buffer within bounds under jitter and stay at the minimum without it', () => {
+    const steady = buffer(20, 200);
+    play(steady, Array.from({ length: 200 }, (_, n) => [n, n * FRAME] as [number, number]), 200);
+    expect(steady.stats().targetDepthMs).toBe(20);
+    expect(steady.stats().jitterMs).toBeLessThan(1);
+
+    const random = seededRandom(3);
+    const jittery = buffer(20, 200);
+    const out = play(jittery, Array.from({ length: 500 }, (_, n) => [n, n * FRAME + Math.floor(random() * 60)] as [number, number]), 520);
+    const stats = jittery.stats();
+    expect(stats.jitterMs).toBeGreaterThan(10);
+    expect(stats.targetDepthMs).toBeGreaterThanOrEqual(60);
+    expect(stats.targetDepthMs).toBeLessThanOrEqual(200);
+    // Once adapted, most frames play: a deep enough buffer rides out the jitter.
+    const lastHalf = out.slice(260, 500);
+    expect(lastHalf.filter((f) => f.startsWith('#')).length).toBeGreaterThan(lastHalf.length * 0.9);
+  });
+
+  it('should never exceed the maximum depth when packets flood in', () => {
+    const jb = buffer(20, 100);
+    for (let seq = 0; seq < 60; seq++) jb.push(packet(seq), 0);
+    expect(jb.depthFrames()).toBeLessThanOrEqual(100 / FRAME + 2);
+    expect(jb.stats().discarded).toBeGreaterThan(40);
+  });
+
+  it('should deepen after an underrun', () => {
+    const jb = buffer(20, 200);
+    const before = jb.stats().targetDepthMs;
+    play(jb, [[1, 0], [2, 20], [3, 100], [4, 120], [5, 140]], 8);
+    expect(jb.stats().underruns).toBeGreaterThanOrEqual(1);
+    expect(jb.stats().targetDepthMs).toBeGreaterThan(before);
+  });
+});
+
+describe('when the sequence numbering jumps', () => {
+  it('should drop one stray packet far from the stream and keep playing', () => {
+    const jb = buffer(20);
+    jb.push(packet(10), 0);
+    expect(describeFrame(jb.pop())).toBe('#10');
+    expect(jb.push(packet(30_000), 10)).toBe('jump-pending');
+    jb.push(packet(11), 20);
+    expect(describeFrame(jb.pop())).toBe('#11');
+  });
+
+  it('should follow a new numbering confirmed by two consecutive packets', () => {
+    const jb = buffer(20);
+    jb.push(packet(10), 0);
+    jb.pop();
+    expect(jb.push(packet(40_000), 20)).toBe('jump-pending');
+    expect(jb.push(packet(40_001), 40)).toBe('resynced');
+    expect([jb.pop(), jb.pop()].map(describeFrame)).toEqual(['#40000', '#40001']);
+    expect(jb.stats().resyncs).toBe(1);
+  });
+});
