@@ -1,0 +1,59 @@
+/**
+ * Redis key names for the ledger. Every key of a tenant carries the hash tag `{t:<tenant>}`, so
+ * one operation's keys, its tenant's indexes, leases, budgets and result streams all live in one
+ * Redis Cluster slot and a script may touch them together. The one global key, the pointer from an
+ * operation id to its tenant, is written outside scripts and never changes.
+ */
+
+export class LedgerKeys {
+  constructor(readonly prefix: string) {}
+
+  private tenant(tenantId: string): string {
+    return `${this.prefix}:{t:${tenantId}}`;
+  }
+
+  operation(tenantId: string, operationId: string): string {
+    return `${this.tenant(tenantId)}:op:${operationId}`;
+  }
+  history(tenantId: string, operationId: string): string {
+    return `${this.tenant(tenantId)}:op:${operationId}:h`;
+  }
+  idempotency(tenantId: string, idempotencyKey: string): string {
+    return `${this.tenant(tenantId)}:idem:${idempotencyKey}`;
+  }
+  coalesce(tenantId: string, coalesceKey: string): string {
+    return `${this.tenant(tenantId)}:coalesce:${coalesceKey}`;
+  }
+  open(tenantId: string): string {
+    return `${this.tenant(tenantId)}:open`;
+  }
+  unknown(tenantId: string): string {
+    return `${this.tenant(tenantId)}:unknown`;
+  }
+  active(tenantId: string, action: string): string {
+    return `${this.tenant(tenantId)}:active:${action}`;
+  }
+  session(tenantId: string, sessionId: string): string {
+    return `${this.tenant(tenantId)}:session:${sessionId}`;
+  }
+  outbox(tenantId: string): string {
+    return `${this.tenant(tenantId)}:outbox`;
+  }
+  lease(tenantId: string, action: string): string {
+    return `${this.tenant(tenantId)}:lease:${action}`;
+  }
+  budgetRequests(tenantId: string, action: string): string {
+    return `${this.tenant(tenantId)}:budget:req:${action}`;
+  }
+  budgetRetries(tenantId: string, action: string): string {
+    return `${this.tenant(tenantId)}:budget:retry:${action}`;
+  }
+  /** The result stream a gateway reads for one tenant's operations. */
+  results(tenantId: string, gatewayId: string): string {
+    return `${this.tenant(tenantId)}:results:${gatewayId}`;
+  }
+  /** Global pointer operation id -> tenant id (for lookups by id alone). */
+  tenantOf(operationId: string): string {
+    return `${this.prefix}:optenant:${operationId}`;
+  }
+}

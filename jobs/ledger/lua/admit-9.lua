@@ -1,0 +1,90 @@
+--[[
+  Admits an operation: the ledger record is written before any job exists.
+
+  KEYS[1] operation hash
+  KEYS[2] operation history list
+  KEYS[3] idempotency index (string: key -> operation id)
+  KEYS[4] open operations of the tenant (zset: id -> last transition ms)
+  KEYS[5] active operations of the action, counted against capacity (zset: id -> admitted ms)
+  KEYS[6] session index (zset: id -> created ms)
+  KEYS[7] outbox: admitted operations not yet known to be enqueued (zset: id -> admitted ms)
+  KEYS[8] coalesce index for identical concurrent reads (string: hash -> operation id)
+  KEYS[9] retry budget: requests in the window (zset: id -> ms)
+
+  ARGV[1] operation id
+  ARGV[2] params hash
+  ARGV[3] now (ms)
+  ARGV[4] capacity: most active operations allowed for the action, -1 for no bound
+  ARGV[5] fields of the new operation, a JSON object of strings
+  ARGV[6] mode: "mutation" (dedupe by idempotency key), "read", or "coalesce" (share a running read)
+  ARGV[7] retention of the session index, seconds
+  ARGV[8] retry budget window (ms)
+
+  Output:
+    {"ADMITTED", id}
+    {"DUPLICATE", existing id, existing state}   same key, same params
+    {"CONFLICT", existing id}                    same key, different params
+    {"COALESCED", existing id, existing state}   an identical read is running
+    {"FULL", active count}                       no room under the capacity
+]]
+local id = ARGV[1]
+local now = tonumber(ARGV[3])
+local capacity = tonumber(ARGV[4])
+local mode = ARGV[6]
+
+if mode == "mutation" then
+  local existing = redis.call("GET", KEYS[3])
+  if existing then
+    local found = redis.call("HMGET", KEYS[1]:gsub("[^:]+$", existing), "params_hash", "state")
+    if found[1] == false then
+      -- The index outlived its operation (retention ran out): the key is free again.
+      redis.call("DEL", KEYS[3])
+    elseif found[1] == ARGV[2] then
+      return {"DUPLICATE", existing, found[2]}
+    else
+      return {"CONFLICT", existing}
+    end
+  end
+elseif mode == "coalesce" then
+  local running = redis.call("GET", KEYS[8])
+  if running then
+    local state = redis.call("HGET", KEYS[1]:gsub("[^:]+$", running), "state")
+    if state and state ~= "COMMITTED" and state ~= "FAILED_FINAL" and state ~= "CANCELLED" then
+      return {"COALESCED", running, state}
+    end
+    redis.call("DEL", KEYS[8])
+  end
+end
+
+if capacity >= 0 then
+  local active = redis.call("ZCARD", KEYS[5])
+  if active >= capacity then
+    return {"FULL", active}
+  end
+end
+
+local fields = cjson.decode(ARGV[5])
+local flat = {}
+for k, v in pairs(fields) do
+  flat[#flat + 1] = k
+  flat[#flat + 1] = v
+end
+redis.call("HSET", KEYS[1], unpack(flat))
+redis.call("HSET", KEYS[1], "state", "ADMITTED", "attempt", "0", "sending", "0",
+  "params_hash", ARGV[2], "created_at", ARGV[3], "admitted_at", ARGV[3])
+redis.call("RPUSH", KEYS[2],
+  cjson.encode({state = "REQUESTED", at = now, attempt = 0, actor = "admission", reason = "tool_requested"}),
+  cjson.encode({state = "ADMITTED", at = now, attempt = 0, actor = "admission", reason = "admitted"}))
+if mode == "mutation" then
+  redis.call("SET", KEYS[3], id)
+elseif mode == "coalesce" then
+  redis.call("SET", KEYS[8], id)
+end
+redis.call("ZADD", KEYS[4], now, id)
+redis.call("ZADD", KEYS[5], now, id)
+redis.call("ZADD", KEYS[6], now, id)
+redis.call("EXPIRE", KEYS[6], tonumber(ARGV[7]))
+redis.call("ZADD", KEYS[7], now, id)
+redis.call("ZREMRANGEBYSCORE", KEYS[9], "-inf", now - tonumber(ARGV[8]))
+redis.call("ZADD", KEYS[9], now, id)
+return {"ADMITTED", id}

@@ -1,0 +1,100 @@
+--[[
+  Moves one operation to a new state by compare-and-set, fenced by attempt. Terminal and UNKNOWN
+  transitions append the result event to the owning gateway's stream in the same step, so a result
+  can never be recorded without its event, nor announced without being recorded.
+
+  KEYS[1] operation hash
+  KEYS[2] operation history list
+  KEYS[3] open operations of the tenant (zset)
+  KEYS[4] UNKNOWN operations of the tenant (zset: id -> ms it became UNKNOWN)
+  KEYS[5] active operations of the action (capacity zset)
+  KEYS[6] result stream of the gateway that owns the session
+  KEYS[7] idempotency index of the operation
+  KEYS[8] coalesce index of the operation
+  KEYS[9] outbox (zset)
+
+  ARGV[1] states the caller expects the operation to be in, comma separated
+  ARGV[2] attempt the caller holds, or "" when the transition is not fenced
+  ARGV[3] new state
+  ARGV[4] now (ms)
+  ARGV[5] actor
+  ARGV[6] reason
+  ARGV[7] fields to set, a JSON object of strings ("" values delete the field)
+  ARGV[8] "1" to begin a new attempt (attempt + 1, sending cleared)
+  ARGV[9] "1" to append a result event
+  ARGV[10] retention (seconds) applied when the new state is terminal
+  ARGV[11] event id to use for the result event
+
+  Output: {"OK", attempt, event id or ""}
+  Errors (returned, not raised):
+    {"ERR_NOT_FOUND"}
+    {"ERR_ILLEGAL", current state}   current state is not expected, or the move is not legal
+    {"ERR_STALE", current attempt}   the caller's attempt is not the current one
+]]
+local state = redis.call("HGET", KEYS[1], "state")
+if not state then
+  return {"ERR_NOT_FOUND"}
+end
+local to = ARGV[3]
+local expected = false
+for s in string.gmatch(ARGV[1], "[^,]+") do
+  if s == state then expected = true end
+end
+if not expected or not LEGAL[state] or not LEGAL[state][to] then
+  return {"ERR_ILLEGAL", state}
+end
+local attempt = tonumber(redis.call("HGET", KEYS[1], "attempt") or "0")
+if ARGV[2] ~= "" and tonumber(ARGV[2]) ~= attempt then
+  return {"ERR_STALE", tostring(attempt)}
+end
+local now = tonumber(ARGV[4])
+if ARGV[8] == "1" then
+  attempt = attempt + 1
+  redis.call("HSET", KEYS[1], "attempt", tostring(attempt), "sending", "0")
+end
+local fields = cjson.decode(ARGV[7])
+for k, v in pairs(fields) do
+  if v == "" then
+    redis.call("HDEL", KEYS[1], k)
+  else
+    redis.call("HSET", KEYS[1], k, v)
+  end
+end
+redis.call("HSET", KEYS[1], "state", to)
+redis.call("RPUSH", KEYS[2],
+  cjson.encode({state = to, at = now, attempt = attempt, actor = ARGV[5], reason = ARGV[6]}))
+
+if to == "UNKNOWN" then
+  if state ~= "UNKNOWN" then redis.call("ZADD", KEYS[4], now, redis.call("HGET", KEYS[1], "operation_id")) end
+else
+  redis.call("ZREM", KEYS[4], redis.call("HGET", KEYS[1], "operation_id"))
+end
+
+local id = redis.call("HGET", KEYS[1], "operation_id")
+if TERMINAL[to] then
+  redis.call("HSET", KEYS[1], "finished_at", ARGV[4])
+  redis.call("ZREM", KEYS[3], id)
+  redis.call("ZREM", KEYS[5], id)
+  redis.call("ZREM", KEYS[9], id)
+  if redis.call("GET", KEYS[8]) == id then redis.call("DEL", KEYS[8]) end
+  local retention = tonumber(ARGV[10])
+  redis.call("EXPIRE", KEYS[1], retention)
+  redis.call("EXPIRE", KEYS[2], retention)
+  if redis.call("GET", KEYS[7]) == id then redis.call("EXPIRE", KEYS[7], retention) end
+else
+  redis.call("ZADD", KEYS[3], now, id)
+end
+
+local eventId = ""
+if ARGV[9] == "1" then
+  redis.call("XADD", KEYS[6], "*",
+    "event_id", ARGV[11],
+    "operation_id", id,
+    "tenant_id", redis.call("HGET", KEYS[1], "tenant_id"),
+    "session_id", redis.call("HGET", KEYS[1], "session_id"),
+    "state", to,
+    "attempt", tostring(attempt),
+    "at", ARGV[4])
+  eventId = ARGV[11]
+end
+return {"OK", tostring(attempt), eventId}

@@ -1,0 +1,417 @@
+/**
+ * The operation ledger: the only module that calls the ledger's Lua scripts. Every state change is
+ * a compare-and-set fenced by attempt; reads give typed Operations.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { counter } from '../../config/metrics.ts';
+import { LedgerKeys } from './keys.ts';
+import { loadLedgerScripts, type LedgerCommands } from './ledger-scripts.ts';
+import { IdempotencyConflictError, OperationNotFoundError, scriptError, StaleAttemptError } from './ledger-errors.ts';
+import {
+  isTerminal,
+  type Actor,
+  type ActionKind,
+  type ConversationScope,
+  type DeliveryRecord,
+  type HistoryEntry,
+  type Operation,
+  type OperationError,
+  type OperationState,
+} from './operation.ts';
+
+const DAY_SECONDS = 86_400;
+
+const staleRefused = counter({
+  name: 'callgate_operation_stale_completions_total',
+  help: 'Transitions refused because the worker held a superseded attempt.',
+  labelNames: ['action'],
+});
+
+export interface OperationLedgerOptions {
+  /** Key prefix (config redis.prefix). */
+  prefix: string;
+  retentionDays: number;
+  moneyRetentionDays: number;
+  /** Clock, for tests. */
+  now?: () => number;
+}
+
+export interface NewOperation {
+  readonly operationId: string;
+  readonly tenantId: string;
+  readonly action: string;
+  readonly kind: ActionKind;
+  readonly provider: string;
+  readonly providerOperation: string;
+  readonly idempotencyKey: string;
+  readonly paramsHash: string;
+  readonly params: Readonly<Record<string, unknown>>;
+  readonly scope: ConversationScope;
+  readonly providerIdempotent: boolean;
+  readonly money: boolean;
+  readonly admissionDeadlineAt: number;
+  readonly deadlineAt: number;
+  readonly compensates?: string;
+  /** How duplicates are recognised: by idempotency key (mutations), by coalesce key (shared reads), or not at all. */
+  readonly mode: 'mutation' | 'read' | 'coalesce';
+  readonly coalesceKey?: string;
+  /** Most active (admitted, running, waiting to retry) operations of this action for the tenant; -1 for no bound. */
+  readonly capacity: number;
+  /** Window of the action's retry budget, in ms (requests are counted at admission). */
+  readonly budgetWindowMs: number;
+}
+
+export type AdmitOutcome =
+  | { readonly type: 'admitted'; readonly operationId: string }
+  | { readonly type: 'duplicate'; readonly operationId: string; readonly state: OperationState }
+  | { readonly type: 'coalesced'; readonly operationId: string; readonly state: OperationState }
+  | { readonly type: 'full'; readonly active: number };
+
+/** What a transition does besides moving the state. */
+export interface TransitionChange {
+  /** States the caller believes the operation is in; anything else is refused as illegal. */
+  readonly from: readonly OperationState[];
+  readonly to: OperationState;
+  /** The attempt the caller holds; omitted only where no worker attempt is involved. */
+  readonly attempt?: number;
+  readonly actor: Actor;
+  readonly reason: string;
+  readonly fields?: Readonly<Record<string, string>>;
+  /** Begin a new attempt (the attempt number is incremented and returned). */
+  readonly newAttempt?: boolean;
+}
+
+export interface TransitionOutcome {
+  readonly attempt: number;
+  /** Set when the transition appended a result event. */
+  readonly eventId?: string;
+}
+
+export interface RetryBudgetDecision {
+  readonly allowed: boolean;
+  readonly requests: number;
+  readonly retries: number;
+}
+
+export class OperationLedger {
+  readonly keys: LedgerKeys;
+  private readonly redis: Redis & LedgerCommands;
+  private readonly now: () => number;
+
+  constructor(
+    redis: Redis,
+    private readonly options: OperationLedgerOptions,
+  ) {
+    this.redis = loadLedgerScripts(redis);
+    this.keys = new LedgerKeys(options.prefix);
+    this.now = options.now ?? Date.now;
+  }
+
+  async admit(op: NewOperation): Promise<AdmitOutcome> {
+    const k = this.keys;
+    const now = this.now();
+    // The pointer is written first and never changes; a crash after it leaves a harmless orphan.
+    await this.redis.set(k.tenantOf(op.operationId), op.tenantId, 'EX', this.retentionSeconds(op.money) + DAY_SECONDS);
+    const reply = await this.redis.ledgerAdmit(
+      k.operation(op.tenantId, op.operationId),
+      k.history(op.tenantId, op.operationId),
+      k.idempotency(op.tenantId, op.idempotencyKey),
+      k.open(op.tenantId),
+      k.active(op.tenantId, op.action),
+      k.session(op.tenantId, op.scope.sessionId),
+      k.outbox(op.tenantId),
+      k.coalesce(op.tenantId, op.coalesceKey ?? op.idempotencyKey),
+      k.budgetRequests(op.tenantId, op.action),
+      op.operationId,
+      op.paramsHash,
+      now,
+      op.capacity,
+      JSON.stringify(toFields(op)),
+      op.mode,
+      this.retentionSeconds(op.money),
+      op.budgetWindowMs,
+    );
+    const [status, a, b] = reply as [string, string, string | undefined];
+    switch (status) {
+      case 'ADMITTED':
+        return { type: 'admitted', operationId: a };
+      case 'DUPLICATE':
+        return { type: 'duplicate', operationId: a, state: b as OperationState };
+      case 'COALESCED':
+        return { type: 'coalesced', operationId: a, state: b as OperationState };
+      case 'CONFLICT':
+        await this.redis.del(k.tenantOf(op.operationId));
+        throw new IdempotencyConflictError(op.idempotencyKey, a);
+      case 'FULL':
+        await this.redis.del(k.tenantOf(op.operationId));
+        return { type: 'full', active: Number(a) };
+      default:
+        throw new Error(`unexpected admit reply ${String(status)}`);
+    }
+  }
+
+  /**
+   * Moves `op` by compare-and-set. Terminal and UNKNOWN states append the result event to the
+   * owning gateway's stream in the same script.
+   */
+  async transition(op: Operation, change: TransitionChange): Promise<TransitionOutcome> {
+    const k = this.keys;
+    const now = this.now();
+    const emits = isTerminal(change.to) || change.to === 'UNKNOWN';
+    const eventId = emits ? `ev_${randomUUID()}` : '';
+    const reply = (await this.redis.ledgerTransition(
+      k.operation(op.tenantId, op.operationId),
+      k.history(op.tenantId, op.operationId),
+      k.open(op.tenantId),
+      k.unknown(op.tenantId),
+      k.active(op.tenantId, op.action),
+      k.results(op.tenantId, op.scope.ownerGateway),
+      k.idempotency(op.tenantId, op.idempotencyKey),
+      k.coalesce(op.tenantId, coalesceKeyOf(op)),
+      k.outbox(op.tenantId),
+      change.from.join(','),
+      change.attempt === undefined ? '' : String(change.attempt),
+      change.to,
+      now,
+      change.actor,
+      change.reason,
+      JSON.stringify(change.fields ?? {}),
+      change.newAttempt ? '1' : '0',
+      emits ? '1' : '0',
+      this.retentionSeconds(op.money),
+      eventId,
+    )) as (string | null)[];
+    const error = scriptError(reply, { operationId: op.operationId, to: change.to, attempt: change.attempt });
+    if (error) {
+      if (error instanceof StaleAttemptError) staleRefused.labels(op.action).inc();
+      throw error;
+    }
+    return { attempt: Number(reply[1]), eventId: reply[2] ? reply[2] : undefined };
+  }
+
+  /** Sets fields while the operation stays in one of `states` at `attempt` (e.g. marking it sending). */
+  async setFenced(
+    op: Pick<Operation, 'tenantId' | 'operationId' | 'action'>,
+    states: readonly OperationState[],
+    attempt: number | undefined,
+    fields: Readonly<Record<string, string>>,
+    onlyIfUnset = false,
+  ): Promise<{ ok: true } | { ok: false; field: string; value: string }> {
+    const reply = (await this.redis.ledgerSetFenced(
+      this.keys.operation(op.tenantId, op.operationId),
+      states.join(','),
+      attempt === undefined ? '' : String(attempt),
+      JSON.stringify(fields),
+      onlyIfUnset ? '1' : '0',
+    )) as (string | null)[];
+    if (reply[0] === 'ERR_EXISTS') return { ok: false, field: String(reply[1]), value: String(reply[2]) };
+    const error = scriptError(reply, { operationId: op.operationId, attempt });
+    if (error) {
+      if (error instanceof StaleAttemptError) staleRefused.labels(op.action).inc();
+      throw error;
+    }
+    return { ok: true };
+  }
+
+  async get(tenantId: string, operationId: string): Promise<Operation | undefined> {
+    const hash = await this.redis.hgetall(this.keys.operation(tenantId, operationId));
+    return hash.state === undefined ? undefined : fromHash(hash);
+  }
+
+  async require(tenantId: string, operationId: string): Promise<Operation> {
+    const op = await this.get(tenantId, operationId);
+    if (!op) throw new OperationNotFoundError(operationId);
+    return op;
+  }
+
+  /** Finds an operation by id alone (admin API). */
+  async getById(operationId: string): Promise<Operation | undefined> {
+    const tenantId = await this.redis.get(this.keys.tenantOf(operationId));
+    return tenantId === null ? undefined : this.get(tenantId, operationId);
+  }
+
+  async history(tenantId: string, operationId: string): Promise<HistoryEntry[]> {
+    const rows = await this.redis.lrange(this.keys.history(tenantId, operationId), 0, -1);
+    return rows.map((row) => JSON.parse(row) as HistoryEntry);
+  }
+
+  async findByIdempotencyKey(tenantId: string, idempotencyKey: string): Promise<Operation | undefined> {
+    const id = await this.redis.get(this.keys.idempotency(tenantId, idempotencyKey));
+    return id === null ? undefined : this.get(tenantId, id);
+  }
+
+  async listBySession(tenantId: string, sessionId: string): Promise<Operation[]> {
+    return this.load(tenantId, await this.redis.zrange(this.keys.session(tenantId, sessionId), 0, -1));
+  }
+
+  /** Operations currently UNKNOWN, oldest first, with the time each became UNKNOWN. */
+  async listUnknown(tenantId: string, limit = 1000): Promise<{ operation: Operation; since: number }[]> {
+    const rows = await this.redis.zrange(this.keys.unknown(tenantId), 0, limit - 1, 'WITHSCORES');
+    const ids = rows.filter((_, i) => i % 2 === 0);
+    const since = rows.filter((_, i) => i % 2 === 1).map(Number);
+    const ops = await this.load(tenantId, ids);
+    return ops.map((operation) => ({ operation, since: since[ids.indexOf(operation.operationId)] ?? 0 }));
+  }
+
+  /** Open (non-terminal) operations whose last transition is older than `before`, oldest first. */
+  async listOpen(tenantId: string, before = Number.POSITIVE_INFINITY, limit = 1000): Promise<Operation[]> {
+    const ids = await this.redis.zrangebyscore(this.keys.open(tenantId), '-inf', before === Number.POSITIVE_INFINITY ? '+inf' : before, 'LIMIT', 0, limit);
+    return this.load(tenantId, ids);
+  }
+
+  async countUnknown(tenantId: string): Promise<number> {
+    return this.redis.zcard(this.keys.unknown(tenantId));
+  }
+
+  /** Admitted operations that may have no job yet (admitted before `before`). */
+  async outbox(tenantId: string, before: number, limit = 500): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.outbox(tenantId), '-inf', before, 'LIMIT', 0, limit);
+  }
+
+  /** The job for the operation exists: it leaves the outbox. */
+  async clearOutbox(tenantId: string, operationId: string): Promise<void> {
+    await this.redis.zrem(this.keys.outbox(tenantId), operationId);
+  }
+
+  async acquireLease(tenantId: string, action: string, holder: string, ttlMs: number, max: number): Promise<boolean> {
+    return (await this.redis.ledgerLeaseAcquire(this.keys.lease(tenantId, action), holder, this.now(), ttlMs, max)) === 1;
+  }
+
+  async renewLease(tenantId: string, action: string, holder: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.ledgerLeaseRenew(this.keys.lease(tenantId, action), holder, this.now(), ttlMs)) === 1;
+  }
+
+  async releaseLease(tenantId: string, action: string, holder: string): Promise<void> {
+    await this.redis.zrem(this.keys.lease(tenantId, action), holder);
+  }
+
+  async spendRetry(op: Operation, window: { windowMs: number; ratio: number; minimum: number }): Promise<RetryBudgetDecision> {
+    const reply = (await this.redis.ledgerRetryBudget(
+      this.keys.budgetRequests(op.tenantId, op.action),
+      this.keys.budgetRetries(op.tenantId, op.action),
+      this.now(),
+      window.windowMs,
+      window.ratio,
+      window.minimum,
+      `${op.operationId}:${op.attempt}`,
+    )) as number[];
+    return { allowed: reply[0] === 1, requests: reply[1] ?? 0, retries: reply[2] ?? 0 };
+  }
+
+  /** Records how a result reached (or did not reach) the caller. */
+  async recordDelivery(op: Pick<Operation, 'tenantId' | 'operationId'>, delivery: DeliveryRecord): Promise<void> {
+    await this.redis.hset(this.keys.operation(op.tenantId, op.operationId), 'delivery', JSON.stringify(delivery));
+  }
+
+  private async load(tenantId: string, ids: readonly string[]): Promise<Operation[]> {
+    if (ids.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hgetall(this.keys.operation(tenantId, id));
+    const results = (await pipeline.exec()) ?? [];
+    const out: Operation[] = [];
+    for (const [error, hash] of results) {
+      if (error === null && hash !== null && typeof hash === 'object' && 'state' in hash) out.push(fromHash(hash as Record<string, string>));
+    }
+    return out;
+  }
+
+  private retentionSeconds(money: boolean): number {
+    return (money ? this.options.moneyRetentionDays : this.options.retentionDays) * DAY_SECONDS;
+  }
+}
+
+function coalesceKeyOf(op: Operation): string {
+  return op.coalesceKey ?? op.idempotencyKey;
+}
+
+function toFields(op: NewOperation): Record<string, string> {
+  const fields: Record<string, string> = {
+    operation_id: op.operationId,
+    tenant_id: op.tenantId,
+    action: op.action,
+    kind: op.kind,
+    provider: op.provider,
+    provider_operation: op.providerOperation,
+    idempotency_key: op.idempotencyKey,
+    params: JSON.stringify(op.params),
+    session_id: op.scope.sessionId,
+    owner_gateway: op.scope.ownerGateway,
+    provider_idempotent: op.providerIdempotent ? '1' : '0',
+    money: op.money ? '1' : '0',
+    admission_deadline_at: String(op.admissionDeadlineAt),
+    deadline_at: String(op.deadlineAt),
+    cancel_requested: '0',
+  };
+  const optional: [string, string | undefined][] = [
+    ['caller', op.scope.caller],
+    ['agent', op.scope.agent],
+    ['turn_id', op.scope.turnId],
+    ['provider_call_id', op.scope.providerCallId],
+    ['response_id', op.scope.responseId],
+    ['goal', op.scope.goal],
+    ['compensates', op.compensates],
+    ['coalesce_key', op.coalesceKey],
+  ];
+  for (const [name, value] of optional) if (value !== undefined) fields[name] = value;
+  return fields;
+}
+
+function num(value: string | undefined): number | undefined {
+  return value === undefined || value === '' ? undefined : Number(value);
+}
+
+function json<T>(value: string | undefined): T | undefined {
+  if (value === undefined || value === '') return undefined;
+  try {
+    return JSON.parse(value) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+function fromHash(h: Record<string, string>): Operation {
+  return {
+    operationId: h.operation_id ?? '',
+    tenantId: h.tenant_id ?? '',
+    action: h.action ?? '',
+    kind: (h.kind ?? 'mutation') as ActionKind,
+    provider: h.provider ?? '',
+    providerOperation: h.provider_operation ?? '',
+    idempotencyKey: h.idempotency_key ?? '',
+    paramsHash: h.params_hash ?? '',
+    params: json<Record<string, unknown>>(h.params) ?? {},
+    scope: {
+      sessionId: h.session_id ?? '',
+      ownerGateway: h.owner_gateway ?? '',
+      caller: h.caller,
+      agent: h.agent,
+      turnId: h.turn_id,
+      providerCallId: h.provider_call_id,
+      responseId: h.response_id,
+      goal: h.goal,
+    },
+    state: (h.state ?? 'REQUESTED') as OperationState,
+    attempt: Number(h.attempt ?? '0'),
+    sending: h.sending === '1',
+    providerIdempotent: h.provider_idempotent === '1',
+    money: h.money === '1',
+    createdAt: Number(h.created_at ?? '0'),
+    admittedAt: num(h.admitted_at),
+    startedAt: num(h.started_at),
+    sendingAt: num(h.sending_at),
+    committedAt: num(h.committed_at),
+    finishedAt: num(h.finished_at),
+    reconciledAt: num(h.reconciled_at),
+    admissionDeadlineAt: Number(h.admission_deadline_at ?? '0'),
+    deadlineAt: Number(h.deadline_at ?? '0'),
+    result: json<Record<string, unknown>>(h.result),
+    error: json<OperationError>(h.error),
+    providerRef: h.provider_ref,
+    compensates: h.compensates,
+    compensatedBy: h.compensated_by,
+    cancelRequested: h.cancel_requested === '1',
+    delivery: json<DeliveryRecord>(h.delivery),
+    coalesceKey: h.coalesce_key,
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * The operation: one business intent the model asked for and the application admitted, with the
+ * state machine that only Lua compare-and-set scripts move (see jobs/ledger/lua/).
+ *
+ *   REQUESTED --validate+authorize--> ADMITTED --persist, enqueue--> RUNNING
+ *   RUNNING --> COMMITTED | FAILED_RETRYABLE | FAILED_FINAL | UNKNOWN
+ *   FAILED_RETRYABLE --backoff, within budget and deadline--> RUNNING
+ *   UNKNOWN --reconcile--> COMMITTED | FAILED_FINAL | UNKNOWN
+ *   UNKNOWN --reconcile: the provider has no record, after the grace period--> FAILED_RETRYABLE
+ *   ADMITTED --cancel before start, or admission deadline passed--> CANCELLED
+ *   RUNNING --provider-confirmed cancel--> CANCELLED
+ *   COMMITTED is final: undoing it is a new (compensation) operation linked to it.
+ */
+
+export const OPERATION_STATES = [
+  'REQUESTED',
+  'ADMITTED',
+  'RUNNING',
+  'COMMITTED',
+  'FAILED_RETRYABLE',
+  'FAILED_FINAL',
+  'UNKNOWN',
+  'CANCELLED',
+] as const;
+
+export type OperationState = (typeof OPERATION_STATES)[number];
+
+/** States after which nothing more happens to the operation. */
+export const TERMINAL_STATES: ReadonlySet<OperationState> = new Set(['COMMITTED', 'FAILED_FINAL', 'CANCELLED']);
+
+/**
+ * Legal transitions. The Lua scripts carry the same table (lua/transitions.lua is generated from
+ * this one at load time), so the TypeScript and Redis views cannot drift apart.
+ */
+export const LEGAL_TRANSITIONS: Readonly<Record<OperationState, readonly OperationState[]>> = {
+  REQUESTED: ['ADMITTED'],
+  ADMITTED: ['RUNNING', 'CANCELLED'],
+  RUNNING: ['COMMITTED', 'FAILED_RETRYABLE', 'FAILED_FINAL', 'UNKNOWN', 'CANCELLED'],
+  FAILED_RETRYABLE: ['RUNNING', 'FAILED_FINAL', 'CANCELLED'],
+  UNKNOWN: ['COMMITTED', 'FAILED_FINAL', 'UNKNOWN', 'FAILED_RETRYABLE'],
+  COMMITTED: [],
+  FAILED_FINAL: [],
+  CANCELLED: [],
+};
+
+export function isLegalTransition(from: OperationState, to: OperationState): boolean {
+  return LEGAL_TRANSITIONS[from].includes(to);
+}
+
+export function isTerminal(state: OperationState): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+export type ActionKind = 'read' | 'mutation';
+
+/** Who moved an operation: the audit trail names the part of the system that did it. */
+export type Actor = 'admission' | 'worker' | 'reconciler' | 'canceller' | 'sweeper' | 'operator' | 'gateway';
+
+export interface HistoryEntry {
+  readonly state: OperationState;
+  readonly at: number;
+  readonly attempt: number;
+  readonly actor: Actor;
+  readonly reason: string;
+}
+
+/** How and when a result reached (or did not reach) the caller; written by the gateway. */
+export interface DeliveryRecord {
+  readonly decision: string;
+  readonly reasons: readonly string[];
+  readonly at: number;
+  readonly agent?: string;
+  readonly responseId?: string;
+  readonly channel?: 'voice' | 'out_of_band' | 'none';
+}
+
+export interface OperationError {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Where in the conversation the operation came from. */
+export interface ConversationScope {
+  readonly sessionId: string;
+  readonly caller?: string;
+  readonly agent?: string;
+  readonly turnId?: string;
+  /** The model's call id for the tool call: recorded, never used for deduplication. */
+  readonly providerCallId?: string;
+  readonly responseId?: string;
+  /** What the caller wants this for ("booking for tonight"): a newer request for the goal supersedes. */
+  readonly goal?: string;
+  /** Gateway that owns the session and receives the result event. */
+  readonly ownerGateway: string;
+}
+
+export interface Operation {
+  readonly operationId: string;
+  readonly tenantId: string;
+  readonly action: string;
+  readonly kind: ActionKind;
+  readonly provider: string;
+  readonly providerOperation: string;
+  readonly idempotencyKey: string;
+  readonly paramsHash: string;
+  readonly params: Readonly<Record<string, unknown>>;
+  readonly scope: ConversationScope;
+  readonly state: OperationState;
+  readonly attempt: number;
+  /** Set once the request to a provider may have left this process (UNKNOWN becomes possible). */
+  readonly sending: boolean;
+  readonly providerIdempotent: boolean;
+  readonly money: boolean;
+  readonly createdAt: number;
+  readonly admittedAt?: number;
+  readonly startedAt?: number;
+  readonly sendingAt?: number;
+  readonly committedAt?: number;
+  readonly finishedAt?: number;
+  readonly reconciledAt?: number;
+  readonly admissionDeadlineAt: number;
+  readonly deadlineAt: number;
+  readonly result?: Readonly<Record<string, unknown>>;
+  readonly error?: OperationError;
+  readonly providerRef?: string;
+  readonly compensates?: string;
+  readonly compensatedBy?: string;
+  readonly cancelRequested: boolean;
+  readonly delivery?: DeliveryRecord;
+  /** For shared reads: identical concurrent requests find the running operation by this key. */
+  readonly coalesceKey?: string;
+}
+
+/**
+ * The event a terminal (or UNKNOWN) transition appends to the owning gateway's result stream, in
+ * the same script as the transition itself.
+ */
+export interface ResultEvent {
+  readonly eventId: string;
+  readonly operationId: string;
+  readonly tenantId: string;
+  readonly sessionId: string;
+  readonly state: OperationState;
+  readonly attempt: number;
+  readonly at: number;
+}
