@@ -1,0 +1,121 @@
+/**
+ * One timer for the send side of every call in the process. Each call gets a send slot inside
+ * the 20 ms frame (least-loaded first), and the scheduler wakes once per slot, so 1,000 calls are
+ * sent as ten bursts of 100 spread over each frame instead of one burst of 1,000 per tick, which
+ * is what keeps playout lateness low under load. Wake-ups are computed from the start time
+ * (epoch + k * slot), never chained from the previous wake-up, so timer lateness never adds up.
+ */
+import { FRAME_MS } from './audio-format.ts';
+import { EARLY_SEND_TOLERANCE_MS } from './frame-schedule.ts';
+import type { MediaTimer, MediaTimerHandle } from './media-timer.ts';
+
+/**
+ * Slots per 20 ms frame: 10 slots of 2 ms. Finer slots spread load more evenly but cost more
+ * wake-ups (500/s at 10), and Node timers resolve only whole milliseconds anyway.
+ */
+export const DEFAULT_SEND_SLOTS = 10;
+
+export interface PlayoutParticipant {
+  /** Called once per frame period at the participant's slot; sends whatever is due by `nowMs`. */
+  tick(nowMs: number): void;
+}
+
+export interface PlayoutSchedulerOptions {
+  readonly timer: MediaTimer;
+  readonly slots?: number;
+  /** Called when a participant's tick throws, so one broken call cannot stop the others. */
+  readonly onError?: (error: unknown) => void;
+}
+
+export interface PlayoutRegistration {
+  /** The participant's first slot time: its frame schedule starts here. */
+  readonly startMs: number;
+  readonly slot: number;
+  remove(): void;
+}
+
+export class PlayoutScheduler {
+  private readonly timer: MediaTimer;
+  private readonly slotCount: number;
+  private readonly slotMs: number;
+  private readonly onError: (error: unknown) => void;
+  private readonly slots: Array<Set<PlayoutParticipant>>;
+  private epoch = 0;
+  /** Index (since epoch) of the next slot wake-up to process. */
+  private nextStep = 0;
+  private handle: MediaTimerHandle | undefined;
+  private size = 0;
+  private wakeups = 0;
+
+  constructor(options: PlayoutSchedulerOptions) {
+    this.timer = options.timer;
+    this.slotCount = options.slots ?? DEFAULT_SEND_SLOTS;
+    this.slotMs = FRAME_MS / this.slotCount;
+    this.onError = options.onError ?? (() => {});
+    this.slots = Array.from({ length: this.slotCount }, () => new Set<PlayoutParticipant>());
+  }
+
+  add(participant: PlayoutParticipant): PlayoutRegistration {
+    if (this.size === 0) {
+      this.epoch = this.timer.now();
+      this.nextStep = 0;
+    }
+    let slot = 0;
+    for (let i = 1; i < this.slotCount; i++) if ((this.slots[i] as Set<PlayoutParticipant>).size < (this.slots[slot] as Set<PlayoutParticipant>).size) slot = i;
+    (this.slots[slot] as Set<PlayoutParticipant>).add(participant);
+    this.size++;
+    // The first occurrence of this slot at or after the next step still to run.
+    const step = this.nextStep + ((slot - (this.nextStep % this.slotCount) + this.slotCount) % this.slotCount);
+    const startMs = this.epoch + step * this.slotMs;
+    if (!this.handle) this.arm();
+    let removed = false;
+    return {
+      startMs,
+      slot,
+      remove: () => {
+        if (removed) return;
+        removed = true;
+        (this.slots[slot] as Set<PlayoutParticipant>).delete(participant);
+        this.size--;
+        if (this.size === 0 && this.handle) {
+          this.timer.cancel(this.handle);
+          this.handle = undefined;
+        }
+      },
+    };
+  }
+
+  get participants(): number {
+    return this.size;
+  }
+
+  /** Timer wake-ups so far (for tests and the benchmark). */
+  get wakeupCount(): number {
+    return this.wakeups;
+  }
+
+  private arm(): void {
+    const dueMs = this.epoch + this.nextStep * this.slotMs;
+    this.handle = this.timer.schedule(() => this.wake(), dueMs - this.timer.now());
+  }
+
+  private wake(): void {
+    this.handle = undefined;
+    this.wakeups++;
+    const now = this.timer.now();
+    const lastStep = Math.floor((now + EARLY_SEND_TOLERANCE_MS - this.epoch) / this.slotMs);
+    // After a stall, each slot runs at most once: the participants' own schedules catch up.
+    const firstStep = Math.max(this.nextStep, lastStep - this.slotCount + 1);
+    for (let step = firstStep; step <= lastStep; step++) {
+      for (const participant of this.slots[step % this.slotCount] as Set<PlayoutParticipant>) {
+        try {
+          participant.tick(now);
+        } catch (error) {
+          this.onError(error);
+        }
+      }
+    }
+    this.nextStep = Math.max(this.nextStep, lastStep + 1);
+    if (this.size > 0) this.arm();
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * The send-side queue of one call, pure: model output items go in as 20 ms wire frames, one
+ * frame comes out per tick. It marks the first frame of each talk spurt, fills gaps with comfort
+ * silence or nothing (as configured), and on barge-in drops everything queued at once and says
+ * how much of the interrupted item the caller was actually sent.
+ */
+import { FRAME_MS } from './audio-format.ts';
+
+export interface PlayoutOptions {
+  /** Send this payload between talk spurts; none: send no packets (silence suppression). */
+  readonly comfortSilence?: Buffer;
+}
+
+export type PlayoutFrame =
+  | {
+      readonly kind: 'audio';
+      readonly payload: Buffer;
+      /** First frame of a talk spurt (RTP marker bit, RFC 3551 §4.1). */
+      readonly marker: boolean;
+      readonly itemId: string;
+      /** Set on the item's last frame: everything it had was sent. */
+      readonly itemDone: boolean;
+    }
+  | { readonly kind: 'silence'; readonly payload: Buffer }
+  | { readonly kind: 'idle' };
+
+export interface PlayoutClearResult {
+  readonly itemId: string;
+  /** Milliseconds of the item handed to the network before the clear. */
+  readonly sentMs: number;
+  /** Milliseconds of queued audio dropped, over all items. */
+  readonly droppedMs: number;
+}
+
+export interface PlayoutStats {
+  readonly framesSent: number;
+  readonly silenceFrames: number;
+  /** Ticks where an unfinished item had no audio ready (the model fell behind real time). */
+  readonly underruns: number;
+  readonly itemsCleared: number;
+}
+
+interface QueuedFrame {
+  readonly payload: Buffer;
+  readonly ms: number;
+}
+
+interface Item {
+  readonly id: string;
+  readonly frames: QueuedFrame[];
+  ended: boolean;
+  sentMs: number;
+}
+
+export class Playout {
+  private readonly comfortSilence: Buffer | undefined;
+  private readonly items: Item[] = [];
+  /** Whether the previous tick sent audio; if not, the next audio frame starts a talk spurt. */
+  private inSpurt = false;
+  private counts = { framesSent: 0, silenceFrames: 0, underruns: 0, itemsCleared: 0 };
+
+  constructor(options: PlayoutOptions = {}) {
+    this.comfortSilence = options.comfortSilence;
+  }
+
+  /**
+   * Queues frames for an item. Frames of a new item id go after every earlier item; `ms` of the
+   * last frame of an item may be below 20 when the audio did not fill it.
+   */
+  enqueue(itemId: string, frames: readonly Buffer[], lastFrameMs: number = FRAME_MS): void {
+    let item = this.items.find((candidate) => candidate.id === itemId && !candidate.ended);
+    if (!item) {
+      item = { id: itemId, frames: [], ended: false, sentMs: 0 };
+      this.items.push(item);
+    }
+    frames.forEach((payload, i) => item.frames.push({ payload, ms: i === frames.length - 1 ? lastFrameMs : FRAME_MS }));
+  }
+
+  /**
+   * No more audio will come for the item: once its frames are out it is done. Returns true when
+   * it is done already (everything was sent before the end was known).
+   */
+  end(itemId: string): boolean {
+    const index = this.items.findIndex((candidate) => candidate.id === itemId && !candidate.ended);
+    const item = this.items[index];
+    if (!item) return false;
+    item.ended = true;
+    if (item.frames.length > 0) return false;
+    this.items.splice(index, 1);
+    return true;
+  }
+
+  /** The frame for this tick. */
+  next(): PlayoutFrame {
+    const item = this.items[0];
+    const frame = item?.frames.shift();
+    if (item && frame) {
+      item.sentMs += frame.ms;
+      const marker = !this.inSpurt;
+      this.inSpurt = true;
+      const itemDone = item.ended && item.frames.length === 0;
+      if (itemDone) this.items.shift();
+      this.counts.framesSent++;
+      return { kind: 'audio', payload: frame.payload, marker, itemId: item.id, itemDone };
+    }
+    if (item) this.counts.underruns++;
+    this.inSpurt = false;
+    if (this.comfortSilence) {
+      this.counts.silenceFrames++;
+      return { kind: 'silence', payload: this.comfortSilence };
+    }
+    return { kind: 'idle' };
+  }
+
+  /**
+   * Barge-in: drops every queued frame of every item at once. Returns the item that was playing
+   * (or next to play) with the milliseconds of it already sent, or null when nothing was queued.
+   */
+  clear(): PlayoutClearResult | null {
+    const current = this.items[0];
+    if (!current) return null;
+    let droppedMs = 0;
+    for (const item of this.items) for (const frame of item.frames) droppedMs += frame.ms;
+    this.items.length = 0;
+    this.counts.itemsCleared++;
+    return { itemId: current.id, sentMs: current.sentMs, droppedMs };
+  }
+
+  /** Milliseconds of audio queued and not yet sent. */
+  queuedMs(): number {
+    let ms = 0;
+    for (const item of this.items) for (const frame of item.frames) ms += frame.ms;
+    return ms;
+  }
+
+  get playing(): boolean {
+    return this.items.length > 0;
+  }
+
+  stats(): PlayoutStats {
+    return { ...this.counts };
+  }
+}
