@@ -1,0 +1,216 @@
+import { describe, expect, it } from 'vitest';
+import { ResponseSequencer } from '../../../gateway/realtime/response-sequencer.ts';
+import type { ResponseRequest } from '../../../gateway/realtime/realtime-session.ts';
+
+function harness(options: { autoRespondToTools?: boolean; maxQueued?: number } = {}) {
+  const wire: string[] = [];
+  const creates: ResponseRequest[] = [];
+  let n = 0;
+  const sequencer = new ResponseSequencer({
+    sendCreate: (request) => {
+      n += 1;
+      creates.push(request);
+      wire.push(`create:${n}`);
+      return `ev${n}`;
+    },
+    sendCancel: (responseId) => wire.push(`cancel:${responseId}`),
+    ...options,
+  });
+  return { sequencer, wire, creates };
+}
+
+describe('when several responses are requested at once', () => {
+  it('should send one create and hold the others until the active response is done', () => {
+    const { sequencer, wire } = harness();
+    sequencer.request({ instructions: 'a' });
+    sequencer.request({ instructions: 'b' });
+    sequencer.request({ instructions: 'c' });
+    expect(wire).toEqual(['create:1']);
+    sequencer.onResponseCreated('r1');
+    expect(wire).toEqual(['create:1']);
+    sequencer.onResponseDone('r1', 'completed', []);
+    expect(wire).toEqual(['create:1', 'create:2']);
+    sequencer.onResponseCreated('r2');
+    sequencer.onResponseDone('r2', 'completed', []);
+    expect(wire).toEqual(['create:1', 'create:2', 'create:3']);
+  });
+
+  it('should keep the order of requests', () => {
+    const { sequencer, creates } = harness();
+    for (const instructions of ['a', 'b']) sequencer.request({ instructions });
+    sequencer.onResponseCreated('r1');
+    sequencer.onResponseDone('r1', 'completed', []);
+    expect(creates.map((c) => c.instructions)).toEqual(['a', 'b']);
+  });
+
+  it('should refuse requests beyond the queue bound', () => {
+    const { sequencer } = harness({ maxQueued: 2 });
+    expect(sequencer.request({})).toBe('queued');
+    expect(sequencer.request({})).toBe('queued');
+    expect(sequencer.request({})).toBe('queued');
+    expect(sequencer.request({})).toBe('refused_full');
+  });
+});
+
+describe('when the server started a response on its own', () => {
+  it('should wait for that response before sending a create', () => {
+    const { sequencer, wire } = harness();
+    sequencer.onResponseCreated('server-r');
+    sequencer.request({});
+    expect(wire).toEqual([]);
+    sequencer.onResponseDone('server-r', 'completed', []);
+    expect(wire).toEqual(['create:1']);
+  });
+
+  it('should queue a refused create again and send it after the active response is done', () => {
+    const { sequencer, wire, creates } = harness();
+    sequencer.request({ instructions: 'mine' });
+    // The server's own response.created arrives first; then the refusal of our create.
+    sequencer.onResponseCreated('server-r');
+    expect(sequencer.onCreateRefused('ev1')).toBe(true);
+    expect(wire).toEqual(['create:1']);
+    sequencer.onResponseDone('server-r', 'completed', []);
+    expect(wire).toEqual(['create:1', 'create:2']);
+    expect(creates[1]?.instructions).toBe('mine');
+  });
+
+  it('should drop a request refused too many times', () => {
+    const { sequencer } = harness();
+    sequencer.request({});
+    expect(sequencer.onCreateRefused('ev1')).toBe(true);
+    sequencer.retry();
+    expect(sequencer.onCreateRefused('ev2')).toBe(true);
+    sequencer.retry();
+    expect(sequencer.onCreateRefused('ev3')).toBe(false);
+    expect(sequencer.isActive).toBe(false);
+    expect(sequencer.queuedCount).toBe(0);
+  });
+
+  it('should ignore a refusal of an event it did not send last', () => {
+    const { sequencer, wire } = harness();
+    sequencer.request({});
+    sequencer.onResponseCreated('r1');
+    expect(sequencer.onCreateRefused('unrelated')).toBe(true);
+    sequencer.onResponseDone('r1', 'completed', []);
+    expect(wire).toEqual(['create:1']);
+  });
+});
+
+describe('when a response dispatched two function calls', () => {
+  const orders: [string, string[]][] = [
+    ['outputs after done, in call order', ['done', 'out:a', 'out:b']],
+    ['outputs after done, in reverse order', ['done', 'out:b', 'out:a']],
+    ['both outputs before done', ['out:a', 'out:b', 'done']],
+    ['one output before done and one after', ['out:b', 'done', 'out:a']],
+  ];
+  it.each(orders)('should send exactly one follow-up create with %s', (_name, steps) => {
+    const { sequencer, wire } = harness();
+    sequencer.request({});
+    sequencer.onResponseCreated('r1');
+    sequencer.onFunctionCall('r1', 'a');
+    sequencer.onFunctionCall('r1', 'b');
+    for (const step of steps) {
+      if (step === 'done') sequencer.onResponseDone('r1', 'completed', ['a', 'b']);
+      else sequencer.onToolOutput(step.slice(4));
+    }
+    expect(wire).toEqual(['create:1', 'create:2']);
+  });
+
+  it('should not send the follow-up while one call has no output', () => {
+    const { sequencer, wire } = harness();
+    sequencer.request({});
+    sequencer.onResponseCreated('r1');
+    sequencer.onResponseDone('r1', 'completed', ['a', 'b']);
+    sequencer.onToolOutput('a');
+    expect(wire).toEqual(['create:1']);
+  });
+
+  it('should not follow up a dispatching response that was cancelled', () => {
+    const { sequencer, wire } = harness();
+    sequencer.request({});
+    sequencer.onResponseCreated('r1');
+    sequencer.onResponseDone('r1', 'cancelled', ['a']);
+    sequencer.onToolOutput('a');
+    expect(wire).toEqual(['create:1']);
+  });
+
+  it('should not follow up when auto-respond is off', () => {
+    const { sequencer, wire } = harness({ autoRespondToTools: false });
+    sequencer.request({});
+    sequencer.onResponseCreated('r1');
+    sequencer.onResponseDone('r1', 'completed', ['a']);
+    sequencer.onToolOutput('a');
+    expect(wire).toEqual(['create:1']);
+  });
+
+  it('should put the follow-up ahead of requests queued meanwhile', () => {
+    const { sequencer, creates } = harness();
+    sequencer.request({});
+    sequencer.onResponseCreated('r1');
+    sequencer.request({ instructions: 'later' });
+    sequencer.onToolOutput('a');
+    sequencer.onResponseDone('r1', 'completed', ['a']);
+    expect(creates.map((c) => c.instructions)).toEqual([undefined, undefined]);
+    sequencer.onResponseCreated('r2');
+    sequencer.onResponseDone('r2', 'completed', []);
+    expect(creates.map((c) => c.instructions)).toEqual([undefined, undefined, 'later']);
+  });
+
+  it('should let other requests through while the tools still run', () => {
+    const { sequencer, creates } = harness();
+    sequencer.request({});
+    sequencer.onResponseCreated('r1');
+    sequencer.request({ instructions: 'meanwhile' });
+    sequencer.onResponseDone('r1', 'completed', ['a']);
+    expect(creates.map((c) => c.instructions)).toEqual([undefined, 'meanwhile']);
+    sequencer.onToolOutput('a');
+    expect(creates).toHaveLength(2);
+    sequencer.onResponseCreated('r2');
+    sequencer.onResponseDone('r2', 'completed', []);
+    expect(creates.map((c) => c.instructions)).toEqual([undefined, 'meanwhile', undefined]);
+  });
+});
+
+describe('when the caller is speaking', () => {
+  it('should hold creates until the caller stops', () => {
+    const { sequencer, wire } = harness();
+    sequencer.onSpeechStarted();
+    sequencer.request({});
+    expect(wire).toEqual([]);
+    sequencer.onSpeechStopped();
+    expect(wire).toEqual(['create:1']);
+  });
+});
+
+describe('when a cancel is asked for', () => {
+  it('should cancel the active response by id', () => {
+    const { sequencer, wire } = harness();
+    sequencer.onResponseCreated('r1');
+    expect(sequencer.cancelActive()).toEqual({ responseId: 'r1' });
+    expect(wire).toEqual(['cancel:r1']);
+  });
+
+  it('should cancel an unanswered create as soon as it is created', () => {
+    const { sequencer, wire } = harness();
+    sequencer.request({});
+    expect(sequencer.cancelActive()).toEqual({ deferred: true });
+    sequencer.onResponseCreated('r1');
+    expect(wire).toEqual(['create:1', 'cancel:r1']);
+  });
+
+  it('should do nothing when no response is active', () => {
+    const { sequencer, wire } = harness();
+    expect(sequencer.cancelActive()).toBeUndefined();
+    expect(wire).toEqual([]);
+  });
+});
+
+describe('when the session stopped', () => {
+  it('should send nothing more', () => {
+    const { sequencer, wire } = harness();
+    sequencer.stop();
+    sequencer.request({});
+    sequencer.onToolOutput('a');
+    expect(wire).toEqual([]);
+  });
+});
