@@ -5,6 +5,8 @@ import { freshBooking, providerRequest, sleep, startSandboxFixture, type Sandbox
 
 /** Long enough that a cancel sent right after the request arrives wins the race. */
 const HELD_MS = 300;
+/** Long enough that an answer arriving well before it can only be the cancel's doing. */
+const LONG_HELD_MS = 1500;
 
 describe('when an operation in progress is cancelled', () => {
   let sandbox: SandboxFixture;
@@ -32,11 +34,13 @@ describe('when an operation in progress is cancelled', () => {
   }
 
   describe('with cancel support on, before the commit', () => {
-    it('should confirm the cancel, fail the execution finally and never commit the effect', async () => {
-      const { request, execution } = await heldBooking(`latency=${HELD_MS}`);
+    it('should confirm the cancel, answer the held request at once with a final failure and never commit the effect', async () => {
+      const { request, execution } = await heldBooking(`latency=${LONG_HELD_MS}`);
+      const cancelledAt = Date.now();
       expect(await bookings.cancel(request)).toEqual({ status: 'cancelled' });
       expect(await execution).toMatchObject({ status: 'failed', retryable: false, code: 'cancelled' });
-      await sleep(HELD_MS + 100);
+      expect(Date.now() - cancelledAt).toBeLessThan(LONG_HELD_MS / 2);
+      await sleep(LONG_HELD_MS);
       expect(await sandbox.effects({ reference: request.operationId })).toHaveLength(0);
       expect(await bookings.lookup(request)).toEqual({ status: 'cancelled' });
     });
