@@ -1,0 +1,492 @@
+/**
+ * The built-in SIP stack: UDP and TCP transports, the transaction layer, dialogs, routing of
+ * called numbers to tenants, trunk security and rate limits, behind the `SignalingDriver`
+ * interface. Every received message goes through `receive()`: parse, match a transaction, match a
+ * dialog, or start a new call. Nothing a peer sends can throw out of it.
+ */
+import { performance } from 'node:perf_hooks';
+import { rootLogger, type Logger } from '../../config/log.ts';
+import type { SipConfig, TenantConfig } from '../../config/schema.ts';
+import { CallRouter } from './call-router.ts';
+import { BuiltinInboundCall } from './builtin-inbound-call.ts';
+import { ClientTransaction, type ClientOutcome } from './client-transaction.ts';
+import { DigestNonceStore, NONCE_LIFETIME_MS } from './digest-nonce-store.ts';
+import { headerValue, headerValues } from './header-names.ts';
+import { paramValue, parseNameAddr } from './header-parser.ts';
+import { InviteServerTransaction } from './invite-server-transaction.ts';
+import { buildResponse, stampReceived, type AnswerableRequest, type ResponseOptions } from './message-factory.ts';
+import { parseSipMessage } from './message-parser.ts';
+import { serializeRequest, serializeResponse, type OutgoingRequest } from './message-serializer.ts';
+import { BRANCH_MAGIC_COOKIE, SUPPORTED_METHODS, type SipRequest, type SipResponse, type ViaHeader } from './message-types.ts';
+import { NonInviteServerTransaction } from './non-invite-server-transaction.ts';
+import { parseSdp } from './sdp-parser.ts';
+import type { SdpSession } from './sdp-types.ts';
+import type { DialogEndReason, InboundCallHandler, SignalingDriver } from './signaling-driver.ts';
+import { ALLOWED_METHODS, SipDialog, type DialogHost } from './sip-dialog.ts';
+import { newBranch, newCallId, newTag } from './sip-ids.ts';
+import { sipMetrics } from './sip-metrics.ts';
+import { resolveTimers, type SipTimerOptions, type SipTimers } from './sip-timers.ts';
+import type { SipEndpoint, SipTransport, TransportDropReason, TransportName } from './sip-transport.ts';
+import { SourceRateLimiter } from './source-rate-limiter.ts';
+import { TcpTransport } from './tcp-transport.ts';
+import { TrunkGuard } from './trunk-guard.ts';
+import { UdpTransport } from './udp-transport.ts';
+
+export interface BuiltinSignalingDriverOptions {
+  readonly sip: SipConfig;
+  readonly tenants: readonly TenantConfig[];
+  readonly logger?: Logger;
+  /** Shorter T1/T2/T4 for tests; production leaves the RFC values. */
+  readonly timers?: SipTimerOptions;
+  /** Reads digest passwords by variable name; the environment by default. */
+  readonly readSecret?: (name: string) => string | undefined;
+}
+
+/** Extensions callgate implements; a Require naming anything else is answered 420. */
+const SUPPORTED_EXTENSIONS: ReadonlySet<string> = new Set(['replaces']);
+/** Retry-After for 503 on a rate limit: the bucket refills within a second at any configured rate. */
+const RATE_LIMIT_RETRY_AFTER_S = 1;
+const DRIVER = 'builtin';
+
+type ServerTransaction = InviteServerTransaction | NonInviteServerTransaction;
+
+export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
+  readonly name = 'builtin' as const;
+  readonly logger: Logger;
+  private readonly timers: SipTimers;
+  private readonly transports = new Map<TransportName, SipTransport>();
+  private readonly boundPorts = new Map<TransportName, number>();
+  private readonly serverTransactions = new Map<string, ServerTransaction>();
+  /** INVITE server transactions of calls not yet answered, by transaction key, for CANCEL. */
+  private readonly pendingInvites = new Map<string, SipDialog>();
+  private readonly clientTransactions = new Map<string, ClientTransaction>();
+  private readonly dialogs = new Map<string, SipDialog>();
+  private readonly router: CallRouter;
+  private readonly guard: TrunkGuard;
+  private readonly inviteLimiter: SourceRateLimiter;
+  private readonly authFailureLimiter: SourceRateLimiter;
+  /** Which dialog an INVITE server transaction belongs to (for the ACK timeout). */
+  private readonly inviteOwners = new WeakMap<InviteServerTransaction, SipDialog>();
+  /** When each dialog's INVITE arrived, for the setup-time histogram. */
+  private readonly startedAt = new WeakMap<SipDialog, number>();
+  private handler: InboundCallHandler | undefined;
+  private readonly advertised: string;
+  private activeAnswered = 0;
+
+  constructor(private readonly options: BuiltinSignalingDriverOptions) {
+    this.logger = (options.logger ?? rootLogger()).child({ component: 'sip' });
+    this.timers = resolveTimers(options.timers);
+    this.router = new CallRouter(options.tenants);
+    this.guard = new TrunkGuard(options.tenants, {
+      nonces: new DigestNonceStore({ lifetimeMs: NONCE_LIFETIME_MS }),
+      ...(options.readSecret !== undefined ? { readSecret: options.readSecret } : {}),
+    });
+    const sip = options.sip;
+    this.inviteLimiter = new SourceRateLimiter({ ratePerSecond: sip.inviteRatePerSource, burst: Math.max(1, sip.inviteRatePerSource) });
+    this.authFailureLimiter = new SourceRateLimiter({ ratePerSecond: sip.authFailuresPerMinute / 60, burst: sip.authFailuresPerMinute });
+    this.advertised = sip.advertisedAddress ?? sip.listen;
+  }
+
+  onCall(handler: InboundCallHandler): void {
+    this.handler = handler;
+  }
+
+  /** Ports actually bound (differs from the configuration when it asked for port 0). */
+  port(transport: TransportName): number | undefined {
+    return this.boundPorts.get(transport);
+  }
+
+  /** Dialogs not yet terminated, for tests and the drain on shutdown. */
+  dialogCount(): number {
+    return this.dialogs.size;
+  }
+
+  /** Server and client transactions still alive (their timers running), for leak checks. */
+  transactionCount(): number {
+    return this.serverTransactions.size + this.clientTransactions.size;
+  }
+
+  async start(): Promise<void> {
+    const sip = this.options.sip;
+    const onMessage = (data: Buffer, source: SipEndpoint): void => this.receive(data, source);
+    if (sip.transports.includes('udp')) {
+      const udp = new UdpTransport({ address: sip.listen, port: sip.udpPort, receiveBufferBytes: sip.udpReceiveBufferBytes, onMessage, logger: this.logger });
+      this.boundPorts.set('udp', (await udp.start()).port);
+      this.transports.set('udp', udp);
+    }
+    if (sip.transports.includes('tcp')) {
+      const tcp = new TcpTransport({
+        address: sip.listen,
+        port: sip.tcpPort,
+        maxHeaderBytes: sip.maxMessageBytes,
+        maxBodyBytes: sip.maxMessageBytes,
+        idleTimeoutMs: sip.tcpIdleTimeoutMs,
+        onMessage,
+        onDrop: (reason: TransportDropReason) => {
+          if (reason !== 'idle-timeout') sipMetrics.parseFailures.inc({ outcome: `dropped-${reason}` });
+        },
+        logger: this.logger,
+      });
+      this.boundPorts.set('tcp', (await tcp.start()).port);
+      this.transports.set('tcp', tcp);
+    }
+    this.logger.info('sip listening', { address: sip.listen, udp: this.boundPorts.get('udp'), tcp: this.boundPorts.get('tcp') });
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.dialogs.values()].map((dialog) => dialog.shutdown()));
+    for (const transaction of [...this.serverTransactions.values()]) transaction.terminate();
+    for (const transaction of [...this.clientTransactions.values()]) transaction.terminate();
+    await Promise.all([...this.transports.values()].map((transport) => transport.stop()));
+    this.transports.clear();
+  }
+
+  // ---- receiving ----------------------------------------------------------------------------
+
+  /** Entry point for every complete message from any transport. */
+  receive(data: Buffer, source: SipEndpoint): void {
+    try {
+      this.dispatch(data, source);
+    } catch (error) {
+      // A bug must cost one message, never the process.
+      sipMetrics.parseFailures.inc({ outcome: 'internal-error' });
+      this.logger.error('sip message handling failed', { error, source: `${source.address}:${source.port}` });
+    }
+  }
+
+  private dispatch(data: Buffer, source: SipEndpoint): void {
+    const parsed = parseSipMessage(data, { maxBytes: this.options.sip.maxMessageBytes, stream: source.transport === 'tcp' });
+    if (!parsed.ok) {
+      const answerable = parsed.answerable;
+      const routable = answerable !== undefined && answerable.method !== 'ACK' && ['From', 'To', 'Call-ID', 'CSeq'].every((name) => headerValue(answerable.headers, name) !== undefined);
+      if (answerable !== undefined && routable) {
+        sipMetrics.parseFailures.inc({ outcome: 'answered' });
+        const top = answerable.via[0];
+        const destination = top === undefined ? source : this.responseDestination(top, source);
+        const warning = parsed.reason.replace(/["\\]/g, "'");
+        this.sendResponse(answerable, answerable.status, destination, { headers: [{ name: 'Warning', value: `399 callgate "${warning}"` }] });
+      } else {
+        sipMetrics.parseFailures.inc({ outcome: 'dropped' });
+        if (this.logger.isEnabled('debug')) this.logger.debug('dropped unparseable sip message', { reason: parsed.reason, source: source.address });
+      }
+      return;
+    }
+    const message = parsed.value;
+    if (message.kind === 'response') this.receiveResponse(message);
+    else this.receiveRequest(stampReceived(message, source.address, source.port), source);
+  }
+
+  private receiveResponse(response: SipResponse): void {
+    const branch = response.via[0]?.branch;
+    const transaction = branch === undefined ? undefined : this.clientTransactions.get(`${branch}\n${response.cseq.method}`);
+    if (transaction !== undefined) {
+      transaction.receiveResponse(response);
+      return;
+    }
+    if (response.status >= 200 && response.status < 300 && response.cseq.method === 'INVITE') sipMetrics.retransmissions.inc({ direction: 'received' });
+  }
+
+  private transactionKey(request: SipRequest, method = request.method): string {
+    const top = request.via[0];
+    const sentBy = top === undefined ? '' : `${top.host}:${top.port ?? ''}`;
+    const keyMethod = method === 'ACK' ? 'INVITE' : method;
+    if (top?.branch?.startsWith(BRANCH_MAGIC_COOKIE) === true) return `${top.branch}\n${sentBy}\n${keyMethod}`;
+    // RFC 2543 peers: match on the request's identity instead of the branch (RFC 3261 section 17.2.3).
+    const fromTag = paramValue(request.from.params, 'tag') ?? '';
+    return `${request.callId}\n${request.cseq.seq}\n${fromTag}\n${sentBy}\n${top?.branch ?? ''}\n${keyMethod}`;
+  }
+
+  private receiveRequest(request: SipRequest, source: SipEndpoint): void {
+    if (request.method === 'ACK') {
+      this.receiveAck(request);
+      return;
+    }
+    const key = this.transactionKey(request);
+    const existing = this.serverTransactions.get(key);
+    if (existing !== undefined) {
+      sipMetrics.retransmissions.inc({ direction: 'received' });
+      existing.receiveRetransmission();
+      return;
+    }
+    const destination = this.responseDestination(request.via[0], source);
+    if (request.method === 'CANCEL') {
+      this.receiveCancel(request, destination, source);
+      return;
+    }
+    const transaction = this.createServerTransaction(request, key, destination, source.transport);
+    const respond = (status: number, options: ResponseOptions = {}): void => {
+      transaction.respond(status, serializeResponse(buildResponse(request, status, { toTag: newTag(), ...options })));
+      if (status >= 200) sipMetrics.responses.inc({ code: String(status) });
+    };
+    if (request.maxForwards === 0) {
+      respond(483);
+      return;
+    }
+    const unsupported = headerValues(request.headers, 'Require').filter((ext) => !SUPPORTED_EXTENSIONS.has(ext.toLowerCase()));
+    if (unsupported.length > 0) {
+      respond(420, { headers: [{ name: 'Unsupported', value: unsupported.join(', ') }] });
+      return;
+    }
+    const toTag = paramValue(request.to.params, 'tag');
+    if (typeof toTag === 'string') {
+      const fromTag = paramValue(request.from.params, 'tag');
+      const dialog = this.dialogs.get(SipDialog.key(request.callId, toTag, typeof fromTag === 'string' ? fromTag : ''));
+      if (dialog === undefined) {
+        respond(481);
+        return;
+      }
+      dialog.handleRequest(request, transaction);
+      return;
+    }
+    switch (request.method) {
+      case 'INVITE':
+        this.receiveInvite(request, source, transaction as InviteServerTransaction, key, respond);
+        return;
+      case 'OPTIONS':
+        respond(200, { headers: [{ name: 'Allow', value: ALLOWED_METHODS }, { name: 'Accept', value: 'application/sdp' }, { name: 'Supported', value: 'replaces' }] });
+        return;
+      default:
+        if ((SUPPORTED_METHODS as readonly string[]).includes(request.method)) respond(481);
+        else respond(405, { headers: [{ name: 'Allow', value: ALLOWED_METHODS }] });
+    }
+  }
+
+  private receiveAck(request: SipRequest): void {
+    const inviteTransaction = this.serverTransactions.get(this.transactionKey(request, 'INVITE'));
+    if (inviteTransaction instanceof InviteServerTransaction && inviteTransaction.state === 'completed') {
+      inviteTransaction.receiveAck();
+      return;
+    }
+    const toTag = paramValue(request.to.params, 'tag');
+    const fromTag = paramValue(request.from.params, 'tag');
+    if (typeof toTag !== 'string') return;
+    this.dialogs.get(SipDialog.key(request.callId, toTag, typeof fromTag === 'string' ? fromTag : ''))?.receiveAck(request);
+  }
+
+  private receiveCancel(request: SipRequest, destination: SipEndpoint, source: SipEndpoint): void {
+    const key = this.transactionKey(request);
+    const transaction = this.createServerTransaction(request, key, destination, source.transport);
+    const inviteKey = this.transactionKey(request, 'INVITE');
+    const dialog = this.pendingInvites.get(inviteKey);
+    const status = dialog === undefined ? 481 : 200;
+    transaction.respond(status, serializeResponse(buildResponse(request, status, { toTag: dialog?.localTag ?? newTag() })));
+    // RFC 3261 section 9.2: 200 to the CANCEL, then 487 to the INVITE.
+    dialog?.cancel();
+  }
+
+  private receiveInvite(
+    request: SipRequest,
+    source: SipEndpoint,
+    transaction: InviteServerTransaction,
+    key: string,
+    respond: (status: number, options?: ResponseOptions) => void,
+  ): void {
+    const receivedAt = performance.now();
+    if (!this.inviteLimiter.take(source.address)) {
+      sipMetrics.rateLimited.inc({ limit: 'invite' });
+      respond(503, { headers: [{ name: 'Retry-After', value: String(RATE_LIMIT_RETRY_AFTER_S) }] });
+      return;
+    }
+    const number = CallRouter.calledNumber(request);
+    const route = number === undefined ? undefined : this.router.route(number);
+    if (number === undefined || route === undefined) {
+      sipMetrics.callsRejected.inc({ driver: DRIVER, code: '404' });
+      respond(404);
+      return;
+    }
+    if (!this.authFailureLimiter.allows(source.address)) {
+      // A source that keeps failing authentication gets silence, not more challenges to work on.
+      sipMetrics.rateLimited.inc({ limit: 'auth-failures' });
+      transaction.terminate();
+      return;
+    }
+    const decision = this.guard.check(request, source.address, route.tenant);
+    if (decision.type === 'challenge') {
+      if (headerValue(request.headers, 'Authorization') !== undefined) {
+        sipMetrics.authFailures.inc({ reason: 'stale-or-unknown-nonce' });
+        this.authFailureLimiter.take(source.address);
+      }
+      respond(401, { headers: [{ name: 'WWW-Authenticate', value: decision.header }] });
+      return;
+    }
+    if (decision.type === 'forbidden') {
+      sipMetrics.authFailures.inc({ reason: decision.reason });
+      sipMetrics.callsRejected.inc({ driver: DRIVER, code: '403' });
+      this.authFailureLimiter.take(source.address);
+      respond(403);
+      return;
+    }
+    let offer: SdpSession | undefined;
+    if (request.body.length > 0) {
+      const contentType = (headerValue(request.headers, 'Content-Type') ?? '').split(';')[0]?.trim().toLowerCase();
+      if (contentType !== 'application/sdp') {
+        respond(415, { headers: [{ name: 'Accept', value: 'application/sdp' }] });
+        return;
+      }
+      const sdp = parseSdp(request.body);
+      if (!sdp.ok) {
+        sipMetrics.callsRejected.inc({ driver: DRIVER, code: '488' });
+        respond(488, { headers: [{ name: 'Warning', value: `399 callgate "${sdp.reason.replace(/["\\]/g, "'")}"` }] });
+        return;
+      }
+      offer = sdp.value;
+    }
+    respond(100);
+    sipMetrics.callsOffered.inc({ driver: DRIVER, transport: source.transport });
+    const dialog = new SipDialog({ host: this, invite: request, transaction, source, localTag: newTag(), tenant: route.tenant });
+    this.dialogs.set(dialog.id, dialog);
+    this.pendingInvites.set(key, dialog);
+    this.inviteOwners.set(transaction, dialog);
+    this.startedAt.set(dialog, receivedAt);
+    const call = new BuiltinInboundCall({ request, dialog, calledNumber: number, tenant: route.tenant, agent: route.agent, offer, source, receivedAt });
+    const handler = this.handler;
+    if (handler === undefined) {
+      dialog.reject(480);
+      return;
+    }
+    try {
+      handler(call);
+    } catch (error) {
+      this.logger.error('call handler threw', { error, callId: request.callId });
+      dialog.reject(500);
+    }
+  }
+
+  private createServerTransaction(request: SipRequest, key: string, destination: SipEndpoint, transport: TransportName): ServerTransaction {
+    const send = (data: Buffer): void => this.sendTo(data, destination);
+    const onRetransmit = (): void => sipMetrics.retransmissions.inc({ direction: 'sent' });
+    const reliable = transport === 'tcp';
+    const onTerminated = (): void => {
+      if (this.serverTransactions.get(key) === transaction) this.serverTransactions.delete(key);
+      this.pendingInvites.delete(key);
+    };
+    const transaction: ServerTransaction =
+      request.method === 'INVITE'
+        ? new InviteServerTransaction({
+            timers: this.timers,
+            reliable,
+            send,
+            onRetransmit,
+            onTerminated,
+            onAckTimeout: () => this.inviteOwners.get(transaction as InviteServerTransaction)?.ackTimedOut(),
+          })
+        : new NonInviteServerTransaction({ timers: this.timers, reliable, send, onRetransmit, onTerminated });
+    this.serverTransactions.set(key, transaction);
+    return transaction;
+  }
+
+  /** RFC 3261 section 18.2.2 with RFC 3581: TCP answers on the connection, UDP to received/rport. */
+  private responseDestination(via: ViaHeader | undefined, source: SipEndpoint): SipEndpoint {
+    if (source.transport === 'tcp' || via === undefined) return source;
+    const address = via.received ?? via.host.replace(/^\[|\]$/g, '');
+    const port = typeof via.rport === 'number' ? via.rport : (via.port ?? 5060);
+    return { transport: 'udp', address, port };
+  }
+
+  private sendResponse(request: AnswerableRequest, status: number, destination: SipEndpoint, options: ResponseOptions = {}): void {
+    this.sendTo(serializeResponse(buildResponse(request, status, { toTag: newTag(), ...options })), destination);
+    sipMetrics.responses.inc({ code: String(status) });
+  }
+
+  private sendTo(data: Buffer, destination: SipEndpoint): void {
+    const transport = this.transports.get(destination.transport);
+    if (transport === undefined) {
+      this.logger.warn('no transport for destination', { transport: destination.transport });
+      return;
+    }
+    transport.send(data, destination);
+  }
+
+  // ---- DialogHost ---------------------------------------------------------------------------
+
+  via(transport: TransportName, branch: string): string {
+    return `SIP/2.0/${transport.toUpperCase()} ${this.hostPort(transport)};branch=${branch};rport`;
+  }
+
+  contact(transport: TransportName): string {
+    return `<sip:callgate@${this.hostPort(transport)}${transport === 'tcp' ? ';transport=tcp' : ''}>`;
+  }
+
+  private hostPort(transport: TransportName): string {
+    const host = this.advertised.includes(':') ? `[${this.advertised}]` : this.advertised;
+    return `${host}:${this.boundPorts.get(transport) ?? 5060}`;
+  }
+
+  sendRequest(
+    request: OutgoingRequest,
+    branch: string,
+    destination: SipEndpoint,
+    invite: boolean,
+    buildAck?: (response: SipResponse) => Buffer,
+  ): Promise<ClientOutcome> {
+    const key = `${branch}\n${request.method}`;
+    const transaction = new ClientTransaction({
+      invite,
+      request: serializeRequest(request),
+      timers: this.timers,
+      reliable: destination.transport === 'tcp',
+      send: (data) => this.sendTo(data, destination),
+      ...(buildAck !== undefined ? { buildAck } : {}),
+      onRetransmit: () => sipMetrics.retransmissions.inc({ direction: 'sent' }),
+      onTerminated: () => this.clientTransactions.delete(key),
+    });
+    this.clientTransactions.set(key, transaction);
+    transaction.start();
+    return transaction.outcome;
+  }
+
+  sendRaw(data: Buffer, destination: SipEndpoint): void {
+    this.sendTo(data, destination);
+  }
+
+  dialogAnswered(dialog: SipDialog): void {
+    this.activeAnswered += 1;
+    sipMetrics.activeDialogs.inc({ driver: DRIVER });
+    sipMetrics.callsAnswered.inc({ driver: DRIVER });
+    sipMetrics.responses.inc({ code: '200' });
+    const started = this.startedAt.get(dialog);
+    if (started !== undefined) sipMetrics.setupSeconds.observe({ driver: DRIVER }, (performance.now() - started) / 1000);
+  }
+
+  dialogEnded(dialog: SipDialog, reason: DialogEndReason, answered: boolean): void {
+    this.dialogs.delete(dialog.id);
+    if (answered) {
+      this.activeAnswered -= 1;
+      sipMetrics.activeDialogs.dec({ driver: DRIVER });
+    } else if (reason === 'cancelled') {
+      sipMetrics.callsRejected.inc({ driver: DRIVER, code: '487' });
+    }
+  }
+
+  /** Answered dialogs not yet ended. */
+  answeredCount(): number {
+    return this.activeAnswered;
+  }
+
+  // ---- out of dialog ------------------------------------------------------------------------
+
+  async ping(target: string): Promise<number> {
+    const parsed = parseNameAddr(`<${target}>`);
+    if (!parsed.ok || parsed.value.uri.scheme === 'tel') return 400;
+    const uri = parsed.value.uri;
+    const transportParam = paramValue(uri.params, 'transport');
+    const transport: TransportName = typeof transportParam === 'string' && transportParam.toLowerCase() === 'tcp' ? 'tcp' : 'udp';
+    if (!this.transports.has(transport)) return 503;
+    const branch = newBranch();
+    const request: OutgoingRequest = {
+      method: 'OPTIONS',
+      uriText: target,
+      headers: [
+        { name: 'Via', value: this.via(transport, branch) },
+        { name: 'Max-Forwards', value: '70' },
+        { name: 'From', value: `<sip:callgate@${this.hostPort(transport)}>;tag=${newTag()}` },
+        { name: 'To', value: `<${target}>` },
+        { name: 'Call-ID', value: newCallId(this.advertised) },
+        { name: 'CSeq', value: '1 OPTIONS' },
+        { name: 'Accept', value: 'application/sdp' },
+      ],
+    };
+    const outcome = await this.sendRequest(request, branch, { transport, address: uri.host.replace(/^\[|\]$/g, ''), port: uri.port ?? 5060 }, false);
+    return outcome.type === 'timeout' ? 408 : outcome.response.status;
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * Client transactions for the requests callgate sends (RFC 3261 section 17.1): BYE, REFER,
+ * OPTIONS, NOTIFY answers and re-INVITE. Non-INVITE: Timer E retransmits on UDP (T1 doubling to
+ * T2), Timer F gives up after 64*T1, Timer K absorbs late responses. INVITE: Timer A retransmits,
+ * Timer B gives up, a non-2xx is acknowledged here and Timer D absorbs its retransmissions.
+ */
+import type { SipResponse } from './message-types.ts';
+import type { SipTimers } from './sip-timers.ts';
+import { TransactionTimer } from './transaction-timer.ts';
+
+export type ClientOutcome = { readonly type: 'response'; readonly response: SipResponse } | { readonly type: 'timeout' };
+
+export interface ClientTransactionOptions {
+  readonly invite: boolean;
+  readonly request: Buffer;
+  readonly timers: SipTimers;
+  readonly reliable: boolean;
+  readonly send: (data: Buffer) => void;
+  /** INVITE only: the ACK for a non-2xx final response (same branch, RFC 3261 section 17.1.1.3). */
+  readonly buildAck?: (response: SipResponse) => Buffer;
+  readonly onRetransmit: () => void;
+  readonly onProvisional?: (response: SipResponse) => void;
+  readonly onTerminated: () => void;
+}
+
+export class ClientTransaction {
+  private final = false;
+  private terminated = false;
+  private provisional = false;
+  private ack: Buffer | undefined;
+  private readonly timer = new TransactionTimer();
+  private resolveOutcome: ((outcome: ClientOutcome) => void) | undefined;
+  /** Settles with the final response, or `timeout` when Timer B/F fires first. */
+  readonly outcome: Promise<ClientOutcome>;
+
+  constructor(private readonly options: ClientTransactionOptions) {
+    this.outcome = new Promise((resolve) => {
+      this.resolveOutcome = resolve;
+    });
+  }
+
+  start(): void {
+    const { timers, reliable } = this.options;
+    this.options.send(this.options.request);
+    if (!reliable) this.retransmit(timers.t1);
+    this.timer.after(timers.transactionTimeout, () => {
+      if (this.final) return;
+      this.settle({ type: 'timeout' });
+      this.terminate();
+    });
+  }
+
+  private retransmit(interval: number): void {
+    this.timer.after(interval, () => {
+      if (this.final || this.terminated) return;
+      // INVITE stops retransmitting on a provisional response; non-INVITE continues at T2.
+      if (this.options.invite && this.provisional) return;
+      this.options.send(this.options.request);
+      this.options.onRetransmit();
+      const next = this.options.invite ? interval * 2 : this.provisional ? this.options.timers.t2 : Math.min(interval * 2, this.options.timers.t2);
+      this.retransmit(next);
+    });
+  }
+
+  receiveResponse(response: SipResponse): void {
+    if (this.terminated) return;
+    if (response.status < 200) {
+      if (this.final) return;
+      this.provisional = true;
+      this.options.onProvisional?.(response);
+      return;
+    }
+    if (this.final) {
+      // A retransmitted final response: an INVITE client repeats its ACK (Timer D state).
+      if (this.ack !== undefined) this.options.send(this.ack);
+      return;
+    }
+    this.final = true;
+    this.settle({ type: 'response', response });
+    const { timers, reliable } = this.options;
+    if (this.options.invite) {
+      if (response.status < 300) {
+        // The ACK for 2xx is the dialog's own transaction.
+        this.terminate();
+        return;
+      }
+      this.ack = this.options.buildAck?.(response);
+      if (this.ack !== undefined) this.options.send(this.ack);
+      if (reliable) this.terminate();
+      else this.timer.after(timers.timerD, () => this.terminate());
+      return;
+    }
+    if (reliable) this.terminate();
+    else this.timer.after(timers.timerK, () => this.terminate());
+  }
+
+  private settle(outcome: ClientOutcome): void {
+    const resolve = this.resolveOutcome;
+    this.resolveOutcome = undefined;
+    resolve?.(outcome);
+  }
+
+  terminate(): void {
+    if (this.terminated) return;
+    this.terminated = true;
+    this.timer.clear();
+    this.settle({ type: 'timeout' });
+    this.options.onTerminated();
+  }
+}

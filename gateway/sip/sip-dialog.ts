@@ -1,0 +1,529 @@
+/**
+ * One dialog of the built-in stack, from the INVITE that creates it (early) through the ACK
+ * (confirmed) to BYE, CANCEL or a timeout (terminated). It answers in-dialog requests, builds the
+ * requests callgate sends (BYE, REFER, re-INVITE, OPTIONS) with the dialog's tags, CSeq, route set
+ * and remote target, and reports what happened as typed events.
+ */
+import type { Logger } from '../../config/log.ts';
+import type { TenantConfig } from '../../config/schema.ts';
+import type { ClientOutcome } from './client-transaction.ts';
+import { headerValue, headerValues } from './header-names.ts';
+import { parseNameAddr, paramValue } from './header-parser.ts';
+import type { InviteServerTransaction } from './invite-server-transaction.ts';
+import type { LocalMediaAddress } from './local-media.ts';
+import { buildResponse, type ResponseOptions } from './message-factory.ts';
+import { serializeResponse, type OutgoingRequest } from './message-serializer.ts';
+import type { SipHeader, SipRequest, SipResponse } from './message-types.ts';
+import type { NonInviteServerTransaction } from './non-invite-server-transaction.ts';
+import { answerOffer, type NegotiatedMedia } from './sdp-negotiation.ts';
+import { parseSdp, serializeSdp } from './sdp-parser.ts';
+import type { SdpDirection, SdpSession } from './sdp-types.ts';
+import type {
+  AcceptResult,
+  DialogEndReason,
+  DialogEvent,
+  DialogEventListener,
+  ReinviteOptions,
+  SignalingDialog,
+  TransferOutcome,
+} from './signaling-driver.ts';
+import { newBranch } from './sip-ids.ts';
+import type { SipEndpoint, TransportName } from './sip-transport.ts';
+
+/** Methods callgate accepts from a peer; sent in Allow with 405 and OPTIONS answers. */
+export const ALLOWED_METHODS = 'INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, NOTIFY';
+
+/**
+ * How long a blind transfer may take from REFER to the final NOTIFY: the transfer target may ring
+ * for a while. Above 64*T1 so a REFER that times out is reported by its own transaction first.
+ */
+export const TRANSFER_TIMEOUT_MS = 60_000;
+
+/** What a dialog needs from the stack that owns the sockets and transactions. */
+export interface DialogHost {
+  readonly logger: Logger;
+  via(transport: TransportName, branch: string): string;
+  contact(transport: TransportName): string;
+  /** Sends a request in a client transaction and resolves with its final response or a timeout. */
+  sendRequest(
+    request: OutgoingRequest,
+    branch: string,
+    destination: SipEndpoint,
+    invite: boolean,
+    buildAck?: (response: SipResponse) => Buffer,
+  ): Promise<ClientOutcome>;
+  /** Sends bytes outside any transaction (the ACK for a 2xx). */
+  sendRaw(data: Buffer, destination: SipEndpoint): void;
+  dialogAnswered(dialog: SipDialog): void;
+  dialogEnded(dialog: SipDialog, reason: DialogEndReason, answered: boolean): void;
+}
+
+export interface SipDialogOptions {
+  readonly host: DialogHost;
+  readonly invite: SipRequest;
+  readonly transaction: InviteServerTransaction;
+  readonly source: SipEndpoint;
+  readonly localTag: string;
+  readonly tenant: TenantConfig;
+}
+
+type ServerTransaction = InviteServerTransaction | NonInviteServerTransaction;
+
+interface PendingTransfer {
+  readonly resolve: (outcome: TransferOutcome) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+export class SipDialog implements SignalingDialog {
+  readonly id: string;
+  readonly callId: string;
+  readonly localTag: string;
+  readonly remoteTag: string;
+  private current: 'early' | 'confirmed' | 'terminated' = 'early';
+  private answered = false;
+  private ackReceived = false;
+  private byeWhenAcked = false;
+  private readonly listeners = new Set<DialogEventListener>();
+  private readonly localFrom: string;
+  private readonly remoteTo: string;
+  private remoteTarget: string;
+  private readonly routeSet: readonly string[];
+  private readonly transport: TransportName;
+  private readonly source: SipEndpoint;
+  private localCseq = 1;
+  private remoteCseq: number;
+  private local: LocalMediaAddress | undefined;
+  private negotiated: NegotiatedMedia | undefined;
+  private lastAnswer: SdpSession | undefined;
+  private readonly sessionId = String(Date.now());
+  private sessionVersion = 1;
+  /** The INVITE server transaction whose 2xx waits for an ACK, and its CSeq. */
+  private awaitingAck: { readonly cseq: number; readonly transaction: InviteServerTransaction } | undefined;
+  private reinvitePending = false;
+  private transferPending: PendingTransfer | undefined;
+
+  constructor(private readonly options: SipDialogOptions) {
+    const invite = options.invite;
+    this.callId = invite.callId;
+    this.localTag = options.localTag;
+    const fromTag = paramValue(invite.from.params, 'tag');
+    this.remoteTag = typeof fromTag === 'string' ? fromTag : '';
+    this.id = SipDialog.key(this.callId, this.localTag, this.remoteTag);
+    this.localFrom = `${headerValue(invite.headers, 'To') ?? ''};tag=${this.localTag}`;
+    this.remoteTo = headerValue(invite.headers, 'From') ?? '';
+    const contact = headerValue(invite.headers, 'Contact');
+    const contactAddr = contact === undefined ? undefined : parseNameAddr(contact);
+    this.remoteTarget = contactAddr?.ok === true ? contactAddr.value.uriText : invite.from.uriText;
+    this.routeSet = headerValues(invite.headers, 'Record-Route');
+    this.transport = options.source.transport;
+    this.source = options.source;
+    this.remoteCseq = invite.cseq.seq;
+  }
+
+  static key(callId: string, localTag: string, remoteTag: string): string {
+    return `${callId}\n${localTag}\n${remoteTag}`;
+  }
+
+  get state(): 'early' | 'confirmed' | 'terminated' {
+    return this.current;
+  }
+
+  get media(): NegotiatedMedia | undefined {
+    return this.negotiated;
+  }
+
+  on(listener: DialogEventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(event: DialogEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.options.host.logger.error('dialog listener threw', { error, callId: this.callId, event: event.type });
+      }
+    }
+  }
+
+  // ---- the initial INVITE -------------------------------------------------------------------
+
+  private respondInvite(transaction: InviteServerTransaction, request: SipRequest, status: number, options: ResponseOptions = {}): void {
+    const headers: SipHeader[] = [];
+    if (status > 100 && status < 300) {
+      for (const route of headerValues(request.headers, 'Record-Route')) headers.push({ name: 'Record-Route', value: route });
+      headers.push({ name: 'Contact', value: this.options.host.contact(this.transport) });
+    }
+    if (status >= 200 && status < 300) headers.push({ name: 'Allow', value: ALLOWED_METHODS }, { name: 'Supported', value: 'replaces' });
+    const response = buildResponse(request, status, { ...options, toTag: this.localTag, headers: [...headers, ...(options.headers ?? [])] });
+    transaction.respond(status, serializeResponse(response));
+  }
+
+  ring(): void {
+    if (this.current !== 'early' || this.options.transaction.answered) return;
+    this.respondInvite(this.options.transaction, this.options.invite, 180);
+  }
+
+  accept(local: LocalMediaAddress, offer: SdpSession | undefined): AcceptResult {
+    if (this.current !== 'early' || this.options.transaction.answered) return { ok: false, status: 481, reason: 'the call is no longer pending' };
+    if (offer === undefined) {
+      this.reject(488, 'Not Acceptable Here');
+      return { ok: false, status: 488, reason: 'an INVITE without SDP offer is not supported' };
+    }
+    const result = answerOffer(offer, { preference: this.options.tenant.codecs, local, sessionId: this.sessionId, sessionVersion: this.sessionVersion });
+    if (!result.ok) {
+      this.reject(488);
+      return { ok: false, status: 488, reason: result.detail };
+    }
+    this.local = local;
+    this.negotiated = result.media;
+    this.lastAnswer = result.answer;
+    this.answered = true;
+    this.awaitingAck = { cseq: this.options.invite.cseq.seq, transaction: this.options.transaction };
+    this.respondInvite(this.options.transaction, this.options.invite, 200, { body: serializeSdp(result.answer) });
+    this.options.host.dialogAnswered(this);
+    return { ok: true, media: result.media };
+  }
+
+  reject(status: number, reason?: string): void {
+    if (this.current !== 'early' || this.options.transaction.answered) return;
+    this.respondInvite(this.options.transaction, this.options.invite, status, reason !== undefined ? { reason } : {});
+    this.end('rejected');
+  }
+
+  /** CANCEL matched the INVITE before its final response (RFC 3261 section 9.2). */
+  cancel(): void {
+    if (this.current !== 'early' || this.options.transaction.answered) return;
+    this.respondInvite(this.options.transaction, this.options.invite, 487);
+    this.emit({ type: 'cancelled' });
+    this.end('cancelled');
+  }
+
+  /** The INVITE transaction gave up waiting for the ACK of callgate's 2xx (64*T1). */
+  ackTimedOut(): void {
+    if (this.current === 'terminated') return;
+    this.awaitingAck = undefined;
+    this.options.host.logger.warn('no ACK for 2xx, ending the call with BYE', { callId: this.callId });
+    void this.sendBye('ack-timeout');
+  }
+
+  receiveAck(request: SipRequest): void {
+    const pending = this.awaitingAck;
+    if (pending === undefined || request.cseq.seq !== pending.cseq) return;
+    this.awaitingAck = undefined;
+    pending.transaction.acknowledge();
+    if (!this.ackReceived) {
+      this.ackReceived = true;
+      this.current = 'confirmed';
+      this.emit({ type: 'ack' });
+      if (this.byeWhenAcked) void this.sendBye('local-bye');
+    }
+  }
+
+  // ---- requests inside the dialog -----------------------------------------------------------
+
+  /** Handles a new (not retransmitted) in-dialog request; ACK and CANCEL never come here. */
+  handleRequest(request: SipRequest, transaction: ServerTransaction): void {
+    const respond = (status: number, options: ResponseOptions = {}): void => {
+      const response = buildResponse(request, status, options);
+      transaction.respond(status, serializeResponse(response));
+    };
+    if (this.current === 'terminated') {
+      respond(481);
+      return;
+    }
+    if (request.cseq.seq <= this.remoteCseq) {
+      // RFC 3261 section 12.2.2: an out-of-order request is answered 500.
+      respond(500, { reason: 'CSeq Out Of Order' });
+      return;
+    }
+    this.remoteCseq = request.cseq.seq;
+    switch (request.method) {
+      case 'BYE':
+        respond(200);
+        this.emit({ type: 'bye' });
+        this.end('remote-bye');
+        return;
+      case 'INVITE':
+        this.updateTarget(request);
+        this.handleReinvite(request, transaction as InviteServerTransaction);
+        return;
+      case 'INFO':
+        this.handleInfo(request, respond);
+        return;
+      case 'OPTIONS':
+        respond(200, { headers: [{ name: 'Allow', value: ALLOWED_METHODS }, { name: 'Accept', value: 'application/sdp' }] });
+        return;
+      case 'NOTIFY':
+        this.handleNotify(request, respond);
+        return;
+      default:
+        respond(405, { headers: [{ name: 'Allow', value: ALLOWED_METHODS }] });
+    }
+  }
+
+  private handleReinvite(request: SipRequest, transaction: InviteServerTransaction): void {
+    if (this.reinvitePending || this.awaitingAck !== undefined) {
+      this.respondInvite(transaction, request, 491);
+      return;
+    }
+    if (this.local === undefined || this.lastAnswer === undefined) {
+      this.respondInvite(transaction, request, 488);
+      return;
+    }
+    let answer: SdpSession = this.lastAnswer;
+    let offer: SdpSession | undefined;
+    if (request.body.length > 0) {
+      const parsed = parseSdp(request.body);
+      if (!parsed.ok) {
+        this.respondInvite(transaction, request, 488, { headers: [{ name: 'Warning', value: `399 callgate "${parsed.reason.replace(/"/g, "'")}"` }] });
+        return;
+      }
+      const result = answerOffer(parsed.value, { preference: this.options.tenant.codecs, local: this.local, sessionId: this.sessionId, sessionVersion: this.sessionVersion + 1 });
+      if (!result.ok) {
+        // The old session stays as it was (RFC 3261 section 14.2).
+        this.respondInvite(transaction, request, 488);
+        return;
+      }
+      offer = parsed.value;
+      answer = result.answer;
+      this.negotiated = result.media;
+    } else {
+      answer = { ...answer, origin: { ...answer.origin, sessionVersion: String(this.sessionVersion + 1) } };
+    }
+    this.sessionVersion += 1;
+    this.lastAnswer = answer;
+    this.awaitingAck = { cseq: request.cseq.seq, transaction };
+    this.respondInvite(transaction, request, 200, { body: serializeSdp(answer) });
+    if (offer !== undefined && this.negotiated !== undefined) this.emit({ type: 'reinvite', media: this.negotiated, offer });
+  }
+
+  private handleInfo(request: SipRequest, respond: (status: number, options?: ResponseOptions) => void): void {
+    const contentType = (headerValue(request.headers, 'Content-Type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+    if (contentType === 'application/dtmf-relay') {
+      const signal = /^\s*signal\s*=\s*(\S+)\s*$/im.exec(request.body)?.[1];
+      const duration = /^\s*duration\s*=\s*(\d+)\s*$/im.exec(request.body)?.[1];
+      if (signal === undefined || !/^[0-9A-Da-d*#]$/.test(signal)) {
+        respond(400, { reason: 'Bad DTMF Signal' });
+        return;
+      }
+      respond(200);
+      this.emit({ type: 'dtmf', digit: signal.toUpperCase(), ...(duration !== undefined ? { durationMs: Number(duration) } : {}) });
+      return;
+    }
+    if (contentType === 'application/dtmf') {
+      const digit = request.body.trim();
+      if (!/^[0-9A-Da-d*#]$/.test(digit)) {
+        respond(400, { reason: 'Bad DTMF Signal' });
+        return;
+      }
+      respond(200);
+      this.emit({ type: 'dtmf', digit: digit.toUpperCase() });
+      return;
+    }
+    respond(200);
+    this.emit({ type: 'info', contentType, body: request.body });
+  }
+
+  private handleNotify(request: SipRequest, respond: (status: number, options?: ResponseOptions) => void): void {
+    const pending = this.transferPending;
+    const event = (headerValue(request.headers, 'Event') ?? '').split(';')[0]?.trim().toLowerCase();
+    if (pending === undefined || event !== 'refer') {
+      respond(481);
+      return;
+    }
+    const frag = /^SIP\/2\.0 (\d{3})(?: (.*))?$/m.exec(request.body);
+    respond(200);
+    if (frag === null) return;
+    const status = Number(frag[1]);
+    const reason = (frag[2] ?? '').trim();
+    if (status < 200) {
+      this.emit({ type: 'transfer', progress: { state: status === 180 || status === 183 ? 'ringing' : 'trying', status } });
+      return;
+    }
+    this.finishTransfer(status < 300 ? { type: 'succeeded' } : { type: 'failed', status, reason });
+  }
+
+  private finishTransfer(outcome: TransferOutcome): void {
+    const pending = this.transferPending;
+    if (pending === undefined) return;
+    this.transferPending = undefined;
+    clearTimeout(pending.timer);
+    if (outcome.type === 'succeeded') {
+      this.emit({ type: 'transfer', progress: { state: 'succeeded', status: 200 } });
+      void this.sendBye('transferred');
+    } else {
+      this.emit({ type: 'transfer', progress: { state: 'failed', status: outcome.status, reason: outcome.reason } });
+    }
+    pending.resolve(outcome);
+  }
+
+  // ---- requests callgate sends --------------------------------------------------------------
+
+  private destination(): SipEndpoint {
+    // Requests follow the route set, else the remote target; over TCP the caller's connection is reused.
+    const first = this.routeSet[0];
+    const target = first !== undefined ? parseNameAddr(first) : parseNameAddr(`<${this.remoteTarget}>`);
+    if (target.ok && target.value.uri.scheme !== 'tel') {
+      const uri = target.value.uri;
+      const port = uri.port ?? 5060;
+      const host = uri.host.replace(/^\[|\]$/g, '');
+      const sameAsSource = host === this.source.address && port === this.source.port;
+      return sameAsSource ? this.source : { transport: this.transport, address: host, port };
+    }
+    return this.source;
+  }
+
+  private buildRequest(method: string, cseq: number, branch: string, extra: readonly SipHeader[], body?: string, contentType?: string): OutgoingRequest {
+    const headers: SipHeader[] = [
+      { name: 'Via', value: this.options.host.via(this.transport, branch) },
+      { name: 'Max-Forwards', value: '70' },
+      { name: 'From', value: this.localFrom },
+      { name: 'To', value: this.remoteTo },
+      { name: 'Call-ID', value: this.callId },
+      { name: 'CSeq', value: `${cseq} ${method}` },
+    ];
+    for (const route of this.routeSet) headers.push({ name: 'Route', value: route });
+    if (method === 'INVITE' || method === 'REFER') headers.push({ name: 'Contact', value: this.options.host.contact(this.transport) });
+    headers.push(...extra);
+    if (body !== undefined && body.length > 0) headers.push({ name: 'Content-Type', value: contentType ?? 'application/sdp' });
+    return { method, uriText: this.remoteTarget, headers, ...(body !== undefined ? { body } : {}) };
+  }
+
+  private async request(method: string, extra: readonly SipHeader[] = [], body?: string): Promise<ClientOutcome> {
+    const cseq = ++this.localCseq;
+    const branch = newBranch();
+    const request = this.buildRequest(method, cseq, branch, extra, body);
+    return this.options.host.sendRequest(request, branch, this.destination(), method === 'INVITE');
+  }
+
+  private async sendBye(reason: DialogEndReason): Promise<void> {
+    if (this.current === 'terminated') return;
+    this.end(reason);
+    const outcome = await this.request('BYE');
+    if (outcome.type === 'timeout') this.options.host.logger.info('BYE was not answered', { callId: this.callId });
+  }
+
+  async hangup(): Promise<void> {
+    if (this.current === 'terminated') return;
+    if (!this.answered) {
+      this.reject(480);
+      return;
+    }
+    if (!this.ackReceived && this.awaitingAck !== undefined) {
+      // RFC 3261 section 15: BYE waits for the ACK of the 2xx (or its timeout).
+      this.byeWhenAcked = true;
+      return;
+    }
+    await this.sendBye('local-bye');
+  }
+
+  async transfer(target: string): Promise<TransferOutcome> {
+    if (this.current !== 'confirmed') return { type: 'failed', status: 481, reason: 'the dialog is not confirmed' };
+    if (this.transferPending !== undefined) return { type: 'failed', status: 491, reason: 'a transfer is already in progress' };
+    const done = new Promise<TransferOutcome>((resolve) => {
+      const timer = setTimeout(() => this.finishTransfer({ type: 'failed', status: 408, reason: 'no final NOTIFY' }), TRANSFER_TIMEOUT_MS);
+      timer.unref();
+      this.transferPending = { resolve, timer };
+    });
+    const outcome = await this.request('REFER', [
+      { name: 'Refer-To', value: `<${target}>` },
+      { name: 'Referred-By', value: this.localFrom.replace(/;tag=[^;]*$/, '') },
+    ]);
+    if (outcome.type === 'timeout') this.finishTransfer({ type: 'failed', status: 408, reason: 'REFER was not answered' });
+    else if (outcome.response.status >= 300) this.finishTransfer({ type: 'failed', status: outcome.response.status, reason: outcome.response.reason });
+    else if (this.transferPending !== undefined) this.emit({ type: 'transfer', progress: { state: 'accepted' } });
+    return done;
+  }
+
+  async reinvite(options: ReinviteOptions = {}): Promise<NegotiatedMedia> {
+    if (this.current !== 'confirmed' || this.lastAnswer === undefined || this.negotiated === undefined) throw new Error('the dialog is not confirmed');
+    if (this.reinvitePending || this.awaitingAck !== undefined) throw new Error('a re-INVITE is already in progress');
+    this.reinvitePending = true;
+    try {
+      const local = options.local ?? this.local;
+      const direction: SdpDirection = options.hold === true ? 'sendonly' : 'sendrecv';
+      const base = this.lastAnswer;
+      const offer: SdpSession = {
+        ...base,
+        origin: { ...base.origin, sessionVersion: String(this.sessionVersion + 1), ...(local !== undefined ? { address: local.address } : {}) },
+        ...(local !== undefined ? { connection: { netType: 'IN', addrType: local.address.includes(':') ? 'IP6' : 'IP4', address: local.address } } : {}),
+        media: base.media.map((m) => (m.port === 0 ? m : { ...m, direction, ...(local !== undefined ? { port: local.port } : {}) })),
+      };
+      const cseq = ++this.localCseq;
+      const branch = newBranch();
+      const request = this.buildRequest('INVITE', cseq, branch, [], serializeSdp(offer));
+      const destination = this.destination();
+      const outcome = await this.options.host.sendRequest(request, branch, destination, true, (response) => this.buildAckBytes(cseq, branch, response));
+      if (outcome.type === 'timeout') throw new Error('re-INVITE was not answered');
+      const response = outcome.response;
+      if (response.status >= 300) throw new Error(`re-INVITE refused with ${response.status}`);
+      this.options.host.sendRaw(this.buildAckBytes(cseq, newBranch(), response), destination);
+      this.sessionVersion += 1;
+      this.lastAnswer = offer;
+      if (local !== undefined) this.local = local;
+      const answer = parseSdp(response.body);
+      const audio = answer.ok ? answer.value.media.find((m) => m.type === 'audio' && m.port !== 0) : undefined;
+      const address = audio?.connection?.address ?? (answer.ok ? answer.value.connection?.address : undefined);
+      const current = this.negotiated;
+      this.negotiated = {
+        ...current,
+        ...(audio !== undefined && address !== undefined ? { remote: { address, port: audio.port } } : {}),
+        direction,
+        held: options.hold === true,
+      };
+      return this.negotiated;
+    } finally {
+      this.reinvitePending = false;
+    }
+  }
+
+  private buildAckBytes(cseq: number, branch: string, response: SipResponse): Buffer {
+    const toWithTag = headerValue(response.headers, 'To') ?? this.remoteTo;
+    const headers: SipHeader[] = [
+      { name: 'Via', value: this.options.host.via(this.transport, branch) },
+      { name: 'Max-Forwards', value: '70' },
+      { name: 'From', value: this.localFrom },
+      { name: 'To', value: toWithTag },
+      { name: 'Call-ID', value: this.callId },
+      { name: 'CSeq', value: `${cseq} ACK` },
+    ];
+    for (const route of this.routeSet) headers.push({ name: 'Route', value: route });
+    return Buffer.from(`ACK ${this.remoteTarget} SIP/2.0\r\n${headers.map((h) => `${h.name}: ${h.value}\r\n`).join('')}Content-Length: 0\r\n\r\n`);
+  }
+
+  /** Ends the dialog because the stack is stopping: BYE for answered calls, 503 for pending ones. */
+  async shutdown(): Promise<void> {
+    if (this.current === 'terminated') return;
+    if (!this.answered) {
+      this.reject(503);
+      return;
+    }
+    await this.sendBye('shutdown');
+  }
+
+  private end(reason: DialogEndReason): void {
+    if (this.current === 'terminated') return;
+    this.current = 'terminated';
+    if (this.transferPending !== undefined) {
+      clearTimeout(this.transferPending.timer);
+      this.transferPending.resolve({ type: 'failed', status: 487, reason: 'the call ended' });
+      this.transferPending = undefined;
+    }
+    this.emit({ type: 'ended', reason });
+    this.options.host.dialogEnded(this, reason, this.answered);
+  }
+
+  /** The dialog's remote target, for tests and logs. */
+  get target(): string {
+    return this.remoteTarget;
+  }
+
+  /** Updates the remote target from a re-INVITE's Contact (RFC 3261 section 12.2.2). */
+  updateTarget(request: SipRequest): void {
+    const contact = headerValue(request.headers, 'Contact');
+    const parsed = contact === undefined ? undefined : parseNameAddr(contact);
+    if (parsed?.ok === true) this.remoteTarget = parsed.value.uriText;
+  }
+}
