@@ -1,0 +1,675 @@
+/**
+ * OpenAI Realtime (GA) over WebSocket, behind the provider-neutral RealtimeSession. The same
+ * class talks to api.openai.com and to the local simulator (gateway/realtime/simulator/).
+ *
+ * What it guarantees (see README.md for the sequence diagram):
+ * - at most one active response; creates wait for the previous response.done, and a refused
+ *   create (conversation_already_has_active_response) is queued again, not reported;
+ * - a response that dispatched function calls gets exactly one follow-up create, after it is done
+ *   and every call has an output, in either order;
+ * - barge-in: on speech started, the active response is cancelled (unless the server does it,
+ *   interrupt_response) and the assistant item is truncated at what the caller heard;
+ * - no silent reconnect: any close is one `disconnected` event with a reason; audio sent while
+ *   disconnected is dropped and counted, never buffered.
+ */
+import WebSocket, { type RawData } from 'ws';
+import { CallgateError } from '../../config/errors.ts';
+import { rootLogger, type Logger } from '../../config/log.ts';
+import { counter } from '../../config/metrics.ts';
+import { SERVER_EVENT_TYPES, WIRE_ERROR, type ClientEvent, type ServerEvent, type SessionWire } from './openai-protocol.ts';
+import {
+  audioMs,
+  dtmfMessage,
+  type AudioFormat,
+  type DisconnectReason,
+  type Interruption,
+  type PlaybackPosition,
+  type RealtimeEvent,
+  type RealtimeEventOf,
+  type RealtimeEventType,
+  type RealtimeSession,
+  type ResponseRequest,
+  type ResponseStatus,
+  type SessionConfig,
+} from './realtime-session.ts';
+import { ResponseSequencer } from './response-sequencer.ts';
+import { formatFromWire, serverInterruptsResponses, sessionConfigToWire } from './session-config-wire.ts';
+import { TypedEventEmitter } from './typed-event-emitter.ts';
+
+/** The provider answers the WebSocket upgrade and sends session.created well within this. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+/** session.updated normally follows in tens of ms; a server silent this long is broken. */
+export const SESSION_UPDATE_TIMEOUT_MS = 5_000;
+/** An unanswered response.create is forgotten after this, so the queue cannot stall forever. */
+export const RESPONSE_CREATED_TIMEOUT_MS = 10_000;
+/**
+ * Keepalive: a ping this often keeps NAT and load-balancer idle timers (often 60 s) from closing a
+ * quiet socket; a pong missing for PONG_TIMEOUT_MS (below the interval) declares the link dead.
+ */
+export const PING_INTERVAL_MS = 20_000;
+export const PONG_TIMEOUT_MS = 10_000;
+/** A refused create with no response in sight is retried after this (bounded attempts). */
+export const REFUSED_CREATE_RETRY_MS = 250;
+/** close() waits this long for the close handshake before terminating the socket. */
+export const CLOSE_TIMEOUT_MS = 2_000;
+/**
+ * Largest server frame read. Audio deltas are a few KB; a session.updated with many tools a few
+ * tens of KB. Anything larger is a broken or hostile peer, and ws closes with 1009.
+ */
+export const MAX_FRAME_BYTES = 4 * 1024 * 1024;
+/**
+ * Caller audio queued in the socket beyond this (about 60 s of base64 G.711) is dropped instead:
+ * a stalled link must not grow memory, and minute-old audio is useless to the model anyway.
+ */
+export const MAX_SEND_BUFFER_BYTES = 640 * 1024;
+/** How many assistant items' audio lengths are remembered for truncation clamping. */
+const TRACKED_AUDIO_ITEMS = 16;
+/** How many client event ids are remembered to attribute server errors to what caused them. */
+const TRACKED_CLIENT_EVENTS = 256;
+/** Distinct unknown server event types reported; beyond this they are only counted. */
+const REPORTED_UNKNOWN_TYPES = 32;
+
+const SESSION_LIMIT_TEXT = /maximum duration/i;
+
+const droppedAudio = counter({ name: 'callgate_realtime_audio_dropped_frames_total', help: 'Caller audio frames dropped by the realtime client (disconnected or send buffer full)' });
+const protocolErrors = counter<'kind'>({ name: 'callgate_realtime_protocol_errors_total', help: 'Unreadable or unexpected frames from the realtime model', labelNames: ['kind'] });
+const disconnects = counter<'reason'>({ name: 'callgate_realtime_disconnects_total', help: 'Realtime model sessions that ended, by reason', labelNames: ['reason'] });
+const responses = counter<'status'>({ name: 'callgate_realtime_responses_total', help: 'Realtime model responses by final status', labelNames: ['status'] });
+const serverErrors = counter<'code'>({ name: 'callgate_realtime_server_errors_total', help: 'Error events sent by the realtime model, by code', labelNames: ['code'] });
+
+export interface OpenAIRealtimeSessionOptions {
+  /** wss://api.openai.com/v1/realtime, or the simulator's ws://127.0.0.1:port URL. */
+  url: string;
+  model: string;
+  /** Bearer token; unset for the local simulator. */
+  apiKey?: string;
+  voice?: string;
+  /** Reports what the caller heard of an assistant item; enables truncation on barge-in. */
+  playback?: PlaybackPosition;
+  /** One follow-up response after a tool turn (default true). */
+  autoRespondToTools?: boolean;
+  /** The call's signal: aborting it closes the session. */
+  signal?: AbortSignal;
+  logger?: Logger;
+  connectTimeoutMs?: number;
+  sessionUpdateTimeoutMs?: number;
+  responseCreatedTimeoutMs?: number;
+  pingIntervalMs?: number;
+  pongTimeoutMs?: number;
+  maxFrameBytes?: number;
+  maxSendBufferBytes?: number;
+  maxQueuedResponses?: number;
+}
+
+type State = 'idle' | 'connecting' | 'open' | 'closed';
+
+interface Waiter {
+  eventId?: string;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+export class OpenAIRealtimeSession implements RealtimeSession {
+  private readonly emitter: TypedEventEmitter<RealtimeEvent>;
+  private readonly logger: Logger;
+  private readonly sequencer: ResponseSequencer;
+  private ws: WebSocket | undefined;
+  private state: State = 'idle';
+  private eventSeq = 0;
+  private sessionId: string | undefined;
+  private session: SessionWire | undefined;
+  private inputFormat: AudioFormat = 'pcmu';
+  private outputFormat: AudioFormat = 'pcmu';
+  private connectWaiter: Waiter | undefined;
+  private readonly updateWaiters: Waiter[] = [];
+  private readonly clientEvents = new Map<string, ClientEvent['type']>();
+  private readonly audioBytesByItem = new Map<string, number>();
+  private lastAudioItem: string | undefined;
+  private readonly unknownTypes = new Set<string>();
+  private createdTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private pingTimer: NodeJS.Timeout | undefined;
+  private awaitingPongSince: number | undefined;
+  private closeRequested = false;
+  private aborted = false;
+  private sessionLimitHit = false;
+  private protocolFailure: string | undefined;
+  private networkFailure: string | undefined;
+  private dropped = 0;
+  private reportedDrop = false;
+  private readonly onAbort = (): void => {
+    this.aborted = true;
+    void this.close();
+  };
+
+  constructor(private readonly options: OpenAIRealtimeSessionOptions) {
+    this.logger = (options.logger ?? rootLogger()).child({ component: 'realtime', provider: 'openai' });
+    this.emitter = new TypedEventEmitter<RealtimeEvent>({
+      onListenerError: (error, eventType) => this.logger.error('realtime event listener threw', { eventType, error }),
+    });
+    this.sequencer = new ResponseSequencer({
+      sendCreate: (request) => this.sendCreate(request),
+      sendCancel: (responseId) => this.send({ type: 'response.cancel', response_id: responseId }),
+      ...(options.autoRespondToTools !== undefined && { autoRespondToTools: options.autoRespondToTools }),
+      ...(options.maxQueuedResponses !== undefined && { maxQueued: options.maxQueuedResponses }),
+    });
+  }
+
+  /** Caller audio frames dropped because the session was not connected or the link was stalled. */
+  get droppedAudioFrames(): number {
+    return this.dropped;
+  }
+
+  get connected(): boolean {
+    return this.state === 'open';
+  }
+
+  /** The provider's session id (sess_...), once connected. */
+  get providerSessionId(): string | undefined {
+    return this.sessionId;
+  }
+
+  on<T extends RealtimeEventType>(type: T, listener: (event: RealtimeEventOf<T>) => void): () => void {
+    return this.emitter.on(type, listener);
+  }
+
+  onAny(listener: (event: RealtimeEvent) => void): () => void {
+    return this.emitter.onAny(listener);
+  }
+
+  async connect(): Promise<void> {
+    if (this.state !== 'idle') throw new CallgateError('CALLGATE_ERR_MODEL_CONNECT', { url: this.options.url, reason: `session is ${this.state}` });
+    this.state = 'connecting';
+    const url = new URL(this.options.url);
+    url.searchParams.set('model', this.options.model);
+    const timeoutMs = this.options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+    // GA: Bearer auth only; the beta's OpenAI-Beta header must not be sent.
+    const headers: Record<string, string> = {};
+    if (this.options.apiKey !== undefined) headers.Authorization = `Bearer ${this.options.apiKey}`;
+    const ws = new WebSocket(url, {
+      headers,
+      maxPayload: this.options.maxFrameBytes ?? MAX_FRAME_BYTES,
+      handshakeTimeout: timeoutMs,
+      perMessageDeflate: false,
+    });
+    this.ws = ws;
+    ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
+    ws.on('error', (error) => this.onSocketError(error));
+    ws.on('close', (code, reason) => this.onClose(code, reason.toString()));
+    ws.on('pong', () => {
+      this.awaitingPongSince = undefined;
+    });
+    ws.on('open', () => this.startKeepalive());
+    if (this.options.signal !== undefined) {
+      if (this.options.signal.aborted) this.onAbort();
+      else this.options.signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.connectWaiter = undefined;
+        reject(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'session.created', timeoutMs }));
+        this.networkFailure = 'no session.created';
+        ws.terminate();
+      }, timeoutMs);
+      this.connectWaiter = {
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      };
+    });
+  }
+
+  async configure(config: SessionConfig): Promise<void> {
+    const session = sessionConfigToWire(config, {
+      voice: this.options.voice ?? 'marin',
+      inputFormat: this.inputFormat,
+      outputFormat: this.outputFormat,
+    });
+    if (this.state !== 'open') throw new CallgateError('CALLGATE_ERR_MODEL_NOT_CONNECTED', { what: 'session.update' });
+    const eventId = this.send({ type: 'session.update', session });
+    const timeoutMs = this.options.sessionUpdateTimeoutMs ?? SESSION_UPDATE_TIMEOUT_MS;
+    await new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        ...(eventId !== undefined && { eventId }),
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.removeWaiter(waiter);
+        const error = new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'session.update', timeoutMs });
+        this.emitError(error);
+        reject(error);
+      }, timeoutMs);
+      this.updateWaiters.push(waiter);
+    });
+  }
+
+  sendAudio(audio: Buffer): void {
+    const ws = this.ws;
+    if (this.state !== 'open' || ws === undefined) {
+      this.dropAudio('audio (not connected)');
+      return;
+    }
+    if (ws.bufferedAmount > (this.options.maxSendBufferBytes ?? MAX_SEND_BUFFER_BYTES)) {
+      this.dropAudio('audio (send buffer full)');
+      return;
+    }
+    this.send({ type: 'input_audio_buffer.append', audio: audio.toString('base64') }, false);
+  }
+
+  commitAudio(): void {
+    this.send({ type: 'input_audio_buffer.commit' });
+  }
+
+  cancelResponse(): void {
+    this.sequencer.cancelActive();
+  }
+
+  async cancelAndWait(timeoutMs: number): Promise<void> {
+    if (!this.sequencer.isActive || this.state !== 'open') return;
+    const done = this.nextEvent(['response_done', 'disconnected'], timeoutMs);
+    this.sequencer.cancelActive();
+    await done;
+  }
+
+  truncate(itemId: string, playedMs: number): void {
+    const received = this.audioBytesByItem.get(itemId);
+    let audioEndMs = Math.max(0, Math.floor(playedMs));
+    if (received !== undefined) {
+      const receivedMs = audioMs(this.outputFormat, received);
+      // The provider refuses an offset beyond the audio it produced; nothing produced, nothing to cut.
+      if (receivedMs === 0) return;
+      audioEndMs = Math.min(audioEndMs, receivedMs);
+    }
+    this.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: audioEndMs });
+    if (this.lastAudioItem === itemId) this.lastAudioItem = undefined;
+  }
+
+  sendToolOutput(callId: string, output: unknown): void {
+    const text = typeof output === 'string' ? output : JSON.stringify(output ?? null);
+    if (this.send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: callId, output: text } }) === undefined) return;
+    this.sequencer.onToolOutput(callId);
+  }
+
+  createResponse(request: ResponseRequest = {}): void {
+    if (this.state !== 'open') {
+      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_NOT_CONNECTED', { what: 'response.create' }));
+      return;
+    }
+    if (this.sequencer.request(request) === 'refused_full') {
+      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BUSY', { limit: this.sequencer.queuedCount, what: 'response.create' }));
+    }
+  }
+
+  addSystemMessage(text: string): void {
+    this.send({ type: 'conversation.item.create', item: { type: 'message', role: 'system', content: [{ type: 'input_text', text }] } });
+  }
+
+  sendDtmf(digit: string): void {
+    if (!/^[0-9A-D*#]$/.test(digit)) return;
+    this.addSystemMessage(dtmfMessage(digit));
+    this.createResponse();
+  }
+
+  async close(): Promise<void> {
+    this.closeRequested = true;
+    const ws = this.ws;
+    if (ws === undefined || this.state === 'closed') {
+      this.state = 'closed';
+      return;
+    }
+    const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+    ws.close(1000, 'closed by callgate');
+    const timer = setTimeout(() => ws.terminate(), CLOSE_TIMEOUT_MS);
+    await closed;
+    clearTimeout(timer);
+  }
+
+  // ---- outgoing ----------------------------------------------------------------------------
+
+  /** Sends a client event; returns its event id, or undefined when nothing went out. */
+  private send(event: ClientEvent, track = true): string | undefined {
+    const ws = this.ws;
+    if (this.state !== 'open' || ws === undefined) return undefined;
+    let eventId: string | undefined;
+    if (track) {
+      eventId = `evt_cg_${(++this.eventSeq).toString(36)}`;
+      event.event_id = eventId;
+      this.clientEvents.set(eventId, event.type);
+      if (this.clientEvents.size > TRACKED_CLIENT_EVENTS) {
+        const oldest = this.clientEvents.keys().next().value;
+        if (oldest !== undefined) this.clientEvents.delete(oldest);
+      }
+    }
+    ws.send(JSON.stringify(event));
+    return eventId ?? '';
+  }
+
+  private sendCreate(request: ResponseRequest): string {
+    const response = request.instructions === undefined ? {} : { instructions: request.instructions };
+    const eventId = this.send({ type: 'response.create', response }) ?? '';
+    clearTimeout(this.createdTimer);
+    const timeoutMs = this.options.responseCreatedTimeoutMs ?? RESPONSE_CREATED_TIMEOUT_MS;
+    this.createdTimer = setTimeout(() => {
+      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'response.create', timeoutMs }));
+      this.sequencer.onCreateTimeout(eventId);
+    }, timeoutMs);
+    return eventId;
+  }
+
+  private dropAudio(what: string): void {
+    this.dropped += 1;
+    droppedAudio.inc();
+    if (!this.reportedDrop) {
+      // One event per session, not one per 20 ms frame; the count keeps growing.
+      this.reportedDrop = true;
+      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_NOT_CONNECTED', { what }));
+    }
+  }
+
+  // ---- incoming ----------------------------------------------------------------------------
+
+  private onFrame(data: RawData, isBinary: boolean): void {
+    if (isBinary) {
+      this.protocolError('binary', 'a binary frame');
+      return;
+    }
+    let event: unknown;
+    try {
+      event = JSON.parse(rawText(data));
+    } catch (error) {
+      this.protocolError('malformed_json', `a frame that is not JSON (${(error as Error).message})`);
+      return;
+    }
+    if (typeof event !== 'object' || event === null || typeof (event as { type?: unknown }).type !== 'string') {
+      this.protocolError('no_type', 'an event without a type');
+      return;
+    }
+    const type = (event as { type: string }).type;
+    if (!SERVER_EVENT_TYPES.has(type)) {
+      protocolErrors.inc({ kind: 'unknown_type' });
+      if (!this.unknownTypes.has(type) && this.unknownTypes.size < REPORTED_UNKNOWN_TYPES) {
+        this.unknownTypes.add(type);
+        this.emitError(new CallgateError('CALLGATE_ERR_MODEL_PROTOCOL', { reason: `unknown event type ${type.slice(0, 64)}` }));
+      }
+      return;
+    }
+    try {
+      this.dispatch(event as ServerEvent);
+    } catch (error) {
+      // A known type with a shape we did not expect (missing fields): reported, never fatal.
+      this.protocolError('bad_shape', `a ${type} event that could not be read (${(error as Error).message})`);
+    }
+  }
+
+  private dispatch(event: ServerEvent): void {
+    switch (event.type) {
+      case 'session.created':
+        this.sessionId = event.session.id;
+        this.applySession(event.session);
+        this.state = 'open';
+        this.connectWaiter?.resolve();
+        this.connectWaiter = undefined;
+        return;
+      case 'session.updated': {
+        this.applySession(event.session);
+        this.updateWaiters.shift()?.resolve();
+        return;
+      }
+      case 'error':
+        this.onServerError(event.error);
+        return;
+      case 'input_audio_buffer.speech_started':
+        this.onSpeechStarted(event.item_id, event.audio_start_ms);
+        return;
+      case 'input_audio_buffer.speech_stopped':
+        this.sequencer.onSpeechStopped();
+        this.emitter.emit({ type: 'speech_stopped', itemId: event.item_id, audioEndMs: event.audio_end_ms });
+        return;
+      case 'response.created':
+        clearTimeout(this.createdTimer);
+        this.sequencer.onResponseCreated(event.response.id);
+        this.emitter.emit({ type: 'response_created', responseId: event.response.id });
+        return;
+      case 'response.output_audio.delta': {
+        const audio = Buffer.from(event.delta, 'base64');
+        this.trackAudio(event.item_id, audio.length);
+        this.emitter.emit({ type: 'audio_delta', responseId: event.response_id, itemId: event.item_id, audio });
+        return;
+      }
+      case 'response.output_audio_transcript.delta':
+        this.emitter.emit({ type: 'transcript_delta', role: 'assistant', itemId: event.item_id, responseId: event.response_id, delta: event.delta });
+        return;
+      case 'response.output_audio_transcript.done':
+        this.emitter.emit({ type: 'transcript_done', role: 'assistant', itemId: event.item_id, responseId: event.response_id, transcript: event.transcript });
+        return;
+      case 'conversation.item.input_audio_transcription.delta':
+        this.emitter.emit({ type: 'transcript_delta', role: 'user', itemId: event.item_id, delta: event.delta });
+        return;
+      case 'conversation.item.input_audio_transcription.completed':
+        this.emitter.emit({ type: 'transcript_done', role: 'user', itemId: event.item_id, transcript: event.transcript });
+        return;
+      case 'response.function_call_arguments.done':
+        this.onFunctionCall(event.response_id, event.item_id, event.call_id, event.name, event.arguments);
+        return;
+      case 'response.done':
+        this.onResponseDone(event);
+        return;
+      case 'conversation.item.truncated':
+        this.emitter.emit({ type: 'item_truncated', itemId: event.item_id, audioEndMs: event.audio_end_ms });
+        return;
+      default:
+        // Known events callgate does not act on (content parts, item lifecycle, rate limits).
+        return;
+    }
+  }
+
+  private applySession(session: SessionWire): void {
+    this.session = session;
+    this.inputFormat = formatFromWire(session.audio?.input?.format) ?? this.inputFormat;
+    this.outputFormat = formatFromWire(session.audio?.output?.format) ?? this.outputFormat;
+  }
+
+  private onServerError(error: Extract<ServerEvent, { type: 'error' }>['error']): void {
+    const code = error.code ?? error.type;
+    serverErrors.inc({ code: code.slice(0, 64) });
+    const causeType = error.event_id === null ? undefined : this.clientEvents.get(error.event_id);
+    if (code === WIRE_ERROR.activeResponse) {
+      if (error.event_id !== null) {
+        clearTimeout(this.createdTimer);
+        if (!this.sequencer.onCreateRefused(error.event_id)) {
+          this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BUSY', { limit: 0, what: 'a response that was refused repeatedly' }));
+        }
+        if (!this.sequencer.isActive) {
+          clearTimeout(this.retryTimer);
+          this.retryTimer = setTimeout(() => this.sequencer.retry(), REFUSED_CREATE_RETRY_MS);
+        }
+      }
+      this.logger.debug('response.create refused while a response is active; queued again', { eventId: error.event_id });
+      return;
+    }
+    if (code === WIRE_ERROR.cancelNotActive) {
+      // The response finished on its own while our cancel was in flight: nothing to do.
+      this.logger.debug('response.cancel arrived after the response finished');
+      return;
+    }
+    if (code === WIRE_ERROR.sessionExpired || SESSION_LIMIT_TEXT.test(error.message)) {
+      this.sessionLimitHit = true;
+      return;
+    }
+    const rejected = new CallgateError('CALLGATE_ERR_MODEL_REJECTED', { what: causeType ?? 'an event', providerCode: code, reason: error.message });
+    const waiter = this.updateWaiters.find((w) => w.eventId !== undefined && w.eventId === error.event_id);
+    if (waiter !== undefined) {
+      this.removeWaiter(waiter);
+      waiter.reject(rejected);
+    }
+    this.emitError(rejected, code);
+  }
+
+  private onSpeechStarted(itemId: string, audioStartMs: number): void {
+    const wasActive = this.sequencer.isActive;
+    this.sequencer.onSpeechStarted();
+    let cancelSent = false;
+    if (wasActive && !(this.session !== undefined && serverInterruptsResponses(this.session))) {
+      cancelSent = this.sequencer.cancelActive() !== undefined;
+    }
+    let interruption: Interruption | undefined;
+    const item = this.lastAudioItem;
+    if (item !== undefined && this.options.playback !== undefined) {
+      const receivedMs = audioMs(this.outputFormat, this.audioBytesByItem.get(item) ?? 0);
+      const played = this.options.playback.playedMs(item);
+      if (played !== undefined && played < receivedMs) {
+        const playedMs = Math.max(0, Math.floor(played));
+        this.truncate(item, playedMs);
+        interruption = { itemId: item, playedMs, cancelSent };
+      }
+    }
+    this.emitter.emit({ type: 'speech_started', itemId, audioStartMs, ...(interruption !== undefined && { interruption }) });
+  }
+
+  private onFunctionCall(responseId: string, itemId: string, callId: string, name: string, rawArguments: string): void {
+    this.sequencer.onFunctionCall(responseId, callId);
+    let args: unknown;
+    try {
+      args = JSON.parse(rawArguments);
+    } catch (error) {
+      const reason = (error as Error).message;
+      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BAD_TOOL_ARGUMENTS', { callId, name, reason }), undefined, callId);
+      // The model is owed an output for every call, or the tool turn never completes.
+      this.sendToolOutput(callId, { error: 'the arguments were not valid JSON; ask the caller again' });
+      return;
+    }
+    this.emitter.emit({ type: 'function_call', responseId, itemId, callId, name, arguments: args });
+  }
+
+  private onResponseDone(event: Extract<ServerEvent, { type: 'response.done' }>): void {
+    const response = event.response;
+    const status: ResponseStatus = response.status === 'in_progress' ? 'incomplete' : response.status;
+    const callIds = (response.output ?? []).flatMap((item) => (item.type === 'function_call' ? [item.call_id] : []));
+    responses.inc({ status });
+    const reason = response.status_details?.reason ?? response.status_details?.error?.code;
+    this.emitter.emit({ type: 'response_done', responseId: response.id, status, callIds, ...(reason !== undefined && { reason }) });
+    this.sequencer.onResponseDone(response.id, status, callIds);
+  }
+
+  private trackAudio(itemId: string, bytes: number): void {
+    this.audioBytesByItem.set(itemId, (this.audioBytesByItem.get(itemId) ?? 0) + bytes);
+    this.lastAudioItem = itemId;
+    if (this.audioBytesByItem.size > TRACKED_AUDIO_ITEMS) {
+      const oldest = this.audioBytesByItem.keys().next().value;
+      if (oldest !== undefined) this.audioBytesByItem.delete(oldest);
+    }
+  }
+
+  // ---- transport ---------------------------------------------------------------------------
+
+  private startKeepalive(): void {
+    const interval = this.options.pingIntervalMs ?? PING_INTERVAL_MS;
+    const pongTimeout = this.options.pongTimeoutMs ?? PONG_TIMEOUT_MS;
+    this.pingTimer = setInterval(() => {
+      const ws = this.ws;
+      if (ws === undefined) return;
+      if (this.awaitingPongSince !== undefined && Date.now() - this.awaitingPongSince >= pongTimeout) {
+        this.networkFailure = `no pong within ${pongTimeout} ms`;
+        ws.terminate();
+        return;
+      }
+      if (this.awaitingPongSince === undefined) this.awaitingPongSince = Date.now();
+      ws.ping();
+    }, Math.min(interval, pongTimeout));
+    this.pingTimer.unref();
+  }
+
+  private onSocketError(error: Error & { code?: string }): void {
+    if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
+      const limit = this.options.maxFrameBytes ?? MAX_FRAME_BYTES;
+      this.protocolFailure = 'frame too large';
+      protocolErrors.inc({ kind: 'frame_too_large' });
+      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_FRAME_TOO_LARGE', { size: `more than ${limit}`, limit }));
+      return;
+    }
+    this.networkFailure = error.message;
+    this.logger.warn('realtime socket error', { error: error.message });
+  }
+
+  private onClose(code: number, reasonText: string): void {
+    const wasConnecting = this.state === 'connecting';
+    this.state = 'closed';
+    clearInterval(this.pingTimer);
+    clearTimeout(this.createdTimer);
+    clearTimeout(this.retryTimer);
+    this.options.signal?.removeEventListener('abort', this.onAbort);
+    this.sequencer.stop();
+    let reason: DisconnectReason;
+    if (this.aborted) reason = 'aborted';
+    else if (this.closeRequested) reason = 'closed';
+    else if (this.sessionLimitHit || SESSION_LIMIT_TEXT.test(reasonText)) reason = 'session_limit';
+    else if (this.protocolFailure !== undefined) reason = 'protocol';
+    else if (this.networkFailure !== undefined || code === 1006) reason = 'network';
+    else reason = 'server_closed';
+    const detail = reasonText || this.protocolFailure || this.networkFailure || `close code ${code}`;
+    disconnects.inc({ reason });
+    const failure = new CallgateError(
+      reason === 'session_limit' ? 'CALLGATE_ERR_MODEL_SESSION_LIMIT' : wasConnecting ? 'CALLGATE_ERR_MODEL_CONNECT' : 'CALLGATE_ERR_MODEL_DISCONNECTED',
+      { url: this.options.url, reason: detail },
+    );
+    this.connectWaiter?.reject(failure);
+    this.connectWaiter = undefined;
+    for (const waiter of this.updateWaiters.splice(0)) waiter.reject(failure);
+    if (!wasConnecting || this.sessionId !== undefined) {
+      this.emitter.emit({ type: 'disconnected', reason, detail, closeCode: code });
+    }
+  }
+
+  // ---- small pieces --------------------------------------------------------------------------
+
+  private protocolError(kind: string, what: string): void {
+    protocolErrors.inc({ kind });
+    this.emitError(new CallgateError('CALLGATE_ERR_MODEL_PROTOCOL', { reason: what }));
+  }
+
+  private emitError(error: CallgateError, providerCode?: string, callId?: string): void {
+    this.emitter.emit({
+      type: 'error',
+      code: error.code,
+      message: error.message,
+      ...(providerCode !== undefined && { providerCode }),
+      ...(callId !== undefined && { callId }),
+    });
+  }
+
+  private removeWaiter(waiter: Waiter): void {
+    const index = this.updateWaiters.indexOf(waiter);
+    if (index >= 0) this.updateWaiters.splice(index, 1);
+  }
+
+  private nextEvent(types: RealtimeEventType[], timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const offs: (() => void)[] = [];
+      const finish = (): void => {
+        clearTimeout(timer);
+        for (const off of offs) off();
+        resolve();
+      };
+      const timer = setTimeout(finish, timeoutMs);
+      for (const type of types) offs.push(this.emitter.on(type, finish));
+    });
+  }
+}
+
+function rawText(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data).toString('utf8');
+}

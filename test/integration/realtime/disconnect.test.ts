@@ -1,0 +1,108 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { OpenAIRealtimeSession } from '../../../gateway/realtime/openai-realtime-session.ts';
+import { eventsOf, quietLogger, silence, startHarness, waitFor, type Harness } from './realtime-harness.ts';
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+async function midResponse(h: Harness): Promise<void> {
+  h.client.createResponse();
+  await waitFor('audio of the response', () => eventsOf(h.events, 'audio_delta').length >= 3);
+}
+
+describe('when the connection drops in the middle of a response', () => {
+  it('should emit one disconnected event with a reason and send nothing more', async () => {
+    harness = await startHarness({ simulator: { speechSpeed: 1 } });
+    const h = harness;
+    await midResponse(h);
+    const receivedBefore = h.connection.session.receivedTypes().length;
+    h.connection.terminate();
+    const disconnected = await waitFor('disconnected', () => eventsOf(h.events, 'disconnected')[0]);
+    expect(disconnected.reason).toBe('network');
+    expect(h.client.connected).toBe(false);
+    // Nothing goes out after the drop: audio is dropped and counted, commands are refused.
+    h.client.sendAudio(silence(20));
+    h.client.sendAudio(silence(20));
+    h.client.createResponse();
+    h.client.sendToolOutput('call_1', { ok: true });
+    h.client.cancelResponse();
+    expect(h.client.droppedAudioFrames).toBe(2);
+    expect(eventsOf(h.events, 'error').map((e) => e.code)).toEqual(['CALLGATE_ERR_MODEL_NOT_CONNECTED', 'CALLGATE_ERR_MODEL_NOT_CONNECTED']);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(h.connection.session.receivedTypes()).toHaveLength(receivedBefore);
+    expect(eventsOf(h.events, 'disconnected')).toHaveLength(1);
+    // No silent reconnect: the simulator saw exactly one connection.
+    expect(h.simulator.connections).toHaveLength(1);
+    await expect(h.client.configure({ instructions: '' })).rejects.toMatchObject({ code: 'CALLGATE_ERR_MODEL_NOT_CONNECTED' });
+  });
+
+  it('should report a server close with its code and reason', async () => {
+    harness = await startHarness({ simulator: { speechSpeed: 1 } });
+    const h = harness;
+    await midResponse(h);
+    h.connection.close(1011, 'internal error');
+    const disconnected = await waitFor('disconnected', () => eventsOf(h.events, 'disconnected')[0]);
+    expect(disconnected).toEqual({ type: 'disconnected', reason: 'server_closed', detail: 'internal error', closeCode: 1011 });
+  });
+});
+
+describe('when the session reaches the provider time limit', () => {
+  it('should report session_limit, not a failure', async () => {
+    harness = await startHarness({ simulator: { maxSessionMs: 300 } });
+    const h = harness;
+    const disconnected = await waitFor('disconnected', () => eventsOf(h.events, 'disconnected')[0], 5_000);
+    expect(disconnected.reason).toBe('session_limit');
+    expect(disconnected.closeCode).toBe(1001);
+    expect(eventsOf(h.events, 'error')).toEqual([]);
+  });
+});
+
+describe('when the call layer closes the session', () => {
+  it('should report closed', async () => {
+    harness = await startHarness();
+    await harness.client.close();
+    expect(eventsOf(harness.events, 'disconnected')[0]?.reason).toBe('closed');
+  });
+
+  it('should report aborted when the call signal fires', async () => {
+    const controller = new AbortController();
+    harness = await startHarness({ client: { signal: controller.signal } });
+    controller.abort();
+    const disconnected = await waitFor('disconnected', () => eventsOf(harness?.events ?? [], 'disconnected')[0]);
+    expect(disconnected.reason).toBe('aborted');
+  });
+});
+
+describe('when cancelAndWait is used during a response', () => {
+  it('should resolve once the response is done', async () => {
+    harness = await startHarness({ simulator: { speechSpeed: 1 } });
+    const h = harness;
+    await midResponse(h);
+    await h.client.cancelAndWait(2_000);
+    expect(eventsOf(h.events, 'response_done')[0]?.status).toBe('cancelled');
+  });
+
+  it('should resolve after the timeout when nothing answers', async () => {
+    harness = await startHarness({ simulator: { speechSpeed: 1 } });
+    const h = harness;
+    await midResponse(h);
+    h.connection.session.onTransportClosed(); // the simulated model stops answering, socket stays up
+    const started = Date.now();
+    await h.client.cancelAndWait(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    expect(eventsOf(h.events, 'response_done')).toEqual([]);
+  });
+});
+
+describe('when the model cannot be reached', () => {
+  it('should reject connect with CALLGATE_ERR_MODEL_CONNECT', async () => {
+    const client = new OpenAIRealtimeSession({ url: 'ws://127.0.0.1:9/v1/realtime', model: 'gpt-realtime', logger: quietLogger });
+    const events: string[] = [];
+    client.onAny((event) => events.push(event.type));
+    await expect(client.connect()).rejects.toMatchObject({ code: 'CALLGATE_ERR_MODEL_CONNECT' });
+    expect(events).toEqual([]);
+  });
+});
