@@ -221,6 +221,25 @@ export const gatewaySchema = z.strictObject({
   drainMs: z.int().min(0).default(10_000),
 });
 
+export const workerSchema = z.strictObject({
+  /** Jobs one worker process runs at once per execution queue. */
+  concurrency: z.int().min(1).max(1000).default(16),
+  /** BullMQ job lock; a worker that stops renewing it for this long is considered stalled. */
+  lockDurationMs: z.int().min(500).default(30_000),
+  /** How often stalled jobs are looked for. */
+  stalledIntervalMs: z.int().min(200).default(15_000),
+  /** Tenant concurrency lease lifetime: above lockDurationMs so a live job never loses its lease. */
+  leaseTtlMs: z.int().min(1000).default(60_000),
+  /** "Not found" from a provider is trusted only this long after sending (above provider timeouts). */
+  reconcileGraceMs: z.int().min(0).default(15_000),
+  reconcileBackoffMs: z.int().min(10).default(1_000),
+  reconcileMaxBackoffMs: z.int().min(10).default(60_000),
+  /** How often the recovery sweep looks for operations whose job was lost. */
+  sweepIntervalMs: z.int().min(100).default(5_000),
+  /** An open operation untouched for this long is checked against its job. */
+  staleAfterMs: z.int().min(100).default(30_000),
+});
+
 export const configSchema = z
   .strictObject({
     sip: sipSchema.default(sipSchema.parse({})),
@@ -232,6 +251,7 @@ export const configSchema = z
     ledger: ledgerSchema.default(ledgerSchema.parse({})),
     gateway: gatewaySchema.default(gatewaySchema.parse({})),
     sandbox: sandboxSchema.default(sandboxSchema.parse({})),
+    worker: workerSchema.default(workerSchema.parse({})),
     providers: z.record(safeId, providerSchema).default({}),
     tenants: z.array(tenantSchema).default([]),
   })
@@ -297,6 +317,9 @@ export const configSchema = z
         usedPorts.set(key, where);
       }
     };
+    if (config.worker.leaseTtlMs <= config.worker.lockDurationMs) {
+      ctx.addIssue({ code: 'custom', path: ['worker', 'leaseTtlMs'], message: 'must be above worker.lockDurationMs (a running job must not lose its lease)' });
+    }
     if (config.http.port !== 0) claim(`tcp:${config.http.port}`, 'http.port', ['http', 'port']);
     if (config.sip.transports.includes('tcp') && config.sip.tcpPort !== 0) {
       claim(`tcp:${config.sip.tcpPort}`, 'sip.tcpPort', ['sip', 'tcpPort']);
@@ -313,6 +336,7 @@ export type TenantConfig = z.infer<typeof tenantSchema>;
 export type ActionConfig = z.infer<typeof actionSchema>;
 export type ProviderConfig = z.infer<typeof providerSchema>;
 export type RetryConfig = z.infer<typeof retrySchema>;
+export type WorkerConfig = Config['worker'];
 
 function isCidr(value: string): boolean {
   const [address, bits, ...rest] = value.split('/');

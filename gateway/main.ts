@@ -3,7 +3,7 @@
  * embedded defaults; `--role gateway` or `--role worker` (or CALLGATE_ROLE) runs one of them.
  */
 import { startProcess } from '../jobs/process-runtime.ts';
-import { startWorkerRole } from '../jobs/worker-main.ts';
+import { startActionLayer } from '../jobs/worker-main.ts';
 
 type Role = 'all' | 'gateway' | 'worker';
 
@@ -18,8 +18,8 @@ function parseRole(argv: readonly string[], env: NodeJS.ProcessEnv): Role {
 
 const role = parseRole(process.argv.slice(2), process.env);
 const context = await startProcess(role);
-if (role === 'all' || role === 'worker') await startWorkerRole(context);
-if (role === 'all' || role === 'gateway') {
+await startActionLayer(context, { runWorkers: role !== 'gateway' });
+if (role !== 'worker') {
   context.log.info('gateway role started', { sip: `${context.config.sip.listen}:${context.config.sip.udpPort}` });
 }
 context.log.info('callgate ready', { role });

@@ -46,6 +46,7 @@ export class HttpServer {
   private readonly server: Server;
   private readonly routes: Route[] = [];
   private readonly checks: ReadinessCheck[] = [];
+  private readonly refreshers: (() => Promise<void>)[] = [];
 
   constructor() {
     this.server = createServer((req, res) => {
@@ -63,6 +64,11 @@ export class HttpServer {
 
   addReadinessCheck(check: ReadinessCheck): void {
     this.checks.push(check);
+  }
+
+  /** Runs before each scrape, for gauges read from elsewhere (queue depths). */
+  addMetricsRefresher(refresh: () => Promise<void>): void {
+    this.refreshers.push(refresh);
   }
 
   /** Registers a route; `:name` segments become params. */
@@ -134,6 +140,7 @@ export class HttpServer {
       return;
     }
     if (method === 'GET' && url.pathname === '/metrics') {
+      await Promise.all(this.refreshers.map((refresh) => refresh().catch(() => undefined)));
       const text = await registry.metrics();
       res.writeHead(200, { 'content-type': registry.contentType });
       res.end(text);

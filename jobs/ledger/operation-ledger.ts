@@ -63,7 +63,7 @@ export interface NewOperation {
 }
 
 export type AdmitOutcome =
-  | { readonly type: 'admitted'; readonly operationId: string }
+  | { readonly type: 'admitted'; readonly operationId: string; readonly activeBefore: number }
   | { readonly type: 'duplicate'; readonly operationId: string; readonly state: OperationState }
   | { readonly type: 'coalesced'; readonly operationId: string; readonly state: OperationState }
   | { readonly type: 'full'; readonly active: number };
@@ -135,7 +135,7 @@ export class OperationLedger {
     const [status, a, b] = reply as [string, string, string | undefined];
     switch (status) {
       case 'ADMITTED':
-        return { type: 'admitted', operationId: a };
+        return { type: 'admitted', operationId: a, activeBefore: Number(b ?? 0) };
       case 'DUPLICATE':
         return { type: 'duplicate', operationId: a, state: b as OperationState };
       case 'COALESCED':
@@ -223,6 +223,11 @@ export class OperationLedger {
     const op = await this.get(tenantId, operationId);
     if (!op) throw new OperationNotFoundError(operationId);
     return op;
+  }
+
+  /** One stored field not part of Operation (bookkeeping such as last_outcome_unknown). */
+  async rawField(op: Pick<Operation, 'tenantId' | 'operationId'>, field: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.keys.operation(op.tenantId, op.operationId), field)) ?? undefined;
   }
 
   /** Finds an operation by id alone (admin API). */

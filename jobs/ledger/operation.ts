@@ -7,6 +7,7 @@
  *   FAILED_RETRYABLE --backoff, within budget and deadline--> RUNNING
  *   UNKNOWN --reconcile--> COMMITTED | FAILED_FINAL | UNKNOWN
  *   UNKNOWN --reconcile: the provider has no record, after the grace period--> FAILED_RETRYABLE
+ *   UNKNOWN --reconcile: the provider confirms it cancelled the request--> CANCELLED
  *   ADMITTED --cancel before start, or admission deadline passed--> CANCELLED
  *   RUNNING --provider-confirmed cancel--> CANCELLED
  *   COMMITTED is final: undoing it is a new (compensation) operation linked to it.
@@ -37,7 +38,7 @@ export const LEGAL_TRANSITIONS: Readonly<Record<OperationState, readonly Operati
   ADMITTED: ['RUNNING', 'CANCELLED'],
   RUNNING: ['COMMITTED', 'FAILED_RETRYABLE', 'FAILED_FINAL', 'UNKNOWN', 'CANCELLED'],
   FAILED_RETRYABLE: ['RUNNING', 'FAILED_FINAL', 'CANCELLED'],
-  UNKNOWN: ['COMMITTED', 'FAILED_FINAL', 'UNKNOWN', 'FAILED_RETRYABLE'],
+  UNKNOWN: ['COMMITTED', 'FAILED_FINAL', 'UNKNOWN', 'FAILED_RETRYABLE', 'CANCELLED'],
   COMMITTED: [],
   FAILED_FINAL: [],
   CANCELLED: [],

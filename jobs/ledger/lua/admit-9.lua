@@ -21,7 +21,7 @@
   ARGV[8] retry budget window (ms)
 
   Output:
-    {"ADMITTED", id}
+    {"ADMITTED", id, active operations before this one}
     {"DUPLICATE", existing id, existing state}   same key, same params
     {"CONFLICT", existing id}                    same key, different params
     {"COALESCED", existing id, existing state}   an identical read is running
@@ -56,11 +56,9 @@ elseif mode == "coalesce" then
   end
 end
 
-if capacity >= 0 then
-  local active = redis.call("ZCARD", KEYS[5])
-  if active >= capacity then
-    return {"FULL", active}
-  end
+local active = redis.call("ZCARD", KEYS[5])
+if capacity >= 0 and active >= capacity then
+  return {"FULL", active}
 end
 
 local fields = cjson.decode(ARGV[5])
@@ -87,4 +85,4 @@ redis.call("EXPIRE", KEYS[6], tonumber(ARGV[7]))
 redis.call("ZADD", KEYS[7], now, id)
 redis.call("ZREMRANGEBYSCORE", KEYS[9], "-inf", now - tonumber(ARGV[8]))
 redis.call("ZADD", KEYS[9], now, id)
-return {"ADMITTED", id}
+return {"ADMITTED", id, active}

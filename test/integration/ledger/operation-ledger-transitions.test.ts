@@ -31,7 +31,7 @@ async function inState(state: OperationState, attempt = 1) {
 describe('when an operation is admitted', () => {
   it('should be ADMITTED with REQUESTED and ADMITTED in its history and be found by id alone', async () => {
     const spec = newOperation();
-    expect(await ledger.admit(spec)).toEqual({ type: 'admitted', operationId: spec.operationId });
+    expect(await ledger.admit(spec)).toEqual({ type: 'admitted', operationId: spec.operationId, activeBefore: 0 });
     const op = await ledger.getById(spec.operationId);
     expect(op).toMatchObject({ state: 'ADMITTED', attempt: 0, sending: false, idempotencyKey: spec.idempotencyKey, params: { time: '21:00' } });
     expect(op?.scope).toMatchObject({ sessionId: 'sess-1', ownerGateway: 'gw-a', turnId: 'turn-1', providerCallId: 'call_1', goal: 'booking' });

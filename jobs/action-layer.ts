@@ -1,0 +1,176 @@
+/**
+ * The durable action layer assembled: what a gateway needs to admit, cancel, compensate and look
+ * operations up (the producer side), and what a worker runs (executors, reconciliation,
+ * cancellation, the recovery sweep). Both sides share one ledger and one set of queues.
+ */
+import type { Redis } from 'ioredis';
+import type { ZodType } from 'zod';
+import { CallgateError } from '../config/errors.ts';
+import type { Logger } from '../config/log.ts';
+import type { Config } from '../config/schema.ts';
+import { Admission, type AdmissionDecision, type AdmissionRequest } from './admission/admission.ts';
+import { Cancellation, CancelProcessor, type CancelDecision } from './execution/cancellation.ts';
+import { OperationExecutor } from './execution/operation-executor.ts';
+import { waitForOutcome } from './execution/operation-watcher.ts';
+import { Reconciler } from './execution/reconciler.ts';
+import { RecoverySweep } from './execution/recovery-sweep.ts';
+import type { Operation } from './ledger/operation.ts';
+import { OperationLedger } from './ledger/operation-ledger.ts';
+import type { Provider } from './providers/provider.ts';
+import { OperationQueues } from './queues/operation-queues.ts';
+import { OperationWorkers } from './queues/operation-workers.ts';
+import { connect } from './redis/connection.ts';
+
+export interface ActionLayerOptions {
+  readonly config: Config;
+  readonly redisUrl: string;
+  readonly log: Logger;
+  /** Providers by name: declarations for admission and cancellation, adapters for workers. */
+  readonly providers: ReadonlyMap<string, Provider>;
+  /** Argument schemas by action name (from the agents' tool definitions). */
+  readonly schemas?: ReadonlyMap<string, ZodType>;
+}
+
+export type CompensationDecision =
+  | { readonly type: 'admitted'; readonly decision: AdmissionDecision; readonly compensates: string }
+  | { readonly type: 'already_compensated'; readonly compensatedBy: string }
+  | { readonly type: 'not_committed'; readonly state: Operation['state'] };
+
+export class ActionLayer {
+  readonly ledger: OperationLedger;
+  readonly queues: OperationQueues;
+  readonly admission: Admission;
+  readonly cancellation: Cancellation;
+  private workers: OperationWorkers | undefined;
+  private sweep: RecoverySweep | undefined;
+  private workerConnection: Redis | undefined;
+
+  private constructor(
+    private readonly options: ActionLayerOptions,
+    private readonly producer: Redis,
+  ) {
+    const { config } = options;
+    this.ledger = new OperationLedger(producer, {
+      prefix: config.redis.prefix,
+      retentionDays: config.ledger.retentionDays,
+      moneyRetentionDays: config.ledger.moneyRetentionDays,
+    });
+    this.queues = new OperationQueues(producer, config.redis.prefix);
+    this.admission = new Admission({ config, ledger: this.ledger, queues: this.queues, providers: options.providers, schemas: options.schemas });
+    this.cancellation = new Cancellation({ ledger: this.ledger, queues: this.queues, providers: options.providers });
+  }
+
+  /** Connects the producer side (admission, cancellation, lookups). */
+  static async open(options: ActionLayerOptions): Promise<ActionLayer> {
+    const producer = await connect(options.redisUrl, 'producer');
+    return new ActionLayer(options, producer);
+  }
+
+  /** Starts executing operations in this process (the worker role). */
+  async startWorkers(): Promise<void> {
+    const { config, log, providers } = this.options;
+    this.workerConnection = await connect(this.options.redisUrl, 'worker');
+    const ledger = new OperationLedger(this.workerConnection, {
+      prefix: config.redis.prefix,
+      retentionDays: config.ledger.retentionDays,
+      moneyRetentionDays: config.ledger.moneyRetentionDays,
+    });
+    const tenants = new Map(config.tenants.map((t) => [t.id, t]));
+    const executor = new OperationExecutor({
+      ledger,
+      queues: this.queues,
+      providers,
+      actionConfig: (tenantId, action) => tenants.get(tenantId)?.actions[action],
+      log,
+      leaseTtlMs: config.worker.leaseTtlMs,
+      reconcileGraceMs: config.worker.reconcileGraceMs,
+    });
+    const reconciler = new Reconciler({
+      ledger,
+      queues: this.queues,
+      providers,
+      log,
+      graceMs: config.worker.reconcileGraceMs,
+      backoffMs: config.worker.reconcileBackoffMs,
+      maxBackoffMs: config.worker.reconcileMaxBackoffMs,
+    });
+    const canceller = new CancelProcessor({ ledger, providers, log, pendingRecheckMs: config.worker.reconcileBackoffMs });
+    this.workers = new OperationWorkers({
+      connection: this.workerConnection,
+      prefix: config.redis.prefix,
+      settings: config.worker,
+      executor,
+      reconciler,
+      canceller,
+      log,
+    });
+    this.workers.start();
+    this.sweep = new RecoverySweep({
+      ledger,
+      queues: this.queues,
+      tenants: config.tenants.map((t) => t.id),
+      log,
+      intervalMs: config.worker.sweepIntervalMs,
+      staleAfterMs: config.worker.staleAfterMs,
+      reconcileGraceMs: config.worker.reconcileGraceMs,
+    });
+    this.sweep.start();
+  }
+
+  /** Runs one recovery pass now (admin API, tests). */
+  async sweepNow(): Promise<void> {
+    if (!this.sweep) throw new Error('the recovery sweep runs only where workers run');
+    await this.sweep.sweep();
+  }
+
+  admit(request: AdmissionRequest): Promise<AdmissionDecision> {
+    return this.admission.admit(request);
+  }
+
+  cancel(tenantId: string, operationId: string): Promise<CancelDecision> {
+    return this.cancellation.request(tenantId, operationId);
+  }
+
+  /**
+   * Undoes a committed operation with a new one (for example cancel_booking for a booking): it goes
+   * through admission like any request and is linked both ways. Asking twice gives the same one.
+   */
+  async compensate(
+    original: Pick<Operation, 'tenantId' | 'operationId'>,
+    request: Omit<AdmissionRequest, 'tenantId' | 'compensates' | 'idempotencyKey'>,
+  ): Promise<CompensationDecision> {
+    const op = await this.ledger.require(original.tenantId, original.operationId);
+    if (op.compensatedBy !== undefined) return { type: 'already_compensated', compensatedBy: op.compensatedBy };
+    if (op.state !== 'COMMITTED') return { type: 'not_committed', state: op.state };
+    const decision = await this.admission.admit({
+      ...request,
+      tenantId: op.tenantId,
+      compensates: op.operationId,
+      idempotencyKey: `comp_${op.operationId}`,
+    });
+    const compensation = decision.type === 'started' || decision.type === 'duplicate' ? decision.operationId : undefined;
+    if (compensation === undefined) return { type: 'admitted', decision, compensates: op.operationId };
+    const linked = await this.ledger.setFenced(op, ['COMMITTED'], undefined, { compensated_by: compensation }, true);
+    if (!linked.ok && linked.value !== compensation) return { type: 'already_compensated', compensatedBy: linked.value };
+    return { type: 'admitted', decision, compensates: op.operationId };
+  }
+
+  /** Waits until the operation is terminal (or UNKNOWN, if asked), or the timeout passes. */
+  waitFor(tenantId: string, operationId: string, timeoutMs: number, includeUnknown = false): Promise<Operation | undefined> {
+    return waitForOutcome(this.ledger, tenantId, operationId, { timeoutMs, includeUnknown });
+  }
+
+  async get(tenantId: string, operationId: string): Promise<Operation> {
+    const op = await this.ledger.get(tenantId, operationId);
+    if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId });
+    return op;
+  }
+
+  async close(): Promise<void> {
+    await this.sweep?.stop();
+    await this.workers?.close();
+    await this.queues.close();
+    this.workerConnection?.disconnect();
+    this.producer.disconnect();
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * Admission: turns a validated request into an operation, or into a typed refusal, fast. The
+ * ledger record is written first (with the capacity check and duplicate detection in the same Lua
+ * step), then the job is enqueued; an outbox sweep covers a crash between the two.
+ */
+import { ulid } from 'ulid';
+import type { ZodType } from 'zod';
+import { CallgateError } from '../../config/errors.ts';
+import { formatIssues } from '../../config/load.ts';
+import type { ActionConfig, Config, TenantConfig } from '../../config/schema.ts';
+import { admissionDecisions, admissionLatency, compensations, duplicateSuppressions } from '../action-metrics.ts';
+import { IdempotencyConflictError } from '../ledger/ledger-errors.ts';
+import type { ConversationScope, OperationState } from '../ledger/operation.ts';
+import type { OperationLedger } from '../ledger/operation-ledger.ts';
+import type { Provider } from '../providers/provider.ts';
+import { executionQueueFor, type OperationQueues } from '../queues/operation-queues.ts';
+import { admissionMode, capacityFor, decideWhenFull, type BusyReason } from './backpressure.ts';
+import { deriveCoalesceKey, deriveIdempotencyKey, normalizeArguments, paramsHash } from './idempotency.ts';
+
+/** Arguments above this size are refused: tool arguments are small, and the ledger keeps them. */
+export const MAX_ARGUMENT_BYTES = 16_384;
+/** Session ids become parts of Redis keys: a safe alphabet, bounded length. */
+const SAFE_ID = /^[A-Za-z0-9_.-]{1,128}$/;
+
+export interface AdmissionRequest {
+  readonly tenantId: string;
+  readonly action: string;
+  readonly args: unknown;
+  readonly scope: ConversationScope;
+  /** A declared intent (goal); with it, changed arguments for the same intent are a conflict. */
+  readonly intent?: string;
+  /** An explicit key (an API client's Idempotency-Key); derived when absent. */
+  readonly idempotencyKey?: string;
+  /** The committed operation this one undoes. */
+  readonly compensates?: string;
+}
+
+export type AdmissionDecision =
+  | { readonly type: 'started'; readonly operationId: string; readonly idempotencyKey: string; readonly queued: boolean }
+  | { readonly type: 'duplicate'; readonly operationId: string; readonly state: OperationState }
+  | { readonly type: 'coalesced'; readonly operationId: string; readonly state: OperationState }
+  | { readonly type: 'busy'; readonly reason: BusyReason; readonly retryAfterMs: number }
+  | { readonly type: 'degraded'; readonly fallback: string };
+
+export interface AdmissionOptions {
+  readonly config: Pick<Config, 'tenants'>;
+  readonly ledger: OperationLedger;
+  readonly queues: OperationQueues;
+  /** Provider declarations (idempotency-key support) by provider name. */
+  readonly providers: ReadonlyMap<string, Pick<Provider, 'honoursIdempotencyKeys'>>;
+  /** Argument schemas by action name; requests failing them are refused before anything is written. */
+  readonly schemas?: ReadonlyMap<string, ZodType>;
+  readonly now?: () => number;
+}
+
+export class Admission {
+  private readonly tenants: ReadonlyMap<string, TenantConfig>;
+  private readonly now: () => number;
+
+  constructor(private readonly options: AdmissionOptions) {
+    this.tenants = new Map(options.config.tenants.map((t) => [t.id, t]));
+    this.now = options.now ?? Date.now;
+  }
+
+  action(tenantId: string, action: string): ActionConfig {
+    const tenant = this.tenants.get(tenantId);
+    if (!tenant) throw new CallgateError('CALLGATE_ERR_OP_UNKNOWN_TENANT', { tenant: tenantId });
+    const config = tenant.actions[action];
+    if (!config) throw new CallgateError('CALLGATE_ERR_OP_UNKNOWN_ACTION', { tenant: tenantId, action });
+    return config;
+  }
+
+  providerIdempotent(action: ActionConfig): boolean {
+    return action.providerIdempotent ?? this.options.providers.get(action.provider)?.honoursIdempotencyKeys ?? false;
+  }
+
+  async admit(request: AdmissionRequest): Promise<AdmissionDecision> {
+    const started = performance.now();
+    const action = this.action(request.tenantId, request.action);
+    const outcome = (decision: string) => admissionDecisions.labels(request.tenantId, request.action, action.policy, decision).inc();
+    let args: Readonly<Record<string, unknown>>;
+    try {
+      args = this.validate(request);
+    } catch (error) {
+      outcome('invalid');
+      throw error;
+    }
+    const now = this.now();
+    const operationId = `op_${ulid(now)}`;
+    const mode = admissionMode(action);
+    const idempotencyKey =
+      request.idempotencyKey ??
+      deriveIdempotencyKey({ tenantId: request.tenantId, action: request.action, sessionId: request.scope.sessionId, intent: request.intent }, args);
+    const providerIdempotent = this.providerIdempotent(action);
+    let result;
+    try {
+      result = await this.options.ledger.admit({
+        operationId,
+        tenantId: request.tenantId,
+        action: request.action,
+        kind: action.kind,
+        provider: action.provider,
+        providerOperation: action.operation ?? request.action,
+        idempotencyKey,
+        paramsHash: paramsHash(args),
+        params: args,
+        scope: request.scope,
+        providerIdempotent,
+        money: action.money,
+        admissionDeadlineAt: now + action.admissionDeadlineMs,
+        deadlineAt: now + action.deadlineMs,
+        compensates: request.compensates,
+        mode,
+        coalesceKey: mode === 'coalesce' ? deriveCoalesceKey(request.tenantId, request.action, args) : undefined,
+        capacity: capacityFor(action),
+        budgetWindowMs: action.retry.budgetWindowSeconds * 1000,
+      });
+    } catch (error) {
+      if (error instanceof IdempotencyConflictError) outcome('conflict');
+      throw error;
+    }
+    let decision: AdmissionDecision;
+    switch (result.type) {
+      case 'admitted': {
+        await this.options.queues.enqueueExecution(executionQueueFor(action.kind, providerIdempotent), { operationId, tenantId: request.tenantId });
+        await this.options.ledger.clearOutbox(request.tenantId, operationId);
+        if (request.compensates !== undefined) compensations.labels(request.action).inc();
+        decision = { type: 'started', operationId, idempotencyKey, queued: result.activeBefore >= action.maxConcurrent };
+        break;
+      }
+      case 'duplicate':
+        duplicateSuppressions.labels(request.action, 'duplicate').inc();
+        decision = { type: 'duplicate', operationId: result.operationId, state: result.state };
+        break;
+      case 'coalesced':
+        duplicateSuppressions.labels(request.action, 'coalesced').inc();
+        decision = { type: 'coalesced', operationId: result.operationId, state: result.state };
+        break;
+      case 'full':
+        decision = decideWhenFull(action);
+        break;
+    }
+    outcome(decision.type === 'busy' ? `busy_${decision.reason}` : decision.type);
+    admissionLatency.labels(request.action).observe((performance.now() - started) / 1000);
+    return decision;
+  }
+
+  private validate(request: AdmissionRequest): Readonly<Record<string, unknown>> {
+    for (const [name, id] of [
+      ['session id', request.scope.sessionId],
+      ['gateway id', request.scope.ownerGateway],
+    ] as const) {
+      if (!SAFE_ID.test(id)) throw new CallgateError('CALLGATE_ERR_OP_INVALID_ID', { id, reason: `${name} must be 1-128 characters of A-Z a-z 0-9 _ . -` });
+    }
+    if (request.idempotencyKey !== undefined && !SAFE_ID.test(request.idempotencyKey)) {
+      throw new CallgateError('CALLGATE_ERR_OP_INVALID_ID', { id: request.idempotencyKey, reason: 'idempotency key must be 1-128 characters of A-Z a-z 0-9 _ . -' });
+    }
+    if (request.args === null || typeof request.args !== 'object' || Array.isArray(request.args)) {
+      throw new CallgateError('CALLGATE_ERR_OP_INVALID_ARGUMENTS', { action: request.action, problems: 'arguments must be a JSON object' });
+    }
+    let text: string;
+    try {
+      text = JSON.stringify(normalizeArguments(request.args));
+    } catch (error) {
+      throw new CallgateError('CALLGATE_ERR_OP_INVALID_ARGUMENTS', { action: request.action, problems: error instanceof Error ? error.message : String(error) });
+    }
+    const size = Buffer.byteLength(text);
+    if (size > MAX_ARGUMENT_BYTES) throw new CallgateError('CALLGATE_ERR_OP_PAYLOAD_TOO_LARGE', { action: request.action, size, limit: MAX_ARGUMENT_BYTES });
+    const schema = this.options.schemas?.get(request.action);
+    if (schema) {
+      const parsed = schema.safeParse(request.args);
+      if (!parsed.success) {
+        throw new CallgateError('CALLGATE_ERR_OP_INVALID_ARGUMENTS', { action: request.action, problems: formatIssues(parsed.error.issues).join('; ') });
+      }
+      return parsed.data as Record<string, unknown>;
+    }
+    return request.args as Record<string, unknown>;
+  }
+}

@@ -1,0 +1,268 @@
+/**
+ * Runs one attempt of an operation against its provider. Called by the BullMQ worker for a job
+ * whose id is the operation id; everything it decides goes through the ledger's compare-and-set.
+ *
+ * The rule that matters most: once a request to a provider that does not honour idempotency keys
+ * may have left this process ("sending"), a lost answer makes the operation UNKNOWN and a reconcile
+ * job asks the provider. It is never sent again blindly.
+ */
+import type { ActionConfig } from '../../config/schema.ts';
+import type { Logger } from '../../config/log.ts';
+import {
+  attempts,
+  executionToCommit,
+  leaseDelays,
+  operationsFinished,
+  providerTimeouts,
+  retryBudgetExhausted,
+  unknownOpened,
+} from '../action-metrics.ts';
+import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
+import { isTerminal, type Operation, type OperationState } from '../ledger/operation.ts';
+import type { OperationLedger } from '../ledger/operation-ledger.ts';
+import { ProviderOutcomeUnknownError, ProviderUnreachableError, type Provider, type ProviderResult } from '../providers/provider.ts';
+import { executionQueueFor, type OperationQueues } from '../queues/operation-queues.ts';
+import { decideRetry } from './retry-policy.ts';
+
+/** What the worker does with the job after an attempt. */
+export type ExecutionOutcome =
+  | { readonly type: 'done'; readonly state?: OperationState; readonly note?: string }
+  /** Put the job back for later without spending an attempt (no lease, or a scheduled retry). */
+  | { readonly type: 'delay'; readonly delayMs: number; readonly reason: 'no_lease' | 'retry' };
+
+export interface OperationExecutorOptions {
+  readonly ledger: OperationLedger;
+  readonly queues: OperationQueues;
+  readonly providers: ReadonlyMap<string, Provider>;
+  /** Action configuration of a tenant's action (undefined when it is no longer configured). */
+  readonly actionConfig: (tenantId: string, action: string) => ActionConfig | undefined;
+  readonly log: Logger;
+  /** Lease time to live: longer than the job lock, renewed while the attempt runs. */
+  readonly leaseTtlMs: number;
+  /** How long a reconcile waits after the request was sent before trusting "not found". */
+  readonly reconcileGraceMs: number;
+  readonly now?: () => number;
+  readonly random?: () => number;
+}
+
+/** Delay before a job that found no free lease looks again; jittered so waiting jobs do not align. */
+const NO_LEASE_DELAY_MS = 100;
+
+export class OperationExecutor {
+  private readonly now: () => number;
+  private readonly random: () => number;
+
+  constructor(private readonly options: OperationExecutorOptions) {
+    this.now = options.now ?? Date.now;
+    this.random = options.random ?? Math.random;
+  }
+
+  async execute(tenantId: string, operationId: string, signal: AbortSignal): Promise<ExecutionOutcome> {
+    const { ledger } = this.options;
+    let op = await ledger.get(tenantId, operationId);
+    if (!op) return { type: 'done', note: 'operation not found' };
+    if (isTerminal(op.state) || op.state === 'UNKNOWN') return { type: 'done', state: op.state, note: 'nothing to run' };
+    const log = this.options.log.child({ operation_id: op.operationId, idempotency_key: op.idempotencyKey, session_id: op.scope.sessionId, action: op.action });
+    const action = this.options.actionConfig(op.tenantId, op.action);
+    const provider = this.options.providers.get(op.provider);
+    const now = this.now();
+
+    if (op.state === 'ADMITTED' && (now > op.admissionDeadlineAt || now > op.deadlineAt)) {
+      const reason = now > op.deadlineAt ? 'deadline_passed_before_start' : 'admission_deadline_passed';
+      return this.finish(op, { from: ['ADMITTED'], to: 'CANCELLED', reason, fields: { error: errorJson(reason, 'not started in time; the provider was never called') } }, log);
+    }
+    if (!action || !provider) {
+      const reason = !action ? 'action_not_configured' : 'provider_not_configured';
+      if (op.state === 'ADMITTED') return this.finish(op, { from: ['ADMITTED'], to: 'CANCELLED', reason }, log);
+      if (op.state === 'FAILED_RETRYABLE') return this.finish(op, { from: ['FAILED_RETRYABLE'], to: 'FAILED_FINAL', reason }, log);
+    }
+    if (!action || !provider) return { type: 'done', note: 'not configured' };
+
+    if (op.state === 'RUNNING') {
+      // A redelivered job: the worker that ran it is gone (stalled lock) or this is a duplicate delivery.
+      if (op.sending && !resendSafe(op)) {
+        await this.toUnknown(op, op.attempt, 'redelivered_while_sending', log);
+        return { type: 'done', state: 'UNKNOWN' };
+      }
+      try {
+        await ledger.transition(op, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: op.attempt, actor: 'worker', reason: 'worker_lost' });
+      } catch (error) {
+        if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return { type: 'done', note: 'taken over elsewhere' };
+        throw error;
+      }
+      op = await ledger.require(tenantId, operationId);
+    }
+    if (op.state === 'FAILED_RETRYABLE' && now > op.deadlineAt) {
+      return this.finish(op, { from: ['FAILED_RETRYABLE'], to: 'FAILED_FINAL', reason: 'deadline', fields: { error: errorJson('deadline', 'the operation deadline passed') } }, log);
+    }
+
+    const leased = await ledger.acquireLease(op.tenantId, op.action, op.operationId, this.options.leaseTtlMs, action.maxConcurrent);
+    if (!leased) {
+      leaseDelays.labels(op.tenantId, op.action).inc();
+      return { type: 'delay', delayMs: Math.round(NO_LEASE_DELAY_MS * (1 + this.random())), reason: 'no_lease' };
+    }
+    const renew = setInterval(() => {
+      ledger.renewLease(op.tenantId, op.action, op.operationId, this.options.leaseTtlMs).catch((error: unknown) => log.warn('lease renewal failed', { error }));
+    }, Math.max(50, Math.floor(this.options.leaseTtlMs / 3)));
+    try {
+      return await this.attempt(op, action, provider, signal, log);
+    } finally {
+      clearInterval(renew);
+      await ledger.releaseLease(op.tenantId, op.action, op.operationId);
+    }
+  }
+
+  private async attempt(op: Operation, action: ActionConfig, provider: Provider, signal: AbortSignal, log: Logger): Promise<ExecutionOutcome> {
+    const { ledger } = this.options;
+    const first = op.attempt === 0;
+    let attempt: number;
+    try {
+      const fields: Record<string, string> = first ? { started_at: String(this.now()) } : {};
+      ({ attempt } = await ledger.transition(op, {
+        from: ['ADMITTED', 'FAILED_RETRYABLE'],
+        to: 'RUNNING',
+        attempt: op.attempt,
+        newAttempt: true,
+        actor: 'worker',
+        reason: first ? 'started' : 'retry',
+        fields,
+      }));
+    } catch (error) {
+      // Cancelled before start, or another worker began this attempt: the provider is not called.
+      if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return { type: 'done', note: error.message };
+      throw error;
+    }
+    attempts.labels(op.action, first ? 'first' : 'retry').inc();
+    // From here the request may leave this process: record it before sending.
+    await ledger.setFenced(op, ['RUNNING'], attempt, { sending: '1', sending_at: String(this.now()) });
+    const deadline = AbortSignal.timeout(Math.max(1, op.deadlineAt - this.now()));
+    let result: ProviderResult;
+    try {
+      result = await provider.execute({
+        operationId: op.operationId,
+        idempotencyKey: op.idempotencyKey,
+        tenantId: op.tenantId,
+        operation: op.providerOperation,
+        params: op.params,
+        signal: AbortSignal.any([signal, deadline]),
+      });
+    } catch (error) {
+      const definitelyNotSent = error instanceof ProviderUnreachableError;
+      if (!definitelyNotSent && error instanceof ProviderOutcomeUnknownError) providerTimeouts.labels(op.action).inc();
+      if (!definitelyNotSent && !resendSafe(op)) {
+        // Timeout after sending, dropped connection, garbage: the effect may exist. Ask, do not resend.
+        await this.toUnknown({ ...op, attempt }, attempt, error instanceof Error ? error.message : String(error), log);
+        return { type: 'done', state: 'UNKNOWN' };
+      }
+      const code = definitelyNotSent ? 'unreachable' : 'outcome_unknown';
+      return this.retryOrFail({ ...op, attempt }, action, code, error instanceof Error ? error.message : String(error), !definitelyNotSent && op.kind === 'mutation', log);
+    }
+
+    if (result.status === 'ok') {
+      const fields: Record<string, string> = { result: JSON.stringify(result.result), committed_at: String(this.now()), error: '' };
+      if (result.providerRef !== undefined) fields.provider_ref = result.providerRef;
+      const outcome = await this.finish({ ...op, attempt }, { from: ['RUNNING'], to: 'COMMITTED', attempt, reason: 'provider_committed', fields }, log);
+      if (outcome.type === 'done' && outcome.state === 'COMMITTED') {
+        const startedAt = (await ledger.get(op.tenantId, op.operationId))?.startedAt ?? this.now();
+        executionToCommit.labels(op.action).observe((this.now() - startedAt) / 1000);
+      }
+      return outcome;
+    }
+    if (!result.retryable) {
+      const cancelled = result.code === 'cancelled' && op.cancelRequested;
+      return this.finish(
+        { ...op, attempt },
+        { from: ['RUNNING'], to: cancelled ? 'CANCELLED' : 'FAILED_FINAL', attempt, reason: cancelled ? 'cancelled_by_provider' : result.code, fields: { error: errorJson(result.code, result.message) } },
+        log,
+      );
+    }
+    return this.retryOrFail({ ...op, attempt }, action, result.code, result.message, false, log);
+  }
+
+  /** A retryable failure: FAILED_RETRYABLE and a delayed retry, or FAILED_FINAL when out of attempts, deadline or budget. */
+  private async retryOrFail(op: Operation, action: ActionConfig, code: string, message: string, outcomeUnknown: boolean, log: Logger): Promise<ExecutionOutcome> {
+    const decision = decideRetry(action.retry, op.attempt, this.now(), op.deadlineAt, this.random);
+    let reason: string | undefined = decision.retry ? undefined : decision.reason;
+    if (decision.retry) {
+      const budget = await this.options.ledger.spendRetry(op, {
+        windowMs: action.retry.budgetWindowSeconds * 1000,
+        ratio: action.retry.budgetRatio,
+        minimum: action.retry.budgetMinRetries,
+      });
+      if (!budget.allowed) {
+        retryBudgetExhausted.labels(op.action).inc();
+        reason = 'retry_budget_exhausted';
+      }
+    }
+    const error = errorJson(code, message);
+    if (reason !== undefined) {
+      if (outcomeUnknown) {
+        // The idempotent provider may have committed: giving up must not claim it failed. Ask first.
+        await this.toUnknown(op, op.attempt, `${reason} after ${code}`, log);
+        return { type: 'done', state: 'UNKNOWN' };
+      }
+      return this.finish(op, { from: ['RUNNING'], to: 'FAILED_FINAL', attempt: op.attempt, reason, fields: { error } }, log);
+    }
+    try {
+      await this.options.ledger.transition(op, {
+        from: ['RUNNING'],
+        to: 'FAILED_RETRYABLE',
+        attempt: op.attempt,
+        actor: 'worker',
+        reason: code,
+        fields: { error, last_outcome_unknown: outcomeUnknown ? '1' : '0' },
+      });
+    } catch (e) {
+      if (e instanceof IllegalTransitionError || e instanceof StaleAttemptError) return { type: 'done', note: e.message };
+      throw e;
+    }
+    const delayMs = decision.retry ? decision.delayMs : 0;
+    log.info('operation will be retried', { attempt: op.attempt, delay_ms: delayMs, code });
+    return { type: 'delay', delayMs, reason: 'retry' };
+  }
+
+  private async toUnknown(op: Operation, attempt: number, reason: string, log: Logger): Promise<void> {
+    try {
+      await this.options.ledger.transition(op, { from: ['RUNNING'], to: 'UNKNOWN', attempt, actor: 'worker', reason, fields: { error: errorJson('outcome_unknown', reason) } });
+    } catch (error) {
+      if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return;
+      throw error;
+    }
+    unknownOpened.labels(op.action).inc();
+    log.warn('operation outcome unknown; reconciling', { reason });
+    await this.options.queues.enqueueReconcile({ operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason }, this.options.reconcileGraceMs);
+  }
+
+  private async finish(
+    op: Operation,
+    change: { from: OperationState[]; to: OperationState; attempt?: number; reason: string; fields?: Record<string, string> },
+    log: Logger,
+  ): Promise<ExecutionOutcome> {
+    try {
+      await this.options.ledger.transition(op, { ...change, actor: 'worker' });
+    } catch (error) {
+      if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) {
+        log.info('transition refused', { to: change.to, reason: error.message });
+        return { type: 'done', note: error.message };
+      }
+      throw error;
+    }
+    if (isTerminal(change.to)) operationsFinished.labels(op.tenantId, op.action, change.to).inc();
+    log.info('operation finished', { state: change.to, reason: change.reason });
+    return { type: 'done', state: change.to };
+  }
+}
+
+/** Sending again cannot create a second effect: the provider dedupes by key, or the action only reads. */
+function resendSafe(op: Pick<Operation, 'providerIdempotent' | 'kind'>): boolean {
+  return op.providerIdempotent || op.kind === 'read';
+}
+
+export function errorJson(code: string, message: string): string {
+  return JSON.stringify({ code, message });
+}
+
+/** The execution queue of an operation. */
+export function executionQueueOf(op: Pick<Operation, 'kind' | 'providerIdempotent'>) {
+  return executionQueueFor(op.kind, op.providerIdempotent);
+}

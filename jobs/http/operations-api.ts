@@ -1,0 +1,88 @@
+/**
+ * The operations admin API:
+ *   GET  /v1/operations/:id                         state, history, result, links
+ *   GET  /v1/operations?session_id=&tenant=          operations of a call
+ *   GET  /v1/operations?state=UNKNOWN[&tenant=]      operations currently UNKNOWN
+ *   GET  /v1/operations?idempotency_key=K[&tenant=]  the operation holding a key
+ *   POST /v1/operations/:id/reconcile                ask the provider now (UNKNOWN only)
+ */
+import { CallgateError } from '../../config/errors.ts';
+import type { Operation } from '../ledger/operation.ts';
+import type { OperationLedger } from '../ledger/operation-ledger.ts';
+import type { OperationQueues } from '../queues/operation-queues.ts';
+import type { HttpServer } from './server.ts';
+
+export function registerOperationsApi(http: HttpServer, deps: { ledger: OperationLedger; queues: OperationQueues; tenants: readonly string[] }): void {
+  const { ledger, queues, tenants } = deps;
+  const tenantsOf = (query: URLSearchParams): readonly string[] => {
+    const tenant = query.get('tenant');
+    if (tenant === null) return tenants;
+    if (!tenants.includes(tenant)) throw new CallgateError('CALLGATE_ERR_OP_UNKNOWN_TENANT', { tenant });
+    return [tenant];
+  };
+
+  http.route('GET', '/v1/operations/:id', async ({ params }) => {
+    const id = params.id ?? '';
+    const op = await ledger.getById(id);
+    if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
+    return { body: { operation: view(op), history: await ledger.history(op.tenantId, op.operationId) } };
+  });
+
+  http.route('GET', '/v1/operations', async ({ query }) => {
+    const sessionId = query.get('session_id');
+    const state = query.get('state');
+    const key = query.get('idempotency_key');
+    const found: Operation[] = [];
+    for (const tenant of tenantsOf(query)) {
+      if (sessionId !== null) found.push(...(await ledger.listBySession(tenant, sessionId)));
+      else if (key !== null) {
+        const op = await ledger.findByIdempotencyKey(tenant, key);
+        if (op) found.push(op);
+      } else if (state === 'UNKNOWN') found.push(...(await ledger.listUnknown(tenant)).map((row) => row.operation));
+      else throw new CallgateError('CALLGATE_ERR_HTTP_BAD_REQUEST', { reason: 'give session_id, idempotency_key or state=UNKNOWN' });
+    }
+    return { body: { operations: found.map(view) } };
+  });
+
+  http.route('POST', '/v1/operations/:id/reconcile', async ({ params }) => {
+    const id = params.id ?? '';
+    const op = await ledger.getById(id);
+    if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
+    if (op.state !== 'UNKNOWN') throw new CallgateError('CALLGATE_ERR_OP_RECONCILE_REFUSED', { operationId: id, state: op.state });
+    await ledger.setFenced(op, ['UNKNOWN'], undefined, { reconcile_stuck: '0' });
+    await queues.enqueueReconcile({ operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason: 'operator' }, 0, true);
+    return { status: 202, body: { operation: view(op), reconcile: 'requested' } };
+  });
+}
+
+/** The public shape of an operation: everything but internal bookkeeping. */
+function view(op: Operation): Record<string, unknown> {
+  return {
+    operation_id: op.operationId,
+    tenant_id: op.tenantId,
+    action: op.action,
+    state: op.state,
+    attempt: op.attempt,
+    idempotency_key: op.idempotencyKey,
+    params: op.params,
+    session_id: op.scope.sessionId,
+    turn_id: op.scope.turnId,
+    provider_call_id: op.scope.providerCallId,
+    response_id: op.scope.responseId,
+    agent: op.scope.agent,
+    goal: op.scope.goal,
+    owner_gateway: op.scope.ownerGateway,
+    result: op.result,
+    error: op.error,
+    provider_ref: op.providerRef,
+    compensates: op.compensates,
+    compensated_by: op.compensatedBy,
+    delivery: op.delivery,
+    created_at: op.createdAt,
+    started_at: op.startedAt,
+    committed_at: op.committedAt,
+    finished_at: op.finishedAt,
+    reconciled_at: op.reconciledAt,
+    deadline_at: op.deadlineAt,
+  };
+}
