@@ -1,0 +1,144 @@
+import { describe, expect, it } from 'vitest';
+import type { ServerEvent } from '../../../gateway/realtime/openai-protocol.ts';
+import { SimulatorSession } from '../../../gateway/realtime/simulator/simulator-session.ts';
+import { parseSimulatorScript } from '../../../gateway/realtime/simulator/simulator-script.ts';
+
+const script = parseSimulatorScript(`
+greeting: Hello there
+fallback: Anything else?
+digits:
+  "9": { say: Checking both, tools: [{ name: lookup, arguments: { n: 1 } }, { name: lookup, arguments: { n: 2 } }] }
+toolOutputs:
+  lookup: Found {output.count|nothing}.
+`);
+
+/** A stub synthesizer: one second of audio for every line, so tests need no espeak-ng. */
+const oneSecond = { render: () => Promise.resolve(Buffer.alloc(8000, 0x55)) };
+
+function simulator(options: { speechSpeed?: number } = {}) {
+  const sent: ServerEvent[] = [];
+  const closed: [number, string][] = [];
+  const session = new SimulatorSession({
+    script,
+    synthesizer: oneSecond,
+    model: 'gpt-realtime',
+    deterministic: true,
+    speechSpeed: options.speechSpeed ?? 0,
+    functionCallGapMs: 0,
+    transport: { send: (text) => sent.push(JSON.parse(text) as ServerEvent), close: (code, reason) => closed.push([code, reason]) },
+  });
+  const send = (event: Record<string, unknown>): void => session.receive(JSON.stringify(event));
+  const errors = () => sent.flatMap((event) => (event.type === 'error' ? [event.error] : []));
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
+  send({ type: 'session.update', session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcmu' } }, output: { format: { type: 'audio/pcmu' } } } } });
+  return { session, sent, closed, send, errors, settle };
+}
+
+describe('when a client event is malformed', () => {
+  it.each([
+    ['not JSON', 'nope{', 'invalid_json', null],
+    ['an unknown type', '{"type":"response.explode","event_id":"c1"}', 'invalid_value', 'type'],
+    ['no type', '{"event_id":"c1"}', 'missing_required_parameter', 'type'],
+    ['an append without audio', '{"type":"input_audio_buffer.append","event_id":"c1"}', 'missing_required_parameter', 'audio'],
+    ['a session.update of another session type', '{"type":"session.update","event_id":"c1","session":{"type":"transcription"}}', 'invalid_value', 'session.type'],
+    ['an unsupported audio format', '{"type":"session.update","event_id":"c1","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcm","rate":16000}}}}}', 'invalid_value', 'session.audio.input.format'],
+    ['an item without content', '{"type":"conversation.item.create","event_id":"c1","item":{"type":"message","role":"user"}}', 'missing_required_parameter', 'item.content'],
+    ['an output for an unknown call', '{"type":"conversation.item.create","event_id":"c1","item":{"type":"function_call_output","call_id":"nope","output":"{}"}}', 'invalid_value', 'item.call_id'],
+  ])('should answer %s with an error event', (_name, frame, code, param) => {
+    const sim = simulator();
+    sim.session.receive(frame);
+    expect(sim.errors()).toEqual([expect.objectContaining({ type: 'invalid_request_error', code, param })]);
+    // The error names the client event that caused it, when the client gave it an id.
+    if (frame.includes('"c1"')) expect(sim.errors()[0]?.event_id).toBe('c1');
+  });
+});
+
+describe('when a response is asked for while one is active', () => {
+  it('should refuse it with conversation_already_has_active_response and keep the first', async () => {
+    const sim = simulator({ speechSpeed: 1 });
+    sim.send({ type: 'response.create', event_id: 'c1' });
+    sim.send({ type: 'response.create', event_id: 'c2' });
+    expect(sim.errors()).toEqual([expect.objectContaining({ code: 'conversation_already_has_active_response', event_id: 'c2' })]);
+    expect(sim.errors()[0]?.message).toMatch(/^Conversation already has an active response in progress: resp_0001\./);
+    sim.send({ type: 'response.cancel' });
+    await sim.settle();
+    const done = sim.sent.find((event) => event.type === 'response.done');
+    expect(done?.type === 'response.done' && done.response.status_details).toEqual({ type: 'cancelled', reason: 'client_cancelled' });
+  });
+});
+
+describe('when a cancel arrives with no active response', () => {
+  it('should answer response_cancel_not_active', () => {
+    const sim = simulator();
+    sim.send({ type: 'response.cancel', event_id: 'c1' });
+    expect(sim.errors()).toEqual([expect.objectContaining({ code: 'response_cancel_not_active', message: 'Cancellation failed: no active response found' })]);
+  });
+});
+
+describe('when an assistant item is truncated', () => {
+  async function spokenItem() {
+    const sim = simulator();
+    sim.send({ type: 'response.create' });
+    await sim.settle();
+    const itemId = sim.session.said[0]?.itemId ?? '';
+    return { sim, itemId };
+  }
+
+  it.each([
+    [-1, 'integer_below_min_value', "Invalid 'audio_end_ms': integer below minimum value. Expected a value >= 0, but got -1 instead."],
+    [1001, 'invalid_value', 'Audio content of 1000ms is already shorter than 1001ms'],
+  ])('should refuse offset %i with %s', async (offset, code, message) => {
+    const { sim, itemId } = await spokenItem();
+    sim.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: offset });
+    expect(sim.errors()).toEqual([expect.objectContaining({ code, message, param: 'audio_end_ms' })]);
+    expect(sim.session.said[0]?.truncatedAtMs).toBeUndefined();
+  });
+
+  it('should accept an offset within the audio, record it, and refuse a later one beyond it', async () => {
+    const { sim, itemId } = await spokenItem();
+    sim.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: 400 });
+    expect(sim.sent.at(-1)).toMatchObject({ type: 'conversation.item.truncated', item_id: itemId, audio_end_ms: 400 });
+    expect(sim.session.said[0]?.truncatedAtMs).toBe(400);
+    sim.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: 500 });
+    expect(sim.errors()[0]?.message).toBe('Audio content of 400ms is already shorter than 500ms');
+  });
+});
+
+describe('when a digit step calls two tools', () => {
+  it('should emit both calls in one response and speak a line per output in the next', async () => {
+    const sim = simulator();
+    sim.session.pressDigit('9');
+    await sim.settle();
+    const calls = sim.session.toolCalls;
+    expect(calls.map((c) => c.arguments)).toEqual(['{"n":1}', '{"n":2}']);
+    const done = sim.sent.filter((event) => event.type === 'response.done');
+    expect(done).toHaveLength(1);
+    const output = done[0]?.type === 'response.done' ? done[0].response.output.map((item) => item.type) : [];
+    expect(output).toEqual(['message', 'function_call', 'function_call']);
+    for (const [i, call] of calls.entries()) {
+      sim.send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: call.callId, output: JSON.stringify({ count: i + 3 }) } });
+    }
+    sim.send({ type: 'response.create' });
+    await sim.settle();
+    expect(sim.session.said.map((s) => s.text)).toEqual(['Checking both', 'Found 3. Found 4.']);
+  });
+});
+
+describe('when the session runs into the duration limit', () => {
+  it('should send session_expired and close with 1001', () => {
+    const sim = simulator();
+    sim.session.expire();
+    expect(sim.errors()).toEqual([expect.objectContaining({ code: 'session_expired', message: 'Your session hit the maximum duration of 60 minutes.' })]);
+    expect(sim.closed).toEqual([[1001, 'Your session hit the maximum duration of 60 minutes.']]);
+  });
+});
+
+describe('when ids are generated in deterministic mode', () => {
+  it('should number them in sequence', async () => {
+    const sim = simulator();
+    sim.send({ type: 'response.create' });
+    await sim.settle();
+    expect(sim.session.sessionId).toBe('sess_0001');
+    expect(sim.session.said[0]).toMatchObject({ responseId: 'resp_0001', itemId: 'item_0001', text: 'Hello there', totalAudioMs: 1000, audioMsSent: 1000, status: 'completed' });
+  });
+});
