@@ -119,6 +119,8 @@ export const providerSchema = z.discriminatedUnion('type', [
     /** Whether the system of record dedupes requests by the Idempotency-Key header. */
     honoursIdempotencyKeys: z.boolean(),
     supportsCancel: z.boolean().default(false),
+    /** Whether GET {baseUrl}/operations/{id} answers; without it an UNKNOWN operation needs an operator. */
+    supportsLookup: z.boolean().default(true),
     timeoutMs: z.int().min(10).default(10_000),
     /** Environment variable holding a bearer token for the system of record, if any. */
     tokenEnv: envName.optional(),

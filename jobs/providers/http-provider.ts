@@ -27,6 +27,8 @@ export interface HttpProviderOptions {
   readonly baseUrl: string;
   readonly honoursIdempotencyKeys: boolean;
   readonly supportsCancel: boolean;
+  /** False for a system of record that cannot be asked what happened (UNKNOWN then stays UNKNOWN). */
+  readonly supportsLookup?: boolean;
   readonly timeoutMs: number;
   /** Bearer token, already read from the environment by the caller. */
   readonly token?: string;
@@ -54,13 +56,14 @@ export class HttpProvider implements Provider {
   readonly name: string;
   readonly honoursIdempotencyKeys: boolean;
   readonly supportsCancel: boolean;
-  readonly supportsLookup = true;
+  readonly supportsLookup: boolean;
   protected readonly client: ProviderHttpClient;
 
   constructor(options: HttpProviderOptions) {
     this.name = options.name;
     this.honoursIdempotencyKeys = options.honoursIdempotencyKeys;
     this.supportsCancel = options.supportsCancel;
+    this.supportsLookup = options.supportsLookup ?? true;
     this.client = new ProviderHttpClient({
       provider: options.name,
       baseUrl: options.baseUrl,

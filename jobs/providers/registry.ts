@@ -38,6 +38,7 @@ export function createProviders(config: Pick<Config, 'providers'>, options: Prov
         baseUrl: entry.baseUrl,
         honoursIdempotencyKeys: entry.honoursIdempotencyKeys,
         supportsCancel: entry.supportsCancel,
+        supportsLookup: entry.supportsLookup,
         timeoutMs: entry.timeoutMs,
         ...(token === undefined ? {} : { token }),
       }),

@@ -27,8 +27,8 @@ export interface HarnessOptions {
   readonly worker?: Record<string, unknown>;
   /** Run BullMQ workers in this process. */
   readonly workers?: boolean;
-  /** Extra providers (e.g. an http provider) by name. */
-  readonly providers?: Record<string, Record<string, unknown>>;
+  /** Extra providers (e.g. an http provider against the sandbox) by name, given the sandbox URL. */
+  readonly providers?: (sandboxUrl: string) => Record<string, Record<string, unknown>>;
 }
 
 export interface Harness {
@@ -68,7 +68,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     providers: {
       bookings: { type: 'sandbox', service: 'bookings', baseUrl: sandbox.url, timeoutMs: 1_000 },
       payments: { type: 'sandbox', service: 'payments', baseUrl: sandbox.url, timeoutMs: 1_000 },
-      ...options.providers,
+      ...options.providers?.(sandbox.url),
     },
     tenants: Object.entries(options.tenants).map(([id, actions], i) => ({ id, numbers: [String(7000 + i)], agent: 'concierge', actions })),
   };

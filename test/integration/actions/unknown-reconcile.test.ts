@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registry } from '../../../config/metrics.ts';
+import { REFUND, startHarness, type Harness } from '../../support/action-harness.ts';
+import { waitFor } from '../../support/processes.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({
+    tenants: {
+      'tenant-unknown': { refund: { ...REFUND } },
+      'tenant-nolookup': { refund: { ...REFUND, provider: 'payments_nolookup' } },
+      'tenant-lost': { refund: { ...REFUND } },
+    },
+    providers: (url) => ({
+      payments_nolookup: { type: 'http', baseUrl: `${url}/payments`, honoursIdempotencyKeys: false, supportsLookup: false, timeoutMs: 1_000 },
+    }),
+  });
+});
+afterAll(async () => h.close());
+
+const refund = (order: string) => ({ order_id: order, amount_cents: 100, reason: 'cold soup' });
+
+describe('when a refund commits but the answer times out', () => {
+  it('should go UNKNOWN, never send a second request, and reconcile to COMMITTED with the real result', async () => {
+    await h.sandbox.addRule({ fault: 'commit-then-timeout=3000', tenant: 'tenant-unknown', operation: 'refund', nth: 1 });
+    const decision = await h.layer.admit({ tenantId: 'tenant-unknown', action: 'refund', args: refund('ord_1002'), scope: h.scope() });
+    if (decision.type !== 'started') throw new Error(decision.type);
+    const id = decision.operationId;
+    const op = await h.layer.waitFor('tenant-unknown', id, 15_000);
+    expect(op?.state).toBe('COMMITTED');
+    const history = await h.layer.ledger.history('tenant-unknown', id);
+    expect(history.map((e) => e.state)).toEqual(['REQUESTED', 'ADMITTED', 'RUNNING', 'UNKNOWN', 'COMMITTED']);
+    expect(history.at(-1)).toMatchObject({ actor: 'reconciler', reason: 'reconciled_committed' });
+    const effects = await h.sandbox.effects({ reference: id });
+    expect(effects).toHaveLength(1);
+    expect(op?.result).toEqual(effects[0]?.result);
+    expect((await h.sandbox.counts()).requests[id]).toBe(1);
+  });
+});
+
+describe('when the provider cannot look operations up', () => {
+  it('should leave the operation UNKNOWN, listed and counted, and never resend', async () => {
+    await h.sandbox.addRule({ fault: 'commit-then-timeout=3000', tenant: 'tenant-nolookup', operation: 'refund' });
+    const before = (await registry.getSingleMetric('callgate_reconciliations_total')?.get())?.values.find((v) => v.labels.outcome === 'no_lookup')?.value ?? 0;
+    const decision = await h.layer.admit({ tenantId: 'tenant-nolookup', action: 'refund', args: refund('ord_1003'), scope: h.scope() });
+    if (decision.type !== 'started') throw new Error(decision.type);
+    const id = decision.operationId;
+    await waitFor(
+      async () => ((await registry.getSingleMetric('callgate_reconciliations_total')?.get())?.values.find((v) => v.labels.outcome === 'no_lookup')?.value ?? 0) > before || undefined,
+      10_000,
+      'the no_lookup reconciliation',
+    );
+    const op = await h.layer.ledger.get('tenant-nolookup', id);
+    expect(op?.state).toBe('UNKNOWN');
+    expect((await h.layer.ledger.listUnknown('tenant-nolookup')).map((u) => u.operation.operationId)).toEqual([id]);
+    await h.layer.sweepNow();
+    const gauge = (await registry.getSingleMetric('callgate_operations_unknown')?.get())?.values.find((v) => v.labels.tenant === 'tenant-nolookup');
+    expect(gauge?.value).toBe(1);
+    expect((await h.sandbox.counts()).requests[id]).toBe(1);
+  });
+});
+
+describe('when the request never reached the provider before the answer was lost', () => {
+  it('should reconcile "not found" after the grace period and run it again, committing exactly once', async () => {
+    await h.sandbox.addRule({ fault: 'drop-before-commit', tenant: 'tenant-lost', operation: 'refund', nth: 1 });
+    const decision = await h.layer.admit({ tenantId: 'tenant-lost', action: 'refund', args: refund('ord_1004'), scope: h.scope() });
+    if (decision.type !== 'started') throw new Error(decision.type);
+    const id = decision.operationId;
+    const op = await h.layer.waitFor('tenant-lost', id, 15_000);
+    expect(op?.state).toBe('COMMITTED');
+    const states = (await h.layer.ledger.history('tenant-lost', id)).map((e) => e.state);
+    expect(states).toEqual(['REQUESTED', 'ADMITTED', 'RUNNING', 'UNKNOWN', 'FAILED_RETRYABLE', 'RUNNING', 'COMMITTED']);
+    expect((await h.sandbox.counts()).effects[id]).toBe(1);
+  });
+});
