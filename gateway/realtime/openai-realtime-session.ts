@@ -70,6 +70,7 @@ const TRACKED_CLIENT_EVENTS = 256;
 const REPORTED_UNKNOWN_TYPES = 32;
 
 const SESSION_LIMIT_TEXT = /maximum duration/i;
+const KNOWN_WIRE_ERRORS: ReadonlySet<string> = new Set(Object.values(WIRE_ERROR));
 
 const droppedAudio = counter({ name: 'callgate_realtime_audio_dropped_frames_total', help: 'Caller audio frames dropped by the realtime client (disconnected or send buffer full)' });
 const protocolErrors = counter<'kind'>({ name: 'callgate_realtime_protocol_errors_total', help: 'Unreadable or unexpected frames from the realtime model', labelNames: ['kind'] });
@@ -483,7 +484,8 @@ export class OpenAIRealtimeSession implements RealtimeSession {
 
   private onServerError(error: Extract<ServerEvent, { type: 'error' }>['error']): void {
     const code = error.code ?? error.type;
-    serverErrors.inc({ code: code.slice(0, 64) });
+    // Only codes callgate knows become label values: a peer cannot grow the metric's cardinality.
+    serverErrors.inc({ code: KNOWN_WIRE_ERRORS.has(code) ? code : 'other' });
     const causeType = error.event_id === null ? undefined : this.clientEvents.get(error.event_id);
     if (code === WIRE_ERROR.activeResponse) {
       if (error.event_id !== null) {
@@ -505,7 +507,9 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       return;
     }
     if (code === WIRE_ERROR.sessionExpired || SESSION_LIMIT_TEXT.test(error.message)) {
+      // Expected at 60 minutes; the provider closes next. Close ourselves in case it does not.
       this.sessionLimitHit = true;
+      this.ws?.close(1000, 'session limit reached');
       return;
     }
     const rejected = new CallgateError('CALLGATE_ERR_MODEL_REJECTED', { what: causeType ?? 'an event', providerCode: code, reason: error.message });

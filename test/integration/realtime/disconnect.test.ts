@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
 import { OpenAIRealtimeSession } from '../../../gateway/realtime/openai-realtime-session.ts';
 import { eventsOf, quietLogger, silence, startHarness, waitFor, type Harness } from './realtime-harness.ts';
 
@@ -104,5 +105,27 @@ describe('when the model cannot be reached', () => {
     client.onAny((event) => events.push(event.type));
     await expect(client.connect()).rejects.toMatchObject({ code: 'CALLGATE_ERR_MODEL_CONNECT' });
     expect(events).toEqual([]);
+  });
+});
+
+describe('when the model stops answering pings', () => {
+  it('should declare the link dead and report disconnected with reason network', async () => {
+    // A peer that accepts the session but never answers a ping (autoPong off).
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0, autoPong: false });
+    server.on('connection', (socket) => socket.send(JSON.stringify({ type: 'session.created', event_id: 'e1', session: { type: 'realtime', id: 'sess_silent' } })));
+    await new Promise((resolve) => server.once('listening', resolve));
+    const address = server.address() as { port: number };
+    const client = new OpenAIRealtimeSession({ url: `ws://127.0.0.1:${address.port}/v1/realtime`, model: 'gpt-realtime', logger: quietLogger, pingIntervalMs: 50, pongTimeoutMs: 100 });
+    const events: string[] = [];
+    client.on('disconnected', (event) => events.push(`${event.reason}: ${event.detail}`));
+    try {
+      await client.connect();
+      await waitFor('disconnected', () => events[0], 3_000);
+      expect(events).toEqual(['network: no pong within 100 ms']);
+    } finally {
+      await client.close();
+      for (const socket of server.clients) socket.terminate();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
