@@ -20,12 +20,17 @@ export interface JitterPacket {
   readonly sequenceNumber: number;
   readonly timestamp: number;
   readonly payload: Buffer;
+  /**
+   * Holds a sequence number without audio (a telephone-event packet in the same stream), so the
+   * gap it leaves in the audio is not taken for loss.
+   */
+  readonly filler?: boolean;
 }
 
 export type JitterPushResult = 'buffered' | 'duplicate' | 'late' | 'jump-pending' | 'resynced';
 
 export type JitterFrame =
-  | { readonly kind: 'frame'; readonly payload: Buffer; readonly sequenceNumber: number }
+  | { readonly kind: 'frame'; readonly payload: Buffer; readonly sequenceNumber: number; readonly filler: boolean }
   | { readonly kind: 'concealed'; readonly payload: Buffer }
   /** A frame was lost and could not be concealed; the consumer plays nothing for 20 ms. */
   | { readonly kind: 'lost' }
@@ -151,10 +156,10 @@ export class JitterBuffer {
       this.entries.delete(this.next);
       this.advance(true);
       this.counts.played++;
-      this.previousPayload = entry.payload;
-      this.previousWasReal = true;
+      if (!entry.filler) this.previousPayload = entry.payload;
+      this.previousWasReal = !entry.filler;
       this.noteCleanTick();
-      return { kind: 'frame', payload: entry.payload, sequenceNumber: entry.sequenceNumber };
+      return { kind: 'frame', payload: entry.payload, sequenceNumber: entry.sequenceNumber, filler: entry.filler === true };
     }
     if (this.entries.size === 0) {
       this.counts.underruns++;
@@ -208,7 +213,8 @@ export class JitterBuffer {
     this.entries.set(extended, packet);
     this.counts.buffered++;
     if (extended > this.highest) this.highest = extended;
-    this.updateJitter(packet.timestamp, nowMs);
+    // Event packets repeat their start timestamp: their transit says nothing about jitter.
+    if (!packet.filler) this.updateJitter(packet.timestamp, nowMs);
     this.dropOverflow();
     return 'buffered';
   }

@@ -20,6 +20,8 @@ export type PlayoutFrame =
       readonly itemId: string;
       /** Set on the item's last frame: everything it had was sent. */
       readonly itemDone: boolean;
+      /** Milliseconds of the item sent so far, this frame included. */
+      readonly itemSentMs: number;
     }
   | { readonly kind: 'silence'; readonly payload: Buffer }
   | { readonly kind: 'idle' };
@@ -77,17 +79,17 @@ export class Playout {
   }
 
   /**
-   * No more audio will come for the item: once its frames are out it is done. Returns true when
-   * it is done already (everything was sent before the end was known).
+   * No more audio will come for the item: once its frames are out it is done. Returns the
+   * item's sent milliseconds when it is done already (all sent before the end was known), else null.
    */
-  end(itemId: string): boolean {
+  end(itemId: string): number | null {
     const index = this.items.findIndex((candidate) => candidate.id === itemId && !candidate.ended);
     const item = this.items[index];
-    if (!item) return false;
+    if (!item) return null;
     item.ended = true;
-    if (item.frames.length > 0) return false;
+    if (item.frames.length > 0) return null;
     this.items.splice(index, 1);
-    return true;
+    return item.sentMs;
   }
 
   /** The frame for this tick. */
@@ -101,7 +103,7 @@ export class Playout {
       const itemDone = item.ended && item.frames.length === 0;
       if (itemDone) this.items.shift();
       this.counts.framesSent++;
-      return { kind: 'audio', payload: frame.payload, marker, itemId: item.id, itemDone };
+      return { kind: 'audio', payload: frame.payload, marker, itemId: item.id, itemDone, itemSentMs: item.sentMs };
     }
     if (item) this.counts.underruns++;
     this.inSpurt = false;

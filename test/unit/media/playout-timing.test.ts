@@ -140,13 +140,17 @@ describe('when pacing on the real clock for 3 s', () => {
     await new Promise((resolve) => setTimeout(resolve, 3100));
     sender.registration?.remove();
     expect(sender.sent.length).toBeGreaterThanOrEqual(148);
-    const lateness = sender.sent.map((s) => s.atMs - s.dueMs).sort((a, b) => a - b);
-    // A shared 2-core machine: the median must be tight, the tail may not run away.
-    expect(lateness[Math.floor(lateness.length / 2)]).toBeLessThan(2);
-    expect(lateness[Math.floor(lateness.length * 0.95)]).toBeLessThan(8);
+    const inOrder = sender.sent.map((s) => s.atMs - s.dueMs);
+    const lateness = [...inOrder].sort((a, b) => a - b);
+    // Other engineers' tests share the 2 cores: the median must be tight, the tail may not run away.
+    expect(lateness[Math.floor(lateness.length / 2)]).toBeLessThan(3);
+    expect(lateness[Math.floor(lateness.length * 0.95)]).toBeLessThan(15);
+    // No accumulation: the last second is not later than the first.
+    const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+    expect(mean(inOrder.slice(-50)) - mean(inOrder.slice(0, 50))).toBeLessThan(3);
     const first = sender.sent[0] as Sent;
     const last = sender.sent[sender.sent.length - 1] as Sent;
     expect(Math.abs(last.dueMs - first.dueMs - (last.index - first.index) * 20)).toBeLessThan(1e-6);
-    expect(Math.abs(last.atMs - first.atMs - (last.index - first.index) * 20)).toBeLessThan(8);
+    expect(Math.abs(last.atMs - first.atMs - (last.index - first.index) * 20)).toBeLessThan(15);
   });
 });

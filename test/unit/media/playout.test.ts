@@ -80,7 +80,7 @@ describe('when the caller barges in', () => {
     const playout = new Playout();
     playout.enqueue('item_a', frames(1));
     playout.next();
-    expect(playout.end('item_a')).toBe(true);
+    expect(playout.end('item_a')).toBe(20);
     expect(playout.playing).toBe(false);
   });
 });

@@ -1,0 +1,43 @@
+/** Per-call media numbers, reported by RtpSession.stats() and with its `closed` event. */
+
+export type RtpSessionDropReason =
+  | 'truncated'
+  | 'too-large'
+  | 'bad-version'
+  | 'csrc-truncated'
+  | 'extension-truncated'
+  | 'bad-padding'
+  | 'rtcp'
+  | 'unknown-payload-type'
+  | 'unexpected-source'
+  | 'ssrc-probation'
+  | 'sequence-jump'
+  | 'undecodable'
+  | 'rtcp-invalid';
+
+export interface RtpSessionStats {
+  readonly packetsIn: number;
+  readonly bytesIn: number;
+  readonly packetsOut: number;
+  readonly bytesOut: number;
+  readonly dropped: Readonly<Partial<Record<RtpSessionDropReason, number>>>;
+  /** Expected minus received, per RFC 3550 A.3. */
+  readonly lost: number;
+  readonly jitterMs: number;
+  readonly late: number;
+  readonly duplicates: number;
+  readonly discarded: number;
+  readonly concealed: number;
+  readonly receiveUnderruns: number;
+  readonly jitterDepthMs: number;
+  readonly playoutUnderruns: number;
+  readonly playoutLatenessMaxMs: number;
+  readonly playoutLatenessMeanMs: number;
+  readonly playoutSkippedFrames: number;
+  readonly dtmfIn: number;
+  readonly dtmfOut: number;
+  readonly rtcpIn: number;
+  readonly rtcpOut: number;
+  readonly ssrcChanges: number;
+  readonly relatches: number;
+}

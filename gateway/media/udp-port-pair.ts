@@ -1,0 +1,99 @@
+/**
+ * The socket edge of a call's media: an RTP socket on an even port and an RTCP socket on the
+ * port above, bound on the configured address. A port that some other process holds is skipped
+ * (it goes back to the allocator) and the next one is tried.
+ */
+import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
+import { CallgateError, isCallgateError } from '../../config/errors.ts';
+import type { RtpPortAllocator } from './rtp-port-allocator.ts';
+import type { RtpEndpoint } from './rtp-session-events.ts';
+
+/** Ports tried before giving up on binding: enough to step over a few held by other processes. */
+const MAX_BIND_ATTEMPTS = 16;
+
+export interface UdpPortPairOptions {
+  readonly allocator: RtpPortAllocator;
+  readonly address: string;
+  readonly onRtp: (data: Buffer, from: RemoteInfo) => void;
+  readonly onRtcp: (data: Buffer, from: RemoteInfo) => void;
+  /** Socket errors after binding (ICMP unreachable and the like): counted, never thrown. */
+  readonly onError: (error: Error) => void;
+}
+
+export class UdpPortPair {
+  readonly port: number;
+  private readonly allocator: RtpPortAllocator;
+  private readonly rtp: Socket;
+  private readonly rtcp: Socket;
+  private closed = false;
+
+  private constructor(allocator: RtpPortAllocator, port: number, rtp: Socket, rtcp: Socket) {
+    this.allocator = allocator;
+    this.port = port;
+    this.rtp = rtp;
+    this.rtcp = rtcp;
+  }
+
+  static async bind(options: UdpPortPairOptions): Promise<UdpPortPair> {
+    let lastError: unknown;
+    for (let attempt = 0; attempt < MAX_BIND_ATTEMPTS; attempt++) {
+      const port = options.allocator.allocate();
+      const type = options.address.includes(':') ? 'udp6' : 'udp4';
+      const rtp = createSocket({ type });
+      const rtcp = createSocket({ type });
+      try {
+        await bindSocket(rtp, port, options.address);
+        await bindSocket(rtcp, port + 1, options.address);
+      } catch (error) {
+        lastError = error;
+        await Promise.all([closeSocket(rtp), closeSocket(rtcp)]);
+        options.allocator.release(port);
+        if (isCallgateError(error)) throw error;
+        continue;
+      }
+      rtp.on('message', options.onRtp);
+      rtcp.on('message', options.onRtcp);
+      rtp.on('error', options.onError);
+      rtcp.on('error', options.onError);
+      return new UdpPortPair(options.allocator, port, rtp, rtcp);
+    }
+    throw new CallgateError('CALLGATE_ERR_LISTEN_FAILED', { address: `${options.address} (RTP)`, reason: String(lastError) }, { cause: lastError });
+  }
+
+  sendRtp(data: Buffer, to: RtpEndpoint): void {
+    if (!this.closed) this.rtp.send(data, to.port, to.address);
+  }
+
+  sendRtcp(data: Buffer, to: RtpEndpoint): void {
+    if (!this.closed) this.rtcp.send(data, to.port, to.address);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([closeSocket(this.rtp), closeSocket(this.rtcp)]);
+    this.allocator.release(this.port);
+  }
+}
+
+function bindSocket(socket: Socket, port: number, address: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => reject(error);
+    socket.once('error', onError);
+    socket.bind({ port, address, exclusive: true }, () => {
+      socket.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+function closeSocket(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    try {
+      socket.close(() => resolve());
+    } catch {
+      // Never bound or already closed.
+      resolve();
+    }
+  });
+}
