@@ -26,7 +26,7 @@ export function normalizeArguments(value: unknown): JsonValue {
     case 'object': {
       if (Array.isArray(value)) return value.map((item) => normalizeArguments(item));
       const out: { [key: string]: JsonValue } = {};
-      for (const key of Object.keys(value as object).sort()) {
+      for (const key of Object.keys(value).sort()) {
         const item = (value as Record<string, unknown>)[key];
         if (item !== undefined) out[key] = normalizeArguments(item);
       }

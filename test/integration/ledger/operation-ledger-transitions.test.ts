@@ -101,8 +101,10 @@ describe('when an operation reaches a terminal state', () => {
     const out = await ledger.transition(op, { from: ['RUNNING'], to: 'COMMITTED', attempt: 1, actor: 'worker', reason: 'ok', fields: { result: '{"booking_id":"b1"}' } });
     expect(out.eventId).toMatch(/^ev_/);
     expect(await redis.xlen(stream)).toBe(before + 1);
-    const [[, fields]] = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1)) as [string, string[]][];
-    const event = Object.fromEntries(fields.reduce<[string, string][]>((acc, v, i, all) => (i % 2 === 0 ? [...acc, [v, all[i + 1] ?? '']] : acc), []));
+    const entries = await redis.xrevrange(stream, '+', '-', 'COUNT', 1);
+    const fields: string[] = entries[0]?.[1] ?? [];
+    const event: Record<string, string> = {};
+    for (let i = 0; i < fields.length; i += 2) event[fields[i] ?? ''] = fields[i + 1] ?? '';
     expect(event).toMatchObject({ event_id: out.eventId, operation_id: op.operationId, state: 'COMMITTED', session_id: 'sess-1', attempt: '1' });
     expect(await redis.zscore(ledger.keys.open(op.tenantId), op.operationId)).toBeNull();
     expect(await redis.zscore(ledger.keys.active(op.tenantId, op.action), op.operationId)).toBeNull();
