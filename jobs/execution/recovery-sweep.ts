@@ -1,6 +1,8 @@
 /**
  * The recovery sweep: the safety net for crashes between two steps.
  *   - an admitted operation whose job was never enqueued (crash between ledger and queue): enqueue it
+ *   - an ADMITTED operation whose job failed before it started (its worker died while picking it
+ *     up; unsafe queues never redeliver): run it again (the provider was never called)
  *   - a RUNNING operation whose job is gone or failed (its worker died; unsafe queues never
  *     redeliver): UNKNOWN and reconcile if the request may have been sent to a provider that does
  *     not honour idempotency keys, otherwise back to FAILED_RETRYABLE and run again
@@ -92,7 +94,7 @@ export class RecoverySweep {
   private async stale(tenantId: string, report: SweepReport): Promise<void> {
     const { ledger, queues } = this.options;
     for (const op of await ledger.listOpen(tenantId, this.now() - this.options.staleAfterMs)) {
-      if (op.state !== 'RUNNING' && op.state !== 'FAILED_RETRYABLE') continue;
+      if (op.state !== 'ADMITTED' && op.state !== 'RUNNING' && op.state !== 'FAILED_RETRYABLE') continue;
       const queue = executionQueueOf(op);
       const jobState = await queues.jobState(queue, op.operationId);
       if (jobState !== 'failed' && jobState !== 'completed' && jobState !== 'missing') continue;
