@@ -3,7 +3,11 @@
  * packet from the network decodes to null (the caller conceals or drops it); an encode failure is
  * a CallgateError, since the input is ours.
  */
-import { OpusEncoder } from '@discordjs/opus';
+import opus from '@discordjs/opus';
+
+// @discordjs/opus is CommonJS without named-export hints: Node's ESM loader sees only `default`.
+const { OpusEncoder } = opus;
+type OpusEncoder = InstanceType<typeof OpusEncoder>;
 import { CallgateError } from '../../config/errors.ts';
 
 export const OPUS_SAMPLE_RATE = 48000;
