@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registry } from '../../../config/metrics.ts';
-import { REFUND, startHarness, type Harness } from '../../support/action-harness.ts';
+import { BOOK, booking, REFUND, startHarness, type Harness } from '../../support/action-harness.ts';
 import { waitFor } from '../../support/processes.ts';
 
 let h: Harness;
@@ -10,6 +10,7 @@ beforeAll(async () => {
       'tenant-unknown': { refund: { ...REFUND } },
       'tenant-nolookup': { refund: { ...REFUND, provider: 'payments_nolookup' } },
       'tenant-lost': { refund: { ...REFUND } },
+      'tenant-garbage': { refund: { ...REFUND }, book_table: { ...BOOK, retry: { maxAttempts: 3, backoffMs: 20, maxBackoffMs: 100, budgetRatio: 1, budgetWindowSeconds: 60, budgetMinRetries: 10 } } },
     },
     providers: (url) => ({
       payments_nolookup: { type: 'http', baseUrl: `${url}/payments`, honoursIdempotencyKeys: false, supportsLookup: false, timeoutMs: 1_000 },
@@ -71,5 +72,36 @@ describe('when the request never reached the provider before the answer was lost
     const states = (await h.layer.ledger.history('tenant-lost', id)).map((e) => e.state);
     expect(states).toEqual(['REQUESTED', 'ADMITTED', 'RUNNING', 'UNKNOWN', 'FAILED_RETRYABLE', 'RUNNING', 'COMMITTED']);
     expect((await h.sandbox.counts()).effects[id]).toBe(1);
+  });
+});
+
+describe('when a provider answers garbage after committing', () => {
+  it('should retry an idempotent booking with the same key and commit once, the worker unharmed', async () => {
+    await h.sandbox.addRule({ fault: 'garbage-after-commit', tenant: 'tenant-garbage', operation: 'book', nth: 1 });
+    const decision = await h.layer.admit({ tenantId: 'tenant-garbage', action: 'book_table', args: booking(), scope: h.scope() });
+    if (decision.type !== 'started') throw new Error(decision.type);
+    const op = await h.layer.waitFor('tenant-garbage', decision.operationId, 10_000);
+    expect(op?.state).toBe('COMMITTED');
+    expect((await h.layer.ledger.history('tenant-garbage', decision.operationId)).map((e) => e.state)).toEqual([
+      'REQUESTED',
+      'ADMITTED',
+      'RUNNING',
+      'FAILED_RETRYABLE',
+      'RUNNING',
+      'COMMITTED',
+    ]);
+    const counts = await h.sandbox.counts();
+    expect(counts.requests[decision.operationId]).toBe(2);
+    expect(counts.effects[decision.operationId]).toBe(1);
+  });
+
+  it('should make a non-idempotent refund UNKNOWN, not retry it, and reconcile it', async () => {
+    await h.sandbox.addRule({ fault: 'garbage-after-commit', tenant: 'tenant-garbage', operation: 'refund', nth: 1 });
+    const decision = await h.layer.admit({ tenantId: 'tenant-garbage', action: 'refund', args: refund('ord_1005'), scope: h.scope() });
+    if (decision.type !== 'started') throw new Error(decision.type);
+    const op = await h.layer.waitFor('tenant-garbage', decision.operationId, 10_000);
+    expect(op?.state).toBe('COMMITTED');
+    expect((await h.layer.ledger.history('tenant-garbage', decision.operationId)).map((e) => e.state)).toContain('UNKNOWN');
+    expect((await h.sandbox.counts()).requests[decision.operationId]).toBe(1);
   });
 });
