@@ -1,0 +1,210 @@
+/**
+ * `SignalingDriver` on drachtio-srf, for deployments that run drachtio-server as a sidecar. The
+ * server owns transports and transactions; this driver routes calls, applies the same trunk
+ * security and SDP negotiation as the built-in stack (on the raw INVITE), and maps srf dialogs.
+ */
+import Srf from 'drachtio-srf';
+import { performance } from 'node:perf_hooks';
+import { rootLogger, type Logger } from '../../../config/log.ts';
+import type { SipConfig, TenantConfig } from '../../../config/schema.ts';
+import { CallRouter } from '../call-router.ts';
+import { parseSipMessage } from '../message-parser.ts';
+import { answerOffer } from '../sdp-negotiation.ts';
+import { parseSdp, serializeSdp } from '../sdp-parser.ts';
+import type { SdpSession } from '../sdp-types.ts';
+import type { AcceptResult, InboundCall, InboundCallHandler, SignalingDriver } from '../signaling-driver.ts';
+import { sipMetrics } from '../sip-metrics.ts';
+import { TrunkGuard } from '../trunk-guard.ts';
+import { DrachtioDialog } from './drachtio-dialog.ts';
+import { drachtioConnection, reconnectDelay } from './drachtio-mapping.ts';
+
+export interface DrachtioSignalingDriverOptions {
+  readonly sip: SipConfig;
+  readonly tenants: readonly TenantConfig[];
+  readonly logger?: Logger;
+  readonly readSecret?: (name: string) => string | undefined;
+  /** Injected in tests; a real srf instance otherwise. */
+  readonly srf?: Srf;
+}
+
+const DRIVER = 'drachtio';
+
+export class DrachtioSignalingDriver implements SignalingDriver {
+  readonly name = 'drachtio' as const;
+  private readonly logger: Logger;
+  private readonly srf: Srf;
+  private readonly router: CallRouter;
+  private readonly guard: TrunkGuard;
+  private readonly readSecret: (name: string) => string | undefined;
+  private readonly dialogs = new Set<DrachtioDialog>();
+  private handler: InboundCallHandler | undefined;
+  private stopping = false;
+  private attempt = 0;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: DrachtioSignalingDriverOptions) {
+    this.logger = (options.logger ?? rootLogger()).child({ component: 'sip', driver: DRIVER });
+    this.srf = options.srf ?? new Srf();
+    this.router = new CallRouter(options.tenants);
+    this.readSecret = options.readSecret ?? ((name) => process.env[name]);
+    this.guard = new TrunkGuard(options.tenants, { readSecret: this.readSecret });
+  }
+
+  onCall(handler: InboundCallHandler): void {
+    this.handler = handler;
+  }
+
+  async start(): Promise<void> {
+    this.srf.on('connect', (_error, hostPort) => {
+      this.attempt = 0;
+      this.logger.info('connected to drachtio-server', { hostPort });
+    });
+    this.srf.on('error', (error) => this.logger.warn('drachtio connection error', { error }));
+    this.srf.on('disconnect', () => this.scheduleReconnect());
+    this.srf.invite((req, res) => this.receiveInvite(req, res));
+    this.srf.on('options', (_req, res) => res.send(200, { headers: { Allow: 'INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, NOTIFY' } }));
+    await this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    await this.srf.connect(drachtioConnection(this.options.sip, this.readSecret));
+  }
+
+  /** Reconnects with a doubling delay after the sidecar went away, until stop(). */
+  scheduleReconnect(): void {
+    if (this.stopping || this.reconnectTimer !== undefined) return;
+    const delay = reconnectDelay(this.attempt, this.options.sip.drachtio.reconnectMs);
+    this.attempt += 1;
+    this.logger.warn('drachtio-server connection lost, reconnecting', { delayMs: delay, attempt: this.attempt });
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      this.connect().catch((error: unknown) => {
+        this.logger.warn('drachtio reconnect failed', { error });
+        this.scheduleReconnect();
+      });
+    }, delay);
+    this.reconnectTimer.unref();
+  }
+
+  private receiveInvite(req: Srf.SrfRequest, res: Srf.SrfResponse): void {
+    const receivedAt = performance.now();
+    const parsed = parseSipMessage(req.raw ?? '');
+    if (!parsed.ok || parsed.value.kind !== 'request') {
+      sipMetrics.parseFailures.inc({ outcome: 'answered' });
+      res.send(400);
+      return;
+    }
+    const request = parsed.value;
+    const number = CallRouter.calledNumber(request);
+    const route = number === undefined ? undefined : this.router.route(number);
+    if (number === undefined || route === undefined) {
+      sipMetrics.callsRejected.inc({ driver: DRIVER, code: '404' });
+      res.send(404);
+      return;
+    }
+    const decision = this.guard.check(request, req.source_address, route.tenant);
+    if (decision.type === 'challenge') {
+      res.send(401, { headers: { 'WWW-Authenticate': decision.header } });
+      return;
+    }
+    if (decision.type === 'forbidden') {
+      sipMetrics.authFailures.inc({ reason: decision.reason });
+      res.send(403);
+      return;
+    }
+    let offer: SdpSession | undefined;
+    if (request.body.length > 0) {
+      const sdp = parseSdp(request.body);
+      if (!sdp.ok) {
+        res.send(488);
+        return;
+      }
+      offer = sdp.value;
+    }
+    sipMetrics.callsOffered.inc({ driver: DRIVER, transport: req.protocol ?? 'udp' });
+    const dialog = new DrachtioDialog({
+      callId: request.callId,
+      tenant: route.tenant,
+      logger: this.logger,
+      onEnded: () => {
+        if (this.dialogs.delete(dialog)) sipMetrics.activeDialogs.dec({ driver: DRIVER });
+      },
+    });
+    req.on('cancel', () => dialog.cancelled());
+    let settled = false;
+    const from = request.from;
+    const callerUser = from.uri.scheme === 'tel' ? from.uri.number : from.uri.user;
+    const call: InboundCall = {
+      callId: request.callId,
+      caller: { uri: from.uriText, ...(callerUser !== undefined ? { user: callerUser } : {}), ...(from.displayName !== undefined ? { displayName: from.displayName } : {}) },
+      calledNumber: number,
+      tenant: route.tenant,
+      agent: route.agent,
+      headers: request.headers,
+      offer,
+      source: { address: req.source_address, port: Number(req.source_port), transport: (req.protocol ?? 'udp').toLowerCase() === 'tcp' ? 'tcp' : 'udp' },
+      receivedAt,
+      dialog,
+      accept: ({ local }): AcceptResult => {
+        if (settled) return { ok: false, status: 481, reason: 'the call is no longer pending' };
+        settled = true;
+        if (offer === undefined) {
+          res.send(488);
+          return { ok: false, status: 488, reason: 'an INVITE without SDP offer is not supported' };
+        }
+        const result = answerOffer(offer, { preference: route.tenant.codecs, local, sessionId: String(Date.now()), sessionVersion: 1 });
+        if (!result.ok) {
+          sipMetrics.callsRejected.inc({ driver: DRIVER, code: '488' });
+          res.send(488);
+          return { ok: false, status: 488, reason: result.detail };
+        }
+        this.srf
+          .createUAS(req, res, { localSdp: serializeSdp(result.answer) })
+          .then((uas) => {
+            this.dialogs.add(dialog);
+            sipMetrics.activeDialogs.inc({ driver: DRIVER });
+            sipMetrics.callsAnswered.inc({ driver: DRIVER });
+            sipMetrics.setupSeconds.observe({ driver: DRIVER }, (performance.now() - receivedAt) / 1000);
+            dialog.attach(uas, local, result.media, result.answer);
+          })
+          .catch((error: unknown) => {
+            this.logger.warn('createUAS failed', { error, callId: request.callId });
+            dialog.end('request-timeout');
+          });
+        return { ok: true, media: result.media };
+      },
+      ring: () => {
+        if (!settled) res.send(180);
+      },
+      reject: (status, reason) => {
+        if (settled) return;
+        settled = true;
+        sipMetrics.callsRejected.inc({ driver: DRIVER, code: String(status) });
+        if (reason !== undefined) res.send(status, reason, {});
+        else res.send(status);
+        dialog.end('rejected');
+      },
+    };
+    if (this.handler === undefined) {
+      call.reject(480);
+      return;
+    }
+    this.handler(call);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.reconnectTimer !== undefined) clearTimeout(this.reconnectTimer);
+    await Promise.all([...this.dialogs].map((dialog) => dialog.hangup()));
+    this.srf.disconnect();
+  }
+
+  async ping(target: string): Promise<number> {
+    try {
+      const sent = await this.srf.request(target, { method: 'OPTIONS' } as unknown as Srf.SrfRequest, 'OPTIONS', []);
+      return await new Promise<number>((resolve) => sent.on('response', (response) => resolve(response?.status ?? 408)));
+    } catch {
+      return 408;
+    }
+  }
+}

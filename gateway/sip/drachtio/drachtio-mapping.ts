@@ -1,0 +1,65 @@
+/**
+ * Pure translations between drachtio-srf's messages and callgate's signaling types: the
+ * connection settings from config, INFO bodies to DTMF events, NOTIFY sipfrag to transfer
+ * progress, and the reconnect back-off. Kept apart from the driver so they are testable without
+ * a drachtio-server.
+ */
+import { CallgateError } from '../../../config/errors.ts';
+import type { SipConfig } from '../../../config/schema.ts';
+import type { DialogEvent, TransferProgress } from '../signaling-driver.ts';
+
+export interface DrachtioConnection {
+  readonly host: string;
+  readonly port: number;
+  readonly secret: string;
+}
+
+/** The srf.connect settings; the secret is read from the variable the config names. */
+export function drachtioConnection(sip: SipConfig, readSecret: (name: string) => string | undefined): DrachtioConnection {
+  const { host, port, secretEnv } = sip.drachtio;
+  const secret = readSecret(secretEnv);
+  if (secret === undefined || secret.length === 0) {
+    throw new CallgateError('CALLGATE_ERR_SIP_DRACHTIO_CONNECTION', { address: `${host}:${port}`, reason: `${secretEnv} is not set` });
+  }
+  return { host, port, secret };
+}
+
+/** The longest wait between reconnect attempts: a restarted sidecar is back within seconds. */
+export const MAX_RECONNECT_DELAY_MS = 30_000;
+
+/** Doubling back-off from `reconnectMs`, capped, so a dead sidecar is not hammered. */
+export function reconnectDelay(attempt: number, reconnectMs: number): number {
+  return Math.min(MAX_RECONNECT_DELAY_MS, reconnectMs * 2 ** Math.max(0, Math.min(attempt, 16)));
+}
+
+/** An INFO body as a dialog event; `undefined` when a DTMF body names no valid digit (answer 400). */
+export function infoEvent(contentType: string, body: string): DialogEvent | undefined {
+  const type = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  if (type === 'application/dtmf-relay') {
+    const signal = /^\s*signal\s*=\s*(\S+)\s*$/im.exec(body)?.[1];
+    const duration = /^\s*duration\s*=\s*(\d+)\s*$/im.exec(body)?.[1];
+    if (signal === undefined || !/^[0-9A-Da-d*#]$/.test(signal)) return undefined;
+    return { type: 'dtmf', digit: signal.toUpperCase(), ...(duration !== undefined ? { durationMs: Number(duration) } : {}) };
+  }
+  if (type === 'application/dtmf') {
+    const digit = body.trim();
+    return /^[0-9A-Da-d*#]$/.test(digit) ? { type: 'dtmf', digit: digit.toUpperCase() } : undefined;
+  }
+  return { type: 'info', contentType: type, body };
+}
+
+/** The progress a REFER NOTIFY reports in its message/sipfrag body. */
+export function sipfragProgress(body: string): TransferProgress | undefined {
+  const match = /^SIP\/2\.0 (\d{3})(?: (.*))?$/m.exec(body);
+  if (match === null) return undefined;
+  const status = Number(match[1]);
+  if (status < 200) return { state: status === 180 || status === 183 ? 'ringing' : 'trying', status };
+  if (status < 300) return { state: 'succeeded', status };
+  return { state: 'failed', status, reason: (match[2] ?? '').trim() };
+}
+
+/** The called number of a drachtio request: the Request-URI user, else the To user. */
+export function calledNumberOf(requestUri: string, toHeader: string): string | undefined {
+  const user = (text: string): string | undefined => /^(?:.*<)?(?:sips?:([^@;>]+)@|tel:([^;>]+))/i.exec(text.trim())?.slice(1).find((part) => part !== undefined);
+  return user(requestUri) ?? user(toHeader);
+}
