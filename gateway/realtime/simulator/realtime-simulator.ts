@@ -14,6 +14,8 @@ import { SpeechSynthesizer } from './speech-synthesizer.ts';
 
 /** Client frames above this are refused (ws closes with 1009); an audio append is a few KB. */
 export const MAX_CLIENT_FRAME_BYTES = 1024 * 1024;
+/** Closed sessions kept for inspection; each holds its wire record (bounded by MAX_WIRE_RECORDS). */
+export const KEPT_CLOSED_CONNECTIONS = 32;
 
 export interface RealtimeSimulatorOptions {
   /** The script; the bundled demo script (or `scriptPath`) when unset. */
@@ -53,7 +55,9 @@ export interface SimulatorConnection {
 }
 
 export class RealtimeSimulator {
+  /** Open connections, and the most recent closed ones (KEPT_CLOSED_CONNECTIONS). */
   readonly connections: SimulatorConnection[] = [];
+  private readonly closed: SimulatorConnection[] = [];
   private server: WebSocketServer | undefined;
   private script: SimulatorScript | undefined;
   private readonly synthesizer: SpeechSynthesizer;
@@ -157,8 +161,14 @@ export class RealtimeSimulator {
     });
     socket.on('close', () => {
       session.onTransportClosed();
-      const index = this.connections.indexOf(connection);
-      if (index >= 0 && this.options.recordWire === false) this.connections.splice(index, 1);
+      this.closed.push(connection);
+      // Closed sessions stay inspectable for tests, but a long-running demo must not keep them all.
+      const keep = this.options.recordWire === false ? 0 : KEPT_CLOSED_CONNECTIONS;
+      while (this.closed.length > keep) {
+        const oldest = this.closed.shift();
+        const index = oldest === undefined ? -1 : this.connections.indexOf(oldest);
+        if (index >= 0) this.connections.splice(index, 1);
+      }
     });
     socket.on('error', (error) => this.logger.debug('simulator socket error', { error: error.message }));
     this.waiters.shift()?.(connection);

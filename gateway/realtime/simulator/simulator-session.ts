@@ -526,8 +526,15 @@ export class SimulatorSession {
         this.error({ code: WIRE_ERROR.missingParameter, message: "Missing required parameter: 'text'.", param: 'text', eventId });
         return;
       }
+      // The scripted text stands for speech: it becomes a committed caller audio item whose
+      // transcript is the text, as the provider reports it when transcription is on.
       const itemId = this.id('item');
-      this.addItem({ type: 'message', id: itemId, object: 'realtime.item', status: 'completed', role: 'user', content: [{ type: 'input_text', text: event.text }] });
+      this.emit({ type: 'input_audio_buffer.committed', event_id: this.id('event'), previous_item_id: this.lastItemId, item_id: itemId });
+      this.addItem({ type: 'message', id: itemId, object: 'realtime.item', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: null }] });
+      if (this.session.audio?.input?.transcription) {
+        this.emit({ type: 'conversation.item.input_audio_transcription.delta', event_id: this.id('event'), item_id: itemId, content_index: 0, delta: event.text });
+        this.emit({ type: 'conversation.item.input_audio_transcription.completed', event_id: this.id('event'), item_id: itemId, content_index: 0, transcript: event.text });
+      }
       this.heard.push({ kind: 'caller_said', itemId, text: event.text, atMs: this.now() });
       this.countUtterance();
     }

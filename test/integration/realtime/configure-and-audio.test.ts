@@ -77,3 +77,18 @@ describe('when caller audio is sent', () => {
     expect(client.droppedAudioFrames).toBe(0);
   });
 });
+
+describe('when input transcription is on and the caller says something', () => {
+  it('should emit the caller transcript before the answer', async () => {
+    harness = await startHarness({ config: { ...PCMU_CONFIG, inputTranscriptionModel: 'gpt-4o-mini-transcribe' } });
+    const { connection, events } = harness;
+    connection.session.callerSays('I want to book a table.');
+    await waitFor('the answer', () => eventsOf(events, 'response_done')[0]);
+    const transcripts = eventsOf(events, 'transcript_done');
+    expect(transcripts.map((t) => [t.role, t.transcript])).toEqual([
+      ['user', 'I want to book a table.'],
+      ['assistant', 'Let me check what we have free.'],
+    ]);
+    expect(eventsOf(events, 'transcript_delta').filter((t) => t.role === 'user').map((t) => t.delta)).toEqual(['I want to book a table.']);
+  });
+});
