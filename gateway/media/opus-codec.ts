@@ -1,5 +1,7 @@
 /**
- * Opus for RTP (RFC 7587) through libopus (@discordjs/opus): mono, 48 kHz, 20 ms frames. A corrupt
+ * Opus for RTP (RFC 7587) through libopus (@discordjs/opus): mono, 20 ms frames. The RTP clock is
+ * always 48 kHz, but libopus encodes from and decodes to 8, 16, 24 or 48 kHz PCM itself, in C, so
+ * the codec works at the model's rate and the JavaScript resampler stays out of the Opus path. A corrupt
  * packet from the network decodes to null (the caller conceals or drops it); an encode failure is
  * a CallgateError, since the input is ours.
  */
@@ -9,29 +11,48 @@ import opus from '@discordjs/opus';
 const { OpusEncoder } = opus;
 type OpusEncoder = InstanceType<typeof OpusEncoder>;
 import { CallgateError } from '../../config/errors.ts';
+import type { AudioSampleRate } from './resampler.ts';
 
-export const OPUS_SAMPLE_RATE = 48000;
+/** The RTP clock rate of Opus, whatever the audio bandwidth (RFC 7587 §4.1). */
+export const OPUS_RTP_CLOCK_RATE = 48000;
 /** 20 ms at 48 kHz. */
 export const OPUS_FRAME_SAMPLES = 960;
 /** Wideband speech is transparent at 32 kb/s; more only costs carrier bandwidth. */
 const DEFAULT_BITRATE = 32_000;
 
+/** libopus OPUS_SET_COMPLEXITY_REQUEST. */
+const OPUS_SET_COMPLEXITY = 4010;
+/**
+ * Encoder complexity 0-10. libopus defaults to 10, which costs several times more CPU per frame
+ * than 5 for no audible gain on narrowband telephone speech; 5 is what telephony stacks use.
+ */
+const DEFAULT_COMPLEXITY = 5;
+
 export interface OpusCodecOptions {
+  /** Rate of the PCM going in and out (not the RTP clock); 48 kHz by default. */
+  readonly sampleRate?: AudioSampleRate;
   readonly bitrate?: number;
+  readonly complexity?: number;
 }
 
 export class OpusCodec {
-  private readonly opus: OpusEncoder;
+  readonly sampleRate: AudioSampleRate;
+  /** PCM samples in one 20 ms frame at `sampleRate`. */
+  readonly frameSamples: number;
+  private readonly opus: InstanceType<typeof OpusEncoder>;
 
   constructor(options: OpusCodecOptions = {}) {
-    this.opus = new OpusEncoder(OPUS_SAMPLE_RATE, 1);
+    this.sampleRate = options.sampleRate ?? 48000;
+    this.frameSamples = this.sampleRate / 50;
+    this.opus = new OpusEncoder(this.sampleRate, 1);
     this.opus.setBitrate(options.bitrate ?? DEFAULT_BITRATE);
+    this.opus.applyEncoderCTL(OPUS_SET_COMPLEXITY, options.complexity ?? DEFAULT_COMPLEXITY);
   }
 
-  /** Encodes exactly one 20 ms frame of 48 kHz PCM. */
+  /** Encodes exactly one 20 ms frame of PCM at `sampleRate`. */
   encode(frame: Int16Array): Buffer {
-    if (frame.length !== OPUS_FRAME_SAMPLES) {
-      throw new CallgateError('CALLGATE_ERR_MEDIA_CODEC', { codec: 'opus', reason: `frame of ${frame.length} samples, expected ${OPUS_FRAME_SAMPLES}` });
+    if (frame.length !== this.frameSamples) {
+      throw new CallgateError('CALLGATE_ERR_MEDIA_CODEC', { codec: 'opus', reason: `frame of ${frame.length} samples, expected ${this.frameSamples}` });
     }
     try {
       return this.opus.encode(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
@@ -40,7 +61,7 @@ export class OpusCodec {
     }
   }
 
-  /** Decodes one packet to 48 kHz PCM, or null when libopus rejects it. */
+  /** Decodes one packet to PCM at `sampleRate`, or null when libopus rejects it. */
   decode(packet: Buffer): Int16Array | null {
     if (packet.length === 0) return null;
     let pcm: Buffer;

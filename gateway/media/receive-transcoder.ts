@@ -4,7 +4,7 @@
  */
 import type { ModelAudioFormat, WireCodec } from './audio-format.ts';
 import { decodeAlaw, decodeUlaw } from './g711.ts';
-import { OPUS_SAMPLE_RATE, OpusCodec } from './opus-codec.ts';
+import { OpusCodec } from './opus-codec.ts';
 import { modelSampleRate, pcmToModelBytes } from './pcm.ts';
 import { Resampler } from './resampler.ts';
 
@@ -25,9 +25,10 @@ export class ReceiveTranscoder {
     this.model = options.model;
     this.passthrough =
       (options.wire.name === 'PCMU' && options.model.encoding === 'pcmu') || (options.wire.name === 'PCMA' && options.model.encoding === 'pcma');
-    const wireRate = options.wire.name === 'opus' ? OPUS_SAMPLE_RATE : 8000;
+    // libopus converts to the model's rate itself; only G.711 (8 kHz) may need resampling.
+    const wireRate = options.wire.name === 'opus' ? modelSampleRate(options.model) : 8000;
     this.resampler = new Resampler({ fromRate: wireRate, toRate: modelSampleRate(options.model) });
-    this.opus = options.wire.name === 'opus' ? new OpusCodec() : undefined;
+    this.opus = options.wire.name === 'opus' ? new OpusCodec({ sampleRate: wireRate }) : undefined;
   }
 
   /** One RTP payload to model audio; null when the payload does not decode (counted by the caller). */

@@ -41,6 +41,9 @@ const RTCP_INTERVAL_MS = 5000;
 const SSRC_CHANGE_PROBATION = 3;
 /** Metrics are flushed from per-call counters once a second, not per packet (hot path). */
 const METRICS_FLUSH_FRAMES = 50;
+/** Per-call lateness histogram: 0.5 ms bins up to 100 ms (the last bin holds everything above). */
+export const LATENESS_BIN_MS = 0.5;
+const LATENESS_BINS = 201;
 /** Comfort noise (RFC 3389, static PT 13): keeps the stream alive, carries no audio we use. */
 const COMFORT_NOISE_PAYLOAD_TYPE = 13;
 
@@ -117,6 +120,7 @@ export class RtpSession {
     latenessFrames: 0,
   };
   private readonly dropped: Partial<Record<RtpSessionDropReason, number>> = {};
+  private readonly latenessBins = new Uint32Array(LATENESS_BINS);
   /** What was last added to the process-wide metrics, to flush only differences. */
   private flushed = { packetsIn: 0, bytesIn: 0, packetsOut: 0, bytesOut: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, concealed: 0, underruns: 0, playoutUnderruns: 0, skipped: 0, rtcpIn: 0, rtcpOut: 0 };
   private readonly flushedDrops: Partial<Record<RtpSessionDropReason, number>> = {};
@@ -231,7 +235,8 @@ export class RtpSession {
   tick(nowMs: number): void {
     if (this.closed) return;
     for (const due of this.schedule.due(nowMs)) {
-      this.sendFrame(due.index, due.latenessMs);
+      // Measured at send time: calls ticked later in the same wake-up are later by that much.
+      this.sendFrame(due.index, Math.max(0, this.options.timer.now() - due.dueMs));
       this.receiveFrame();
     }
     this.checkMediaTimeout(nowMs);
@@ -271,6 +276,11 @@ export class RtpSession {
       ssrcChanges: c.ssrcChanges,
       relatches: c.relatches,
     };
+  }
+
+  /** Sent frames by lateness, in LATENESS_BIN_MS bins, for percentiles across calls. */
+  latenessHistogram(): Uint32Array {
+    return this.latenessBins.slice();
   }
 
   get remoteEndpoint(): RtpEndpoint | undefined {
@@ -436,6 +446,8 @@ export class RtpSession {
     this.counts.latenessSum += latenessMs;
     this.counts.latenessFrames++;
     if (latenessMs > this.counts.latenessMax) this.counts.latenessMax = latenessMs;
+    const bin = Math.min(LATENESS_BINS - 1, Math.floor(latenessMs / LATENESS_BIN_MS));
+    this.latenessBins[bin] = (this.latenessBins[bin] as number) + 1;
     metrics.playoutLateness.observe(latenessMs / 1000);
     this.sentSinceReport = true;
     this.lastSentTimestamp = timestamp;

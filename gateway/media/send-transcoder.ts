@@ -5,7 +5,7 @@
  */
 import { FRAME_MS, type ModelAudioFormat, type WireCodec } from './audio-format.ts';
 import { ALAW_SILENCE, ULAW_SILENCE, encodeAlaw, encodeUlaw } from './g711.ts';
-import { OPUS_SAMPLE_RATE, OpusCodec } from './opus-codec.ts';
+import { OpusCodec } from './opus-codec.ts';
 import { modelBytesToPcm, modelSampleRate } from './pcm.ts';
 import { Resampler } from './resampler.ts';
 
@@ -33,10 +33,11 @@ export class SendTranscoder {
     this.model = options.model;
     this.passthrough =
       (options.wire.name === 'PCMU' && options.model.encoding === 'pcmu') || (options.wire.name === 'PCMA' && options.model.encoding === 'pcma');
-    const wireRate = options.wire.name === 'opus' ? OPUS_SAMPLE_RATE : 8000;
+    // libopus converts to the model's rate itself; only G.711 (8 kHz) may need resampling.
+    const wireRate = options.wire.name === 'opus' ? modelSampleRate(options.model) : 8000;
     this.frameSamples = (wireRate * FRAME_MS) / 1000;
     this.resampler = new Resampler({ fromRate: modelSampleRate(options.model), toRate: wireRate });
-    this.opus = options.wire.name === 'opus' ? new OpusCodec() : undefined;
+    this.opus = options.wire.name === 'opus' ? new OpusCodec({ sampleRate: wireRate }) : undefined;
     this.pendingSamples = new Int16Array(this.frameSamples * 4);
   }
 

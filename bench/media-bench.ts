@@ -1,0 +1,326 @@
+/**
+ * Media load benchmark (issue 6). A separate load process on loopback plays N callers, each
+ * sending a 20 ms RTP stream and counting what comes back. In this process the streams go
+ * through either
+ *   - callgate: one RtpSession per call (passthrough to a local sink: the caller's audio is
+ *     played back as a model item through the paced playout and the shared PlayoutScheduler), or
+ *   - baseline: a bare Node dgram relay with one shared 20 ms timer (what Node itself can do),
+ * for PCMU end to end and for Opus on the wire with PCMU on the model side (decode, resample,
+ * encode on every frame). Printed per run: loss, p50/p99 playout lateness (measured at each send
+ * against its slot on the 20 ms grid), and CPU per call.
+ *
+ *   npx tsx bench/media-bench.ts [--calls 250,500,1000] [--seconds 10] [--codecs pcmu,opus] [--impls baseline,callgate]
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { createSocket, type Socket } from 'node:dgram';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { Logger } from '../config/log.ts';
+import { PCMU, wireCodec } from '../gateway/media/audio-format.ts';
+import { decodeUlaw, encodeUlaw } from '../gateway/media/g711.ts';
+import { MonotonicMediaTimer } from '../gateway/media/media-timer.ts';
+import { MAX_CATCH_UP_FRAMES } from '../gateway/media/frame-schedule.ts';
+import { OPUS_FRAME_SAMPLES, OpusCodec } from '../gateway/media/opus-codec.ts';
+import { PlayoutScheduler } from '../gateway/media/playout-scheduler.ts';
+import { parseRtpPacket, serializeRtpPacket } from '../gateway/media/rtp-packet.ts';
+import { RtpPortAllocator } from '../gateway/media/rtp-port-allocator.ts';
+import { LATENESS_BIN_MS, RtpSession } from '../gateway/media/rtp-session.ts';
+
+type Codec = 'pcmu' | 'opus';
+type Impl = 'baseline' | 'callgate';
+
+const FRAME_MS = 20;
+/** The load spreads its callers over the frame like real, unsynchronized phones. */
+const LOAD_SLOTS = 10;
+/** After the callers stop, echoes still in jitter buffers and playout queues get this long. */
+const DRAIN_MS = 600;
+const LATENESS_BINS = 201;
+const OPUS_PT = 111;
+const PORT_MIN = 52000;
+const PORT_MAX = 55999;
+
+interface StartLoad {
+  readonly type: 'start';
+  readonly ports: number[];
+  readonly codec: Codec;
+  readonly seconds: number;
+}
+interface LoadStarted {
+  readonly type: 'started';
+}
+interface LoadDone {
+  readonly type: 'done';
+  readonly sent: number;
+  readonly received: number;
+  readonly cpuMicros: number;
+}
+type LoadMessage = LoadStarted | LoadDone;
+
+function argument(name: string, fallback: string): string {
+  const index = process.argv.indexOf(`--${name}`);
+  return index >= 0 ? (process.argv[index + 1] ?? fallback) : fallback;
+}
+
+function toneFrames(count: number, rate: number, samples: number): Int16Array[] {
+  return Array.from({ length: count }, (_, f) =>
+    Int16Array.from({ length: samples }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * (f * samples + i)) / rate))),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load process: N callers.
+
+async function runLoad(): Promise<void> {
+  const send = (message: LoadMessage) => process.send?.(message);
+  process.on('message', (raw: StartLoad) => {
+    void (async () => {
+      const payloads =
+        raw.codec === 'pcmu'
+          ? toneFrames(50, 8000, 160).map((pcm) => encodeUlaw(pcm))
+          : (() => {
+              const opus = new OpusCodec();
+              return toneFrames(50, 48000, OPUS_FRAME_SAMPLES).map((pcm) => opus.encode(pcm));
+            })();
+      const pt = raw.codec === 'pcmu' ? 0 : OPUS_PT;
+      const sockets: Socket[] = [];
+      let received = 0;
+      for (let i = 0; i < raw.ports.length; i++) {
+        const socket = createSocket('udp4');
+        await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+        socket.on('message', () => received++);
+        sockets.push(socket);
+      }
+      const cpuStart = process.cpuUsage();
+      const start = performance.now() + 50;
+      const end = start + raw.seconds * 1000;
+      const slotMs = FRAME_MS / LOAD_SLOTS;
+      let step = 0;
+      let sent = 0;
+      send({ type: 'started' });
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          const now = performance.now();
+          const last = Math.floor((now - start) / slotMs);
+          for (; step <= last; step++) {
+            const frame = Math.floor(step / LOAD_SLOTS);
+            const slot = step % LOAD_SLOTS;
+            for (let i = slot; i < sockets.length; i += LOAD_SLOTS) {
+              const data = serializeRtpPacket({ payloadType: pt, marker: frame === 0, sequenceNumber: frame, timestamp: frame * (pt === 0 ? 160 : 960), ssrc: 1000 + i, payload: payloads[frame % payloads.length] as Buffer });
+              (sockets[i] as Socket).send(data, raw.ports[i] as number, '127.0.0.1');
+              sent++;
+            }
+          }
+          if (now >= end) return resolve();
+          setTimeout(wake, Math.max(0, start + step * slotMs - performance.now()));
+        };
+        setTimeout(wake, 50);
+      });
+      await new Promise((resolve) => setTimeout(resolve, DRAIN_MS));
+      const cpu = process.cpuUsage(cpuStart);
+      for (const socket of sockets) socket.close();
+      send({ type: 'done', sent, received, cpuMicros: cpu.user + cpu.system });
+    })();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// System under test: the bare relay baseline.
+
+class BareRelay {
+  readonly bins = new Uint32Array(LATENESS_BINS);
+  private readonly sockets: Socket[] = [];
+  private readonly queues: Buffer[][] = [];
+  private readonly remotes: Array<{ port: number } | undefined> = [];
+  private readonly transcoders: OpusCodec[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly codec: Codec) {}
+
+  async open(n: number): Promise<number[]> {
+    for (let i = 0; i < n; i++) {
+      const socket = createSocket('udp4');
+      await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+      this.queues.push([]);
+      this.remotes.push(undefined);
+      // The same libopus at 8 kHz that callgate uses: Opus on the wire, PCMU on the model side.
+      if (this.codec === 'opus') this.transcoders.push(new OpusCodec({ sampleRate: 8000 }));
+      socket.on('message', (data, from) => {
+        this.remotes[i] = { port: from.port };
+        const parsed = parseRtpPacket(data);
+        if (!parsed.ok) return;
+        let payload = parsed.packet.payload;
+        const opus = this.transcoders[i];
+        if (opus) {
+          const pcm = opus.decode(payload);
+          if (!pcm) return;
+          payload = encodeUlaw(pcm);
+        }
+        (this.queues[i] as Buffer[]).push(payload);
+      });
+      this.sockets.push(socket);
+    }
+    const start = performance.now();
+    let frame = 0;
+    // One shared timer; due times come from the start so the timer cannot drift. After a stall
+    // it catches up at most MAX_CATCH_UP frames, like callgate's FrameSchedule, and skips the rest.
+    const tick = () => {
+      const due = Math.floor((performance.now() + 1 - start) / FRAME_MS);
+      if (due - frame > MAX_CATCH_UP_FRAMES) frame = due - MAX_CATCH_UP_FRAMES;
+      for (; frame < due; ) {
+        frame++;
+        this.sendFrame(frame, start + frame * FRAME_MS);
+      }
+      this.timer = setTimeout(tick, Math.max(0, start + (frame + 1) * FRAME_MS - performance.now()));
+    };
+    this.timer = setTimeout(tick, FRAME_MS);
+    return this.sockets.map((s) => s.address().port);
+  }
+
+  private sendFrame(frame: number, dueMs: number): void {
+    for (let i = 0; i < this.sockets.length; i++) {
+      const remote = this.remotes[i];
+      let payload = (this.queues[i] as Buffer[]).shift();
+      if (!remote || !payload) continue;
+      const opus = this.transcoders[i];
+      if (opus) payload = opus.encode(decodeUlaw(payload));
+      const data = serializeRtpPacket({ payloadType: this.codec === 'pcmu' ? 0 : OPUS_PT, sequenceNumber: frame, timestamp: frame * 160, ssrc: 7, payload });
+      (this.sockets[i] as Socket).send(data, remote.port, '127.0.0.1');
+      const bin = Math.min(LATENESS_BINS - 1, Math.max(0, Math.floor((performance.now() - dueMs) / LATENESS_BIN_MS)));
+      this.bins[bin] = (this.bins[bin] as number) + 1;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    await Promise.all(this.sockets.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// System under test: callgate's media layer.
+
+class CallgateMedia {
+  private readonly sessions: RtpSession[] = [];
+  private readonly timer = new MonotonicMediaTimer();
+  private readonly scheduler = new PlayoutScheduler({ timer: this.timer });
+  private readonly ports = new RtpPortAllocator({ portMin: PORT_MIN, portMax: PORT_MAX });
+  private readonly logger = new Logger({ level: 'error', sink: { write: () => {} } });
+  sinkBytes = 0;
+
+  constructor(private readonly codec: Codec) {}
+
+  async open(n: number): Promise<number[]> {
+    for (let i = 0; i < n; i++) {
+      const session = await RtpSession.open({
+        config: { listen: '127.0.0.1', portMin: PORT_MIN, portMax: PORT_MAX, mediaTimeoutMs: 600_000, comfortSilence: false, jitterMinMs: 20, jitterMaxMs: 200 },
+        ports: this.ports,
+        scheduler: this.scheduler,
+        timer: this.timer,
+        codec: this.codec === 'pcmu' ? PCMU : wireCodec('opus', OPUS_PT),
+        model: { encoding: 'pcmu' },
+        logger: this.logger,
+      });
+      // The local sink: count what the model would get, and play it back as the model's answer.
+      session.on((event) => {
+        if (event.type !== 'audio') return;
+        this.sinkBytes += event.audio.length;
+        session.play('echo', event.audio);
+      });
+      this.sessions.push(session);
+    }
+    return this.sessions.map((s) => s.localPort);
+  }
+
+  get bins(): Uint32Array {
+    const total = new Uint32Array(LATENESS_BINS);
+    for (const session of this.sessions) {
+      const bins = session.latenessHistogram();
+      for (let i = 0; i < LATENESS_BINS; i++) total[i] = (total[i] as number) + (bins[i] as number);
+    }
+    return total;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.sessions.map((s) => s.close()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function percentile(bins: Uint32Array, p: number): number {
+  let total = 0;
+  for (const count of bins) total += count;
+  if (total === 0) return NaN;
+  let seen = 0;
+  for (let i = 0; i < bins.length; i++) {
+    seen += bins[i] as number;
+    if (seen >= total * p) return (i + 1) * LATENESS_BIN_MS;
+  }
+  return bins.length * LATENESS_BIN_MS;
+}
+
+async function runOnce(load: ChildProcess, impl: Impl, codec: Codec, calls: number, seconds: number): Promise<string> {
+  const sut = impl === 'baseline' ? new BareRelay(codec) : new CallgateMedia(codec);
+  const ports = await sut.open(calls);
+  const messages: LoadMessage[] = [];
+  const waitFor = (type: LoadMessage['type']) =>
+    new Promise<LoadMessage>((resolve) => {
+      const check = (message: LoadMessage) => {
+        if (message.type !== type) return;
+        load.off('message', check);
+        resolve(message);
+      };
+      load.on('message', check);
+    });
+  const started = waitFor('started');
+  const done = waitFor('done');
+  load.send({ type: 'start', ports, codec, seconds } satisfies StartLoad);
+  await started;
+  const cpuStart = process.cpuUsage();
+  const wallStart = performance.now();
+  const result = (await done) as LoadDone;
+  const cpu = process.cpuUsage(cpuStart);
+  const wallMs = performance.now() - wallStart;
+  messages.push(result);
+  const bins = sut.bins;
+  await sut.close();
+  const loss = result.sent === 0 ? NaN : Math.max(0, 1 - result.received / result.sent);
+  const cpuPerCallPct = ((cpu.user + cpu.system) / 1000 / wallMs / calls) * 100;
+  return [
+    impl.padEnd(9),
+    (codec === 'pcmu' ? 'PCMU' : 'Opus<->PCMU').padEnd(12),
+    String(calls).padStart(5),
+    `${(loss * 100).toFixed(3)}%`.padStart(9),
+    `${percentile(bins, 0.5).toFixed(1)}`.padStart(7),
+    `${percentile(bins, 0.99).toFixed(1)}`.padStart(7),
+    `${cpuPerCallPct.toFixed(4)}%`.padStart(10),
+    `${(((cpu.user + cpu.system) / 1000 / wallMs) * 100).toFixed(0)}%`.padStart(6),
+    `${((result.cpuMicros / 1000 / wallMs) * 100).toFixed(0)}%`.padStart(6),
+    `${result.sent}/${result.received}`.padStart(16),
+  ].join(' ');
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--role=load')) return runLoad();
+  const callCounts = argument('calls', '250,500,1000').split(',').map(Number);
+  const seconds = Number(argument('seconds', '10'));
+  const codecs = argument('codecs', 'pcmu,opus').split(',') as Codec[];
+  const impls = argument('impls', 'baseline,callgate').split(',') as Impl[];
+  const load = fork(fileURLToPath(import.meta.url), ['--role=load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  console.log(`media bench: ${seconds} s per run, loopback, load in pid ${load.pid}`);
+  console.log('impl      codec        calls      loss  p50 ms  p99 ms  cpu/call  sut%  load%   sent/received');
+  try {
+    for (const codec of codecs) {
+      for (const calls of callCounts) {
+        for (const impl of impls) {
+          console.log(await runOnce(load, impl, codec, calls, seconds));
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      }
+    }
+  } finally {
+    load.kill();
+  }
+}
+
+await main();
