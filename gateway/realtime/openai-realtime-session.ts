@@ -62,6 +62,13 @@ export const MAX_FRAME_BYTES = 4 * 1024 * 1024;
  * a stalled link must not grow memory, and minute-old audio is useless to the model anyway.
  */
 export const MAX_SEND_BUFFER_BYTES = 640 * 1024;
+/** The provider ends a session after 60 minutes (error session_expired, close 1001). */
+export const SESSION_LIMIT_MS = 60 * 60 * 1000;
+/**
+ * `session_expiring` fires this long before the limit: enough for the call layer to wait for a
+ * pause in the conversation (a turn is rarely longer than a minute) and re-open with context.
+ */
+export const SESSION_EXPIRY_WARNING_MS = 5 * 60 * 1000;
 /** How many assistant items' audio lengths are remembered for truncation clamping. */
 const TRACKED_AUDIO_ITEMS = 16;
 /** How many client event ids are remembered to attribute server errors to what caused them. */
@@ -100,6 +107,8 @@ export interface OpenAIRealtimeSessionOptions {
   maxFrameBytes?: number;
   maxSendBufferBytes?: number;
   maxQueuedResponses?: number;
+  sessionLimitMs?: number;
+  expiryWarningMs?: number;
 }
 
 type State = 'idle' | 'connecting' | 'open' | 'closed';
@@ -130,6 +139,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private createdTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
+  private expiryTimer: NodeJS.Timeout | undefined;
   private awaitingPongSince: number | undefined;
   private closeRequested = false;
   private aborted = false;
@@ -422,6 +432,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
         this.sessionId = event.session.id;
         this.applySession(event.session);
         this.state = 'open';
+        this.startExpiryWarning();
         this.connectWaiter?.resolve();
         this.connectWaiter = undefined;
         return;
@@ -597,6 +608,13 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     this.pingTimer.unref();
   }
 
+  private startExpiryWarning(): void {
+    const limit = this.options.sessionLimitMs ?? SESSION_LIMIT_MS;
+    const warning = Math.min(limit, this.options.expiryWarningMs ?? SESSION_EXPIRY_WARNING_MS);
+    this.expiryTimer = setTimeout(() => this.emitter.emit({ type: 'session_expiring', remainingMs: warning }), limit - warning);
+    this.expiryTimer.unref();
+  }
+
   private onSocketError(error: Error & { code?: string }): void {
     if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
       const limit = this.options.maxFrameBytes ?? MAX_FRAME_BYTES;
@@ -613,6 +631,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     const wasConnecting = this.state === 'connecting';
     this.state = 'closed';
     clearInterval(this.pingTimer);
+    clearTimeout(this.expiryTimer);
     clearTimeout(this.createdTimer);
     clearTimeout(this.retryTimer);
     this.options.signal?.removeEventListener('abort', this.onAbort);

@@ -106,6 +106,8 @@ export type RealtimeEvent =
       callIds: string[];
     }
   | { type: 'item_truncated'; itemId: string; audioEndMs: number }
+  /** The provider's session limit is near: re-open with a context summary at the next pause. */
+  | { type: 'session_expiring'; remainingMs: number }
   | { type: 'error'; code: ErrorCode; message: string; providerCode?: string; callId?: string }
   | { type: 'disconnected'; reason: DisconnectReason; detail: string; closeCode?: number };
 

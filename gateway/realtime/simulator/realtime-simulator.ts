@@ -33,6 +33,8 @@ export interface RealtimeSimulatorOptions {
   ignoreSessionUpdate?: boolean;
   maxSessionMs?: number;
   functionCallGapMs?: number;
+  /** Session clock for the records (`said`, `heard`); Date.now by default. */
+  clock?: () => number;
   maxFrameBytes?: number;
   logger?: Logger;
 }
@@ -144,6 +146,7 @@ export class RealtimeSimulator {
       ...(this.options.ignoreSessionUpdate !== undefined && { ignoreSessionUpdate: this.options.ignoreSessionUpdate }),
       ...(this.options.maxSessionMs !== undefined && { maxSessionMs: this.options.maxSessionMs }),
       ...(this.options.functionCallGapMs !== undefined && { functionCallGapMs: this.options.functionCallGapMs }),
+      ...(this.options.clock !== undefined && { clock: this.options.clock }),
     });
     const connection: SimulatorConnection = {
       session,

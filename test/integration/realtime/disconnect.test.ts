@@ -61,6 +61,16 @@ describe('when the session reaches the provider time limit', () => {
   });
 });
 
+describe('when the session limit approaches', () => {
+  it('should warn before the provider closes, then report session_limit', async () => {
+    harness = await startHarness({ simulator: { maxSessionMs: 400 }, client: { sessionLimitMs: 400, expiryWarningMs: 250 } });
+    const h = harness;
+    await waitFor('disconnected', () => eventsOf(h.events, 'disconnected')[0], 5_000);
+    expect(h.events.filter((e) => e.type === 'session_expiring' || e.type === 'disconnected').map((e) => e.type)).toEqual(['session_expiring', 'disconnected']);
+    expect(eventsOf(h.events, 'session_expiring')[0]?.remainingMs).toBe(250);
+  });
+});
+
 describe('when the call layer closes the session', () => {
   it('should report closed', async () => {
     harness = await startHarness();

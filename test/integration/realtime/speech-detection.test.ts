@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { callerSpeech, clientWire, eventsOf, silence, startHarness, streamFrames, waitFor, type Harness } from './realtime-harness.ts';
+import { callerSpeech, clientWire, eventsOf, silence, startHarness, streamFrames, synthesizer, waitFor, type Harness } from './realtime-harness.ts';
 import { EnergyVad } from '../../../gateway/realtime/simulator/energy-vad.ts';
 import { decodeMulaw } from '../../../gateway/realtime/simulator/g711.ts';
 
@@ -54,6 +54,25 @@ describe('when the caller speaks (espeak-ng speech as μ-law)', () => {
     expect(eventsOf(events, 'speech_started')).toHaveLength(2);
     expect(connection.session.utterances).toBe(2);
     expect(clientWire(connection)).toEqual(['session.update']);
+  });
+});
+
+describe('when the caller audio is 24 kHz PCM', () => {
+  it('should detect the speech in it as well', async () => {
+    harness = await startHarness({ config: { instructions: '', inputFormat: 'pcm24k', outputFormat: 'pcm24k', turnDetection: { type: 'server_vad', createResponse: false } } });
+    const { client, events } = harness;
+    const phrase = await synthesizer.render('Change my booking to nine please.', 'pcm24k');
+    const quiet = Buffer.alloc(24 * 2 * 800);
+    for (const audio of [quiet, phrase, quiet]) {
+      // 20 ms of 24 kHz 16-bit PCM is 960 bytes.
+      for (let offset = 0; offset < audio.length; offset += 960) client.sendAudio(audio.subarray(offset, offset + 960));
+    }
+    const stopped = await waitFor('speech_stopped', () => eventsOf(events, 'speech_stopped')[0]);
+    const started = eventsOf(events, 'speech_started')[0];
+    expect(started?.audioStartMs).toBeGreaterThanOrEqual(800);
+    expect(started?.audioStartMs).toBeLessThan(1000);
+    expect(stopped.audioEndMs).toBeGreaterThan(800 + 1000);
+    expect(stopped.audioEndMs).toBeLessThanOrEqual(800 + phrase.length / 48 + 500);
   });
 });
 
