@@ -29,7 +29,15 @@ function simulator(options: { speechSpeed?: number } = {}) {
   });
   const send = (event: Record<string, unknown>): void => session.receive(JSON.stringify(event));
   const errors = () => sent.flatMap((event) => (event.type === 'error' ? [event.error] : []));
-  const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
+  const doneCount = () => sent.filter((event) => event.type === 'response.done').length;
+  /** Waits until `count` responses are done (polling: the simulated response runs asynchronously). */
+  const settle = async (count = 1): Promise<void> => {
+    const deadline = Date.now() + 5_000;
+    while (doneCount() < count) {
+      if (Date.now() > deadline) throw new Error(`only ${doneCount()} of ${count} responses finished`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  };
   send({ type: 'session.update', session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcmu' } }, output: { format: { type: 'audio/pcmu' } } } } });
   return { session, sent, closed, send, errors, settle };
 }
@@ -119,7 +127,7 @@ describe('when a digit step calls two tools', () => {
       sim.send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: call.callId, output: JSON.stringify({ count: i + 3 }) } });
     }
     sim.send({ type: 'response.create' });
-    await sim.settle();
+    await sim.settle(2);
     expect(sim.session.said.map((s) => s.text)).toEqual(['Checking both', 'Found 3. Found 4.']);
   });
 });
