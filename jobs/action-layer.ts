@@ -17,6 +17,7 @@ import { RecoverySweep } from './execution/recovery-sweep.ts';
 import type { Operation } from './ledger/operation.ts';
 import { OperationLedger } from './ledger/operation-ledger.ts';
 import type { Provider } from './providers/provider.ts';
+import { OutOfBandQueue, OutOfBandWorker, SandboxSmsSender } from './notify/out-of-band.ts';
 import { OperationQueues } from './queues/operation-queues.ts';
 import { OperationWorkers } from './queues/operation-workers.ts';
 import { connect } from './redis/connection.ts';
@@ -29,6 +30,8 @@ export interface ActionLayerOptions {
   readonly providers: ReadonlyMap<string, Provider>;
   /** Argument schemas by action name (from the agents' tool definitions). */
   readonly schemas?: ReadonlyMap<string, ZodType>;
+  /** The sandbox whose message sink stands in for SMS (tenants with notify.sms = sandbox). */
+  readonly sandboxUrl?: string;
 }
 
 export type CompensationDecision =
@@ -41,6 +44,8 @@ export class ActionLayer {
   readonly queues: OperationQueues;
   readonly admission: Admission;
   readonly cancellation: Cancellation;
+  readonly outOfBand: OutOfBandQueue;
+  private outOfBandWorker: OutOfBandWorker | undefined;
   private workers: OperationWorkers | undefined;
   private sweep: RecoverySweep | undefined;
   private workerConnection: Redis | undefined;
@@ -58,6 +63,7 @@ export class ActionLayer {
     this.queues = new OperationQueues(producer, config.redis.prefix);
     this.admission = new Admission({ config, ledger: this.ledger, queues: this.queues, providers: options.providers, schemas: options.schemas });
     this.cancellation = new Cancellation({ ledger: this.ledger, queues: this.queues, providers: options.providers });
+    this.outOfBand = new OutOfBandQueue(producer, config.redis.prefix);
   }
 
   /** Connects the producer side (admission, cancellation, lookups). */
@@ -105,6 +111,14 @@ export class ActionLayer {
       log,
     });
     this.workers.start();
+    this.outOfBandWorker = new OutOfBandWorker({
+      connection: this.workerConnection,
+      prefix: config.redis.prefix,
+      tenants,
+      sms: this.options.sandboxUrl === undefined ? undefined : new SandboxSmsSender(this.options.sandboxUrl),
+      log,
+    });
+    this.outOfBandWorker.start();
     this.sweep = new RecoverySweep({
       ledger,
       queues: this.queues,
@@ -169,6 +183,8 @@ export class ActionLayer {
   async close(): Promise<void> {
     await this.sweep?.stop();
     await this.workers?.close();
+    await this.outOfBandWorker?.close();
+    await this.outOfBand.close();
     await this.queues.close();
     this.workerConnection?.disconnect();
     this.producer.disconnect();

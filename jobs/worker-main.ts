@@ -31,7 +31,13 @@ export async function startActionLayer(context: ProcessContext, options: ActionL
     log.info('sandbox systems of record listening', { url: sandbox.url });
   }
   const providers = createProviders(config, { sandboxUrl });
-  const layer = await ActionLayer.open({ config, redisUrl: context.redis.url, log, providers });
+  const layer = await ActionLayer.open({
+    config,
+    redisUrl: context.redis.url,
+    log,
+    providers,
+    sandboxUrl: sandboxUrl === DECLARATION_ONLY_URL ? undefined : sandboxUrl,
+  });
   context.onShutdown('action layer', () => layer.close());
   if (options.runWorkers) await layer.startWorkers();
   registerOperationsApi(http, { ledger: layer.ledger, queues: layer.queues, tenants: config.tenants.map((t) => t.id) });

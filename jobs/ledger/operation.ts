@@ -73,6 +73,10 @@ export interface DeliveryRecord {
   readonly agent?: string;
   readonly responseId?: string;
   readonly channel?: 'voice' | 'out_of_band' | 'none';
+  /** The caller has the result (a spoken response finished, or the out-of-band message was queued). */
+  readonly delivered?: boolean;
+  /** Milliseconds from the commit to the first audio of the spoken acknowledgement. */
+  readonly commitToAudibleMs?: number;
 }
 
 export interface OperationError {

@@ -76,7 +76,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'callgate-harness-'));
   const configPath = join(dir, 'callgate.yaml');
   writeFileSync(configPath, stringify(document));
-  const layer = await ActionLayer.open({ config, redisUrl: testRedisUrl(), log: quietLog, providers: createProviders(config) });
+  const layer = await ActionLayer.open({ config, redisUrl: testRedisUrl(), log: quietLog, providers: createProviders(config), sandboxUrl: sandbox.url });
   if (options.workers !== false) await layer.startWorkers();
   return {
     config,

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { rootLogger, type Logger } from '../../../config/log.ts';
 import { BookingsService } from './bookings-service.ts';
+import { MessageSink } from './message-sink.ts';
 import { EffectJournal } from './effect-journal.ts';
 import { FaultRuleBook, type FaultRule } from './fault-rule-book.ts';
 import { DEFAULT_HOLD_MS, FaultSpecError, mergeFaultSpecs, parseFaultSpec, type FaultSpec } from './fault-spec.ts';
@@ -58,6 +59,7 @@ export class SandboxServer {
   private readonly services = new Map<string, SandboxService>();
   private readonly journal = new EffectJournal();
   private readonly rules = new FaultRuleBook();
+  private readonly sink = new MessageSink();
   private readonly keys = new IdempotencyStore();
   private readonly references = new ReferenceBook();
   /** Cancelled references that never arrived: a late request with one is refused. */
@@ -119,6 +121,15 @@ export class SandboxServer {
 
     const [first, second, third, fourth, ...rest] = parts;
     if (first === 'healthz' && second === undefined) return sendJson(res, 200, { ok: true });
+    if ((first === 'messages' || first === 'webhooks') && second === undefined && method === 'POST') {
+      const header = (name: string) => (typeof req.headers[name] === 'string' ? req.headers[name] : undefined);
+      const { message, duplicate } = this.sink.receive(first === 'messages' ? 'sms' : 'webhook', body, {
+        idempotencyKey: header(IDEMPOTENCY_HEADER),
+        signature: header('x-callgate-signature'),
+        raw: read.text,
+      });
+      return sendJson(res, duplicate ? 200 : 201, { seq: message.seq, duplicate });
+    }
     if (first === 'admin') return this.admin(method, second, url.searchParams, body, res);
     const service = first === undefined ? undefined : this.services.get(first);
     if (service === undefined || second === undefined || rest.length > 0) return notFound(res, url.pathname);
@@ -364,9 +375,14 @@ export class SandboxServer {
         return sendJson(res, 200, this.journal.counts());
       case 'GET concurrency':
         return sendJson(res, 200, this.journal.concurrencyReport());
+      case 'GET messages':
+        return sendJson(res, 200, {
+          messages: this.sink.list({ operationId: query.get('operation_id') ?? undefined, channel: query.get('channel') ?? undefined }),
+        });
       case 'POST reset':
         for (const service of this.services.values()) service.reset();
         this.journal.reset();
+        this.sink.reset();
         this.rules.clear();
         this.keys.reset();
         this.references.reset();

@@ -1,0 +1,102 @@
+/**
+ * The agent side of one call: who is speaking for the line, which operations the call owns (they
+ * belong to the call, not to the agent that started them), what each was for, what the caller has
+ * been told, and what the conversation is doing right now. The gate reads snapshots of it.
+ */
+import type { SessionSnapshot } from './relevance-gate.ts';
+
+export type CallPhase = 'active' | 'hung_up' | 'transferred';
+
+export interface OwnedOperation {
+  readonly operationId: string;
+  readonly action: string;
+  readonly tool: string;
+  /** The agent that asked for it. */
+  readonly agent: string;
+  readonly goal?: string;
+  /** The model's function call, while its output is still owed. */
+  openCallId?: string;
+  /** The caller has been told the final result. */
+  told: boolean;
+}
+
+export interface AgentSessionOptions {
+  readonly sessionId: string;
+  readonly tenantId: string;
+  readonly caller?: string;
+  readonly ownerGateway: string;
+  readonly agent: string;
+}
+
+export class AgentSession {
+  readonly sessionId: string;
+  readonly tenantId: string;
+  readonly caller?: string;
+  readonly ownerGateway: string;
+  activeAgent: string;
+  phase: CallPhase = 'active';
+  callerSpeaking = false;
+  responseActive = false;
+  turnId = 0;
+  /** Tools running right now (for the per-call limit). */
+  toolsInFlight = 0;
+  readonly operations = new Map<string, OwnedOperation>();
+  /** Goal -> the latest operation for it. */
+  private readonly goals = new Map<string, string>();
+  /** Goals the conversation has set aside (results for them are held). */
+  readonly parkedGoals = new Set<string>();
+  /** Times of recent mutations, for frequency limits. */
+  readonly mutationTimes: number[] = [];
+  readonly abort = new AbortController();
+
+  constructor(options: AgentSessionOptions) {
+    this.sessionId = options.sessionId;
+    this.tenantId = options.tenantId;
+    this.caller = options.caller;
+    this.ownerGateway = options.ownerGateway;
+    this.activeAgent = options.agent;
+  }
+
+  /** Records an operation the call now owns; returns the operation it supersedes, if any. */
+  own(op: Omit<OwnedOperation, 'told'>): OwnedOperation | undefined {
+    const existing = this.operations.get(op.operationId);
+    if (existing) {
+      existing.openCallId = op.openCallId ?? existing.openCallId;
+      return undefined;
+    }
+    this.operations.set(op.operationId, { ...op, told: false });
+    if (op.goal === undefined) return undefined;
+    const previous = this.goals.get(op.goal);
+    this.goals.set(op.goal, op.operationId);
+    this.parkedGoals.delete(op.goal);
+    return previous === undefined || previous === op.operationId ? undefined : this.operations.get(previous);
+  }
+
+  isSuperseded(operationId: string): boolean {
+    const owned = this.operations.get(operationId);
+    if (owned?.goal === undefined) return false;
+    return this.goals.get(owned.goal) !== operationId;
+  }
+
+  snapshot(operationId: string, mayReveal: (agent: string, action: string) => boolean): SessionSnapshot {
+    const owned = this.operations.get(operationId);
+    return {
+      call: this.phase,
+      activeAgent: this.activeAgent,
+      activeAgentMayReveal: owned ? mayReveal(this.activeAgent, owned.action) : false,
+      callerSpeaking: this.callerSpeaking,
+      responseActive: this.responseActive,
+      alreadyTold: owned?.told ?? false,
+      superseded: this.isSuperseded(operationId),
+      goalActive: owned?.goal === undefined || !this.parkedGoals.has(owned.goal),
+    };
+  }
+
+  /** What a new agent (after a handoff) or a re-opened model session needs to know. */
+  pendingSummary(states: ReadonlyMap<string, string>): string {
+    const lines = [...this.operations.values()]
+      .filter((op) => !op.told)
+      .map((op) => `- ${op.tool} (${op.operationId})${op.goal ? ` for ${op.goal}` : ''}: ${states.get(op.operationId) ?? 'unknown state'}`);
+    return lines.length === 0 ? 'No operations are pending in this call.' : `Operations of this call not yet told to the caller:\n${lines.join('\n')}`;
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Agents and tools as data. A tool either runs a business action of the tenant (a read answered
+ * inline, or a mutation admitted as a durable operation) or is a control tool the runtime executes
+ * (status, cancel, transfer, handoff). Agents say which actions' results they may reveal and to
+ * whom they may hand off.
+ */
+import type { ZodObject, ZodRawShape, z } from 'zod';
+
+/** What a control tool answers; serialised to JSON for the model. */
+export type ToolOutput = Readonly<Record<string, unknown>> & { readonly status: string };
+
+export interface ToolCallContext {
+  readonly sessionId: string;
+  readonly toolCallId: string;
+  readonly abortSignal: AbortSignal;
+}
+
+export interface ToolDefinition<S extends ZodRawShape = ZodRawShape> {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: ZodObject<S>;
+  /** The tenant action this tool runs (a key of the tenant's `actions`). */
+  readonly action?: string;
+  /**
+   * The goal a request serves ("booking"). A newer request for the same goal in the call
+   * supersedes the older one; the gate then speaks an older result only if it had a real effect.
+   */
+  readonly goal?: (args: z.infer<ZodObject<S>>) => string;
+  /**
+   * How to undo a committed result of this tool: the action to run and its arguments from the
+   * result. Used when a newer request for the same goal supersedes a committed one.
+   */
+  readonly compensation?: { readonly action: string; readonly args: (result: Readonly<Record<string, unknown>>) => Record<string, unknown> };
+  /** The amount (in the action's unit) for limits and confirmation. */
+  readonly amount?: (args: z.infer<ZodObject<S>>) => number;
+  /** A control tool: run by the runtime with the session it belongs to. */
+  readonly control?: 'operation_status' | 'cancel_operation' | 'transfer_to_human' | 'handoff';
+}
+
+export function tool<S extends ZodRawShape>(definition: ToolDefinition<S>): ToolDefinition {
+  return definition as unknown as ToolDefinition;
+}
+
+export interface AgentDefinition {
+  readonly name: string;
+  readonly instructions: string;
+  readonly tools: readonly ToolDefinition[];
+  /** Actions whose results this agent may tell the caller. */
+  readonly reveals: readonly string[];
+  /** Agents this one may hand the call to. */
+  readonly handoffs: readonly string[];
+}
+
+export class AgentCatalogue {
+  private readonly agents = new Map<string, AgentDefinition>();
+
+  constructor(agents: readonly AgentDefinition[]) {
+    for (const agent of agents) this.agents.set(agent.name, agent);
+  }
+
+  get(name: string): AgentDefinition | undefined {
+    return this.agents.get(name);
+  }
+
+  names(): string[] {
+    return [...this.agents.keys()];
+  }
+
+  mayReveal(agent: string, action: string): boolean {
+    return this.agents.get(agent)?.reveals.includes(action) ?? false;
+  }
+}

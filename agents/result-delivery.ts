@@ -1,0 +1,330 @@
+/**
+ * Result delivery: a gateway reads its result streams (one per tenant) in a consumer group, runs
+ * the relevance gate for each event, persists the decision on the operation and only then
+ * acknowledges the event. Then it acts: speak (a system message and one response; delivered only
+ * when that response finished uncancelled), keep for later (when idle, after reconciliation, until
+ * the goal returns or the call ends), or send out of band.
+ *
+ *   ledger (COMMITTED + event, one Lua step)
+ *     -> stream {t:tenant}:results:<gateway> -> XREADGROUP -> gate -> ledger.delivery -> XACK
+ *     -> speak | pending | out-of-band queue
+ *
+ * A gateway that stops heartbeating is replaced by a janitor in another gateway (janitor.ts),
+ * which delivers what was left in its streams out of band.
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from '../config/log.ts';
+import { counter, histogram, SLOW_SECONDS_BUCKETS } from '../config/metrics.ts';
+import { isTerminal, type Operation } from '../jobs/ledger/operation.ts';
+import type { OperationLedger } from '../jobs/ledger/operation-ledger.ts';
+import type { OutOfBandQueue } from '../jobs/notify/out-of-band.ts';
+import type { AgentCatalogue } from './agent.ts';
+import type { AgentSession } from './agent-session.ts';
+import type { AuditLog } from './audit.ts';
+import { decideRelevance, type RelevanceDecision, type SessionSnapshot } from './relevance-gate.ts';
+import { describeForCaller, describeForModel } from './result-wording.ts';
+
+const gateDecisions = counter({
+  name: 'callgate_gate_decisions_total',
+  help: 'Relevance gate decisions by decision and reason (one increment per reason).',
+  labelNames: ['decision', 'reason'],
+});
+
+const lateResults = counter({
+  name: 'callgate_late_results_total',
+  help: 'Results that arrived after the conversation moved to another turn.',
+  labelNames: ['action'],
+});
+
+const commitToAudible = histogram({
+  name: 'callgate_commit_to_audible_seconds',
+  help: 'From the provider commit to the first audio of the spoken acknowledgement.',
+  labelNames: ['action'],
+  buckets: SLOW_SECONDS_BUCKETS,
+});
+
+const deliveryLag = histogram({
+  name: 'callgate_result_delivery_lag_seconds',
+  help: 'From the result event being written to the gate decision being persisted.',
+  labelNames: ['decision'],
+  buckets: SLOW_SECONDS_BUCKETS,
+});
+
+export const DELIVERY_GROUP = 'delivery';
+/** Events read per stream per round; small enough that one slow round does not delay the others. */
+const READ_COUNT = 50;
+/** How long a blocking read waits before looking at the stop signal again. */
+const BLOCK_MS = 500;
+
+export interface SpokenOutcome {
+  readonly status: 'completed' | 'cancelled' | 'failed';
+  readonly responseId?: string;
+  /** When the first audio of the response reached the caller (ms since epoch). */
+  readonly firstAudioAt?: number;
+}
+
+/** How delivery talks to a live call (implemented by the call session in the gateway). */
+export interface ConversationPort {
+  /** Gives the model the result and asks for one response; resolves when that response ends. */
+  deliver(result: { readonly operationId: string; readonly message: string; readonly output: Readonly<Record<string, unknown>> }): Promise<SpokenOutcome>;
+}
+
+export interface ResultDeliveryOptions {
+  /** A connection for blocking reads, used by nothing else. */
+  readonly redis: Redis;
+  readonly ledger: OperationLedger;
+  readonly gatewayId: string;
+  readonly tenants: readonly string[];
+  readonly catalogue: AgentCatalogue;
+  readonly outOfBand: Pick<OutOfBandQueue, 'enqueue'>;
+  readonly audit: AuditLog;
+  readonly log: Logger;
+}
+
+interface AttachedCall {
+  readonly session: AgentSession;
+  readonly port: ConversationPort;
+  /** Results waiting for their moment (idle, the goal, the end of the call). */
+  readonly pending: Set<string>;
+  /** Results being spoken right now: a duplicate event meanwhile is not spoken again. */
+  readonly speaking: Set<string>;
+}
+
+export class ResultDelivery {
+  private readonly calls = new Map<string, AttachedCall>();
+  private running = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly options: ResultDeliveryOptions) {}
+
+  attach(session: AgentSession, port: ConversationPort): void {
+    this.calls.set(session.sessionId, { session, port, pending: new Set(), speaking: new Set() });
+  }
+
+  async start(): Promise<void> {
+    for (const tenant of this.options.tenants) await ensureGroup(this.options.redis, this.streamKey(tenant));
+    this.running = true;
+    this.loop = this.readLoop();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+
+  streamKey(tenant: string, gatewayId = this.options.gatewayId): string {
+    return this.options.ledger.keys.results(tenant, gatewayId);
+  }
+
+  private async readLoop(): Promise<void> {
+    const { redis, tenants, gatewayId, log } = this.options;
+    const keys = tenants.map((t) => this.streamKey(t));
+    // Events read before a restart but never acknowledged come first.
+    let ids = keys.map(() => '0');
+    while (this.running) {
+      try {
+        const reply = (await redis.xreadgroup('GROUP', DELIVERY_GROUP, gatewayId, 'COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...ids)) as StreamReply | null;
+        const drainedPending = ids.every((id) => id === '>') ? false : (reply ?? []).every(([, entries]) => entries.length === 0);
+        for (const [key, entries] of reply ?? []) {
+          const tenant = tenants[keys.indexOf(key)] ?? '';
+          for (const [id, fields] of entries) await this.processEvent(tenant, key, DELIVERY_GROUP, id, toRecord(fields));
+        }
+        if (drainedPending || reply === null) ids = keys.map(() => '>');
+      } catch (error) {
+        if (!this.running) break;
+        log.error('result stream read failed', { error });
+        await new Promise((resolve) => setTimeout(resolve, BLOCK_MS));
+      }
+    }
+  }
+
+  /**
+   * Gates one result event, persists the decision, acknowledges it, then acts. `gone` marks events
+   * of a gateway that died (the janitor): no call can hear them.
+   */
+  async processEvent(tenant: string, streamKey: string, group: string, id: string, fields: Readonly<Record<string, string>>, gone = false): Promise<void> {
+    const { ledger, redis } = this.options;
+    const operationId = fields.operation_id ?? '';
+    const op = await ledger.get(tenant, operationId);
+    if (!op || !(isTerminal(op.state) || op.state === 'UNKNOWN')) {
+      await redis.xack(streamKey, group, id);
+      return;
+    }
+    const call = gone ? undefined : this.calls.get(op.scope.sessionId);
+    const decision = await this.decide(op, call, fields.at === undefined ? undefined : Number(fields.at));
+    await redis.xack(streamKey, group, id);
+    await this.act(op, call, decision);
+  }
+
+  /** Re-runs the gate for results waiting in a call (the caller stopped talking, a response ended). */
+  async onIdle(sessionId: string): Promise<void> {
+    const call = this.calls.get(sessionId);
+    if (!call) return;
+    for (const operationId of [...call.pending]) {
+      const op = await this.options.ledger.get(call.session.tenantId, operationId);
+      if (!op) continue;
+      call.pending.delete(operationId);
+      await this.act(op, call, await this.decide(op, call));
+    }
+  }
+
+  /** The call ended: results still owed go out of band; later events find the call over. */
+  async onCallEnded(sessionId: string, phase: 'hung_up' | 'transferred'): Promise<void> {
+    const call = this.calls.get(sessionId);
+    if (!call) return;
+    call.session.phase = phase;
+    const owed = new Set([...call.pending, ...[...call.session.operations.values()].filter((o) => !o.told).map((o) => o.operationId)]);
+    call.pending.clear();
+    for (const operationId of owed) {
+      const op = await this.options.ledger.get(call.session.tenantId, operationId);
+      // Operations still running report later through their own events.
+      if (!op || !(isTerminal(op.state) || op.state === 'UNKNOWN')) continue;
+      await this.act(op, call, await this.decide(op, call));
+    }
+  }
+
+  private snapshot(op: Operation, call: AttachedCall | undefined): SessionSnapshot {
+    const persistedTold = op.delivery?.delivered === true && op.delivery.decision !== 'reconcile_first';
+    if (!call) {
+      return {
+        call: 'gone',
+        activeAgent: op.scope.agent ?? '',
+        activeAgentMayReveal: false,
+        callerSpeaking: false,
+        responseActive: false,
+        alreadyTold: persistedTold,
+        superseded: false,
+        goalActive: true,
+      };
+    }
+    const snapshot = call.session.snapshot(op.operationId, (agent, action) => this.options.catalogue.mayReveal(agent, action));
+    return { ...snapshot, alreadyTold: snapshot.alreadyTold || persistedTold || call.speaking.has(op.operationId) };
+  }
+
+  private async decide(op: Operation, call: AttachedCall | undefined, eventAt?: number): Promise<RelevanceDecision> {
+    const decision = decideRelevance(
+      { operationId: op.operationId, action: op.action, state: op.state as 'COMMITTED' | 'FAILED_FINAL' | 'CANCELLED' | 'UNKNOWN', agent: op.scope.agent, goal: op.scope.goal },
+      this.snapshot(op, call),
+    );
+    const now = Date.now();
+    const told = op.delivery?.delivered === true && decision.decision === 'suppress';
+    // A suppressed duplicate keeps the record of the delivery that did happen.
+    if (!told) {
+      await this.options.ledger.recordDelivery(op, {
+        decision: decision.decision,
+        reasons: decision.reasons,
+        at: now,
+        agent: call?.session.activeAgent,
+        channel: 'none',
+        delivered: false,
+      });
+    }
+    for (const reason of decision.reasons) gateDecisions.labels(decision.decision, reason).inc();
+    if (eventAt !== undefined) deliveryLag.labels(decision.decision).observe(Math.max(0, now - eventAt) / 1000);
+    if (call && op.scope.turnId !== undefined && op.scope.turnId !== String(call.session.turnId)) lateResults.labels(op.action).inc();
+    await this.options.audit.record(
+      op.scope.sessionId,
+      { type: 'gate_decision', operationId: op.operationId, state: op.state, decision: decision.decision, reasons: decision.reasons, agent: call?.session.activeAgent ?? '' },
+      call?.session.turnId,
+    );
+    return decision;
+  }
+
+  private async act(op: Operation, call: AttachedCall | undefined, { decision, reasons }: RelevanceDecision): Promise<void> {
+    switch (decision) {
+      case 'speak_now':
+      case 'route_to_active_agent':
+        if (call && !(reasons.includes('caller_speaking') || reasons.includes('response_active'))) {
+          await this.speak(op, call, reasons);
+          return;
+        }
+        call?.pending.add(op.operationId);
+        return;
+      case 'speak_when_idle':
+      case 'hold':
+        call?.pending.add(op.operationId);
+        return;
+      case 'reconcile_first':
+      case 'suppress':
+        return;
+      case 'deliver_out_of_band':
+        await this.sendOutOfBand(op, call, reasons);
+        return;
+    }
+  }
+
+  private async speak(op: Operation, call: AttachedCall, reasons: readonly string[]): Promise<void> {
+    if (call.speaking.has(op.operationId)) return;
+    call.speaking.add(op.operationId);
+    let outcome: SpokenOutcome;
+    try {
+      outcome = await call.port.deliver({ operationId: op.operationId, message: describeForModel(op, reasons), output: modelOutput(op) });
+    } catch (error) {
+      this.options.log.warn('speaking a result failed', { operation_id: op.operationId, error });
+      outcome = { status: 'failed' };
+    } finally {
+      call.speaking.delete(op.operationId);
+    }
+    const owned = call.session.operations.get(op.operationId);
+    if (outcome.status !== 'completed') {
+      // Cut off (barge-in) or failed: the caller did not hear it all. Say it again when idle.
+      call.pending.add(op.operationId);
+      await this.options.audit.record(op.scope.sessionId, { type: 'delivery_interrupted', operationId: op.operationId, responseId: outcome.responseId }, call.session.turnId);
+      return;
+    }
+    if (owned) owned.told = true;
+    const committedAt = op.committedAt ?? op.finishedAt;
+    const audibleMs = outcome.firstAudioAt !== undefined && committedAt !== undefined ? Math.max(0, outcome.firstAudioAt - committedAt) : undefined;
+    if (audibleMs !== undefined) commitToAudible.labels(op.action).observe(audibleMs / 1000);
+    await this.options.ledger.recordDelivery(op, {
+      decision: 'spoken',
+      reasons,
+      at: Date.now(),
+      agent: call.session.activeAgent,
+      responseId: outcome.responseId,
+      channel: 'voice',
+      delivered: true,
+      commitToAudibleMs: audibleMs,
+    });
+    await this.options.audit.record(op.scope.sessionId, { type: 'delivered', operationId: op.operationId, channel: 'voice', responseId: outcome.responseId, commitToAudibleMs: audibleMs }, call.session.turnId);
+  }
+
+  private async sendOutOfBand(op: Operation, call: AttachedCall | undefined, reasons: readonly string[]): Promise<void> {
+    await this.options.outOfBand.enqueue({
+      operationId: op.operationId,
+      tenantId: op.tenantId,
+      sessionId: op.scope.sessionId,
+      caller: op.scope.caller,
+      state: op.state,
+      text: describeForCaller(op),
+      reasons,
+    });
+    const owned = call?.session.operations.get(op.operationId);
+    if (owned) owned.told = true;
+    await this.options.ledger.recordDelivery(op, { decision: 'deliver_out_of_band', reasons, at: Date.now(), agent: call?.session.activeAgent, channel: 'out_of_band', delivered: true });
+    await this.options.audit.record(op.scope.sessionId, { type: 'delivered', operationId: op.operationId, channel: 'out_of_band' }, call?.session.turnId);
+  }
+}
+
+type StreamReply = [string, [string, string[]][]][];
+
+function toRecord(fields: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < fields.length; i += 2) out[fields[i] ?? ''] = fields[i + 1] ?? '';
+  return out;
+}
+
+export async function ensureGroup(redis: Redis, key: string): Promise<void> {
+  try {
+    // From the start of the stream: events written before this gateway first read are not lost.
+    await redis.xgroup('CREATE', key, DELIVERY_GROUP, '0', 'MKSTREAM');
+  } catch (error) {
+    if (!(error instanceof Error && error.message.includes('BUSYGROUP'))) throw error;
+  }
+}
+
+export { toRecord as streamFields };
+
+function modelOutput(op: Operation): Record<string, unknown> {
+  return { operation_id: op.operationId, action: op.action, state: op.state, result: op.result, error: op.error };
+}

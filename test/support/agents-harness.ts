@@ -1,0 +1,106 @@
+/**
+ * The agent side over a real action layer: tool runtime, result delivery and janitor, with a
+ * conversation port that records what the caller would be told (and can be told to be cut off).
+ */
+import type { Redis } from 'ioredis';
+import { AgentCatalogue } from '../../agents/agent.ts';
+import { AgentSession } from '../../agents/agent-session.ts';
+import { AuditLog } from '../../agents/audit.ts';
+import { Janitor } from '../../agents/janitor.ts';
+import { ResultDelivery, type ConversationPort, type SpokenOutcome } from '../../agents/result-delivery.ts';
+import { SANDBOX_AGENTS } from '../../agents/sandbox/sandbox-agents.ts';
+import { ToolRuntime } from '../../agents/tool-runtime.ts';
+import { quietLog, startHarness, type Harness, type HarnessOptions } from './action-harness.ts';
+import { testRedis } from './redis.ts';
+
+export interface Spoken {
+  readonly operationId: string;
+  readonly message: string;
+  readonly status: SpokenOutcome['status'];
+  readonly at: number;
+}
+
+/** Records deliveries; `cutOff` makes the next n deliveries end cancelled, as a barge-in would. */
+export class RecordingPort implements ConversationPort {
+  readonly spoken: Spoken[] = [];
+  cutOff = 0;
+  private responses = 0;
+
+  async deliver(result: { operationId: string; message: string }): Promise<SpokenOutcome> {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const status = this.cutOff > 0 ? 'cancelled' : 'completed';
+    if (this.cutOff > 0) this.cutOff--;
+    this.spoken.push({ operationId: result.operationId, message: result.message, status, at: Date.now() });
+    this.responses++;
+    return { status, responseId: `resp_${this.responses}`, firstAudioAt: Date.now() };
+  }
+
+  completed(operationId: string): Spoken[] {
+    return this.spoken.filter((s) => s.operationId === operationId && s.status === 'completed');
+  }
+}
+
+export interface AgentsHarness {
+  readonly h: Harness;
+  readonly runtime: ToolRuntime;
+  readonly delivery: ResultDelivery;
+  readonly audit: AuditLog;
+  readonly catalogue: AgentCatalogue;
+  readonly gatewayId: string;
+  /** A new call with its recording port, attached to delivery. */
+  call(tenantId: string, agent?: string): { session: AgentSession; port: RecordingPort };
+  janitor(gatewayId: string): Janitor;
+  close(): Promise<void>;
+}
+
+export async function startAgentsHarness(options: HarnessOptions & { gatewayId?: string }): Promise<AgentsHarness> {
+  const h = await startHarness(options);
+  const gatewayId = options.gatewayId ?? 'gw-test';
+  const redis: Redis = testRedis();
+  const blocking: Redis[] = [];
+  const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
+  const audit = new AuditLog(redis, h.prefix, quietLog);
+  const tenants = new Map(h.config.tenants.map((t) => [t.id, t]));
+  const runtime = new ToolRuntime({ catalogue, tenants, actions: h.layer, audit, log: quietLog });
+  const makeDelivery = (id: string) => {
+    const connection = testRedis();
+    blocking.push(connection);
+    return new ResultDelivery({ redis: connection, ledger: h.layer.ledger, gatewayId: id, tenants: [...tenants.keys()], catalogue, outOfBand: h.layer.outOfBand, audit, log: quietLog });
+  };
+  const delivery = makeDelivery(gatewayId);
+  await delivery.start();
+  const janitors: Janitor[] = [];
+  let calls = 0;
+  return {
+    h,
+    runtime,
+    delivery,
+    audit,
+    catalogue,
+    gatewayId,
+    call: (tenantId, agent = 'reservations') => {
+      calls++;
+      const session = new AgentSession({ sessionId: `call-${Date.now()}-${calls}`, tenantId, caller: '+15550100', ownerGateway: gatewayId, agent });
+      const port = new RecordingPort();
+      delivery.attach(session, port);
+      return { session, port };
+    },
+    janitor: (id) => {
+      const janitor = new Janitor({ redis, prefix: h.prefix, gatewayId: id, tenants: [...tenants.keys()], delivery: makeDelivery(id), heartbeatMs: 100, deadAfterMs: 300, log: quietLog });
+      janitors.push(janitor);
+      return janitor;
+    },
+    close: async () => {
+      for (const j of janitors) await j.stop();
+      await delivery.stop();
+      for (const c of blocking) c.disconnect();
+      redis.disconnect();
+      await h.close();
+    },
+  };
+}
+
+export async function messages(h: Harness, operationId: string): Promise<{ deliveries: number; body: Record<string, unknown> }[]> {
+  const response = await fetch(`${h.sandbox.url}/admin/messages?operation_id=${operationId}`);
+  return ((await response.json()) as { messages: { deliveries: number; body: Record<string, unknown> }[] }).messages;
+}
