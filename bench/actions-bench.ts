@@ -150,6 +150,8 @@ interface AdmissionResult {
   max: number;
   p99FromSchedule: number;
   refused: number;
+  /** CPU of this process (user + system) per request: what the tail costs, whatever the machine's load. */
+  cpuMsPerRequest: number;
 }
 
 /** Open loop: request i starts at start + i / rate, whatever the earlier ones are doing. */
@@ -159,6 +161,7 @@ async function openLoop(rate: number, seconds: number, request: (i: number) => P
   const fromSchedule: number[] = [];
   let refused = 0;
   const inFlight: Promise<void>[] = [];
+  const cpuBefore = process.cpuUsage();
   const start = performance.now();
   let launched = 0;
   while (launched < total) {
@@ -181,6 +184,7 @@ async function openLoop(rate: number, seconds: number, request: (i: number) => P
   }
   await Promise.all(inFlight);
   const elapsed = performance.now() - start;
+  const cpu = process.cpuUsage(cpuBefore);
   latencies.sort((a, b) => a - b);
   fromSchedule.sort((a, b) => a - b);
   return {
@@ -191,6 +195,7 @@ async function openLoop(rate: number, seconds: number, request: (i: number) => P
     max: latencies.at(-1) ?? Number.NaN,
     p99FromSchedule: percentile(fromSchedule, 99),
     refused,
+    cpuMsPerRequest: (cpu.user + cpu.system) / 1000 / total,
   };
 }
 
@@ -210,6 +215,8 @@ interface ThroughputResult {
   count: number;
   elapsedMs: number;
   perSecond: number;
+  /** CPU of this process (producer and worker; not Redis, not the sandbox) per operation or job. */
+  cpuMsPerItem: number;
 }
 
 /** Admits `count` bookings (`window` at a time) and waits until the worker set has committed all of them. */
@@ -232,14 +239,16 @@ async function measureEndToEnd(layer: ActionLayer, redis: Redis, count: number, 
   };
   await run(WARMUP);
   ids.length = 0;
+  const cpuBefore = process.cpuUsage();
   const startedAt = Date.now();
   await run(count);
+  const cpu = process.cpuUsage(cpuBefore);
   const ops = await Promise.all(ids.map((id) => layer.get(TENANT, id)));
   const notCommitted = ops.filter((op) => op.state !== 'COMMITTED');
   if (notCommitted.length > 0) throw new Error(`${notCommitted.length} operations did not commit (first: ${notCommitted[0]?.state} ${JSON.stringify(notCommitted[0]?.error)})`);
   const lastCommit = Math.max(...ops.map((op) => op.committedAt ?? Number.POSITIVE_INFINITY));
   const elapsedMs = lastCommit - startedAt;
-  return { count, elapsedMs, perSecond: (count / elapsedMs) * 1000 };
+  return { count, elapsedMs, perSecond: (count / elapsedMs) * 1000, cpuMsPerItem: (cpu.user + cpu.system) / 1000 / count };
 }
 
 /** The same number of jobs through bare BullMQ: add (`window` at a time) and a no-op processor. */
@@ -270,10 +279,12 @@ async function measureRawBullmq(redisUrl: string, prefix: string, count: number,
   };
   try {
     await run(WARMUP);
+    const cpuBefore = process.cpuUsage();
     const startedAt = Date.now();
     await run(count);
+    const cpu = process.cpuUsage(cpuBefore);
     const elapsedMs = lastCompletion - startedAt;
-    return { count, elapsedMs, perSecond: (count / elapsedMs) * 1000 };
+    return { count, elapsedMs, perSecond: (count / elapsedMs) * 1000, cpuMsPerItem: (cpu.user + cpu.system) / 1000 / count };
   } finally {
     await worker.close();
     await queue.close();
@@ -330,13 +341,14 @@ async function main(): Promise<void> {
       ['admission p50', ms(admission.p50), ''],
       ['admission p99', ms(admission.p99), `target <= ${ADMISSION_P99_TARGET_MS} ms: ${admission.p99 <= ADMISSION_P99_TARGET_MS ? 'met' : 'MISSED'}`],
       ['admission max', ms(admission.max), `p99 from schedule ${ms(admission.p99FromSchedule)}`],
+      ['admission CPU per request', ms(admission.cpuMsPerRequest), `this process; PING: ${ms(ping.cpuMsPerRequest)}`],
       ['redis PING p50 / p99', `${ms(ping.p50)} / ${ms(ping.p99)}`, `calibration: PING at the same offered rate (${ping.achievedPerSecond.toFixed(0)}/s)`],
       [
         'end to end (sandbox, 0 ms)',
         `${endToEnd.perSecond.toFixed(0)} ops/s`,
-        `${endToEnd.count} committed in ${endToEnd.elapsedMs} ms, 1 worker set, concurrency ${e2eConfig.worker.concurrency}, ${doubled} doubled effects`,
+        `${endToEnd.count} committed in ${endToEnd.elapsedMs} ms, 1 worker set, concurrency ${e2eConfig.worker.concurrency}, CPU ${ms(endToEnd.cpuMsPerItem)}/op, ${doubled} doubled effects`,
       ],
-      ['raw BullMQ (no-op)', `${raw.perSecond.toFixed(0)} jobs/s`, `${raw.count} jobs in ${raw.elapsedMs} ms, concurrency ${e2eConfig.worker.concurrency}`],
+      ['raw BullMQ (no-op)', `${raw.perSecond.toFixed(0)} jobs/s`, `${raw.count} jobs in ${raw.elapsedMs} ms, concurrency ${e2eConfig.worker.concurrency}, CPU ${ms(raw.cpuMsPerItem)}/job`],
       ['end to end / raw', ratio.toFixed(2), `target >= ${END_TO_END_SHARE_OF_RAW_TARGET}: ${ratio >= END_TO_END_SHARE_OF_RAW_TARGET ? 'met' : 'MISSED'}`],
     ];
     const width = Math.max(...rows.map(([name]) => name.length));
