@@ -76,7 +76,7 @@ export function limits(options: { maxAmount?: number; perMinute?: number } = {})
   };
 }
 
-const CARD = /\b(?:\d[ -]?){13,19}\b/g;
+const CARD = /\b\d(?:[ -]?\d){12,18}\b/g;
 const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g;
 
 /** Masks card numbers and e-mail addresses in what a tool returns to the model. */
