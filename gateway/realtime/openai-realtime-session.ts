@@ -48,6 +48,11 @@ export const RESPONSE_CREATED_TIMEOUT_MS = 10_000;
  */
 export const PING_INTERVAL_MS = 20_000;
 export const PONG_TIMEOUT_MS = 10_000;
+/**
+ * A response with no server event for this long is given up (its done was lost or the server is
+ * stuck), so later responses are not queued forever. Far above any pause inside a real response.
+ */
+export const RESPONSE_STALL_TIMEOUT_MS = 30_000;
 /** A refused create with no response in sight is retried after this (bounded attempts). */
 export const REFUSED_CREATE_RETRY_MS = 250;
 /** close() waits this long for the close handshake before terminating the socket. */
@@ -102,6 +107,7 @@ export interface OpenAIRealtimeSessionOptions {
   connectTimeoutMs?: number;
   sessionUpdateTimeoutMs?: number;
   responseCreatedTimeoutMs?: number;
+  responseStallTimeoutMs?: number;
   pingIntervalMs?: number;
   pongTimeoutMs?: number;
   maxFrameBytes?: number;
@@ -138,6 +144,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private readonly unknownTypes = new Set<string>();
   private createdTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  private stallTimer: NodeJS.Timeout | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
   private awaitingPongSince: number | undefined;
@@ -418,6 +425,8 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       }
       return;
     }
+    // Any server event while a response runs shows the server is still working on it.
+    this.stallTimer?.refresh();
     try {
       this.dispatch(event as ServerEvent);
     } catch (error) {
@@ -453,6 +462,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
         return;
       case 'response.created':
         clearTimeout(this.createdTimer);
+        this.watchResponse(event.response.id);
         this.sequencer.onResponseCreated(event.response.id);
         this.emitter.emit({ type: 'response_created', responseId: event.response.id });
         return;
@@ -575,9 +585,21 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     const status: ResponseStatus = response.status === 'in_progress' ? 'incomplete' : response.status;
     const callIds = (response.output ?? []).flatMap((item) => (item.type === 'function_call' ? [item.call_id] : []));
     responses.inc({ status });
+    clearTimeout(this.stallTimer);
+    this.stallTimer = undefined;
     const reason = response.status_details?.reason ?? response.status_details?.error?.code;
     this.emitter.emit({ type: 'response_done', responseId: response.id, status, callIds, ...(reason !== undefined && { reason }) });
     this.sequencer.onResponseDone(response.id, status, callIds);
+  }
+
+  private watchResponse(responseId: string): void {
+    clearTimeout(this.stallTimer);
+    const timeoutMs = this.options.responseStallTimeoutMs ?? RESPONSE_STALL_TIMEOUT_MS;
+    this.stallTimer = setTimeout(() => {
+      this.stallTimer = undefined;
+      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: `response.done for ${responseId.slice(0, 64)}`, timeoutMs }));
+      this.sequencer.onResponseStalled(responseId);
+    }, timeoutMs);
   }
 
   private trackAudio(itemId: string, bytes: number): void {
@@ -634,6 +656,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     clearTimeout(this.expiryTimer);
     clearTimeout(this.createdTimer);
     clearTimeout(this.retryTimer);
+    clearTimeout(this.stallTimer);
     this.options.signal?.removeEventListener('abort', this.onAbort);
     this.sequencer.stop();
     let reason: DisconnectReason;

@@ -146,6 +146,14 @@ export class ResponseSequencer {
     }
   }
 
+  /** The active response went silent (no done within the session's bound): stop waiting for it. */
+  onResponseStalled(responseId: string): void {
+    if (this.active?.responseId !== responseId) return;
+    this.active = undefined;
+    this.lastCreate = undefined;
+    this.pump();
+  }
+
   /**
    * Cancels what is active. Returns the response a cancel went out for, `deferred` when our create
    * is still unanswered (the cancel goes out once it is created), or undefined when idle.

@@ -79,6 +79,21 @@ describe('when function-call arguments are not JSON', () => {
   });
 });
 
+describe('when a response is created but never finishes', () => {
+  it('should give it up after the stall bound and run the queued response', async () => {
+    harness = await startHarness({ client: { responseStallTimeoutMs: 300 } });
+    const h = harness;
+    h.connection.session.sendRaw(JSON.stringify({ type: 'response.created', event_id: 'e1', response: { id: 'resp_phantom', object: 'realtime.response', status: 'in_progress', status_details: null, output: [] } }));
+    await waitFor('the phantom response', () => eventsOf(h.events, 'response_created')[0]);
+    h.client.createResponse();
+    expect(clientWire(h.connection)).toEqual(['session.update']);
+    const done = await waitFor('the queued response', () => eventsOf(h.events, 'response_done')[0], 5_000);
+    expect(done.status).toBe('completed');
+    expect(eventsOf(h.events, 'error').map((e) => e.code)).toEqual(['CALLGATE_ERR_MODEL_TIMEOUT']);
+    expect(clientWire(h.connection)).toEqual(['session.update', 'response.create']);
+  });
+});
+
 describe('when the model never answers session.update', () => {
   it('should reject configure with CALLGATE_ERR_MODEL_TIMEOUT after the bounded wait', async () => {
     harness = await startHarness({ simulator: { ignoreSessionUpdate: true }, client: { sessionUpdateTimeoutMs: 300 }, config: null });

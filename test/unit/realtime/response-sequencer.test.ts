@@ -214,3 +214,16 @@ describe('when the session stopped', () => {
     expect(wire).toEqual([]);
   });
 });
+
+describe('when the active response goes silent', () => {
+  it('should stop waiting for it and send the next create', () => {
+    const { sequencer, wire } = harness();
+    sequencer.onResponseCreated('lost');
+    sequencer.request({});
+    expect(wire).toEqual([]);
+    sequencer.onResponseStalled('other');
+    expect(wire).toEqual([]);
+    sequencer.onResponseStalled('lost');
+    expect(wire).toEqual(['create:1']);
+  });
+});
