@@ -28,7 +28,8 @@ const WORKER_READY_TIMEOUT_MS = 30_000;
 const SETTLE_TIMEOUT_MS = 45_000;
 
 const ACTIONS = {
-  // Generous queues and deadlines: admission pressure is not what this test is about.
+  // Generous queues and deadlines: admission pressure and deadlines are not what this test is
+  // about, and on a busy shared machine a restarted worker can take 20 s to come up.
   book_table: { ...BOOK, maxConcurrent: 16, maxQueued: 1_000, admissionDeadlineMs: 60_000, deadlineMs: 120_000 },
   refund: { ...REFUND, maxConcurrent: 16, maxQueued: 1_000, admissionDeadlineMs: 60_000, deadlineMs: 120_000 },
 };
@@ -45,7 +46,7 @@ const slots: WorkerSlot[] = [];
 const everyProcess: StartedProcess[] = [];
 
 function startWorker(): WorkerSlot {
-  const process = startTs('jobs/worker-main.ts', {
+  const worker = startTs('jobs/worker-main.ts', {
     env: {
       CALLGATE_CONFIG: h.configPath,
       CALLGATE_HTTP_PORT: '0',
@@ -53,8 +54,8 @@ function startWorker(): WorkerSlot {
       REDIS_URL: h.config.redis.url ?? '',
     },
   });
-  everyProcess.push(process);
-  return { process, startedAt: Date.now() };
+  everyProcess.push(worker);
+  return { process: worker, startedAt: Date.now() };
 }
 
 function ready(slot: WorkerSlot): boolean {
@@ -74,7 +75,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const process of everyProcess) process.kill();
+  for (const worker of everyProcess) worker.kill();
   await Promise.all(everyProcess.map((p) => p.exited));
   await h.close();
 });
