@@ -342,7 +342,11 @@ export class RtpSession {
       this.receiveDtmf(packet, now);
       return;
     }
-    if (!isAudio) return;
+    if (!isAudio) {
+      // Comfort noise holds its sequence number, like an event packet, so it is not taken for loss.
+      this.jitterBuffer.push({ sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, payload: Buffer.alloc(0), filler: true }, now);
+      return;
+    }
     this.jitterBuffer.push({ sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, payload: packet.payload }, now);
   }
 
@@ -420,6 +424,8 @@ export class RtpSession {
   }
 
   private sendFrame(index: number, latenessMs: number): void {
+    // With nowhere to send, audio stays queued: clear() must only count what really went out.
+    if (!this.remote) return;
     const timestamp = (this.timestampBase + index * this.frameSamples) >>> 0;
     const dtmf = this.options.telephoneEventPayloadType === undefined ? null : this.dtmfSender.next(timestamp);
     if (dtmf) {
