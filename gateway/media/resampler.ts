@@ -50,7 +50,7 @@ export class Resampler {
     const half = Math.ceil(ZERO_CROSSINGS / (2 * cutoff));
     this.latencySamples = half;
     this.taps = 2 * half;
-    this.coefficients = designPhases(this.up, half, cutoff);
+    this.coefficients = this.up === 1 && this.down === 1 ? new Float32Array(0) : cachedDesign(this.up, this.down, half, cutoff);
     this.pending = new Float32Array(this.taps + 4096);
     // The filter looks back half-1 samples before the first input: start with that much silence.
     this.pendingLength = half - 1;
@@ -117,6 +117,19 @@ export class Resampler {
     this.pendingLength -= keepFrom;
     this.position -= keepFrom;
   }
+}
+
+/** Designs are shared: every call converting between the same two rates uses the same filter. */
+const designs = new Map<string, Float32Array>();
+
+function cachedDesign(up: number, down: number, half: number, cutoff: number): Float32Array {
+  const key = `${up}/${down}`;
+  let design = designs.get(key);
+  if (!design) {
+    design = designPhases(up, half, cutoff);
+    designs.set(key, design);
+  }
+  return design;
 }
 
 /**
