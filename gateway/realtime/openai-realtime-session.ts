@@ -292,6 +292,10 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     this.send({ type: 'input_audio_buffer.commit' });
   }
 
+  clearAudio(): void {
+    this.send({ type: 'input_audio_buffer.clear' });
+  }
+
   cancelResponse(): void {
     this.sequencer.cancelActive();
   }
@@ -460,6 +464,10 @@ export class OpenAIRealtimeSession implements RealtimeSession {
         this.sequencer.onSpeechStopped();
         this.emitter.emit({ type: 'speech_stopped', itemId: event.item_id, audioEndMs: event.audio_end_ms });
         return;
+      case 'input_audio_buffer.cleared':
+        // A cleared buffer ends any utterance in progress; no speech_stopped follows it.
+        this.sequencer.onSpeechStopped();
+        return;
       case 'response.created':
         clearTimeout(this.createdTimer);
         this.watchResponse(event.response.id);
@@ -501,6 +509,8 @@ export class OpenAIRealtimeSession implements RealtimeSession {
 
   private applySession(session: SessionWire): void {
     this.session = session;
+    // Without turn detection no speech_stopped will come: do not keep holding responses for one.
+    if (session.audio?.input?.turn_detection === null) this.sequencer.onSpeechStopped();
     this.inputFormat = formatFromWire(session.audio?.input?.format) ?? this.inputFormat;
     this.outputFormat = formatFromWire(session.audio?.output?.format) ?? this.outputFormat;
   }

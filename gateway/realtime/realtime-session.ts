@@ -125,6 +125,8 @@ export interface RealtimeSession {
   sendAudio(audio: Buffer): void;
   /** Commits the buffered caller audio as a turn (only needed without turn detection). */
   commitAudio(): void;
+  /** Discards caller audio not yet committed (and any utterance in progress). */
+  clearAudio(): void;
   /** Cancels the active response, if any. */
   cancelResponse(): void;
   /** Cancels the active response and resolves once it is done, or after `timeoutMs`. */

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { clientWire, conversationWire, eventsOf, startHarness, waitFor, type Harness } from './realtime-harness.ts';
+import { callerSpeech, clientWire, conversationWire, eventsOf, startHarness, streamFrames, waitFor, type Harness } from './realtime-harness.ts';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -65,5 +65,21 @@ describe('when the queue of waiting responses is full', () => {
     const busy = eventsOf(events, 'error').filter((e) => e.code === 'CALLGATE_ERR_MODEL_BUSY');
     expect(busy).toHaveLength(1);
     await waitFor('three responses', () => eventsOf(events, 'response_done').length === 3, 20_000);
+  });
+});
+
+describe('when a response is asked for while the caller is speaking', () => {
+  it('should hold it until the utterance ends, and release it when the buffer is cleared', async () => {
+    harness = await startHarness({ config: { instructions: '', inputFormat: 'pcmu', outputFormat: 'pcmu', turnDetection: { type: 'server_vad', createResponse: false } } });
+    const { client, connection, events } = harness;
+    // Speech with no trailing silence: the utterance is still open.
+    streamFrames(client, await callerSpeech('Hold on, I am still talking'));
+    await waitFor('speech_started', () => eventsOf(events, 'speech_started')[0]);
+    client.createResponse();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(clientWire(connection)).toEqual(['session.update']);
+    client.clearAudio();
+    await waitFor('the held response', () => eventsOf(events, 'response_done')[0]);
+    expect(clientWire(connection)).toEqual(['session.update', 'input_audio_buffer.clear', 'response.create']);
   });
 });
