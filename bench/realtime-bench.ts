@@ -219,6 +219,8 @@ async function runBench(): Promise<void> {
 
   console.log(`realtime bench: ${probes.length} sessions, ${seconds} s measured after ${warmup} s warm-up`);
   console.log(`callgate CPU: ${(cpuShare * 100).toFixed(1)} % of one core total, ${((cpuShare * 100) / probes.length).toFixed(3)} % per session`);
+  const messages = outbound.length + inbound.length;
+  console.log(`callgate CPU per message (frame out or delta in): ${(((cpu.user + cpu.system) / Math.max(1, messages)) * 1).toFixed(1)} µs`);
   console.log(`simulator CPU (child, whole run): ${(childCpu / 1000 / 1000).toFixed(1)} s`);
   console.log(describe('outbound added latency (20 ms slot -> socket write)', outbound));
   console.log(describe('inbound added latency (simulator send -> audio_delta emitted)', inbound));
