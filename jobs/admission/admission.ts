@@ -3,13 +3,13 @@
  * ledger record is written first (with the capacity check and duplicate detection in the same Lua
  * step), then the job is enqueued; an outbox sweep covers a crash between the two.
  */
-import { ulid } from 'ulid';
 import type { ZodType } from 'zod';
 import { CallgateError } from '../../config/errors.ts';
 import { formatIssues } from '../../config/load.ts';
 import type { ActionConfig, Config, TenantConfig } from '../../config/schema.ts';
 import { admissionDecisions, admissionLatency, compensations, duplicateSuppressions } from '../action-metrics.ts';
 import { IdempotencyConflictError } from '../ledger/ledger-errors.ts';
+import { newOperationId } from '../ledger/operation-id.ts';
 import type { ConversationScope, OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import type { Provider } from '../providers/provider.ts';
@@ -86,7 +86,7 @@ export class Admission {
       throw error;
     }
     const now = this.now();
-    const operationId = `op_${ulid(now)}`;
+    const operationId = newOperationId(now);
     const mode = admissionMode(action);
     const idempotencyKey =
       request.idempotencyKey ??

@@ -101,7 +101,7 @@ export class Cancellation {
   }
 
   private async lastOutcomeUnknown(op: Operation): Promise<boolean> {
-    return (await this.options.ledger.rawField(op, 'last_outcome_unknown')) === '1';
+    return op.uncertain || (await this.options.ledger.rawField(op, 'last_outcome_unknown')) === '1';
   }
 }
 

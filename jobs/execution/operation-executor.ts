@@ -81,11 +81,13 @@ export class OperationExecutor {
     if (op.state === 'RUNNING') {
       // A redelivered job: the worker that ran it is gone (stalled lock) or this is a duplicate delivery.
       if (op.sending && !resendSafe(op)) {
-        await this.toUnknown(op, op.attempt, 'redelivered_while_sending', log);
+        await this.toUnknown(op, 'RUNNING', op.attempt, 'redelivered_while_sending', log);
         return { type: 'done', state: 'UNKNOWN' };
       }
       try {
-        await ledger.transition(op, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: op.attempt, actor: 'worker', reason: 'worker_lost' });
+        // The lost attempt may have reached the provider: a resend is safe (same key), giving up is not.
+        const fields = op.sending && op.kind === 'mutation' ? { uncertain: '1' } : undefined;
+        await ledger.transition(op, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: op.attempt, actor: 'worker', reason: 'worker_lost', fields });
       } catch (error) {
         if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return { type: 'done', note: 'taken over elsewhere' };
         throw error;
@@ -93,6 +95,10 @@ export class OperationExecutor {
       op = await ledger.require(tenantId, operationId);
     }
     if (op.state === 'FAILED_RETRYABLE' && now > op.deadlineAt) {
+      if (op.uncertain && op.kind === 'mutation') {
+        await this.toUnknown(op, 'FAILED_RETRYABLE', op.attempt, 'deadline_after_unknown_outcome', log);
+        return { type: 'done', state: 'UNKNOWN' };
+      }
       return this.finish(op, { from: ['FAILED_RETRYABLE'], to: 'FAILED_FINAL', reason: 'deadline', fields: { error: errorJson('deadline', 'the operation deadline passed') } }, log);
     }
 
@@ -116,8 +122,11 @@ export class OperationExecutor {
     const { ledger } = this.options;
     const first = op.attempt === 0;
     let attempt: number;
+    const attemptStart = this.now();
     try {
-      const fields: Record<string, string> = first ? { started_at: String(this.now()) } : {};
+      // Marked sending in the same step as starting: from here the request may leave this process.
+      const fields: Record<string, string> = { sending: '1', sending_at: String(attemptStart) };
+      if (first) fields.started_at = String(attemptStart);
       ({ attempt } = await ledger.transition(op, {
         from: ['ADMITTED', 'FAILED_RETRYABLE'],
         to: 'RUNNING',
@@ -133,8 +142,6 @@ export class OperationExecutor {
       throw error;
     }
     attempts.labels(op.action, first ? 'first' : 'retry').inc();
-    // From here the request may leave this process: record it before sending.
-    await ledger.setFenced(op, ['RUNNING'], attempt, { sending: '1', sending_at: String(this.now()) });
     const deadline = AbortSignal.timeout(Math.max(1, op.deadlineAt - this.now()));
     let result: ProviderResult;
     try {
@@ -151,7 +158,7 @@ export class OperationExecutor {
       if (!definitelyNotSent && error instanceof ProviderOutcomeUnknownError) providerTimeouts.labels(op.action).inc();
       if (!definitelyNotSent && !resendSafe(op)) {
         // Timeout after sending, dropped connection, garbage: the effect may exist. Ask, do not resend.
-        await this.toUnknown({ ...op, attempt }, attempt, error instanceof Error ? error.message : String(error), log);
+        await this.toUnknown({ ...op, attempt }, 'RUNNING', attempt, error instanceof Error ? error.message : String(error), log);
         return { type: 'done', state: 'UNKNOWN' };
       }
       const code = definitelyNotSent ? 'unreachable' : 'outcome_unknown';
@@ -163,8 +170,7 @@ export class OperationExecutor {
       if (result.providerRef !== undefined) fields.provider_ref = result.providerRef;
       const outcome = await this.finish({ ...op, attempt }, { from: ['RUNNING'], to: 'COMMITTED', attempt, reason: 'provider_committed', fields }, log);
       if (outcome.type === 'done' && outcome.state === 'COMMITTED') {
-        const startedAt = (await ledger.get(op.tenantId, op.operationId))?.startedAt ?? this.now();
-        executionToCommit.labels(op.action).observe((this.now() - startedAt) / 1000);
+        executionToCommit.labels(op.action).observe((this.now() - (op.startedAt ?? attemptStart)) / 1000);
       }
       return outcome;
     }
@@ -196,9 +202,9 @@ export class OperationExecutor {
     }
     const error = errorJson(code, message);
     if (reason !== undefined) {
-      if (outcomeUnknown) {
-        // The idempotent provider may have committed: giving up must not claim it failed. Ask first.
-        await this.toUnknown(op, op.attempt, `${reason} after ${code}`, log);
+      if (outcomeUnknown || (op.uncertain && op.kind === 'mutation')) {
+        // This or an earlier attempt may have committed: giving up must not claim it failed. Ask first.
+        await this.toUnknown(op, 'RUNNING', op.attempt, `${reason} after ${code}`, log);
         return { type: 'done', state: 'UNKNOWN' };
       }
       return this.finish(op, { from: ['RUNNING'], to: 'FAILED_FINAL', attempt: op.attempt, reason, fields: { error } }, log);
@@ -210,7 +216,7 @@ export class OperationExecutor {
         attempt: op.attempt,
         actor: 'worker',
         reason: code,
-        fields: { error, last_outcome_unknown: outcomeUnknown ? '1' : '0' },
+        fields: { error, last_outcome_unknown: outcomeUnknown ? '1' : '0', ...(outcomeUnknown ? { uncertain: '1' } : {}) },
       });
     } catch (e) {
       if (e instanceof IllegalTransitionError || e instanceof StaleAttemptError) return { type: 'done', note: e.message };
@@ -221,9 +227,9 @@ export class OperationExecutor {
     return { type: 'delay', delayMs, reason: 'retry' };
   }
 
-  private async toUnknown(op: Operation, attempt: number, reason: string, log: Logger): Promise<void> {
+  private async toUnknown(op: Operation, from: 'RUNNING' | 'FAILED_RETRYABLE', attempt: number, reason: string, log: Logger): Promise<void> {
     try {
-      await this.options.ledger.transition(op, { from: ['RUNNING'], to: 'UNKNOWN', attempt, actor: 'worker', reason, fields: { error: errorJson('outcome_unknown', reason) } });
+      await this.options.ledger.transition(op, { from: [from], to: 'UNKNOWN', attempt, actor: 'worker', reason, fields: { error: errorJson('outcome_unknown', reason) } });
     } catch (error) {
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return;
       throw error;

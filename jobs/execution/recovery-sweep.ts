@@ -125,7 +125,8 @@ export class RecoverySweep {
       return;
     }
     if (op.state === 'RUNNING') {
-      await ledger.transition(op, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: op.attempt, actor: 'sweeper', reason: 'worker_lost' });
+      const fields = op.sending && op.kind === 'mutation' ? { uncertain: '1' } : undefined;
+      await ledger.transition(op, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: op.attempt, actor: 'sweeper', reason: 'worker_lost', fields });
     }
     await queues.requeueExecution(queue, data);
     log.warn('re-running an operation whose worker was lost', { operation_id: op.operationId, state: op.state });

@@ -399,6 +399,7 @@ function fromHash(h: Record<string, string>): Operation {
     state: (h.state ?? 'REQUESTED') as OperationState,
     attempt: Number(h.attempt ?? '0'),
     sending: h.sending === '1',
+    uncertain: h.uncertain === '1',
     providerIdempotent: h.provider_idempotent === '1',
     money: h.money === '1',
     createdAt: Number(h.created_at ?? '0'),

@@ -5,6 +5,7 @@
  *   REQUESTED --validate+authorize--> ADMITTED --persist, enqueue--> RUNNING
  *   RUNNING --> COMMITTED | FAILED_RETRYABLE | FAILED_FINAL | UNKNOWN
  *   FAILED_RETRYABLE --backoff, within budget and deadline--> RUNNING
+ *   FAILED_RETRYABLE --no retry left, and an earlier attempt's outcome is unknown--> UNKNOWN
  *   UNKNOWN --reconcile--> COMMITTED | FAILED_FINAL | UNKNOWN
  *   UNKNOWN --reconcile: the provider has no record, after the grace period--> FAILED_RETRYABLE
  *   UNKNOWN --reconcile: the provider confirms it cancelled the request--> CANCELLED
@@ -37,7 +38,7 @@ export const LEGAL_TRANSITIONS: Readonly<Record<OperationState, readonly Operati
   REQUESTED: ['ADMITTED'],
   ADMITTED: ['RUNNING', 'CANCELLED'],
   RUNNING: ['COMMITTED', 'FAILED_RETRYABLE', 'FAILED_FINAL', 'UNKNOWN', 'CANCELLED'],
-  FAILED_RETRYABLE: ['RUNNING', 'FAILED_FINAL', 'CANCELLED'],
+  FAILED_RETRYABLE: ['RUNNING', 'FAILED_FINAL', 'CANCELLED', 'UNKNOWN'],
   UNKNOWN: ['COMMITTED', 'FAILED_FINAL', 'UNKNOWN', 'FAILED_RETRYABLE', 'CANCELLED'],
   COMMITTED: [],
   FAILED_FINAL: [],
@@ -114,6 +115,11 @@ export interface Operation {
   readonly attempt: number;
   /** Set once the request to a provider may have left this process (UNKNOWN becomes possible). */
   readonly sending: boolean;
+  /**
+   * Some attempt's outcome is unknown (a lost answer, a worker lost while sending): the effect may
+   * exist even if later attempts failed, so giving up must ask the provider (UNKNOWN), not claim failure.
+   */
+  readonly uncertain: boolean;
   readonly providerIdempotent: boolean;
   readonly money: boolean;
   readonly createdAt: number;

@@ -10,6 +10,7 @@ beforeAll(async () => {
       'tenant-unknown': { refund: { ...REFUND } },
       'tenant-nolookup': { refund: { ...REFUND, provider: 'payments_nolookup' } },
       'tenant-lost': { refund: { ...REFUND } },
+      'tenant-uncertain': { book_table: { ...BOOK, retry: { maxAttempts: 2, backoffMs: 50, maxBackoffMs: 100, budgetRatio: 1, budgetWindowSeconds: 60, budgetMinRetries: 10 } } },
       'tenant-garbage': { refund: { ...REFUND }, book_table: { ...BOOK, retry: { maxAttempts: 3, backoffMs: 20, maxBackoffMs: 100, budgetRatio: 1, budgetWindowSeconds: 60, budgetMinRetries: 10 } } },
     },
     providers: (url) => ({
@@ -103,5 +104,22 @@ describe('when a provider answers garbage after committing', () => {
     expect(op?.state).toBe('COMMITTED');
     expect((await h.layer.ledger.history('tenant-garbage', decision.operationId)).map((e) => e.state)).toContain('UNKNOWN');
     expect((await h.sandbox.counts()).requests[decision.operationId]).toBe(1);
+  });
+});
+
+describe('when an idempotent booking lost its answer and then runs out of attempts', () => {
+  it('should ask the provider (UNKNOWN) instead of claiming failure, and find the commit', async () => {
+    // The first attempt commits and its answer is held past the client timeout; the retry with the
+    // same key meets a 503 and the attempts run out. Only the first attempt's outcome is unknown.
+    await h.sandbox.addRule({ fault: 'commit-then-timeout=2500', tenant: 'tenant-uncertain', operation: 'book', nth: 1 });
+    await h.sandbox.addRule({ fault: 'error=503', tenant: 'tenant-uncertain', operation: 'book', nth: 2 });
+    const decision = await h.layer.admit({ tenantId: 'tenant-uncertain', action: 'book_table', args: booking(), scope: h.scope() });
+    if (decision.type !== 'started') throw new Error(decision.type);
+    const op = await h.layer.waitFor('tenant-uncertain', decision.operationId, 15_000);
+    expect(op?.state).toBe('COMMITTED');
+    const states = (await h.layer.ledger.history('tenant-uncertain', decision.operationId)).map((e) => e.state);
+    expect(states, JSON.stringify(await h.layer.ledger.history('tenant-uncertain', decision.operationId))).toContain('UNKNOWN');
+    expect(states).not.toContain('FAILED_FINAL');
+    expect((await h.sandbox.counts()).effects[decision.operationId]).toBe(1);
   });
 });
