@@ -40,10 +40,11 @@ sum by (action) (rate(callgate_unknown_opened_total[5m]))
   / sum by (action) (rate(callgate_operation_attempts_total{kind="first"}[5m]))
 \`\`\`
 
-Operations UNKNOWN right now, and the oldest one's age:
+Operations UNKNOWN right now, and the oldest one's age (every worker reports the same value, read
+from Redis, so take the max, not the sum):
 
 \`\`\`promql
-sum by (tenant) (callgate_operations_unknown)
+max by (tenant) (callgate_operations_unknown)
 max by (tenant) (callgate_operations_unknown_oldest_age_seconds)
 \`\`\`
 
@@ -62,10 +63,11 @@ sum by (action, outcome) (rate(callgate_reconciliations_total{outcome=~"unknown|
 sum by (tenant, action, policy, outcome) (rate(callgate_admission_decisions_total{outcome=~"busy_.*|degraded"}[5m]))
 \`\`\`
 
-Queue depth (what a queue-depth autoscaler should read: waiting + prioritized + delayed):
+Queue depth (what a queue-depth autoscaler should read: waiting + prioritized + delayed; every pod
+reports the same Redis counts, so take the max per queue and state first):
 
 \`\`\`promql
-sum by (queue) (callgate_queue_jobs{state=~"waiting|prioritized|delayed"})
+sum by (queue) (max by (queue, state) (callgate_queue_jobs{state=~"waiting|prioritized|delayed"}))
 \`\`\`
 `;
 

@@ -37,16 +37,7 @@ export function loadRegistry(): Promise<MetricRegistry> {
  * issue that adds them and the labels the queries expect. A name here is checked like any other
  * as soon as the registry has it (the registry wins); until then the test reports it as awaited.
  */
-export const METRICS_AWAITED_FROM_OTHER_COMPONENTS: Readonly<Record<string, { readonly issue: number; readonly type: string; readonly labels: readonly string[] }>> = {
-  /** Relevance gate decisions, by decision and reason (agents: issue 7). */
-  callgate_gate_decisions_total: { issue: 7, type: 'counter', labels: ['decision', 'reason'] },
-  /** From the provider's commit to the first audio of the spoken acknowledgement (agents: issue 7). */
-  callgate_commit_to_audible_seconds: { issue: 7, type: 'histogram', labels: ['action'] },
-  /** From the result event being written to the gate decision being persisted (agents: issue 7). */
-  callgate_result_delivery_lag_seconds: { issue: 7, type: 'histogram', labels: ['decision'] },
-  /** Out-of-band messages by channel and outcome: sent, failed_attempt, gave_up (agents: issue 7). */
-  callgate_out_of_band_deliveries_total: { issue: 7, type: 'counter', labels: ['channel', 'outcome'] },
-};
+export const METRICS_AWAITED_FROM_OTHER_COMPONENTS: Readonly<Record<string, { readonly issue: number; readonly type: string; readonly labels: readonly string[] }>> = {};
 
 /** Labels Prometheus adds to every series from the scrape target (ServiceMonitor relabelings). */
 export const TARGET_LABELS: ReadonlySet<string> = new Set(['namespace', 'pod', 'container', 'service', 'endpoint', 'job', 'instance', 'component']);
