@@ -150,7 +150,9 @@ async function runBench(): Promise<void> {
         instructions: 'bench',
         inputFormat: 'pcmu',
         outputFormat: 'pcmu',
-        turnDetection: { type: 'server_vad', createResponse: false, interruptResponse: false },
+        // No turn detection: the caller's hum must not barge in, and the simulator skips its VAD so
+        // that its process leaves the shared cores to the process being measured.
+        turnDetection: null,
       });
       client.createResponse();
       probes.push(probe);

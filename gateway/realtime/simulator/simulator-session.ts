@@ -362,10 +362,16 @@ export class SimulatorSession {
       this.error({ code: WIRE_ERROR.missingParameter, message: "Missing required parameter: 'audio'.", param: 'audio', eventId });
       return;
     }
+    if (this.vad === undefined) {
+      // Without turn detection only the length matters; skip decoding (many calls in one process).
+      const length = base64Length(audio);
+      this.inputBytes += length;
+      this.bufferBytes += length;
+      return;
+    }
     const bytes = Buffer.from(audio, 'base64');
     this.inputBytes += bytes.length;
     this.bufferBytes += bytes.length;
-    if (this.vad === undefined) return;
     const format = this.inputFormat();
     const samples = format === 'pcmu' ? decodeMulaw(bytes) : format === 'pcma' ? decodeAlaw(bytes) : decodePcm16(bytes);
     for (const transition of this.vad.push(samples)) {
@@ -797,6 +803,11 @@ export class SimulatorSession {
     if (this.options.deterministic === true) return `${prefix}_${String(next).padStart(4, '0')}`;
     return `${prefix}_${randomBytes(12).toString('base64url')}`;
   }
+}
+
+function base64Length(text: string): number {
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  return Math.max(0, Math.floor((text.length * 3) / 4) - padding);
 }
 
 function joinLines(lines: string[]): string {

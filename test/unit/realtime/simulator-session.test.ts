@@ -132,6 +132,28 @@ describe('when a digit step calls two tools', () => {
   });
 });
 
+describe('when turn detection is off and the client commits audio itself', () => {
+  it.each([
+    [99, 'input_audio_buffer_commit_empty'],
+    [100, undefined],
+    [250, undefined],
+  ])('should measure %i ms of appended audio and commit it only from 100 ms on', (ms, code) => {
+    const sim = simulator();
+    sim.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { turn_detection: null } } } });
+    // Odd-sized appends exercise the length computed from base64 without decoding.
+    const audio = Buffer.alloc(ms * 8, 0xff);
+    for (let offset = 0; offset < audio.length; offset += 157) sim.send({ type: 'input_audio_buffer.append', audio: audio.subarray(offset, offset + 157).toString('base64') });
+    sim.send({ type: 'input_audio_buffer.commit' });
+    if (code === undefined) {
+      expect(sim.errors()).toEqual([]);
+      expect(sim.session.heard).toEqual([{ kind: 'committed', itemId: expect.any(String) as string, audioMs: ms, atMs: expect.any(Number) as number }]);
+    } else {
+      expect(sim.errors()).toEqual([expect.objectContaining({ code })]);
+      expect(sim.errors()[0]?.message).toContain(`buffer only has ${ms.toFixed(2)}ms of audio`);
+    }
+  });
+});
+
 describe('when the session runs into the duration limit', () => {
   it('should send session_expired and close with 1001', () => {
     const sim = simulator();
