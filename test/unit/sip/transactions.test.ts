@@ -1,5 +1,8 @@
-/** Transaction timers with a short T1 (10 ms): what is sent, how often, and when it stops. */
-import { describe, expect, it } from 'vitest';
+/**
+ * Transaction timers with a short T1 (10 ms): what is sent, how often, and when it stops. The clock
+ * is faked, so the timings are exact whatever else the machine is doing.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ClientTransaction } from '../../../gateway/sip/client-transaction.ts';
 import { InviteServerTransaction } from '../../../gateway/sip/invite-server-transaction.ts';
 import { parseSipMessage } from '../../../gateway/sip/message-parser.ts';
@@ -8,7 +11,16 @@ import { NonInviteServerTransaction } from '../../../gateway/sip/non-invite-serv
 import { T1_MS, T2_MS, T4_MS, resolveTimers } from '../../../gateway/sip/sip-timers.ts';
 
 const timers = resolveTimers({ t1Ms: 10, t2Ms: 40, t4Ms: 50 });
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = async (ms: number): Promise<void> => {
+  await vi.advanceTimersByTimeAsync(ms);
+};
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 function response(status: number, method = 'BYE'): SipResponse {
   const parsed = parseSipMessage(`SIP/2.0 ${status} X\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nFrom: <sip:a@b>;tag=1\r\nTo: <sip:c@d>;tag=2\r\nCall-ID: c\r\nCSeq: 2 ${method}\r\nContent-Length: 0\r\n\r\n`);
@@ -120,14 +132,17 @@ describe('when a non-INVITE client transaction gets no answer', () => {
     let sent = 0;
     const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: false, send: () => sent++, onRetransmit: () => undefined, onTerminated: () => undefined });
     transaction.start();
+    await sleep(timers.transactionTimeout + 10);
     expect(await transaction.outcome).toEqual({ type: 'timeout' });
-    expect(sent).toBeGreaterThan(10);
+    // 10, 20, 40, 40, ... ms gaps within 640 ms: 1 original + 17 retransmissions.
+    expect(sent).toBe(18);
   });
 
   it('should send once over TCP and still time out', async () => {
     let sent = 0;
     const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: true, send: () => sent++, onRetransmit: () => undefined, onTerminated: () => undefined });
     transaction.start();
+    await sleep(timers.transactionTimeout + 10);
     expect(await transaction.outcome).toEqual({ type: 'timeout' });
     expect(sent).toBe(1);
   });
