@@ -244,6 +244,20 @@ class CallgateMedia {
     return total;
   }
 
+  /** Where callgate's missing packets went: jitter-buffer drops, skipped send slots, underruns. */
+  diagnostics(): string {
+    const sum = { late: 0, discarded: 0, skipped: 0, underruns: 0, lost: 0 };
+    for (const session of this.sessions) {
+      const stats = session.stats();
+      sum.late += stats.late;
+      sum.discarded += stats.discarded;
+      sum.skipped += stats.playoutSkippedFrames;
+      sum.underruns += stats.receiveUnderruns;
+      sum.lost += stats.lost;
+    }
+    return `late ${sum.late} discarded ${sum.discarded} skipped ${sum.skipped} rx-underruns ${sum.underruns} seq-lost ${sum.lost}`;
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.sessions.map((s) => s.close()));
   }
@@ -287,6 +301,7 @@ async function runOnce(load: ChildProcess, impl: Impl, codec: Codec, calls: numb
   const wallMs = performance.now() - wallStart;
   messages.push(result);
   const bins = sut.bins;
+  const diagnostics = sut instanceof CallgateMedia ? `  (${sut.diagnostics()})` : '';
   await sut.close();
   const loss = result.sent === 0 ? NaN : Math.max(0, 1 - result.received / result.sent);
   const cpuPerCallPct = ((cpu.user + cpu.system) / 1000 / wallMs / calls) * 100;
@@ -301,7 +316,7 @@ async function runOnce(load: ChildProcess, impl: Impl, codec: Codec, calls: numb
     `${(((cpu.user + cpu.system) / 1000 / wallMs) * 100).toFixed(0)}%`.padStart(6),
     `${((result.cpuMicros / 1000 / wallMs) * 100).toFixed(0)}%`.padStart(6),
     `${result.sent}/${result.received}`.padStart(16),
-  ].join(' ');
+  ].join(' ') + diagnostics;
 }
 
 async function main(): Promise<void> {

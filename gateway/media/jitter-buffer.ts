@@ -83,8 +83,8 @@ export class JitterBuffer {
   /** Extended (unwrapped) sequence number of the next frame to play. */
   private next = 0;
   private highest = 0;
-  private played = new Set<number>();
-  private playedOrder: number[] = [];
+  /** Ring of recently played extended sequence numbers, indexed by number modulo its size. */
+  private readonly played = new Float64Array(PLAYED_MEMORY).fill(-1);
   private pendingJump: { extended: number; packet: JitterPacket } | undefined;
   private previousPayload: Buffer | undefined;
   private previousWasReal = false;
@@ -124,7 +124,7 @@ export class JitterBuffer {
     }
     this.pendingJump = undefined;
     if (extended < this.next) {
-      if (this.played.has(extended)) {
+      if (this.played[ringIndex(extended)] === extended) {
         this.counts.duplicates++;
         return 'duplicate';
       }
@@ -200,8 +200,7 @@ export class JitterBuffer {
 
   private restart(sequenceNumber: number): void {
     this.entries.clear();
-    this.played.clear();
-    this.playedOrder = [];
+    this.played.fill(-1);
     this.next = sequenceNumber;
     this.highest = sequenceNumber;
     this.state = 'buffering';
@@ -248,11 +247,7 @@ export class JitterBuffer {
 
   /** Moves the playout point on; `received` remembers the frame so a copy counts as duplicate. */
   private advance(received: boolean): void {
-    if (received) {
-      this.played.add(this.next);
-      this.playedOrder.push(this.next);
-      if (this.playedOrder.length > PLAYED_MEMORY) this.played.delete(this.playedOrder.shift() as number);
-    }
+    if (received) this.played[ringIndex(this.next)] = this.next;
     this.next++;
     this.hasPlayed = true;
   }
@@ -282,4 +277,9 @@ export class JitterBuffer {
       this.cleanTicks = 0;
     }
   }
+}
+
+/** Extended sequence numbers can go below 0 (reordering at the very start of a stream). */
+function ringIndex(extended: number): number {
+  return ((extended % PLAYED_MEMORY) + PLAYED_MEMORY) % PLAYED_MEMORY;
 }

@@ -51,7 +51,8 @@ export class Resampler {
     this.latencySamples = half;
     this.taps = 2 * half;
     this.coefficients = this.up === 1 && this.down === 1 ? new Float32Array(0) : cachedDesign(this.up, this.down, half, cutoff);
-    this.pending = new Float32Array(this.taps + 4096);
+    // A passthrough never buffers; others start with room for a 20 ms frame at 48 kHz.
+    this.pending = new Float32Array(this.passthrough ? 0 : this.taps + 1024);
     // The filter looks back half-1 samples before the first input: start with that much silence.
     this.pendingLength = half - 1;
     this.position = half - 1;

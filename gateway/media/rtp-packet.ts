@@ -167,6 +167,20 @@ export function serializeRtpPacket(init: RtpPacketInit, into?: Buffer): Buffer {
   return out;
 }
 
+/**
+ * Only the 12-byte fixed header of a packet without CSRCs, extension or padding: the send path
+ * hands header and payload to the socket as two buffers, so the payload is never copied.
+ */
+export function serializeRtpHeader(init: Omit<RtpPacketInit, 'payload' | 'csrcs' | 'extension' | 'paddingBytes'>): Buffer {
+  const out = Buffer.allocUnsafe(RTP_HEADER_BYTES);
+  out[0] = RTP_VERSION << 6;
+  out[1] = (init.marker ? 0x80 : 0) | (init.payloadType & 0x7f);
+  out.writeUInt16BE(init.sequenceNumber & 0xffff, 2);
+  out.writeUInt32BE(init.timestamp >>> 0, 4);
+  out.writeUInt32BE(init.ssrc >>> 0, 8);
+  return out;
+}
+
 function roundUp4(n: number): number {
   return (n + 3) & ~3;
 }

@@ -24,7 +24,7 @@ import type { PlayoutRegistration, PlayoutScheduler } from './playout-scheduler.
 import { ReceiveStatistics } from './receive-statistics.ts';
 import { ReceiveTranscoder } from './receive-transcoder.ts';
 import { parseRtcpCompound, serializeRtcpReport } from './rtcp-packet.ts';
-import { parseRtpPacket, serializeRtpPacket, type RtpPacket } from './rtp-packet.ts';
+import { RTP_HEADER_BYTES, parseRtpPacket, serializeRtpHeader, type RtpPacket } from './rtp-packet.ts';
 import type { RtpPortAllocator } from './rtp-port-allocator.ts';
 import { rtpEvents, type RtpEndpoint, type RtpSessionEvent } from './rtp-session-events.ts';
 import type { RtpSessionDropReason, RtpSessionStats } from './rtp-session-stats.ts';
@@ -192,7 +192,10 @@ export class RtpSession {
     if (!onHold) this.lastRtpAt = this.options.timer.now();
   }
 
-  /** Queues model audio (in the model's format) of one output item for paced playout. */
+  /**
+   * Queues model audio (in the model's format) of one output item for paced playout. The buffer
+   * is the session's from here on (PCMU passthrough sends views of it): do not reuse it.
+   */
   play(itemId: string, audio: Buffer): void {
     if (this.closed) return;
     if (this.encodingItem !== undefined && this.encodingItem !== itemId) this.finishEncoding();
@@ -234,7 +237,12 @@ export class RtpSession {
   /** Called by the PlayoutScheduler at this call's slot. */
   tick(nowMs: number): void {
     if (this.closed) return;
-    for (const due of this.schedule.due(nowMs)) {
+    const skippedBefore = this.schedule.skippedFrames;
+    const dueFrames = this.schedule.due(nowMs);
+    // After a stall the send side skips frames (the model's audio is delayed, not burst), but the
+    // caller's audio already arrived: the model gets all of it, or the jitter buffer would overflow.
+    for (let i = this.schedule.skippedFrames - skippedBefore; i > 0; i--) this.receiveFrame();
+    for (const due of dueFrames) {
       // Measured at send time: calls ticked later in the same wake-up are later by that much.
       this.sendFrame(due.index, Math.max(0, this.options.timer.now() - due.dueMs));
       this.receiveFrame();
@@ -444,11 +452,11 @@ export class RtpSession {
 
   private sendRtp(payloadType: number, payload: Buffer, marker: boolean, timestamp: number, latenessMs: number): void {
     if (!this.remote) return;
-    const data = serializeRtpPacket({ payloadType, marker, sequenceNumber: this.sequence, timestamp, ssrc: this.ssrc, payload });
+    const header = serializeRtpHeader({ payloadType, marker, sequenceNumber: this.sequence, timestamp, ssrc: this.ssrc });
     this.sequence = (this.sequence + 1) & 0xffff;
-    this.sockets.sendRtp(data, this.remote);
+    this.sockets.sendRtp([header, payload], this.remote);
     this.counts.packetsOut++;
-    this.counts.bytesOut += data.length;
+    this.counts.bytesOut += RTP_HEADER_BYTES + payload.length;
     this.counts.latenessSum += latenessMs;
     this.counts.latenessFrames++;
     if (latenessMs > this.counts.latenessMax) this.counts.latenessMax = latenessMs;

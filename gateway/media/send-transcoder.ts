@@ -1,13 +1,16 @@
 /**
  * Model audio to 20 ms RTP payloads. The model streams audio in chunks of any size; whole frames
  * come out as soon as they are complete and the remainder waits for the next chunk or `flush()`.
- * A PCMU model on a PCMU call (PCMA on PCMA) is only sliced, never transcoded.
+ * A PCMU model on a PCMU call (PCMA on PCMA) is only sliced, never transcoded, and the frames
+ * are views into the pushed buffers: `push()` takes ownership of what it is given.
  */
 import { FRAME_MS, type ModelAudioFormat, type WireCodec } from './audio-format.ts';
 import { ALAW_SILENCE, ULAW_SILENCE, encodeAlaw, encodeUlaw } from './g711.ts';
 import { OpusCodec } from './opus-codec.ts';
 import { modelBytesToPcm, modelSampleRate } from './pcm.ts';
 import { Resampler } from './resampler.ts';
+
+const EMPTY = Buffer.alloc(0);
 
 export interface SendTranscoderOptions {
   readonly wire: WireCodec;
@@ -22,7 +25,7 @@ export class SendTranscoder {
   private readonly model: ModelAudioFormat;
   private readonly resampler: Resampler;
   private readonly opus: OpusCodec | undefined;
-  private pendingBytes: Buffer = Buffer.alloc(0);
+  private pendingBytes: Buffer = EMPTY;
   private pendingSamples: Int16Array;
   private pendingSampleCount = 0;
   /** A trailing odd byte of PCM16 input, kept for the next chunk. */
@@ -67,7 +70,7 @@ export class SendTranscoder {
       const silence = this.wire.name === 'PCMU' ? ULAW_SILENCE : ALAW_SILENCE;
       const frame = Buffer.alloc(this.frameSamples, silence);
       this.pendingBytes.copy(frame);
-      this.pendingBytes = Buffer.alloc(0);
+      this.pendingBytes = EMPTY;
       return frame;
     }
     if (this.pendingSampleCount === 0) return null;
@@ -78,7 +81,7 @@ export class SendTranscoder {
 
   /** Drops buffered audio (barge-in): the next push starts a fresh stream. */
   reset(): void {
-    this.pendingBytes = Buffer.alloc(0);
+    this.pendingBytes = EMPTY;
     this.pendingSampleCount = 0;
     this.oddByte = Buffer.alloc(0);
     this.resampler.reset();
@@ -89,11 +92,10 @@ export class SendTranscoder {
     const frames: Buffer[] = [];
     let offset = 0;
     while (bytes.length - offset >= this.frameSamples) {
-      // Copies: the model's buffer is not ours to keep views into.
-      frames.push(Buffer.from(bytes.subarray(offset, offset + this.frameSamples)));
+      frames.push(bytes.subarray(offset, offset + this.frameSamples));
       offset += this.frameSamples;
     }
-    this.pendingBytes = Buffer.from(bytes.subarray(offset));
+    this.pendingBytes = offset === bytes.length ? EMPTY : bytes.subarray(offset);
     return frames;
   }
 

@@ -60,7 +60,8 @@ export class UdpPortPair {
     throw new CallgateError('CALLGATE_ERR_LISTEN_FAILED', { address: `${options.address} (RTP)`, reason: String(lastError) }, { cause: lastError });
   }
 
-  sendRtp(data: Buffer, to: RtpEndpoint): void {
+  /** One datagram; several buffers are gathered by the kernel (header and payload, no copy). */
+  sendRtp(data: Buffer | readonly Buffer[], to: RtpEndpoint): void {
     if (!this.closed) this.rtp.send(data, to.port, to.address);
   }
 

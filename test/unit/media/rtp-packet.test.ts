@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_RTP_PACKET_BYTES, RTP_DROP_REASONS, parseRtpPacket, serializeRtpPacket, type RtpDropReason, type RtpPacketInit } from '../../../gateway/media/rtp-packet.ts';
+import { MAX_RTP_PACKET_BYTES, RTP_DROP_REASONS, parseRtpPacket, serializeRtpHeader, serializeRtpPacket, type RtpDropReason, type RtpPacketInit } from '../../../gateway/media/rtp-packet.ts';
 import { randomInt, seededRandom } from './seeded-random.ts';
 
 function hex(text: string): Buffer {
@@ -60,6 +60,12 @@ describe('when serializing RTP packets', () => {
   it('should produce the exact bytes of a simple PCMU packet', () => {
     const wire = serializeRtpPacket({ marker: true, payloadType: 0, sequenceNumber: 1, timestamp: 160, ssrc: 0x1234, payload: hex('ff7f') });
     expect(wire.toString('hex')).toBe('80800001000000a000001234ff7f');
+  });
+
+  it('should write the same fixed header alone as in a whole packet', () => {
+    const init = { marker: true, payloadType: 111, sequenceNumber: 65535, timestamp: 0xfffffff0, ssrc: 0xdeadbeef };
+    const payload = hex('010203');
+    expect(Buffer.concat([serializeRtpHeader(init), payload]).equals(serializeRtpPacket({ ...init, payload }))).toBe(true);
   });
 
   it('should wrap sequence numbers and timestamps at their field width', () => {
