@@ -664,6 +664,8 @@ export class SimulatorSession {
     let transcript = '';
     const chunkBytes = AUDIO_CHUNK_MS * perMs;
     const speed = this.options.speechSpeed ?? 1;
+    // Paced against the start time, not chunk by chunk, so timer delays do not add up to drift.
+    const pacingStart = performance.now();
     for (let offset = 0; offset < audio.length && !signal.aborted && !this.closed; offset += chunkBytes) {
       const chunk = audio.subarray(offset, offset + chunkBytes);
       this.audioSent = true;
@@ -679,7 +681,7 @@ export class SimulatorSession {
         transcript += delta;
         this.emit({ type: 'response.output_audio_transcript.delta', event_id: this.id('event'), ...ref, delta });
       }
-      if (speed > 0) await sleep(chunkMs / speed, signal);
+      if (speed > 0) await sleep(pacingStart + said.audioMsSent / speed - performance.now(), signal);
     }
     const cancelled = signal.aborted;
     said.status = cancelled ? 'cancelled' : 'completed';

@@ -163,6 +163,19 @@ describe('when the session runs into the duration limit', () => {
   });
 });
 
+describe('when speech is paced', () => {
+  it('should take the line length divided by the speed, never less', async () => {
+    const sim = simulator({ speechSpeed: 4 });
+    const started = performance.now();
+    sim.send({ type: 'response.create' });
+    await sim.settle();
+    // One second of audio at four times real time: about 250 ms.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(200);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(sim.session.said[0]?.audioMsSent).toBe(1000);
+  });
+});
+
 describe('when ids are generated in deterministic mode', () => {
   it('should number them in sequence', async () => {
     const sim = simulator();
