@@ -15,7 +15,7 @@ import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import type { Provider } from '../providers/provider.ts';
 import { executionQueueFor, type OperationQueues } from '../queues/operation-queues.ts';
 import { admissionMode, capacityFor, decideWhenFull, type BusyReason } from './backpressure.ts';
-import { deriveCoalesceKey, deriveIdempotencyKey, normalizeArguments, paramsHash } from './idempotency.ts';
+import { deriveCoalesceKeyOf, deriveIdempotencyKeyOf, normalizeArguments, paramsHashOf } from './idempotency.ts';
 
 /** Arguments above this size are refused: tool arguments are small, and the ledger keeps them. */
 export const MAX_ARGUMENT_BYTES = 16_384;
@@ -79,8 +79,9 @@ export class Admission {
     const action = this.action(request.tenantId, request.action);
     const outcome = (decision: string) => admissionDecisions.labels(request.tenantId, request.action, action.policy, decision).inc();
     let args: Readonly<Record<string, unknown>>;
+    let canonical: string;
     try {
-      args = this.validate(request);
+      ({ args, canonical } = this.validate(request));
     } catch (error) {
       outcome('invalid');
       throw error;
@@ -90,7 +91,7 @@ export class Admission {
     const mode = admissionMode(action);
     const idempotencyKey =
       request.idempotencyKey ??
-      deriveIdempotencyKey({ tenantId: request.tenantId, action: request.action, sessionId: request.scope.sessionId, intent: request.intent }, args);
+      deriveIdempotencyKeyOf({ tenantId: request.tenantId, action: request.action, sessionId: request.scope.sessionId, intent: request.intent }, canonical);
     const providerIdempotent = this.providerIdempotent(action);
     let result;
     try {
@@ -102,7 +103,7 @@ export class Admission {
         provider: action.provider,
         providerOperation: action.operation ?? request.action,
         idempotencyKey,
-        paramsHash: paramsHash(args),
+        paramsHash: paramsHashOf(canonical),
         params: args,
         scope: request.scope,
         providerIdempotent,
@@ -111,7 +112,7 @@ export class Admission {
         deadlineAt: now + action.deadlineMs,
         compensates: request.compensates,
         mode,
-        coalesceKey: mode === 'coalesce' ? deriveCoalesceKey(request.tenantId, request.action, args) : undefined,
+        coalesceKey: mode === 'coalesce' ? deriveCoalesceKeyOf(request.tenantId, request.action, canonical) : undefined,
         capacity: capacityFor(action),
         budgetWindowMs: action.retry.budgetWindowSeconds * 1000,
       });
@@ -123,7 +124,8 @@ export class Admission {
     switch (result.type) {
       case 'admitted': {
         await this.options.queues.enqueueExecution(executionQueueFor(action.kind, providerIdempotent), { operationId, tenantId: request.tenantId });
-        await this.options.ledger.clearOutbox(request.tenantId, operationId);
+        // Not awaited: a lost clear only makes the outbox sweep find a job that exists (a no-op).
+        void this.options.ledger.clearOutbox(request.tenantId, operationId).catch(() => undefined);
         if (request.compensates !== undefined) compensations.labels(request.action).inc();
         decision = { type: 'started', operationId, idempotencyKey, queued: result.activeBefore >= action.maxConcurrent };
         break;
@@ -145,7 +147,8 @@ export class Admission {
     return decision;
   }
 
-  private validate(request: AdmissionRequest): Readonly<Record<string, unknown>> {
+  /** Checks ids, shape and size, and the action's schema; returns the arguments and their canonical JSON. */
+  private validate(request: AdmissionRequest): { args: Readonly<Record<string, unknown>>; canonical: string } {
     for (const [name, id] of [
       ['session id', request.scope.sessionId],
       ['gateway id', request.scope.ownerGateway],
@@ -172,8 +175,9 @@ export class Admission {
       if (!parsed.success) {
         throw new CallgateError('CALLGATE_ERR_OP_INVALID_ARGUMENTS', { action: request.action, problems: formatIssues(parsed.error.issues).join('; ') });
       }
-      return parsed.data as Record<string, unknown>;
+      const args = parsed.data as Record<string, unknown>;
+      return { args, canonical: JSON.stringify(normalizeArguments(args)) };
     }
-    return request.args as Record<string, unknown>;
+    return { args: request.args as Record<string, unknown>, canonical: text };
   }
 }

@@ -47,7 +47,12 @@ function sha256(text: string): string {
 
 /** Hash of the normalized arguments: same key with another hash is a conflict. */
 export function paramsHash(args: unknown): string {
-  return sha256(canonicalJson(args));
+  return paramsHashOf(canonicalJson(args));
+}
+
+/** The same, from arguments already in canonical form (admission computes it once). */
+export function paramsHashOf(canonical: string): string {
+  return sha256(canonical);
 }
 
 export interface IntentScope {
@@ -60,11 +65,20 @@ export interface IntentScope {
 }
 
 export function deriveIdempotencyKey(scope: IntentScope, args: unknown): string {
-  const what = scope.intent !== undefined ? `intent:${normalizeArguments(scope.intent) as string}` : `args:${canonicalJson(args)}`;
+  return deriveIdempotencyKeyOf(scope, scope.intent !== undefined ? '' : canonicalJson(args));
+}
+
+/** The same, from arguments already in canonical form. */
+export function deriveIdempotencyKeyOf(scope: IntentScope, canonicalArgs: string): string {
+  const what = scope.intent !== undefined ? `intent:${normalizeArguments(scope.intent) as string}` : `args:${canonicalArgs}`;
   return `idk_${sha256([scope.tenantId, scope.action, scope.sessionId, what].join('\u0000')).slice(0, 40)}`;
 }
 
 /** Identical reads of a tenant share one operation while it runs, whoever asked. */
 export function deriveCoalesceKey(tenantId: string, action: string, args: unknown): string {
-  return `co_${sha256([tenantId, action, canonicalJson(args)].join('\u0000')).slice(0, 40)}`;
+  return deriveCoalesceKeyOf(tenantId, action, canonicalJson(args));
+}
+
+export function deriveCoalesceKeyOf(tenantId: string, action: string, canonicalArgs: string): string {
+  return `co_${sha256([tenantId, action, canonicalArgs].join('\u0000')).slice(0, 40)}`;
 }

@@ -112,8 +112,9 @@ export class OperationLedger {
     const k = this.keys;
     const now = this.now();
     // The pointer is written first and never changes; a crash after it leaves a harmless orphan.
-    await this.redis.set(k.tenantOf(op.operationId), op.tenantId, 'EX', this.retentionSeconds(op.money) + DAY_SECONDS);
-    const reply = await this.redis.ledgerAdmit(
+    // Both commands go out together: one round trip, in order on the connection.
+    const pointer = this.redis.set(k.tenantOf(op.operationId), op.tenantId, 'EX', this.retentionSeconds(op.money) + DAY_SECONDS);
+    const admitted = this.redis.ledgerAdmit(
       k.operation(op.tenantId, op.operationId),
       k.history(op.tenantId, op.operationId),
       k.idempotency(op.tenantId, op.idempotencyKey),
@@ -132,6 +133,7 @@ export class OperationLedger {
       this.retentionSeconds(op.money),
       op.budgetWindowMs,
     );
+    const [, reply] = await Promise.all([pointer, admitted]);
     const [status, a, b] = reply as [string, string, string | undefined];
     switch (status) {
       case 'ADMITTED':
