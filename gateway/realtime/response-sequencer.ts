@@ -110,10 +110,12 @@ export class ResponseSequencer {
   }
 
   onToolOutput(callId: string): void {
-    this.outputs.add(callId);
     const responseId = this.callToResponse.get(callId);
-    const turn = responseId === undefined ? undefined : this.toolTurns.get(responseId);
-    if (responseId !== undefined && turn !== undefined) this.settleTurn(responseId, turn);
+    // An output for a call no tool turn knows (forgotten, or never announced) settles nothing.
+    if (responseId === undefined) return;
+    this.outputs.add(callId);
+    const turn = this.toolTurns.get(responseId);
+    if (turn !== undefined) this.settleTurn(responseId, turn);
     this.pump();
   }
 

@@ -116,6 +116,15 @@ describe('when a response dispatched two function calls', () => {
     expect(wire).toEqual(['create:1', 'create:2']);
   });
 
+  it('should ignore an output for a call it never saw', () => {
+    const { sequencer, wire } = harness();
+    sequencer.request({});
+    sequencer.onResponseCreated('r1');
+    sequencer.onResponseDone('r1', 'completed', []);
+    sequencer.onToolOutput('unknown');
+    expect(wire).toEqual(['create:1']);
+  });
+
   it('should not send the follow-up while one call has no output', () => {
     const { sequencer, wire } = harness();
     sequencer.request({});
@@ -148,6 +157,7 @@ describe('when a response dispatched two function calls', () => {
     sequencer.request({});
     sequencer.onResponseCreated('r1');
     sequencer.request({ instructions: 'later' });
+    sequencer.onFunctionCall('r1', 'a');
     sequencer.onToolOutput('a');
     sequencer.onResponseDone('r1', 'completed', ['a']);
     expect(creates.map((c) => c.instructions)).toEqual([undefined, undefined]);
