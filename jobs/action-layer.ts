@@ -8,6 +8,7 @@ import type { ZodType } from 'zod';
 import { CallgateError } from '../config/errors.ts';
 import type { Logger } from '../config/log.ts';
 import type { Config } from '../config/schema.ts';
+import { actionActive, actionLeases, actionMaxConcurrent } from './action-metrics.ts';
 import { Admission, type AdmissionDecision, type AdmissionRequest } from './admission/admission.ts';
 import { Cancellation, CancelProcessor, type CancelDecision } from './execution/cancellation.ts';
 import { OperationExecutor } from './execution/operation-executor.ts';
@@ -129,6 +130,17 @@ export class ActionLayer {
       reconcileGraceMs: config.worker.reconcileGraceMs,
     });
     this.sweep.start();
+  }
+
+  /** Refreshes the gauges read from Redis (queue depths, active operations and leases per action); called on scrape. */
+  async refreshMetrics(): Promise<void> {
+    const pairs = this.options.config.tenants.flatMap((t) => Object.entries(t.actions).map(([action, cfg]) => ({ tenantId: t.id, action, max: cfg.maxConcurrent })));
+    const [use] = await Promise.all([this.ledger.capacityUse(pairs), this.queues.refreshMetrics()]);
+    pairs.forEach((pair, i) => {
+      actionActive.labels(pair.tenantId, pair.action).set(use[i]?.active ?? 0);
+      actionLeases.labels(pair.tenantId, pair.action).set(use[i]?.leases ?? 0);
+      actionMaxConcurrent.labels(pair.tenantId, pair.action).set(pair.max);
+    });
   }
 
   /** Runs one recovery pass now (admin API, tests). */

@@ -119,3 +119,21 @@ export const leaseDelays = counter({
   help: 'Jobs put back because their tenant had no free concurrency lease for the action.',
   labelNames: ['tenant', 'action'],
 });
+
+export const actionActive = gauge({
+  name: 'callgate_action_active_operations',
+  help: 'Operations of an action admitted and not finished (running, queued or waiting to retry): its queue depth.',
+  labelNames: ['tenant', 'action'],
+});
+
+export const actionLeases = gauge({
+  name: 'callgate_action_leases_in_use',
+  help: 'Concurrency leases held for an action: operations at the provider right now.',
+  labelNames: ['tenant', 'action'],
+});
+
+export const actionMaxConcurrent = gauge({
+  name: 'callgate_action_max_concurrent',
+  help: 'Configured concurrency limit of an action (leases in use / this = worker utilisation of the action).',
+  labelNames: ['tenant', 'action'],
+});

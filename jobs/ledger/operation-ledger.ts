@@ -281,6 +281,19 @@ export class OperationLedger {
     await this.redis.zrem(this.keys.outbox(tenantId), operationId);
   }
 
+  /** How many operations of each action are active (admitted, not finished) and how many hold a lease. */
+  async capacityUse(pairs: readonly { tenantId: string; action: string }[]): Promise<{ active: number; leases: number }[]> {
+    if (pairs.length === 0) return [];
+    const now = this.now();
+    const pipeline = this.redis.pipeline();
+    for (const { tenantId, action } of pairs) {
+      pipeline.zcard(this.keys.active(tenantId, action));
+      pipeline.zcount(this.keys.lease(tenantId, action), now, '+inf');
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    return pairs.map((_, i) => ({ active: Number(replies[2 * i]?.[1] ?? 0), leases: Number(replies[2 * i + 1]?.[1] ?? 0) }));
+  }
+
   async acquireLease(tenantId: string, action: string, holder: string, ttlMs: number, max: number): Promise<boolean> {
     return (await this.redis.ledgerLeaseAcquire(this.keys.lease(tenantId, action), holder, this.now(), ttlMs, max)) === 1;
   }

@@ -87,3 +87,22 @@ describe('when the degrade policy has no room', () => {
     expect(await metric('callgate_admission_decisions_total', { tenant: 'tenant-degrade', outcome: 'degraded' })).toBe(1);
   });
 });
+
+describe('when the metrics are scraped while operations wait and run', () => {
+  it('should report per action how many are active and how many hold a lease, against the limit', async () => {
+    await h.sandbox.addRule({ fault: 'latency=600', tenant: 'tenant-queue', operation: 'book' });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const d = await h.layer.admit({ tenantId: 'tenant-queue', action: 'book_table', args: booking(), scope: h.scope() });
+      if (d.type === 'started') ids.push(d.operationId);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await h.layer.refreshMetrics();
+    expect(await metric('callgate_action_active_operations', { tenant: 'tenant-queue', action: 'book_table' })).toBe(3);
+    expect(await metric('callgate_action_leases_in_use', { tenant: 'tenant-queue', action: 'book_table' })).toBe(1);
+    expect(await metric('callgate_action_max_concurrent', { tenant: 'tenant-queue', action: 'book_table' })).toBe(1);
+    await Promise.all(ids.map((id) => h.layer.waitFor('tenant-queue', id, 10_000)));
+    await h.layer.refreshMetrics();
+    expect(await metric('callgate_action_active_operations', { tenant: 'tenant-queue', action: 'book_table' })).toBe(0);
+  });
+});
