@@ -19,7 +19,7 @@ import { Logger } from '../config/log.ts';
 import { PCMU, wireCodec } from '../gateway/media/audio-format.ts';
 import { decodeUlaw, encodeUlaw } from '../gateway/media/g711.ts';
 import { MonotonicMediaTimer } from '../gateway/media/media-timer.ts';
-import { MAX_CATCH_UP_FRAMES } from '../gateway/media/frame-schedule.ts';
+import { MAX_BACKLOG_FRAMES, MAX_CATCH_UP_FRAMES } from '../gateway/media/frame-schedule.ts';
 import { OPUS_FRAME_SAMPLES, OpusCodec } from '../gateway/media/opus-codec.ts';
 import { PlayoutScheduler } from '../gateway/media/playout-scheduler.ts';
 import { parseRtpPacket, serializeRtpPacket } from '../gateway/media/rtp-packet.ts';
@@ -164,12 +164,14 @@ class BareRelay {
     }
     const start = performance.now();
     let frame = 0;
-    // One shared timer; due times come from the start so the timer cannot drift. After a stall
-    // it catches up at most MAX_CATCH_UP frames, like callgate's FrameSchedule, and skips the rest.
+    // One shared timer; due times come from the start so the timer cannot drift. After a stall it
+    // catches up like callgate's FrameSchedule: at most MAX_CATCH_UP frames per tick, and a backlog
+    // beyond MAX_BACKLOG frames is skipped.
     const tick = () => {
       const due = Math.floor((performance.now() + 1 - start) / FRAME_MS);
-      if (due - frame > MAX_CATCH_UP_FRAMES) frame = due - MAX_CATCH_UP_FRAMES;
-      for (; frame < due; ) {
+      if (due - frame > MAX_BACKLOG_FRAMES) frame = due - MAX_CATCH_UP_FRAMES;
+      const last = Math.min(due, frame + MAX_CATCH_UP_FRAMES);
+      for (; frame < last; ) {
         frame++;
         this.sendFrame(frame, start + frame * FRAME_MS);
       }

@@ -11,11 +11,17 @@ import { FRAME_MS } from './audio-format.ts';
  */
 export const EARLY_SEND_TOLERANCE_MS = 1;
 /**
- * A process stalled longer than this (GC, a blocked event loop) does not burst out the backlog:
- * the schedule moves on and the missed frames are skipped. 3 frames is what a receiver's jitter
- * buffer absorbs; more would arrive as a burst it has to drop anyway.
+ * Frames sent per tick at most while catching up after a stall (a GC pause, a busy event loop):
+ * the backlog drains at two extra frames per 20 ms instead of leaving as one burst. 3 frames is
+ * what a receiver's jitter buffer absorbs comfortably.
  */
 export const MAX_CATCH_UP_FRAMES = 3;
+/**
+ * A backlog beyond this (200 ms) is not caught up: the schedule jumps ahead and those frames are
+ * skipped (the audio is delayed, not lost, and the RTP timestamp jumps like after a silence).
+ * Catching up more would keep the caller hearing the model late for seconds.
+ */
+export const MAX_BACKLOG_FRAMES = 10;
 
 export interface DueFrame {
   /** Frame number since the start: RTP timestamps advance by one frame per index. */
@@ -41,25 +47,26 @@ export class FrameSchedule {
     this.frameMs = options.frameMs ?? FRAME_MS;
   }
 
-  /** Frames due by `nowMs`, oldest first; each is returned once. */
+  /** Frames to send by `nowMs`, oldest first; each is returned once. */
   due(nowMs: number): DueFrame[] {
     const lastDue = Math.floor((nowMs + EARLY_SEND_TOLERANCE_MS - this.startMs) / this.frameMs);
     if (lastDue < this.nextIndex) return [];
-    if (lastDue - this.nextIndex + 1 > MAX_CATCH_UP_FRAMES) {
+    if (lastDue - this.nextIndex + 1 > MAX_BACKLOG_FRAMES) {
       const first = lastDue - MAX_CATCH_UP_FRAMES + 1;
       this.skipped += first - this.nextIndex;
       this.nextIndex = first;
     }
+    const last = Math.min(lastDue, this.nextIndex + MAX_CATCH_UP_FRAMES - 1);
     const frames: DueFrame[] = [];
-    for (let index = this.nextIndex; index <= lastDue; index++) {
+    for (let index = this.nextIndex; index <= last; index++) {
       const dueMs = this.startMs + index * this.frameMs;
       frames.push({ index, dueMs, latenessMs: Math.max(0, nowMs - dueMs) });
     }
-    this.nextIndex = lastDue + 1;
+    this.nextIndex = last + 1;
     return frames;
   }
 
-  /** Frames never sent because the process stalled past MAX_CATCH_UP_FRAMES. */
+  /** Frames never sent because the process stalled past MAX_BACKLOG_FRAMES. */
   get skippedFrames(): number {
     return this.skipped;
   }

@@ -239,8 +239,8 @@ export class RtpSession {
     if (this.closed) return;
     const skippedBefore = this.schedule.skippedFrames;
     const dueFrames = this.schedule.due(nowMs);
-    // After a stall the send side skips frames (the model's audio is delayed, not burst), but the
-    // caller's audio already arrived: the model gets all of it, or the jitter buffer would overflow.
+    // After a long stall the send side skips frames (the model's audio is delayed), but the caller's
+    // audio already arrived: the model gets all of it, or the jitter buffer would overflow.
     for (let i = this.schedule.skippedFrames - skippedBefore; i > 0; i--) this.receiveFrame();
     for (const due of dueFrames) {
       // Measured at send time: calls ticked later in the same wake-up are later by that much.
