@@ -174,3 +174,18 @@ describe('when the sequence numbering jumps', () => {
     expect(jb.stats().resyncs).toBe(1);
   });
 });
+
+describe('when the timestamps jump with the sequence numbers continuous', () => {
+  it('should keep playing in order without inflating the jitter estimate', () => {
+    const jb = buffer(20, 200);
+    const out: string[] = [];
+    for (let n = 0; n < 40; n++) {
+      // A sender that restarts its timestamp clock halfway (a media server switch).
+      const timestamp = n < 20 ? n * 160 : 4_000_000_000 + n * 160;
+      jb.push({ sequenceNumber: 500 + n, timestamp: timestamp >>> 0, payload: Buffer.alloc(160, 1) }, n * FRAME);
+      out.push(describeFrame(jb.pop()));
+    }
+    expect(out.filter((f) => f.startsWith('#'))).toHaveLength(40);
+    expect(jb.stats().jitterMs).toBeLessThan(5);
+  });
+});
