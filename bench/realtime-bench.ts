@@ -13,6 +13,8 @@
  *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { WebSocketServer } from 'ws';
@@ -98,6 +100,16 @@ interface SessionProbe {
   received: number[];
   outbound: number[];
   sendCost: number[];
+}
+
+/** Linux PSI: the share of time runnable tasks waited for a CPU (other work on a shared machine). */
+function cpuPressure(): string {
+  try {
+    const share = /avg60=([\d.]+)/.exec(readFileSync('/proc/pressure/cpu', 'utf8'))?.[1];
+    return share === undefined ? 'unknown' : `${share} % (some, 60 s)`;
+  } catch {
+    return 'unknown';
+  }
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -229,6 +241,7 @@ async function runBench(): Promise<void> {
   const lag = (ns: number): string => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS).toFixed(2);
   console.log(`event loop lag: p50=${lag(loopDelay.percentile(50))} ms p99=${lag(loopDelay.percentile(99))} ms max=${lag(loopDelay.max)} ms`);
   console.log(describe('client CPU per outbound frame (sendAudio)', probes.flatMap((probe) => probe.sendCost)));
+  console.log(`machine: ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}, CPU pressure ${cpuPressure()}`);
   console.log(`frames sent per second: ${(outbound.length / seconds).toFixed(0)}; audio deltas received per second: ${(inbound.length / seconds).toFixed(0)}; dropped frames: ${dropped}`);
 
   await Promise.all(probes.map((probe) => probe.client.close()));
