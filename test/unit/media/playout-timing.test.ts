@@ -130,6 +130,23 @@ describe('when many calls share the scheduler', () => {
     expect([...instants.values()].every((n) => n === 10)).toBe(true);
   });
 
+  it('should keep ticking the other calls when one call throws', () => {
+    const timer = new FakeMediaTimer();
+    const errors: unknown[] = [];
+    const scheduler = new PlayoutScheduler({ timer, onError: (error) => errors.push(error) });
+    scheduler.add({
+      tick: () => {
+        throw new Error('broken call');
+      },
+    });
+    const sender = new PacedSender(timer);
+    sender.playout.enqueue('item', Array.from({ length: 10 }, () => Buffer.alloc(160)));
+    sender.attach(scheduler);
+    timer.run(300);
+    expect(sender.sent).toHaveLength(10);
+    expect(errors.length).toBeGreaterThanOrEqual(10);
+  });
+
   it('should stop waking up when the last call leaves', () => {
     const timer = new FakeMediaTimer();
     const scheduler = new PlayoutScheduler({ timer });
