@@ -170,7 +170,13 @@ export class RtpSession {
       onRtcp: (data, from) => ref.session?.receiveRtcp(data, from),
       onError: (error) => ref.session?.logger.debug('media socket error', { error }),
     });
-    ref.session = new RtpSession(options, sockets);
+    try {
+      ref.session = new RtpSession(options, sockets);
+    } catch (error) {
+      // A codec that cannot start must not keep the ports.
+      await sockets.close();
+      throw error;
+    }
     return ref.session;
   }
 
