@@ -221,11 +221,13 @@ export class SimulatorSession {
       this.error({ code: WIRE_ERROR.missingParameter, message: "Missing required parameter: 'type'.", param: 'type', eventId });
       return;
     }
-    if (SIMULATOR_EVENT_TYPES.has(type)) {
-      this.onSideChannel(record as SimulatorClientEvent, eventId);
-      return;
+    try {
+      if (SIMULATOR_EVENT_TYPES.has(type)) this.onSideChannel(record as SimulatorClientEvent, eventId);
+      else this.onClientEvent(record as ClientEvent, eventId);
+    } catch (error) {
+      // A known event with fields of the wrong shape: refused like the provider does, never a crash.
+      this.error({ code: WIRE_ERROR.invalidValue, message: `The ${type.slice(0, 64)} event could not be read: ${(error as Error).message}`, eventId });
     }
-    this.onClientEvent(record as ClientEvent, eventId);
   }
 
   /** The transport closed (either side). */

@@ -185,3 +185,45 @@ describe('when ids are generated in deterministic mode', () => {
     expect(sim.session.said[0]).toMatchObject({ responseId: 'resp_0001', itemId: 'item_0001', text: 'Hello there', totalAudioMs: 1000, audioMsSent: 1000, status: 'completed' });
   });
 });
+
+describe('when a client sends broken versions of every client event', () => {
+  const valid: Record<string, unknown>[] = [
+    { type: 'session.update', session: { type: 'realtime', instructions: 'x', audio: { input: { format: { type: 'audio/pcmu' }, turn_detection: { type: 'server_vad' } }, output: { format: { type: 'audio/pcmu' }, voice: 'marin' } }, tools: [] } },
+    { type: 'input_audio_buffer.append', audio: Buffer.alloc(160, 0xff).toString('base64') },
+    { type: 'input_audio_buffer.commit' },
+    { type: 'input_audio_buffer.clear' },
+    { type: 'conversation.item.create', item: { type: 'message', role: 'system', content: [{ type: 'input_text', text: 'hi' }] } },
+    { type: 'conversation.item.truncate', item_id: 'item_0001', content_index: 0, audio_end_ms: 10 },
+    { type: 'conversation.item.delete', item_id: 'item_0001' },
+    { type: 'response.create', response: { instructions: 'x' } },
+    { type: 'response.cancel' },
+    { type: 'simulator.caller_said', text: 'hello' },
+    { type: 'simulator.dtmf', digit: '1' },
+  ];
+  const odd: unknown[] = [null, 0, -1, '', 'x', [], {}, true, { type: null }, [null]];
+
+  it('should answer each with an event and keep working', async () => {
+    const sim = simulator();
+    for (const event of valid) {
+      for (const key of Object.keys(event).filter((k) => k !== 'type')) {
+        for (const value of odd) {
+          const inner = event[key];
+          sim.session.receive(JSON.stringify({ ...event, [key]: value }));
+          // One level deeper: break each field of the nested object too.
+          if (typeof inner === 'object' && inner !== null && !Array.isArray(inner)) {
+            for (const innerKey of Object.keys(inner)) sim.session.receive(JSON.stringify({ ...event, [key]: { ...inner, [innerKey]: value } }));
+          }
+        }
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    sim.sent.length = 0;
+    sim.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcmu' }, turn_detection: null }, output: { format: { type: 'audio/pcmu' } } } } });
+    if (sim.session.hasActiveResponse) sim.send({ type: 'response.cancel' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    sim.send({ type: 'response.create', event_id: 'after' });
+    await sim.settle();
+    expect(sim.sent.find((event) => event.type === 'session.updated')).toBeDefined();
+    expect(sim.errors().filter((error) => error.event_id === 'after')).toEqual([]);
+  });
+});
