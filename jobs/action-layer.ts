@@ -50,6 +50,7 @@ export class ActionLayer {
   private workers: OperationWorkers | undefined;
   private sweep: RecoverySweep | undefined;
   private workerConnection: Redis | undefined;
+  private executionConnection: Redis | undefined;
 
   private constructor(
     private readonly options: ActionLayerOptions,
@@ -77,7 +78,11 @@ export class ActionLayer {
   async startWorkers(): Promise<void> {
     const { config, log, providers } = this.options;
     this.workerConnection = await connect(this.options.redisUrl, 'worker');
-    const ledger = new OperationLedger(this.workerConnection, {
+    // The executors' ledger calls run on their own connection: many jobs at once, no blocking
+    // commands, so their commands can share socket writes (auto-pipelining), which BullMQ's own
+    // connection must not do.
+    this.executionConnection = await connect(this.options.redisUrl, 'execution');
+    const ledger = new OperationLedger(this.executionConnection, {
       prefix: config.redis.prefix,
       retentionDays: config.ledger.retentionDays,
       moneyRetentionDays: config.ledger.moneyRetentionDays,
@@ -199,6 +204,7 @@ export class ActionLayer {
     await this.outOfBand.close();
     await this.queues.close();
     this.workerConnection?.disconnect();
+    this.executionConnection?.disconnect();
     this.producer.disconnect();
   }
 }

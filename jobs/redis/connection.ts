@@ -6,7 +6,11 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { CallgateError } from '../../config/errors.ts';
 
-export type ConnectionRole = 'worker' | 'producer';
+/**
+ * worker: BullMQ workers (blocking commands); producer: admission, lookups, queue adds;
+ * execution: the ledger calls of running jobs (no blocking commands).
+ */
+export type ConnectionRole = 'worker' | 'producer' | 'execution';
 
 /** How long the startup check waits for PING before it reports Redis as unreachable. */
 const STARTUP_CHECK_TIMEOUT_MS = 3_000;
@@ -17,10 +21,16 @@ export function connectionOptions(role: ConnectionRole): RedisOptions {
     // Reconnect with a capped backoff; BullMQ resumes once the connection is back.
     retryStrategy: (times) => Math.min(times * 200, 5_000),
   };
-  return role === 'worker'
-    ? { ...common, maxRetriesPerRequest: null, enableReadyCheck: true }
-    : // Producers serve many calls at once: commands issued in the same tick share one socket write.
-      { ...common, maxRetriesPerRequest: 2, enableOfflineQueue: false, connectTimeout: 5_000, enableAutoPipelining: true };
+  switch (role) {
+    case 'worker':
+      return { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
+    case 'execution':
+      // A running job waits for Redis rather than failing its attempt; commands of concurrent jobs share writes.
+      return { ...common, maxRetriesPerRequest: null, enableAutoPipelining: true };
+    case 'producer':
+      // Producers serve many calls at once: commands issued in the same tick share one socket write.
+      return { ...common, maxRetriesPerRequest: 2, enableOfflineQueue: false, connectTimeout: 5_000, enableAutoPipelining: true };
+  }
 }
 
 /** A connection for the role; producers connect before returning so the offline queue is never needed. */
