@@ -546,6 +546,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       return;
     }
     const rejected = new CallgateError('CALLGATE_ERR_MODEL_REJECTED', { what: causeType ?? 'an event', providerCode: code, reason: error.message });
+    this.logger.warn('realtime model refused an event', { code: rejected.code, providerCode: code, what: causeType, providerSessionId: this.sessionId });
     const waiter = this.updateWaiters.find((w) => w.eventId !== undefined && w.eventId === error.event_id);
     if (waiter !== undefined) {
       this.removeWaiter(waiter);
@@ -678,6 +679,13 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     else reason = 'server_closed';
     const detail = reasonText || this.protocolFailure || this.networkFailure || `close code ${code}`;
     disconnects.inc({ reason });
+    this.logger[reason === 'closed' || reason === 'aborted' ? 'debug' : 'info']('realtime session closed', {
+      reason,
+      closeCode: code,
+      detail,
+      providerSessionId: this.sessionId,
+      droppedAudioFrames: this.dropped,
+    });
     const failure = new CallgateError(
       reason === 'session_limit' ? 'CALLGATE_ERR_MODEL_SESSION_LIMIT' : wasConnecting ? 'CALLGATE_ERR_MODEL_CONNECT' : 'CALLGATE_ERR_MODEL_DISCONNECTED',
       { url: this.options.url, reason: detail },
