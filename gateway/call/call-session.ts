@@ -1,0 +1,551 @@
+/**
+ * One call, end to end: the SIP dialog, its RTP session, its realtime model session and its agent
+ * session. Caller audio goes to the model, model audio is paced back to the caller, DTMF reaches
+ * the model as events, function calls run through the tool runtime, and results come back through
+ * result delivery (the ConversationPort below). See README.md in this folder for the sequence.
+ *
+ * The call never decides what happened to an operation: barge-in, hang-up, transfer and a lost
+ * model change what is said and where, never the ledger.
+ */
+import { ulid } from 'ulid';
+import { isCallgateError } from '../../config/errors.ts';
+import type { Logger } from '../../config/log.ts';
+import type { RtpConfig } from '../../config/schema.ts';
+import type { AgentCatalogue, ToolOutput } from '../../agents/agent.ts';
+import { AgentSession } from '../../agents/agent-session.ts';
+import type { ConversationPort, ResultDelivery, SpokenOutcome } from '../../agents/result-delivery.ts';
+import { toolError, type CallControl, type ToolRuntime } from '../../agents/tool-runtime.ts';
+import type { OperationLedger } from '../../jobs/ledger/operation-ledger.ts';
+import type { ModelAudioFormat } from '../media/audio-format.ts';
+import { wireCodec } from '../media/audio-format.ts';
+import type { MediaTimer } from '../media/media-timer.ts';
+import type { PlayoutClearResult } from '../media/playout.ts';
+import type { PlayoutScheduler } from '../media/playout-scheduler.ts';
+import type { RtpPortAllocator } from '../media/rtp-port-allocator.ts';
+import { RtpSession } from '../media/rtp-session.ts';
+import type { RtpSessionEvent } from '../media/rtp-session-events.ts';
+import type { DtmfDigit } from '../media/telephone-event.ts';
+import type { RealtimeModel } from '../realtime/realtime-model.ts';
+import type { AudioFormat, PlaybackPosition, RealtimeEvent, RealtimeSession, SessionConfig } from '../realtime/realtime-session.ts';
+import { answerOffer, type NegotiatedMedia } from '../sip/sdp-negotiation.ts';
+import type { DialogEndReason, DialogEvent, InboundCall } from '../sip/signaling-driver.ts';
+import { callEvents, type CallEndReason, type CallEvent } from './call-events.ts';
+import type { CallRegistry } from './call-registry.ts';
+
+/**
+ * How long a spoken result may take from request to response.done. Above the realtime client's
+ * RESPONSE_CREATED_TIMEOUT_MS (10 s) plus a long spoken sentence; past it the result is treated
+ * as not heard and delivery says it again when the caller is idle.
+ */
+export const DELIVERY_TIMEOUT_MS = 45_000;
+/** A lost model session is re-opened this many times in one call; then the call ends politely. */
+export const MAX_MODEL_REOPENS = 1;
+/** Tool calls still running at hang-up get this long to be admitted before delivery is told the call ended. */
+export const TOOL_SETTLE_MS = 2_000;
+/** Bounds the BYE at the end of a call ended by callgate (the dialog retransmits within it). */
+const HANGUP_TIMEOUT_MS = 5_000;
+
+export interface CallMedia {
+  readonly config: RtpConfig;
+  readonly ports: RtpPortAllocator;
+  readonly scheduler: PlayoutScheduler;
+  readonly timer: MediaTimer;
+}
+
+export interface CallSessionOptions {
+  readonly call: InboundCall;
+  readonly media: CallMedia;
+  readonly model: Pick<RealtimeModel, 'openSession'>;
+  readonly catalogue: AgentCatalogue;
+  readonly runtime: Pick<ToolRuntime, 'handle' | 'toolsFor'>;
+  readonly delivery: Pick<ResultDelivery, 'attach' | 'onIdle' | 'onCallEnded'>;
+  readonly ledger: Pick<OperationLedger, 'get'>;
+  readonly registry: CallRegistry;
+  readonly gatewayId: string;
+  readonly log: Logger;
+  readonly sessionId?: string;
+}
+
+type Listener = (event: CallEvent) => void;
+
+interface DeliveryWaiter {
+  readonly operationId: string;
+  responseId?: string;
+  firstAudioAt?: number;
+  readonly resolve: (outcome: SpokenOutcome) => void;
+}
+
+/** The model audio format for a wire codec: G.711 passes through untouched, Opus goes via 24 kHz PCM. */
+function modelFormats(codec: NegotiatedMedia['codec']): { model: ModelAudioFormat; realtime: AudioFormat } {
+  if (codec === 'PCMU') return { model: { encoding: 'pcmu' }, realtime: 'pcmu' };
+  if (codec === 'PCMA') return { model: { encoding: 'pcma' }, realtime: 'pcma' };
+  return { model: { encoding: 'pcm16', sampleRate: 24000 }, realtime: 'pcm24k' };
+}
+
+export class CallSession {
+  readonly sessionId: string;
+  readonly agent: AgentSession;
+  private readonly options: CallSessionOptions;
+  private readonly log: Logger;
+  private readonly listeners = new Set<Listener>();
+  private readonly abort = new AbortController();
+  private rtp: RtpSession | undefined;
+  private model: RealtimeSession | undefined;
+  private modelFormat: AudioFormat = 'pcmu';
+  /** Bumped per model session; events of an older session are ignored. */
+  private generation = 0;
+  private reopens = 0;
+  private modelReady: Promise<boolean> = Promise.resolve(false);
+  private activeResponseId: string | undefined;
+  /** Responses the caller talked over: their late audio is not played. */
+  private readonly silenced = new Set<string>();
+  /** Items each response played, to end them in the playout when the response is done. */
+  private readonly itemsByResponse = new Map<string, Set<string>>();
+  /** What the barge-in clear found, when the realtime client asked for the played position. */
+  private bargeClear: { readonly result: PlayoutClearResult | null } | undefined;
+  private readonly deliveries: DeliveryWaiter[] = [];
+  private toolChain: Promise<void> = Promise.resolve();
+  private ended: Promise<void> | undefined;
+  private ending = false;
+
+  constructor(options: CallSessionOptions) {
+    this.options = options;
+    this.sessionId = options.sessionId ?? `call_${ulid()}`;
+    const { call } = options;
+    this.log = options.log.child({ session_id: this.sessionId, sip_call_id: call.callId, tenant_id: call.tenant.id });
+    this.agent = new AgentSession({
+      sessionId: this.sessionId,
+      tenantId: call.tenant.id,
+      caller: call.caller.user ?? call.caller.uri,
+      ownerGateway: options.gatewayId,
+      agent: call.agent,
+    });
+  }
+
+  on(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Resolves when the call has ended (or was rejected) and everything it held is released. */
+  get done(): Promise<void> {
+    return this.ended ?? new Promise((resolve) => this.on((event) => (event.type === 'ended' || event.type === 'rejected') && resolve()));
+  }
+
+  get rtpSession(): RtpSession | undefined {
+    return this.rtp;
+  }
+
+  /**
+   * Answers the call: media first (so the SDP answer carries its port), then the model. Returns
+   * false when the call was rejected (no common codec, no media ports, unknown agent).
+   */
+  async start(): Promise<boolean> {
+    const { call, media, catalogue } = this.options;
+    if (catalogue.get(call.agent) === undefined) return this.reject(500, 'Agent Not Configured');
+    const offer = call.offer;
+    // The codec is known before any port is taken; the real answer is built by accept().
+    const probe = offer === undefined ? undefined : answerOffer(offer, { preference: call.tenant.codecs, local: { address: media.config.listen, port: 9 }, sessionId: '0', sessionVersion: 0 });
+    if (probe !== undefined && !probe.ok) return this.reject(488, 'Not Acceptable Here');
+    const codecName = probe?.media.codec ?? 'PCMU';
+    const formats = modelFormats(codecName);
+    this.modelFormat = formats.realtime;
+    try {
+      this.rtp = await RtpSession.open({
+        config: media.config,
+        ports: media.ports,
+        scheduler: media.scheduler,
+        timer: media.timer,
+        codec: wireCodec(codecName, probe?.media.payloadType),
+        ...(probe?.media.telephoneEvent !== undefined && { telephoneEventPayloadType: probe.media.telephoneEvent.payloadType }),
+        model: formats.model,
+        ...(probe !== undefined && { remote: probe.media.remote }),
+        logger: this.log,
+        cname: this.sessionId,
+      });
+    } catch (error) {
+      if (isCallgateError(error, 'CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED')) return this.reject(503, 'Service Unavailable');
+      this.log.error('media could not be opened', { error });
+      return this.reject(500, 'Server Internal Error');
+    }
+    const rtp = this.rtp;
+    const accepted = call.accept({ local: { address: rtp.localAddress, port: rtp.localPort } });
+    if (!accepted.ok) {
+      await rtp.close();
+      this.emit(callEvents.rejected(accepted.status, accepted.reason));
+      return false;
+    }
+    rtp.setRemote(accepted.media.remote);
+    rtp.setHold(accepted.media.held);
+    rtp.on((event) => this.onMedia(event));
+    call.dialog.on((event) => this.onDialog(event));
+    this.options.delivery.attach(this.agent, this.port());
+    await this.options.registry
+      .open({
+        sessionId: this.sessionId,
+        tenantId: call.tenant.id,
+        sipCallId: call.callId,
+        caller: call.caller.user ?? call.caller.uri,
+        calledNumber: call.calledNumber,
+        agent: call.agent,
+        startedAt: Date.now(),
+      })
+      .catch((error: unknown) => this.log.warn('session registry entry failed', { error }));
+    this.emit(callEvents.answered(accepted.media.codec, accepted.media.codec !== 'opus', rtp.localPort));
+    this.log.info('call answered', { codec: accepted.media.codec, rtp_port: rtp.localPort, agent: call.agent });
+    this.modelReady = this.openModel(false);
+    if (!(await this.modelReady) && !this.ending) await this.end('model_lost');
+    return true;
+  }
+
+  /** Ends the call from callgate's side (shutdown, operator); the BYE goes out first. */
+  hangup(reason: CallEndReason = 'agent_hung_up'): Promise<void> {
+    return this.end(reason);
+  }
+
+  // ---- the model -----------------------------------------------------------------------------
+
+  private sessionConfig(agentName: string, context?: string): SessionConfig {
+    const agent = this.options.catalogue.get(agentName);
+    const tools = this.options.runtime.toolsFor(agentName).map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters }));
+    return {
+      instructions: context === undefined ? (agent?.instructions ?? '') : `${agent?.instructions ?? ''}\n\n${context}`,
+      tools,
+      inputFormat: this.modelFormat,
+      outputFormat: this.modelFormat,
+      turnDetection: { type: 'server_vad', createResponse: true, interruptResponse: true },
+    };
+  }
+
+  /** Opens, connects and configures a model session; on a re-open, with a summary of the call so far. */
+  private async openModel(reopen: boolean): Promise<boolean> {
+    const generation = ++this.generation;
+    const session = this.options.model.openSession({ playback: this.playback(), signal: this.abort.signal, logger: this.log });
+    this.model = session;
+    session.onAny((event) => {
+      if (generation === this.generation) this.onModel(event);
+    });
+    try {
+      await session.connect();
+      const context = reopen ? await this.reopenContext() : undefined;
+      await session.configure(this.sessionConfig(this.agent.activeAgent, context));
+    } catch (error) {
+      this.log.warn('model session could not be opened', { error, reopen });
+      await session.close().catch(() => undefined);
+      return false;
+    }
+    if (this.ending) return false;
+    this.emit(callEvents.modelReady(generation, this.agent.activeAgent));
+    if (reopen) {
+      // A real model reads this as an instruction; the simulator speaks it.
+      session.addSystemMessage('Sorry, the line dropped for a moment. I am back with you.');
+    }
+    session.createResponse();
+    if (reopen) void this.options.delivery.onIdle(this.sessionId).catch((error: unknown) => this.log.warn('delivery after re-open failed', { error }));
+    return true;
+  }
+
+  private async reopenContext(): Promise<string> {
+    const states = new Map<string, string>();
+    for (const id of this.agent.operations.keys()) {
+      const op = await this.options.ledger.get(this.agent.tenantId, id).catch(() => undefined);
+      if (op) states.set(id, op.state);
+    }
+    return `The previous session of this call was interrupted; continue the conversation. The active agent is ${this.agent.activeAgent}.\n${this.agent.pendingSummary(states)}`;
+  }
+
+  /**
+   * The realtime client asks for the played position exactly when the caller starts speaking, so
+   * the playout is cleared here, and the clear's count of sent milliseconds is the truncation point.
+   */
+  private playback(): PlaybackPosition {
+    return {
+      playedMs: (itemId: string) => {
+        const result = this.rtp?.clear() ?? null;
+        this.bargeClear = { result };
+        return result !== null && result.itemId === itemId ? result.sentMs : undefined;
+      },
+    };
+  }
+
+  private onModel(event: RealtimeEvent): void {
+    const model = this.model;
+    const rtp = this.rtp;
+    if (model === undefined || rtp === undefined) return;
+    switch (event.type) {
+      case 'audio_delta': {
+        if (this.silenced.has(event.responseId) || this.ending) return;
+        let items = this.itemsByResponse.get(event.responseId);
+        if (items === undefined) {
+          items = new Set();
+          this.itemsByResponse.set(event.responseId, items);
+        }
+        items.add(event.itemId);
+        rtp.play(event.itemId, event.audio);
+        const waiter = this.deliveries.find((w) => w.responseId === event.responseId);
+        if (waiter !== undefined && waiter.firstAudioAt === undefined) waiter.firstAudioAt = Date.now();
+        return;
+      }
+      case 'speech_started':
+        this.onSpeechStarted(event);
+        return;
+      case 'speech_stopped':
+        this.agent.callerSpeaking = false;
+        this.agent.turnId++;
+        this.emit(callEvents.callerSpeech('stopped'));
+        if (!this.agent.responseActive) this.idle();
+        return;
+      case 'response_created': {
+        this.activeResponseId = event.responseId;
+        this.agent.responseActive = true;
+        const waiter = this.deliveries.find((w) => w.responseId === undefined);
+        if (waiter !== undefined) waiter.responseId = event.responseId;
+        this.emit(callEvents.response('created', event.responseId));
+        return;
+      }
+      case 'response_done': {
+        for (const item of this.itemsByResponse.get(event.responseId) ?? []) rtp.endItem(item);
+        this.itemsByResponse.delete(event.responseId);
+        this.silenced.delete(event.responseId);
+        if (this.activeResponseId === event.responseId) {
+          this.activeResponseId = undefined;
+          this.agent.responseActive = false;
+        }
+        this.settleDelivery(event.responseId, event.status === 'completed' ? 'completed' : event.status === 'cancelled' ? 'cancelled' : 'failed');
+        this.emit(callEvents.response('done', event.responseId, event.status));
+        if (!this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
+        return;
+      }
+      case 'function_call':
+        this.toolChain = this.toolChain.then(() => this.runTool(model, event));
+        return;
+      case 'disconnected':
+        this.onModelDisconnected(event);
+        return;
+      case 'error':
+        this.log.debug('model error', { code: event.code, message: event.message, provider_code: event.providerCode });
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Barge-in: the model's response is cancelled (client or server), playout cleared, item truncated. */
+  private onSpeechStarted(event: Extract<RealtimeEvent, { type: 'speech_started' }>): void {
+    this.agent.callerSpeaking = true;
+    const cleared = this.bargeClear !== undefined ? this.bargeClear.result : (this.rtp?.clear() ?? null);
+    this.bargeClear = undefined;
+    const speaking = this.activeResponseId !== undefined || cleared !== null;
+    if (this.activeResponseId !== undefined) this.silenced.add(this.activeResponseId);
+    this.emit(callEvents.callerSpeech('started'));
+    if (speaking) {
+      this.emit(callEvents.bargeIn(event.interruption?.itemId ?? cleared?.itemId, event.interruption?.playedMs ?? cleared?.sentMs, cleared?.droppedMs ?? 0));
+    }
+  }
+
+  private idle(): void {
+    if (this.ending) return;
+    this.options.delivery.onIdle(this.sessionId).catch((error: unknown) => this.log.warn('delivery on idle failed', { error }));
+  }
+
+  private async runTool(model: RealtimeSession, event: Extract<RealtimeEvent, { type: 'function_call' }>): Promise<void> {
+    const before = this.agent.activeAgent;
+    let output: ToolOutput;
+    try {
+      output = await this.options.runtime.handle(this.agent, { callId: event.callId, name: event.name, arguments: event.arguments, responseId: event.responseId }, this.control());
+    } catch (error) {
+      this.log.error('tool call failed', { tool: event.name, call_id: event.callId, error });
+      output = toolError(error);
+    }
+    const operationId = typeof output.operation_id === 'string' ? output.operation_id : undefined;
+    this.emit(callEvents.toolCall(event.name, event.callId, output.status, operationId));
+    // The output goes to the session that asked; a re-opened session never saw the call.
+    if (model === this.model && !this.ending) model.sendToolOutput(event.callId, output);
+    const after = this.agent.activeAgent;
+    if (after !== before && model === this.model && !this.ending) {
+      this.emit(callEvents.agentChanged(before, after));
+      await model.configure(this.sessionConfig(after)).catch((error: unknown) => this.log.warn('reconfiguring the model after a handoff failed', { error }));
+    }
+  }
+
+  private control(): CallControl {
+    return {
+      transfer: async () => {
+        const target = this.options.call.tenant.transferTarget;
+        if (target === undefined) return { ok: false, detail: 'no transfer target configured' };
+        const outcome = await this.options.call.dialog.transfer(target).catch((error: unknown) => ({ type: 'failed' as const, status: 500, reason: error instanceof Error ? error.message : String(error) }));
+        this.emit(callEvents.transfer(target, outcome));
+        // A refused REFER keeps the call: the agent apologises and goes on.
+        return outcome.type === 'succeeded' ? { ok: true, detail: target } : { ok: false, detail: `${target}: ${outcome.status} ${outcome.reason}` };
+      },
+    };
+  }
+
+  private onModelDisconnected(event: Extract<RealtimeEvent, { type: 'disconnected' }>): void {
+    if (this.ending || event.reason === 'closed' || event.reason === 'aborted') return;
+    const planned = event.reason === 'session_limit';
+    const willReopen = planned || this.reopens < MAX_MODEL_REOPENS;
+    this.emit(callEvents.modelDisconnected(event.reason, event.detail, willReopen));
+    this.log.warn('model session lost', { reason: event.reason, detail: event.detail, reopen: willReopen });
+    // Responses of the lost session never finish: what was being said is said again later.
+    this.activeResponseId = undefined;
+    this.agent.responseActive = false;
+    this.rtp?.clear();
+    for (const waiter of this.deliveries.splice(0)) waiter.resolve({ status: 'failed', ...(waiter.responseId !== undefined && { responseId: waiter.responseId }) });
+    if (!willReopen) {
+      void this.end('model_lost');
+      return;
+    }
+    if (!planned) this.reopens++;
+    this.modelReady = this.openModel(true);
+    void this.modelReady.then((ok) => {
+      if (!ok && !this.ending) return this.end('model_lost');
+      return undefined;
+    });
+  }
+
+  // ---- result delivery -------------------------------------------------------------------------
+
+  private port(): ConversationPort {
+    return {
+      deliver: async ({ operationId, message }) => {
+        if (!(await this.modelReady) || this.ending || this.model === undefined) return { status: 'failed' };
+        const model = this.model;
+        const outcome = new Promise<SpokenOutcome>((resolve) => {
+          const timer = setTimeout(() => this.settleWaiter(waiter, 'failed'), DELIVERY_TIMEOUT_MS);
+          const waiter: DeliveryWaiter = {
+            operationId,
+            resolve: (result) => {
+              clearTimeout(timer);
+              resolve(result);
+            },
+          };
+          this.deliveries.push(waiter);
+        });
+        model.addSystemMessage(message);
+        model.createResponse();
+        const result = await outcome;
+        this.emit(callEvents.resultSpoken(operationId, result.status, result.responseId));
+        return result;
+      },
+    };
+  }
+
+  private settleDelivery(responseId: string, status: SpokenOutcome['status']): void {
+    const waiter = this.deliveries.find((w) => w.responseId === responseId);
+    if (waiter !== undefined) this.settleWaiter(waiter, status);
+  }
+
+  private settleWaiter(waiter: DeliveryWaiter, status: SpokenOutcome['status']): void {
+    const index = this.deliveries.indexOf(waiter);
+    if (index < 0) return;
+    this.deliveries.splice(index, 1);
+    waiter.resolve({ status, ...(waiter.responseId !== undefined && { responseId: waiter.responseId }), ...(waiter.firstAudioAt !== undefined && { firstAudioAt: waiter.firstAudioAt }) });
+  }
+
+  // ---- signaling and media -------------------------------------------------------------------
+
+  private onDialog(event: DialogEvent): void {
+    switch (event.type) {
+      case 'dtmf':
+        if (/^[0-9A-D*#]$/.test(event.digit)) this.rtp?.injectDigit(event.digit as DtmfDigit);
+        return;
+      case 'reinvite':
+        this.rtp?.setRemote(event.media.remote);
+        this.rtp?.setHold(event.media.held);
+        return;
+      case 'ended':
+        void this.end(endReasonOf(event.reason), event.reason);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onMedia(event: RtpSessionEvent): void {
+    switch (event.type) {
+      case 'audio':
+        this.model?.sendAudio(event.audio);
+        return;
+      case 'dtmf':
+        this.emit(callEvents.dtmf(event.digit, event.source));
+        this.model?.sendDtmf(event.digit);
+        return;
+      case 'media-timeout':
+        this.log.warn('no media from the caller', { reason: event.reason, silent_ms: event.silentMs });
+        void this.end('media_timeout');
+        return;
+      default:
+        return;
+    }
+  }
+
+  // ---- the end ---------------------------------------------------------------------------------
+
+  private reject(status: number, reason: string): false {
+    this.options.call.reject(status, reason);
+    this.emit(callEvents.rejected(status, reason));
+    this.log.info('call rejected', { status, reason });
+    return false;
+  }
+
+  private end(reason: CallEndReason, dialogReason?: DialogEndReason): Promise<void> {
+    this.ended ??= this.finish(reason, dialogReason);
+    return this.ended;
+  }
+
+  /**
+   * Hang-up from either side: model closed, media released, registry entry closed, and delivery
+   * told the call is over (results still owed go out of band, once).
+   */
+  private async finish(reason: CallEndReason, dialogReason: DialogEndReason | undefined): Promise<void> {
+    this.ending = true;
+    const dialog = this.options.call.dialog;
+    if (dialog.state !== 'terminated') {
+      await Promise.race([dialog.hangup().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, HANGUP_TIMEOUT_MS).unref())]);
+    }
+    for (const waiter of this.deliveries.splice(0)) waiter.resolve({ status: 'failed', ...(waiter.responseId !== undefined && { responseId: waiter.responseId }) });
+    this.abort.abort();
+    await Promise.allSettled([this.model?.close(), this.rtp?.close()]);
+    // A tool call that was being admitted when the caller hung up is owned before delivery looks.
+    await Promise.race([this.toolChain, new Promise((resolve) => setTimeout(resolve, TOOL_SETTLE_MS).unref())]);
+    const phase = reason === 'transferred' ? 'transferred' : 'hung_up';
+    await this.options.registry.close(this.sessionId, reason).catch((error: unknown) => this.log.warn('session registry close failed', { error }));
+    await this.options.delivery.onCallEnded(this.sessionId, phase).catch((error: unknown) => this.log.error('out-of-band hand-over failed', { error }));
+    this.log.info('call ended', { reason, dialog_reason: dialogReason, operations: this.agent.operations.size });
+    this.emit(callEvents.ended(reason, dialogReason));
+  }
+
+  private emit(event: CallEvent): void {
+    const at = Date.now();
+    if (event.type !== 'rejected') {
+      this.options.registry.appendEvent(this.sessionId, event, at).catch((error: unknown) => this.log.debug('call event not recorded', { error }));
+    }
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.log.error('call event listener failed', { error, event: event.type });
+      }
+    }
+  }
+}
+
+function endReasonOf(reason: DialogEndReason): CallEndReason {
+  switch (reason) {
+    case 'remote-bye':
+    case 'cancelled':
+      return 'caller_hung_up';
+    case 'transferred':
+      return 'transferred';
+    case 'shutdown':
+      return 'shutdown';
+    case 'local-bye':
+      return 'agent_hung_up';
+    case 'rejected':
+      return 'rejected';
+    case 'ack-timeout':
+    case 'request-timeout':
+      return 'failed';
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The operator's view of calls (JSON):
+ *   GET /v1/calls                 active calls (every gateway) and the most recent ended ones
+ *   GET /v1/calls/:id/timeline    one call's events on one time axis: its own milestones (SIP,
+ *                                 media, model, tools), the audit trail (tool requests, gate
+ *                                 decisions, deliveries) and every state of its operations
+ */
+import type { AuditLog } from '../../agents/audit.ts';
+import type { OperationLedger } from '../../jobs/ledger/operation-ledger.ts';
+import type { HttpServer } from '../../jobs/http/server.ts';
+import type { CallRecord, CallRegistry } from './call-registry.ts';
+
+export interface CallsApiOptions {
+  readonly registry: CallRegistry;
+  readonly audit: AuditLog;
+  readonly ledger: Pick<OperationLedger, 'listBySession' | 'history'>;
+}
+
+export interface TimelineEntry {
+  readonly at: number;
+  readonly source: 'call' | 'audit' | 'operation';
+  readonly type: string;
+  readonly detail: Readonly<Record<string, unknown>>;
+}
+
+function callView(record: CallRecord): Record<string, unknown> {
+  return {
+    session_id: record.sessionId,
+    tenant_id: record.tenantId,
+    sip_call_id: record.sipCallId,
+    caller: record.caller,
+    called_number: record.calledNumber,
+    agent: record.agent,
+    owner_gateway: record.ownerGateway,
+    state: record.state,
+    started_at: record.startedAt,
+    heartbeat_at: record.heartbeatAt,
+    ended_at: record.endedAt,
+    end_reason: record.endReason,
+  };
+}
+
+/** Builds one call's timeline, oldest first; entries at the same time keep call, audit, operation order. */
+export async function callTimeline(options: CallsApiOptions, record: CallRecord): Promise<TimelineEntry[]> {
+  const entries: TimelineEntry[] = [];
+  for (const { at, event } of await options.registry.events(record.sessionId)) {
+    const { type, ...detail } = event;
+    entries.push({ at, source: 'call', type, detail });
+  }
+  for (const { at, event, turnId } of await options.audit.read(record.sessionId)) {
+    const { type, ...detail } = event;
+    entries.push({ at, source: 'audit', type, detail: { ...detail, turn_id: turnId } });
+  }
+  for (const op of await options.ledger.listBySession(record.tenantId, record.sessionId)) {
+    for (const step of await options.ledger.history(record.tenantId, op.operationId)) {
+      entries.push({ at: step.at, source: 'operation', type: `operation_${step.state.toLowerCase()}`, detail: { operation_id: op.operationId, action: op.action, attempt: step.attempt, actor: step.actor, reason: step.reason } });
+    }
+  }
+  const rank = { call: 0, audit: 1, operation: 2 } as const;
+  return entries.sort((a, b) => a.at - b.at || rank[a.source] - rank[b.source]);
+}
+
+export function registerCallsApi(http: HttpServer, options: CallsApiOptions): void {
+  http.route('GET', '/v1/calls', async ({ query }) => {
+    const limit = Math.min(500, Math.max(1, Number(query.get('limit') ?? 100) || 100));
+    const { active, recent } = await options.registry.list(limit);
+    return { body: { active: active.map(callView), recent: recent.map(callView) } };
+  });
+
+  http.route('GET', '/v1/calls/:id/timeline', async ({ params }) => {
+    const record = await options.registry.get(params.id ?? '');
+    if (record === undefined) return { status: 404, body: { error: 'not_found', message: `no call ${params.id ?? ''}` } };
+    const operations = await options.ledger.listBySession(record.tenantId, record.sessionId);
+    return {
+      body: {
+        call: callView(record),
+        operations: operations.map((op) => ({ operation_id: op.operationId, action: op.action, state: op.state, delivery: op.delivery })),
+        timeline: await callTimeline(options, record),
+      },
+    };
+  });
+}

@@ -1,0 +1,91 @@
+/**
+ * The gateway role inside a started process: the realtime model, shared media (one timer, one
+ * playout scheduler, one port allocator), the agents' tool runtime, result delivery and the
+ * janitor, the session registry, the SIP driver and the calls it answers. Each part registers its
+ * stop with the process, so shutdown runs in reverse: calls end first (BYE, results out of band),
+ * then signaling, the registry, the janitor, delivery, the model and the Redis connections.
+ */
+import { AgentCatalogue } from '../../agents/agent.ts';
+import { AuditLog } from '../../agents/audit.ts';
+import { Janitor } from '../../agents/janitor.ts';
+import { ResultDelivery } from '../../agents/result-delivery.ts';
+import { SANDBOX_AGENTS } from '../../agents/sandbox/sandbox-agents.ts';
+import { ToolRuntime } from '../../agents/tool-runtime.ts';
+import type { ActionLayer } from '../../jobs/action-layer.ts';
+import type { ProcessContext } from '../../jobs/process-runtime.ts';
+import { connect } from '../../jobs/redis/connection.ts';
+import { MonotonicMediaTimer } from '../media/media-timer.ts';
+import { PlayoutScheduler } from '../media/playout-scheduler.ts';
+import { RtpPortAllocator } from '../media/rtp-port-allocator.ts';
+import { RealtimeModel } from '../realtime/realtime-model.ts';
+import { createSignalingDriver } from '../sip/create-signaling-driver.ts';
+import type { SignalingDriver } from '../sip/signaling-driver.ts';
+import { CallAcceptor } from './call-acceptor.ts';
+import { CallRegistry } from './call-registry.ts';
+import { registerCallsApi } from './calls-api.ts';
+
+export interface CallGateway {
+  readonly driver: SignalingDriver;
+  readonly calls: CallAcceptor;
+  readonly model: RealtimeModel;
+}
+
+export async function startCallGateway(context: ProcessContext, layer: ActionLayer): Promise<CallGateway> {
+  const { config, log, gatewayId, http } = context;
+  const prefix = config.redis.prefix;
+  const tenants = config.tenants.map((t) => t.id);
+
+  const redis = await connect(context.redis.url, 'producer');
+  // Result delivery blocks on XREADGROUP: a connection of its own, waiting for Redis forever.
+  const blocking = await connect(context.redis.url, 'worker');
+  context.onShutdown('gateway redis', async () => {
+    redis.disconnect();
+    blocking.disconnect();
+  });
+
+  const model = await RealtimeModel.start(config.model, { logger: log });
+  context.onShutdown('realtime model', () => model.stop());
+
+  const timer = new MonotonicMediaTimer();
+  const scheduler = new PlayoutScheduler({ timer, onError: (error) => log.error('playout tick failed', { error }) });
+  const ports = new RtpPortAllocator({ portMin: config.rtp.portMin, portMax: config.rtp.portMax });
+
+  const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
+  const audit = new AuditLog(redis, prefix, log);
+  const runtime = new ToolRuntime({ catalogue, tenants: new Map(config.tenants.map((t) => [t.id, t])), actions: layer, audit, log });
+  const delivery = new ResultDelivery({ redis: blocking, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit, log });
+  await delivery.start();
+  context.onShutdown('result delivery', () => delivery.stop());
+
+  const janitor = new Janitor({ redis, prefix, gatewayId, tenants, delivery, heartbeatMs: config.gateway.heartbeatMs, deadAfterMs: config.gateway.deadAfterMs, log });
+  await janitor.start();
+  context.onShutdown('janitor', async () => {
+    await janitor.stop();
+    await janitor.resign();
+  });
+
+  const registry = new CallRegistry({ redis, prefix, gatewayId, heartbeatMs: config.gateway.heartbeatMs, log });
+  registry.start();
+  context.onShutdown('session registry', async () => registry.stop());
+  registerCallsApi(http, { registry, audit, ledger: layer.ledger });
+
+  const driver = createSignalingDriver(config, log);
+  const calls = new CallAcceptor({
+    media: { config: config.rtp, ports, scheduler, timer },
+    model,
+    catalogue,
+    runtime,
+    delivery,
+    ledger: layer.ledger,
+    registry,
+    gatewayId,
+    log,
+    draining: context.draining,
+  });
+  calls.listen(driver);
+  await driver.start();
+  context.onShutdown('sip', () => driver.stop());
+  context.onShutdown('calls', () => calls.stop());
+  log.info('calls accepted', { driver: driver.name, model: model.provider, rtp: `${config.rtp.listen}:${config.rtp.portMin}-${config.rtp.portMax}` });
+  return { driver, calls, model };
+}
