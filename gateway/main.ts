@@ -4,6 +4,7 @@
  */
 import { startProcess } from '../jobs/process-runtime.ts';
 import { startActionLayer } from '../jobs/worker-main.ts';
+import { startCallGateway } from './call/start-call-gateway.ts';
 
 type Role = 'all' | 'gateway' | 'worker';
 
@@ -18,8 +19,19 @@ function parseRole(argv: readonly string[], env: NodeJS.ProcessEnv): Role {
 
 const role = parseRole(process.argv.slice(2), process.env);
 const context = await startProcess(role);
-await startActionLayer(context, { runWorkers: role !== 'gateway' });
+const layer = await startActionLayer(context, { runWorkers: role !== 'gateway' });
 if (role !== 'worker') {
+  try {
+    await startCallGateway(context, layer);
+  } catch (error) {
+    // A shutdown that began during startup closes what the gateway was starting on: not an error.
+    if (!context.draining.aborted) {
+      // A SIP port in use or a model that cannot start: one clear line, then the normal shutdown.
+      context.log.error('gateway could not start', { error });
+      process.kill(process.pid, 'SIGTERM');
+    }
+    await new Promise(() => undefined);
+  }
   context.log.info('gateway role started', { sip: `${context.config.sip.listen}:${context.config.sip.udpPort}` });
 }
 context.log.info('callgate ready', { role });
