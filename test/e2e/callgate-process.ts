@@ -1,0 +1,88 @@
+/**
+ * callgate as the product runs it (gateway/main.ts in a child process: SIP, RTP, the simulator,
+ * workers, the embedded sandbox) on free loopback ports, the run's Redis under a unique prefix,
+ * and a simulator script of the test's own. Reaped by PID.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { freeLoopbackPort } from '../../jobs/redis/local-redis.ts';
+import { REPO_ROOT, startTs, waitFor, type StartedProcess } from '../support/processes.ts';
+import { deletePrefix, testRedis, testRedisUrl, uniquePrefix } from '../support/redis.ts';
+
+export interface CallgateProcess {
+  readonly proc: StartedProcess;
+  readonly sipPort: number;
+  readonly httpUrl: string;
+  readonly sandboxUrl: string;
+  readonly prefix: string;
+  get<T>(path: string): Promise<T>;
+  stop(): Promise<void>;
+}
+
+export interface CallgateProcessOptions {
+  /** The simulator script (YAML-able object). */
+  readonly script: Record<string, unknown>;
+  /** The demo tenant's first agent. */
+  readonly agent?: string;
+}
+
+export async function startCallgate(options: CallgateProcessOptions): Promise<CallgateProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'callgate-e2e-'));
+  const scriptPath = join(dir, 'script.yaml');
+  writeFileSync(scriptPath, stringify(options.script));
+  const config = parse(readFileSync(join(REPO_ROOT, 'config/callgate.example.yaml'), 'utf8')) as {
+    model: { simulator?: { script?: string } };
+    tenants: { agent: string }[];
+    gateway?: Record<string, unknown>;
+  };
+  config.model.simulator = { script: scriptPath };
+  for (const tenant of config.tenants) tenant.agent = options.agent ?? tenant.agent;
+  config.gateway = { heartbeatMs: 500, deadAfterMs: 3_000, drainMs: 3_000 };
+  const configPath = join(dir, 'callgate.yaml');
+  writeFileSync(configPath, stringify(config));
+  const prefix = uniquePrefix('e2e');
+  const sipPort = await freeLoopbackPort();
+  const httpPort = await freeLoopbackPort();
+  const proc = startTs('gateway/main.ts', {
+    env: {
+      CALLGATE_CONFIG: configPath,
+      CALLGATE_HTTP_PORT: String(httpPort),
+      CALLGATE_SIP_PORT: String(sipPort),
+      CALLGATE_SIP_TCP_PORT: String(sipPort),
+      REDIS_URL: testRedisUrl(),
+      CALLGATE__redis__prefix: prefix,
+      OPENAI_API_KEY: '',
+    },
+  });
+  const httpUrl = `http://127.0.0.1:${httpPort}`;
+  try {
+    await waitFor(async () => ((await fetch(`${httpUrl}/readyz`)).status === 200 && proc.stdout().includes('callgate ready') ? true : undefined), 20_000, 'callgate ready');
+  } catch (error) {
+    proc.kill();
+    throw new Error(`${(error as Error).message}\n${proc.output().slice(-3000)}`);
+  }
+  const sandboxLine = proc.stdout().split('\n').find((line) => line.includes('sandbox systems of record listening'));
+  const sandboxUrl = (JSON.parse(sandboxLine ?? '{}') as { url?: string }).url ?? '';
+  return {
+    proc,
+    sipPort,
+    httpUrl,
+    sandboxUrl,
+    prefix,
+    async get<T>(path: string): Promise<T> {
+      const response = await fetch(path.startsWith('http') ? path : `${httpUrl}${path}`);
+      return (await response.json()) as T;
+    },
+    async stop() {
+      proc.child.kill('SIGTERM');
+      const exited = await Promise.race([proc.exited, new Promise((resolve) => setTimeout(() => resolve('timeout'), 8_000))]);
+      if (exited === 'timeout') proc.kill();
+      const redis = testRedis();
+      await deletePrefix(redis, prefix);
+      await deletePrefix(redis, `{${prefix}-bull}`);
+      redis.disconnect();
+    },
+  };
+}
