@@ -45,6 +45,8 @@ describe('when a gateway stops with results pending', () => {
     const session = new AgentSession({ sessionId: 'busy-call', tenantId: 'tenant-jan', ownerGateway: 'gw-busy', agent: 'reservations' });
     const out = await a.runtime.handle(session, { callId: 'cb', name: 'book_table', arguments: { ...booking(), restaurant: 'bistro-nord', time: '20:00', party_size: 2, name: 'Lin' } });
     await waitFor(async () => ((await a.h.layer.ledger.get('tenant-jan', String(out.operation_id)))?.state === 'COMMITTED' ? true : undefined), 10_000, 'commit');
+    // It is still alive: its heartbeat is fresh when the janitor looks.
+    await redis.zadd(`${a.h.prefix}:gateways`, Date.now(), 'gw-busy');
     expect(await a.janitor('gw-live').sweep()).toBe(0);
     expect(await messages(a.h, String(out.operation_id))).toHaveLength(0);
     redis.disconnect();
