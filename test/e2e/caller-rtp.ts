@@ -5,6 +5,7 @@
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
+import { encodeUlaw } from '../../gateway/media/g711.ts';
 import { parseRtpPacket } from '../../gateway/media/rtp-packet.ts';
 import { serializeTelephoneEvent, type DtmfDigit } from '../../gateway/media/telephone-event.ts';
 
@@ -14,6 +15,15 @@ const PCMU_SILENCE = Buffer.alloc(SAMPLES_PER_FRAME, 0xff);
 /** Frames a key is held (RFC 4733 updates every frame), then three end packets. */
 const DIGIT_FRAMES = 5;
 const END_PACKETS = 3;
+/**
+ * 20 ms of a loud two-tone signal (about -14 dBFS): well above the simulator's energy VAD
+ * threshold (-35 dBFS), so it counts as the caller speaking.
+ */
+const PCMU_VOICE = (() => {
+  const samples = new Int16Array(SAMPLES_PER_FRAME);
+  for (let i = 0; i < samples.length; i++) samples[i] = Math.round(3000 * Math.sin((2 * Math.PI * 440 * i) / 8000) + 3000 * Math.sin((2 * Math.PI * 700 * i) / 8000));
+  return encodeUlaw(samples);
+})();
 
 export interface ReceivedRtp {
   readonly at: number;
@@ -34,6 +44,8 @@ export class CallerRtp {
   private readonly ssrc = randomBytes(4).readUInt32BE(0);
   private readonly digits: { digit: DtmfDigit; frame: number; start: number; marker: boolean }[] = [];
   readonly sentDigits: DtmfDigit[] = [];
+  /** Frames of voice still to send in place of silence. */
+  private voiceFrames = 0;
 
   private constructor(socket: Socket) {
     this.socket = socket;
@@ -76,8 +88,13 @@ export class CallerRtp {
     this.sentDigits.push(digit);
   }
 
-  audibleSince(at: number): number {
-    return this.received.filter((p) => p.at >= at && p.audible).length;
+  /** Talks (a loud tone) for `ms`, in place of silence. */
+  speak(ms: number): void {
+    this.voiceFrames = Math.ceil(ms / FRAME_MS);
+  }
+
+  audibleSince(at: number, until = Infinity): number {
+    return this.received.filter((p) => p.at >= at && p.at < until && p.audible).length;
   }
 
   close(): void {
@@ -96,6 +113,9 @@ export class CallerRtp {
       digit.marker = false;
       digit.frame++;
       if (digit.frame >= DIGIT_FRAMES + END_PACKETS) this.digits.shift();
+    } else if (this.voiceFrames > 0) {
+      this.voiceFrames--;
+      this.send(0, this.timestamp, PCMU_VOICE, false);
     } else {
       this.send(0, this.timestamp, PCMU_SILENCE, false);
     }

@@ -18,7 +18,35 @@ export interface CallgateProcess {
   readonly sandboxUrl: string;
   readonly prefix: string;
   get<T>(path: string): Promise<T>;
+  /** The first call the session registry lists as active. */
+  activeCall(timeoutMs?: number): Promise<CallView>;
+  operations(sessionId: string): Promise<OperationView[]>;
+  timeline(sessionId: string): Promise<TimelineEntryView[]>;
+  /** Adds a sandbox fault rule (e.g. `latency=3000` for bookings/book). */
+  addFault(rule: { fault: string; service?: string; operation?: string }): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface CallView {
+  readonly session_id: string;
+  readonly state: string;
+  readonly end_reason?: string;
+  readonly caller: string;
+}
+
+export interface OperationView {
+  readonly operation_id: string;
+  readonly action: string;
+  readonly state: string;
+  readonly session_id: string;
+  readonly delivery?: { readonly decision: string; readonly reasons: string[]; readonly delivered: boolean; readonly channel: string };
+}
+
+export interface TimelineEntryView {
+  readonly at: number;
+  readonly source: 'call' | 'audit' | 'operation';
+  readonly type: string;
+  readonly detail: Record<string, unknown>;
 }
 
 export interface CallgateProcessOptions {
@@ -65,15 +93,29 @@ export async function startCallgate(options: CallgateProcessOptions): Promise<Ca
   }
   const sandboxLine = proc.stdout().split('\n').find((line) => line.includes('sandbox systems of record listening'));
   const sandboxUrl = (JSON.parse(sandboxLine ?? '{}') as { url?: string }).url ?? '';
+  const get = async <T>(path: string): Promise<T> => {
+    const response = await fetch(path.startsWith('http') ? path : `${httpUrl}${path}`);
+    return (await response.json()) as T;
+  };
   return {
     proc,
     sipPort,
     httpUrl,
     sandboxUrl,
     prefix,
-    async get<T>(path: string): Promise<T> {
-      const response = await fetch(path.startsWith('http') ? path : `${httpUrl}${path}`);
-      return (await response.json()) as T;
+    get,
+    async activeCall(timeoutMs = 5_000) {
+      return waitFor(async () => (await get<{ active: CallView[] }>('/v1/calls')).active[0], timeoutMs, 'a call in the session registry');
+    },
+    async operations(sessionId) {
+      return (await get<{ operations: OperationView[] }>(`/v1/operations?session_id=${sessionId}`)).operations;
+    },
+    async timeline(sessionId) {
+      return (await get<{ timeline: TimelineEntryView[] }>(`/v1/calls/${sessionId}/timeline`)).timeline;
+    },
+    async addFault(rule) {
+      const response = await fetch(`${sandboxUrl}/admin/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rule) });
+      if (response.status !== 201) throw new Error(`sandbox refused the fault rule: ${await response.text()}`);
     },
     async stop() {
       proc.child.kill('SIGTERM');

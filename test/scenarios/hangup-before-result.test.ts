@@ -1,0 +1,83 @@
+/**
+ * Race: the caller hangs up while their booking is still with the system of record. The call ends
+ * (model closed, media released), the operation finishes anyway, and its result reaches the caller
+ * out of band exactly once.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/processes.ts';
+import { CallerRtp } from '../e2e/caller-rtp.ts';
+import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
+import { runSipp } from '../e2e/sipp-runner.ts';
+
+const SCRIPT = {
+  name: 'hangup-before-result',
+  greeting: 'Hello.',
+  fallback: 'Anything else?',
+  digits: {
+    '1': { say: 'Booking it.', tools: [{ name: 'book_table', arguments: { restaurant: 'bistro-nord', date: '2031-06-02', time: '20:00', party_size: 2, name: 'Ada Lovelace' } }] },
+  },
+  toolOutputs: { book_table: 'One moment.' },
+  systemMessage: 'Your table is confirmed.',
+};
+
+/** The sandbox holds the booking this long before committing: well past the caller's hang-up, below the provider timeout (5 s). */
+const BOOKING_LATENCY_MS = 3_500;
+/** The whole call: the greeting, the key press after it, and a little of the tool turn. */
+const CALL_MS = 4_000;
+
+let callgate: CallgateProcess | undefined;
+let caller: CallerRtp | undefined;
+afterEach(async () => {
+  caller?.close();
+  caller = undefined;
+  await callgate?.stop();
+  callgate = undefined;
+});
+
+describe('when the caller hangs up before the booking result arrives', () => {
+  it('should commit the booking once and deliver its result out of band exactly once', { timeout: 90_000 }, async () => {
+    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
+    callgate = cg;
+    await cg.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
+    const rtp = await CallerRtp.open();
+    caller = rtp;
+    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: CALL_MS, timeoutSeconds: 30, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
+
+    await waitFor(async () => (rtp.received.length > 0 ? true : undefined), 10_000, 'the first RTP from callgate');
+    const call = await cg.activeCall();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    rtp.press('1');
+    const started = await waitFor(async () => (await cg.operations(call.session_id)).find((op) => op.action === 'book_table'), 6_000, 'the booking to be admitted');
+    expect(started.state).not.toBe('COMMITTED');
+
+    const result = await sipp;
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect((await cg.operations(call.session_id)).find((op) => op.operation_id === started.operation_id)?.state).not.toBe('COMMITTED');
+
+    const delivered = await waitFor(async () => {
+      const op = (await cg.operations(call.session_id)).find((o) => o.operation_id === started.operation_id);
+      return op?.delivery?.delivered === true ? op : undefined;
+    }, 15_000, 'the result to be delivered');
+    expect(delivered.state).toBe('COMMITTED');
+    expect(delivered.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band' });
+    expect(delivered.delivery?.reasons).toContain('caller_hung_up');
+
+    // The out-of-band message lands at the sandbox once, and stays once.
+    const messagesOf = async () => (await cg.get<{ messages: { deliveries: number; body: Record<string, unknown> }[] }>(`${cg.sandboxUrl}/admin/messages?operation_id=${started.operation_id}`)).messages;
+    await waitFor(async () => ((await messagesOf()).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const messages = await messagesOf();
+    expect(messages).toHaveLength(1);
+    expect(messages[0]?.deliveries).toBe(1);
+    const effects = (await cg.get<{ effects: { reference?: string }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;
+    expect(effects.map((e) => e.reference)).toEqual([started.operation_id]);
+
+    // Causal order on the call's timeline: the call ended before the commit, the gate decided after it.
+    const timeline = await cg.timeline(call.session_id);
+    const at = (source: string, type: string) => timeline.find((e) => e.source === source && e.type === type)?.at ?? NaN;
+    expect(at('call', 'ended')).toBeLessThan(at('operation', 'operation_committed'));
+    expect(at('operation', 'operation_committed')).toBeLessThanOrEqual(at('audit', 'gate_decision'));
+    expect(timeline.filter((e) => e.type === 'delivered').map((e) => e.detail.channel)).toEqual(['out_of_band']);
+    expect(timeline.find((e) => e.source === 'call' && e.type === 'ended')?.detail).toMatchObject({ reason: 'caller_hung_up' });
+  });
+});
