@@ -1,0 +1,96 @@
+/**
+ * Race: the caller talks over the agent while their booking is RUNNING at the system of record.
+ * The agent's response is cancelled and its audio stops at once on the wire; the booking is not
+ * cancelled: it commits once and its result is spoken when the caller is idle again.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/processes.ts';
+import { CallerRtp } from '../e2e/caller-rtp.ts';
+import { startCallgate, type CallgateProcess, type TimelineEntryView } from '../e2e/callgate-process.ts';
+import { runSipp } from '../e2e/sipp-runner.ts';
+
+const SCRIPT = {
+  name: 'barge-in-while-running',
+  greeting: 'Hello.',
+  fallback: 'Sorry, go ahead.',
+  digits: {
+    '1': { say: 'Booking it.', tools: [{ name: 'book_table', arguments: { restaurant: 'sushi-kaito', date: '2031-07-09', time: '18:30', party_size: 3, name: 'Alan Turing' } }] },
+  },
+  // Long enough to be talked over.
+  toolOutputs: { book_table: 'I am booking your table now. This can take a moment, so please stay on the line while I confirm it with the restaurant for you.' },
+  systemMessage: 'Your table is confirmed.',
+};
+
+/** The booking stays RUNNING this long (below the provider's 5 s timeout): the barge-in falls inside it. */
+const BOOKING_LATENCY_MS = 4_000;
+const CALLER_TALKS_MS = 1_200;
+const CALL_MS = 16_000;
+
+let callgate: CallgateProcess | undefined;
+let caller: CallerRtp | undefined;
+afterEach(async () => {
+  caller?.close();
+  caller = undefined;
+  await callgate?.stop();
+  callgate = undefined;
+});
+
+function find(timeline: readonly TimelineEntryView[], source: string, type: string, match: (e: TimelineEntryView) => boolean = () => true): TimelineEntryView | undefined {
+  return timeline.find((e) => e.source === source && e.type === type && match(e));
+}
+
+describe('when the caller barges in while the booking is RUNNING', () => {
+  it('should stop the agent’s audio and cancel its response, but neither cancel nor repeat the booking', { timeout: 90_000 }, async () => {
+    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
+    callgate = cg;
+    await cg.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
+    const rtp = await CallerRtp.open();
+    caller = rtp;
+    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: CALL_MS, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
+
+    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const call = await cg.activeCall();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    rtp.press('1');
+
+    // The follow-up response (the long tool output line) is playing: the caller talks over it.
+    const toolCall = await waitFor(async () => find(await cg.timeline(call.session_id), 'call', 'tool_call'), 8_000, 'the booking tool call');
+    const followUp = await waitFor(async () => find(await cg.timeline(call.session_id), 'call', 'response', (e) => e.detail.state === 'created' && e.at >= toolCall.at), 5_000, 'the follow-up response');
+    await waitFor(async () => (rtp.audibleSince(followUp.at) >= 25 ? true : undefined), 5_000, 'half a second of the follow-up');
+    const talkedAt = Date.now();
+    rtp.speak(CALLER_TALKS_MS);
+
+    const bargeIn = await waitFor(async () => find(await cg.timeline(call.session_id), 'call', 'barge_in'), 5_000, 'the barge-in');
+    expect(bargeIn.detail.playedMs).toBeGreaterThan(0);
+    expect(bargeIn.detail.droppedMs).toBeGreaterThan(0);
+    const booking = (await cg.operations(call.session_id)).find((op) => op.action === 'book_table');
+    expect(booking?.state).toBe('RUNNING');
+
+    // On the wire: the agent's audio stops while the caller is still talking.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, talkedAt + CALLER_TALKS_MS - Date.now())));
+    expect(rtp.audibleSince(bargeIn.at + 200, talkedAt + CALLER_TALKS_MS)).toBe(0);
+
+    const delivered = await waitFor(async () => {
+      const op = (await cg.operations(call.session_id)).find((o) => o.action === 'book_table');
+      return op?.delivery?.delivered === true ? op : undefined;
+    }, 15_000, 'the booking result to be told');
+    const result = await sipp;
+    expect(result.exitCode, result.stderr).toBe(0);
+
+    // The booking: committed once, never cancelled, told by voice after the barge-in.
+    expect(delivered.state).toBe('COMMITTED');
+    expect(delivered.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
+    const effects = (await cg.get<{ effects: { reference?: string }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;
+    expect(effects.map((e) => e.reference)).toEqual([delivered.operation_id]);
+    expect((await cg.get<{ messages: unknown[] }>(`${cg.sandboxUrl}/admin/messages?operation_id=${delivered.operation_id}`)).messages).toEqual([]);
+
+    const timeline = await cg.timeline(call.session_id);
+    expect(timeline.filter((e) => e.source === 'operation').map((e) => e.type)).toEqual(['operation_requested', 'operation_admitted', 'operation_running', 'operation_committed']);
+    // The interrupted response ended cancelled; the result was spoken in a later, completed one.
+    expect(find(timeline, 'call', 'response', (e) => e.detail.state === 'done' && e.detail.responseId === followUp.detail.responseId)?.detail.status).toBe('cancelled');
+    const spoken = find(timeline, 'call', 'result_spoken');
+    expect(spoken?.detail).toMatchObject({ operationId: delivered.operation_id, status: 'completed' });
+    const order = [bargeIn.at, find(timeline, 'operation', 'operation_committed')?.at ?? NaN, spoken?.at ?? NaN];
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+  });
+});
