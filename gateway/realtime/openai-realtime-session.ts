@@ -557,9 +557,12 @@ export class OpenAIRealtimeSession implements RealtimeSession {
 
   private onSpeechStarted(itemId: string, audioStartMs: number): void {
     const wasActive = this.sequencer.isActive;
+    // A create still in flight becomes a response after the caller started speaking, which the
+    // server's interrupt_response does not cover: it is cancelled as soon as it is created.
+    const createInFlight = this.sequencer.awaitingCreated;
     this.sequencer.onSpeechStarted();
     let cancelSent = false;
-    if (wasActive && !(this.session !== undefined && serverInterruptsResponses(this.session))) {
+    if (wasActive && (createInFlight || !(this.session !== undefined && serverInterruptsResponses(this.session)))) {
       cancelSent = this.sequencer.cancelActive() !== undefined;
     }
     let interruption: Interruption | undefined;

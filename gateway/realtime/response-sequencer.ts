@@ -70,6 +70,11 @@ export class ResponseSequencer {
     return this.active !== undefined;
   }
 
+  /** True while our create is out and the server has not said which response it started. */
+  get awaitingCreated(): boolean {
+    return this.active !== undefined && this.active.responseId === undefined;
+  }
+
   get queuedCount(): number {
     return this.queue.length;
   }

@@ -138,3 +138,17 @@ describe('when a truncation names more audio than the item has', () => {
     expect(eventsOf(events, 'error')).toEqual([]);
   });
 });
+
+describe('when the caller starts speaking while a response.create is still on its way', () => {
+  it('should cancel the response as soon as the server creates it, even with interrupt_response', async () => {
+    harness = await startHarness({ simulator: { speechSpeed: 1 } });
+    const h = harness;
+    h.client.createResponse();
+    // The server's speech_started overtakes the create: it reaches the client before response.created.
+    h.connection.session.sendRaw(JSON.stringify({ type: 'input_audio_buffer.speech_started', event_id: 'e1', audio_start_ms: 0, item_id: 'item_caller' }));
+    const done = await waitFor('the response', () => eventsOf(h.events, 'response_done')[0]);
+    expect(done).toMatchObject({ status: 'cancelled', reason: 'client_cancelled' });
+    expect(clientWire(h.connection)).toEqual(['session.update', 'response.create', 'response.cancel']);
+    expect(eventsOf(h.events, 'speech_started')[0]?.interruption).toBeUndefined();
+  });
+});
