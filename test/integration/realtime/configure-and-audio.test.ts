@@ -92,3 +92,18 @@ describe('when input transcription is on and the caller says something', () => {
     expect(eventsOf(events, 'transcript_delta').filter((t) => t.role === 'user').map((t) => t.delta)).toEqual(['I want to book a table.']);
   });
 });
+
+describe('when the model refuses a session.update', () => {
+  it('should reject configure at once with the provider code, not after the timeout', async () => {
+    harness = await startHarness({ client: { sessionUpdateTimeoutMs: 5_000 } });
+    const { client, events } = harness;
+    client.createResponse();
+    await waitFor('assistant audio', () => eventsOf(events, 'response_done')[0]);
+    const started = Date.now();
+    // The voice cannot change once the assistant has spoken.
+    await expect(client.configure({ ...PCMU_CONFIG, voice: 'cedar' })).rejects.toMatchObject({ code: 'CALLGATE_ERR_MODEL_REJECTED' });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(eventsOf(events, 'error')[0]).toMatchObject({ code: 'CALLGATE_ERR_MODEL_REJECTED', providerCode: 'invalid_value' });
+    expect(eventsOf(events, 'error')[0]?.message).toMatch(/session\.update/);
+  });
+});
