@@ -1,0 +1,85 @@
+/**
+ * Race: the caller asks for a person while their booking is still RUNNING. The transfer goes
+ * through (REFER 202, NOTIFY 200, callgate's BYE); the booking is not cancelled, commits once, and
+ * its result follows the caller out of band exactly once.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/processes.ts';
+import { CallerRtp } from '../e2e/caller-rtp.ts';
+import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
+import { runSipp } from '../e2e/sipp-runner.ts';
+
+const SCRIPT = {
+  name: 'transfer-with-pending-booking',
+  greeting: 'Hello.',
+  fallback: 'Anything else?',
+  digits: {
+    '1': { say: 'Booking it.', tools: [{ name: 'book_table', arguments: { restaurant: 'trattoria-roma', date: '2031-08-21', time: '21:00', party_size: 6, name: 'Katherine Johnson' } }] },
+    '3': { say: 'Transferring you.', tools: [{ name: 'transfer_to_human', arguments: { reason: 'caller asked for a person' } }] },
+  },
+  toolOutputs: { book_table: 'One moment.', transfer_to_human: 'Goodbye.' },
+  systemMessage: 'Your table is confirmed.',
+};
+
+/** Long enough that the transfer completes first; below the provider timeout (5 s). */
+const BOOKING_LATENCY_MS = 4_500;
+
+let callgate: CallgateProcess | undefined;
+let caller: CallerRtp | undefined;
+afterEach(async () => {
+  caller?.close();
+  caller = undefined;
+  await callgate?.stop();
+  callgate = undefined;
+});
+
+describe('when the caller is transferred to a person while the booking runs', () => {
+  it('should end callgate’s leg as transferred and send the booking result out of band once', { timeout: 90_000 }, async () => {
+    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
+    callgate = cg;
+    await cg.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
+    const rtp = await CallerRtp.open();
+    caller = rtp;
+    const sipp = runSipp({ scenario: 'uac-transfer-accepted.xml', port: cg.sipPort, transport: 'udp', service: '1000', timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
+
+    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const call = await cg.activeCall();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    rtp.press('1');
+    const booking = await waitFor(async () => (await cg.operations(call.session_id)).find((op) => op.action === 'book_table' && op.state === 'RUNNING'), 8_000, 'the booking to run');
+    rtp.press('3');
+
+    const result = await sipp;
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.firstLines.filter((line) => /^(sent|received) (REFER|NOTIFY|BYE|SIP\/2\.0 202)/.test(line))).toEqual([
+      expect.stringMatching(/^received REFER /),
+      'sent SIP/2.0 202 Accepted',
+      expect.stringMatching(/^sent NOTIFY /),
+      expect.stringMatching(/^sent NOTIFY /),
+      expect.stringMatching(/^received BYE /),
+    ]);
+
+    const delivered = await waitFor(async () => {
+      const op = (await cg.operations(call.session_id)).find((o) => o.operation_id === booking.operation_id);
+      return op?.delivery?.delivered === true ? op : undefined;
+    }, 15_000, 'the booking result to be delivered');
+    expect(delivered.state).toBe('COMMITTED');
+    expect(delivered.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band' });
+    expect(delivered.delivery?.reasons).toContain('transferred_to_human');
+
+    const messagesOf = async () => (await cg.get<{ messages: { deliveries: number }[] }>(`${cg.sandboxUrl}/admin/messages?operation_id=${booking.operation_id}`)).messages;
+    await waitFor(async () => ((await messagesOf()).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await messagesOf()).map((m) => m.deliveries)).toEqual([1]);
+    const effects = (await cg.get<{ effects: { reference?: string }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;
+    expect(effects.map((e) => e.reference)).toEqual([booking.operation_id]);
+
+    const timeline = await cg.timeline(call.session_id);
+    const at = (source: string, type: string) => timeline.find((e) => e.source === source && e.type === type)?.at ?? NaN;
+    expect(timeline.find((e) => e.source === 'call' && e.type === 'transfer')?.detail).toMatchObject({ target: 'sip:frontdesk@127.0.0.1:5080', outcome: { type: 'succeeded' } });
+    expect(timeline.find((e) => e.source === 'audit' && e.type === 'transfer')?.detail).toMatchObject({ pending: 1 });
+    expect(timeline.find((e) => e.source === 'call' && e.type === 'ended')?.detail).toMatchObject({ reason: 'transferred', dialogReason: 'transferred' });
+    expect(at('call', 'ended')).toBeLessThan(at('operation', 'operation_committed'));
+    expect(timeline.filter((e) => e.source === 'operation').map((e) => e.type)).not.toContain('operation_cancelled');
+  });
+});
