@@ -39,6 +39,11 @@ export type JitterFrame =
   /** Playing, and the next frame has not arrived: the buffer ran dry. */
   | { readonly kind: 'underrun' };
 
+/** Frames without data are shared constants: a tick that plays nothing allocates nothing. */
+const BUFFERING: JitterFrame = { kind: 'buffering' };
+const UNDERRUN: JitterFrame = { kind: 'underrun' };
+const LOST: JitterFrame = { kind: 'lost' };
+
 export interface JitterBufferStats {
   readonly buffered: number;
   readonly played: number;
@@ -145,9 +150,9 @@ export class JitterBuffer {
 
   /** The frame for this 20 ms tick. */
   pop(): JitterFrame {
-    if (this.state === 'idle') return { kind: 'buffering' };
+    if (this.state === 'idle') return BUFFERING;
     if (this.state === 'buffering') {
-      if (this.span() < this.targetFrames()) return { kind: 'buffering' };
+      if (this.span() < this.targetFrames()) return BUFFERING;
       this.state = 'playing';
     }
     this.shrinkIfDeep();
@@ -166,7 +171,7 @@ export class JitterBuffer {
       this.state = 'buffering';
       this.cleanTicks = 0;
       if (this.targetFrames() < this.maxFrames) this.underrunBoostFrames++;
-      return { kind: 'underrun' };
+      return UNDERRUN;
     }
     this.advance(false);
     this.counts.lost++;
@@ -176,7 +181,7 @@ export class JitterBuffer {
       return { kind: 'concealed', payload: this.options.conceal(this.previousPayload) };
     }
     this.previousWasReal = false;
-    return { kind: 'lost' };
+    return LOST;
   }
 
   /** Frames buffered ahead of the playout point, counting gaps. */

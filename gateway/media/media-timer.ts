@@ -29,7 +29,7 @@ export class MonotonicMediaTimer implements MediaTimer {
     const timeout = setTimeout(() => {
       this.timeouts.delete(id);
       callback();
-    }, Math.max(0, delayMs));
+    }, Math.max(1, Math.round(delayMs)));
     this.timeouts.set(id, timeout);
     return { id };
   }

@@ -26,6 +26,9 @@ export type PlayoutFrame =
   | { readonly kind: 'silence'; readonly payload: Buffer }
   | { readonly kind: 'idle' };
 
+/** Shared: an idle tick allocates nothing. */
+const IDLE: PlayoutFrame = { kind: 'idle' };
+
 export interface PlayoutClearResult {
   readonly itemId: string;
   /** Milliseconds of the item handed to the network before the clear. */
@@ -111,7 +114,7 @@ export class Playout {
       this.counts.silenceFrames++;
       return { kind: 'silence', payload: this.comfortSilence };
     }
-    return { kind: 'idle' };
+    return IDLE;
   }
 
   /**

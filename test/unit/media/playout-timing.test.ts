@@ -80,8 +80,8 @@ describe('when pacing 60 s of audio on a fake clock', () => {
     const sender = new PacedSender(timer);
     sender.playout.enqueue('item_a', Array.from({ length: 200 }, () => Buffer.alloc(160)));
     sender.attach(scheduler);
-    timer.run(1000);
-    timer.lateness = (at) => (at > 1000 && at < 1010 ? 100 : 0);
+    // The wake-up due at 1000 ms lands 100 ms late.
+    timer.lateness = (at) => (at >= 1000 && at < 1010 ? 100 : 0);
     timer.run(3000);
     const perInstant = new Map<number, number>();
     for (const s of sender.sent) perInstant.set(s.atMs, (perInstant.get(s.atMs) ?? 0) + 1);
@@ -99,8 +99,8 @@ describe('when pacing 60 s of audio on a fake clock', () => {
     const sender = new PacedSender(timer);
     sender.playout.enqueue('item_a', Array.from({ length: 200 }, () => Buffer.alloc(160)));
     sender.attach(scheduler);
-    timer.run(1000);
-    timer.lateness = (at) => (at > 1000 && at < 1010 ? 500 : 0);
+    // The wake-up due at 1000 ms lands 500 ms late.
+    timer.lateness = (at) => (at >= 1000 && at < 1010 ? 500 : 0);
     timer.run(3000);
     expect(sender.skipped).toBeGreaterThan(MAX_BACKLOG_FRAMES);
     for (const s of sender.sent.filter((x) => x.atMs > 1600)) expect(s.atMs - s.dueMs).toBeLessThanOrEqual(1);
@@ -112,7 +112,7 @@ describe('when pacing 60 s of audio on a fake clock', () => {
 describe('when many calls share the scheduler', () => {
   it('should spread their send slots across the 20 ms frame', () => {
     const timer = new FakeMediaTimer();
-    const scheduler = new PlayoutScheduler({ timer, slots: 10 });
+    const scheduler = new PlayoutScheduler({ timer, slots: 10, slotCapacity: 10 });
     const senders = Array.from({ length: 100 }, () => new PacedSender(timer));
     for (const sender of senders) {
       sender.playout.enqueue('item', Array.from({ length: 50 }, () => Buffer.alloc(160)));
@@ -128,6 +128,21 @@ describe('when many calls share the scheduler', () => {
     for (const at of window) instants.set(at, (instants.get(at) ?? 0) + 1);
     expect([...instants.keys()].sort((a, b) => a - b)).toEqual([200, 202, 204, 206, 208, 210, 212, 214, 216, 218]);
     expect([...instants.values()].every((n) => n === 10)).toBe(true);
+  });
+
+  it('should share one wake-up per frame among a few calls and open slots across the frame as calls grow', () => {
+    const timer = new FakeMediaTimer();
+    const scheduler = new PlayoutScheduler({ timer, slots: 10, slotCapacity: 50 });
+    const few = Array.from({ length: 30 }, () => new PacedSender(timer));
+    for (const sender of few) sender.attach(scheduler);
+    timer.run(1000);
+    // One wake-up per 20 ms frame (plus the first).
+    expect(scheduler.wakeupCount).toBeLessThanOrEqual(52);
+    const more = Array.from({ length: 70 }, () => new PacedSender(timer));
+    for (const sender of more) sender.attach(scheduler);
+    const slots = new Set([...few, ...more].map((s) => s.registration?.slot));
+    // The second slot opens half a frame after the first.
+    expect([...slots]).toEqual([0, 5]);
   });
 
   it('should keep ticking the other calls when one call throws', () => {
