@@ -235,7 +235,7 @@ export class RtpSession {
   /** A digit that came by signaling (SIP INFO) joins the same digit stream as RFC 4733 ones. */
   injectDigit(digit: DtmfDigit): void {
     if (this.closed) return;
-    metrics.dtmfEvents.labels('in', 'sip-info').inc();
+    metrics.dtmfEvents.inc({ direction: 'in', source: 'sip-info' });
     this.counts.dtmfIn++;
     this.emit(rtpEvents.dtmf(digit, 'sip-info'));
   }
@@ -419,7 +419,7 @@ export class RtpSession {
     const result = this.dtmfReceiver.receive(packet);
     if (result.kind === 'digit') {
       this.counts.dtmfIn++;
-      metrics.dtmfEvents.labels('in', 'rtp').inc();
+      metrics.dtmfEvents.inc({ direction: 'in', source: 'rtp' });
       this.emit(rtpEvents.dtmf(result.digit, 'rtp'));
     }
   }
@@ -445,7 +445,7 @@ export class RtpSession {
     if (dtmf) {
       if (dtmf.marker) {
         this.counts.dtmfOut++;
-        metrics.dtmfEvents.labels('out', 'rtp').inc();
+        metrics.dtmfEvents.inc({ direction: 'out', source: 'rtp' });
       }
       this.sendRtp(this.options.telephoneEventPayloadType as number, dtmf.payload, dtmf.marker, dtmf.timestamp, latenessMs);
       return;
@@ -558,28 +558,26 @@ export class RtpSession {
       rtcpOut: this.counts.rtcpOut,
     };
     const f = this.flushed;
-    add(metrics.rtpPackets.labels('in'), now.packetsIn - f.packetsIn);
-    add(metrics.rtpBytes.labels('in'), now.bytesIn - f.bytesIn);
-    add(metrics.rtpPackets.labels('out'), now.packetsOut - f.packetsOut);
-    add(metrics.rtpBytes.labels('out'), now.bytesOut - f.bytesOut);
-    add(metrics.rtpLost, now.lost - f.lost);
-    add(metrics.rtpLate, now.late - f.late);
-    add(metrics.rtpDiscarded.labels('duplicate'), now.duplicates - f.duplicates);
-    add(metrics.rtpDiscarded.labels('overflow'), now.discarded - f.discarded);
-    add(metrics.rtpConcealed, now.concealed - f.concealed);
-    add(metrics.jitterUnderruns, now.underruns - f.underruns);
-    add(metrics.playoutUnderruns, now.playoutUnderruns - f.playoutUnderruns);
-    add(metrics.playoutSkipped, now.skipped - f.skipped);
-    add(metrics.rtcpPackets.labels('in'), now.rtcpIn - f.rtcpIn);
-    add(metrics.rtcpPackets.labels('out'), now.rtcpOut - f.rtcpOut);
+    // Only what changed reaches prom-client: label lookups cost more than the whole idle tick.
+    if (now.packetsIn > f.packetsIn) metrics.rtpPackets.inc({ direction: 'in' }, now.packetsIn - f.packetsIn);
+    if (now.bytesIn > f.bytesIn) metrics.rtpBytes.inc({ direction: 'in' }, now.bytesIn - f.bytesIn);
+    if (now.packetsOut > f.packetsOut) metrics.rtpPackets.inc({ direction: 'out' }, now.packetsOut - f.packetsOut);
+    if (now.bytesOut > f.bytesOut) metrics.rtpBytes.inc({ direction: 'out' }, now.bytesOut - f.bytesOut);
+    if (now.lost > f.lost) metrics.rtpLost.inc(now.lost - f.lost);
+    if (now.late > f.late) metrics.rtpLate.inc(now.late - f.late);
+    if (now.duplicates > f.duplicates) metrics.rtpDiscarded.inc({ reason: 'duplicate' }, now.duplicates - f.duplicates);
+    if (now.discarded > f.discarded) metrics.rtpDiscarded.inc({ reason: 'overflow' }, now.discarded - f.discarded);
+    if (now.concealed > f.concealed) metrics.rtpConcealed.inc(now.concealed - f.concealed);
+    if (now.underruns > f.underruns) metrics.jitterUnderruns.inc(now.underruns - f.underruns);
+    if (now.playoutUnderruns > f.playoutUnderruns) metrics.playoutUnderruns.inc(now.playoutUnderruns - f.playoutUnderruns);
+    if (now.skipped > f.skipped) metrics.playoutSkipped.inc(now.skipped - f.skipped);
+    if (now.rtcpIn > f.rtcpIn) metrics.rtcpPackets.inc({ direction: 'in' }, now.rtcpIn - f.rtcpIn);
+    if (now.rtcpOut > f.rtcpOut) metrics.rtcpPackets.inc({ direction: 'out' }, now.rtcpOut - f.rtcpOut);
     this.flushed = now;
     for (const [reason, count] of Object.entries(this.dropped) as Array<[RtpSessionDropReason, number]>) {
-      add(metrics.rtpDropped.labels(reason), count - (this.flushedDrops[reason] ?? 0));
+      const delta = count - (this.flushedDrops[reason] ?? 0);
+      if (delta > 0) metrics.rtpDropped.inc({ reason }, delta);
       this.flushedDrops[reason] = count;
     }
   }
-}
-
-function add(metric: { inc(value: number): void }, delta: number): void {
-  if (delta > 0) metric.inc(delta);
 }
