@@ -11,6 +11,7 @@ import { serializeTelephoneEvent, type DtmfDigit } from './telephone-event.ts';
 export const DEFAULT_DTMF_DURATION_MS = 100;
 /** -10 dBm0: the level RFC 4733 examples and most gateways use. */
 const DTMF_VOLUME = 10;
+/** The end packet goes out this many times (RFC 4733 §2.5.1.4), so one loss does not hide the release. */
 const END_REPEATS = 3;
 /** Frames without events between two digits, so the receiver hears two presses. */
 const INTER_DIGIT_GAP_FRAMES = 2;
