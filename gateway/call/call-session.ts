@@ -490,7 +490,12 @@ export class CallSession {
   }
 
   private end(reason: CallEndReason, dialogReason?: DialogEndReason): Promise<void> {
-    this.ended ??= this.finish(reason, dialogReason);
+    if (this.ended === undefined) {
+      this.ending = true;
+      // Deferred a tick: the BYE sent by finish() ends the dialog synchronously, and that
+      // 'ended' event must find this call already ending with its first reason.
+      this.ended = Promise.resolve().then(() => this.finish(reason, dialogReason));
+    }
     return this.ended;
   }
 
@@ -499,7 +504,6 @@ export class CallSession {
    * told the call is over (results still owed go out of band, once).
    */
   private async finish(reason: CallEndReason, dialogReason: DialogEndReason | undefined): Promise<void> {
-    this.ending = true;
     const dialog = this.options.call.dialog;
     if (dialog.state !== 'terminated') {
       await Promise.race([dialog.hangup().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, HANGUP_TIMEOUT_MS).unref())]);

@@ -1,0 +1,97 @@
+/**
+ * The gateway's call path in the test process, for races that need a hand on the model: the
+ * built-in SIP stack on a free loopback port, real RTP, a RealtimeSimulator the test owns (it can
+ * drop connections), and the agents harness (real Redis, BullMQ workers, the sandbox over HTTP).
+ */
+import { AuditLog } from '../../agents/audit.ts';
+import { sipSchema } from '../../config/schema.ts';
+import { MonotonicMediaTimer } from '../../gateway/media/media-timer.ts';
+import { PlayoutScheduler } from '../../gateway/media/playout-scheduler.ts';
+import { RtpPortAllocator } from '../../gateway/media/rtp-port-allocator.ts';
+import { OpenAIRealtimeSession } from '../../gateway/realtime/openai-realtime-session.ts';
+import type { SessionOptions } from '../../gateway/realtime/realtime-model.ts';
+import { RealtimeSimulator } from '../../gateway/realtime/simulator/realtime-simulator.ts';
+import { parseSimulatorScript } from '../../gateway/realtime/simulator/simulator-script.ts';
+import { BuiltinSignalingDriver } from '../../gateway/sip/builtin-driver.ts';
+import { CallAcceptor } from '../../gateway/call/call-acceptor.ts';
+import type { CallEvent } from '../../gateway/call/call-events.ts';
+import { CallRegistry } from '../../gateway/call/call-registry.ts';
+import { callTimeline, type TimelineEntry } from '../../gateway/call/calls-api.ts';
+import type { CallSession } from '../../gateway/call/call-session.ts';
+import { BOOK, quietLog } from '../support/action-harness.ts';
+import { startAgentsHarness, type AgentsHarness } from '../support/agents-harness.ts';
+import { testRedis } from '../support/redis.ts';
+import { stringify } from 'yaml';
+
+export interface InProcessGateway {
+  readonly agents: AgentsHarness;
+  readonly simulator: RealtimeSimulator;
+  readonly calls: CallAcceptor;
+  readonly sipPort: number;
+  readonly sandboxUrl: string;
+  /** Every call event, in order, with the session it belongs to. */
+  readonly events: { sessionId: string; at: number; event: CallEvent }[];
+  readonly sessions: CallSession[];
+  addFault(rule: { fault: string; service?: string; operation?: string }): Promise<void>;
+  timeline(session: CallSession): Promise<TimelineEntry[]>;
+  close(): Promise<void>;
+}
+
+export async function startInProcessGateway(options: { script: Record<string, unknown>; speechSpeed?: number }): Promise<InProcessGateway> {
+  const agents = await startAgentsHarness({ tenants: { demo: { book_table: BOOK } }, gatewayId: `gw-${Date.now()}` });
+  const { h } = agents;
+  const simulator = new RealtimeSimulator({ script: parseSimulatorScript(stringify(options.script)), speechSpeed: options.speechSpeed ?? 2, logger: quietLog });
+  const url = await simulator.start();
+  const tenants = h.config.tenants.map((t) => ({ ...t, agent: 'reservations', transferTarget: 'sip:frontdesk@127.0.0.1:5080' }));
+  const driver = new BuiltinSignalingDriver({ sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, tcpPort: 0, transports: ['udp'] }), tenants, logger: quietLog });
+  const redis = testRedis();
+  const registry = new CallRegistry({ redis, prefix: h.prefix, gatewayId: agents.gatewayId, heartbeatMs: 500, log: quietLog });
+  registry.start();
+  const timer = new MonotonicMediaTimer();
+  const events: InProcessGateway['events'] = [];
+  const sessions: CallSession[] = [];
+  const calls = new CallAcceptor({
+    media: { config: h.config.rtp, ports: new RtpPortAllocator({ portMin: h.config.rtp.portMin, portMax: h.config.rtp.portMax }), scheduler: new PlayoutScheduler({ timer }), timer },
+    model: { openSession: (session: SessionOptions = {}) => new OpenAIRealtimeSession({ ...session, url, model: 'gpt-realtime' }) },
+    catalogue: agents.catalogue,
+    runtime: agents.runtime,
+    delivery: agents.delivery,
+    ledger: h.layer.ledger,
+    registry,
+    gatewayId: agents.gatewayId,
+    log: quietLog,
+    onEvent: (session, event) => {
+      if (!sessions.includes(session)) sessions.push(session);
+      events.push({ sessionId: session.sessionId, at: Date.now(), event });
+    },
+  });
+  calls.listen(driver);
+  await driver.start();
+  const audit = new AuditLog(redis, h.prefix, quietLog);
+  return {
+    agents,
+    simulator,
+    calls,
+    sipPort: driver.port('udp') ?? 0,
+    sandboxUrl: h.sandbox.url,
+    events,
+    sessions,
+    async addFault(rule) {
+      const response = await fetch(`${h.sandbox.url}/admin/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rule) });
+      if (response.status !== 201) throw new Error(`sandbox refused the fault rule: ${await response.text()}`);
+    },
+    async timeline(session) {
+      const record = await registry.get(session.sessionId);
+      if (record === undefined) return [];
+      return callTimeline({ registry, audit, ledger: h.layer.ledger }, record);
+    },
+    async close() {
+      await calls.stop();
+      await driver.stop();
+      registry.stop();
+      await simulator.stop();
+      await agents.close();
+      redis.disconnect();
+    },
+  };
+}
