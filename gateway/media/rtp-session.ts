@@ -44,6 +44,11 @@ const METRICS_FLUSH_FRAMES = 50;
 /** Per-call lateness histogram: 0.5 ms bins up to 100 ms (the last bin holds everything above). */
 export const LATENESS_BIN_MS = 0.5;
 const LATENESS_BINS = 201;
+/**
+ * Items cleared by barge-in that are remembered, so late audio deltas of a cancelled model
+ * response are not played; a model sends at most a few responses' worth after a cancel.
+ */
+const REMEMBERED_CLEARED_ITEMS = 16;
 /** Comfort noise (RFC 3389, static PT 13): keeps the stream alive, carries no audio we use. */
 const COMFORT_NOISE_PAYLOAD_TYPE = 13;
 
@@ -92,6 +97,8 @@ export class RtpSession {
   private candidateSsrc: { ssrc: number; count: number } | undefined;
   private readonly timestampBase: number;
   private sequence: number;
+  /** Recently cleared items: audio that still arrives for them is dropped, not played. */
+  private readonly clearedItems: string[] = [];
   /** Item whose audio is being encoded now: the send transcoder's remainder belongs to it. */
   private encodingItem: string | undefined;
   private onHold = false;
@@ -203,7 +210,7 @@ export class RtpSession {
    * is the session's from here on (PCMU passthrough sends views of it): do not reuse it.
    */
   play(itemId: string, audio: Buffer): void {
-    if (this.closed) return;
+    if (this.closed || this.clearedItems.includes(itemId)) return;
     if (this.encodingItem !== undefined && this.encodingItem !== itemId) this.finishEncoding();
     this.encodingItem = itemId;
     const frames = this.sendTranscoder.push(audio);
@@ -223,8 +230,11 @@ export class RtpSession {
    */
   clear(): PlayoutClearResult | null {
     this.sendTranscoder.reset();
+    if (this.encodingItem !== undefined) this.rememberCleared(this.encodingItem);
     this.encodingItem = undefined;
-    return this.playout.clear();
+    const result = this.playout.clear();
+    if (result) this.rememberCleared(result.itemId);
+    return result;
   }
 
   sendDigit(digit: DtmfDigit, durationMs?: number): void {
@@ -527,6 +537,12 @@ export class RtpSession {
     // RTCP goes to the port above the (latched) RTP port (RFC 3550 §11).
     this.sockets.sendRtcp(data, { address: this.remote.address, port: this.remote.port + 1 });
     this.counts.rtcpOut++;
+  }
+
+  private rememberCleared(itemId: string): void {
+    if (this.clearedItems.includes(itemId)) return;
+    this.clearedItems.push(itemId);
+    if (this.clearedItems.length > REMEMBERED_CLEARED_ITEMS) this.clearedItems.shift();
   }
 
   private finishEncoding(): void {

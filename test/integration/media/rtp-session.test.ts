@@ -129,6 +129,23 @@ describe('when a caller sends PCMU to a PCMU model', () => {
   });
 });
 
+describe('when audio of a cleared item keeps arriving', () => {
+  it('should not play late deltas of the interrupted item but play the next item', async () => {
+    const { session, peer } = await start();
+    session.play('item_old', Buffer.alloc(160 * 50, 0x11));
+    await waitFor(() => peer.packets().length >= 3);
+    const cleared = session.clear();
+    expect(cleared?.itemId).toBe('item_old');
+    // The model had not seen the cancel yet: its last deltas for the old item arrive now.
+    session.play('item_old', Buffer.alloc(160 * 5, 0x11));
+    session.play('item_new', Buffer.alloc(160 * 2, 0x22));
+    await waitFor(() => peer.packets().some((p) => p.payload[0] === 0x22));
+    await sleep(60);
+    const after = peer.packets().slice((cleared?.sentMs ?? 0) / 20);
+    expect(after.map((p) => p.payload[0])).toEqual([0x22, 0x22]);
+  });
+});
+
 describe('when the model speaks in talk spurts', () => {
   it('should send nothing between spurts, keep the timestamp clock running and mark each spurt start', { retry: 2 }, async () => {
     const { session, peer } = await start();
