@@ -25,7 +25,10 @@ function details(result: Readonly<Record<string, unknown>> | undefined): string 
   return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
 }
 
-/** The system message that makes the model tell the caller. */
+/**
+ * The system message that makes the model tell the caller (the agents' instructions say to tell
+ * results as they come; the message carries the facts and, where it matters, what to ask).
+ */
 export function describeForModel(op: Operation, reasons: readonly string[]): string {
   const what = `The ${name(op)} ${op.operationId}`;
   let line: string;
@@ -42,11 +45,12 @@ export function describeForModel(op: Operation, reasons: readonly string[]): str
     default:
       line = `${what} is still being confirmed. Do not say whether it worked.`;
   }
+  // Worded to be read aloud as it is (the local simulator does), and to steer a real model.
   if (reasons.includes('superseded_with_effect')) {
-    line += ' The caller asked for something else after this; tell them this one did happen anyway, and ask whether to change it.';
+    line += ' You changed your request after this one, but it did happen anyway: shall I change it?';
   }
-  if (reasons.includes('handoff_agent_may_reveal')) line += ' Another agent started this for the caller; tell them its result.';
-  return `${line} Tell the caller now, briefly.`;
+  if (reasons.includes('handoff_agent_may_reveal')) line += ' This was started for you before you were transferred to me.';
+  return line;
 }
 
 /** The text of an SMS or webhook when the caller can no longer hear it. */

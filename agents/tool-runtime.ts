@@ -261,7 +261,7 @@ export class ToolRuntime {
     const { actions, catalogue, audit } = this.options;
     switch (kind) {
       case 'operation_status': {
-        const id = String(args.operation_id);
+        const id = resolveOperation(session, args.operation_id);
         const op = session.operations.has(id) ? await actions.ledger.get(session.tenantId, id) : undefined;
         if (!op) return { status: 'error', error: 'not_found', message: 'No operation with that id in this call.' };
         const reveal = catalogue.mayReveal(session.activeAgent, op.action);
@@ -274,7 +274,7 @@ export class ToolRuntime {
         };
       }
       case 'cancel_operation': {
-        const id = String(args.operation_id);
+        const id = resolveOperation(session, args.operation_id);
         if (!session.operations.has(id)) return { status: 'error', error: 'not_found', message: 'No operation with that id in this call.' };
         const decision = await actions.cancel(session.tenantId, id);
         const messages: Record<typeof decision.type, string> = {
@@ -309,6 +309,13 @@ export class ToolRuntime {
       }
     }
   }
+}
+
+/** An operation id the model gave, where "latest" means the call's most recent operation. */
+function resolveOperation(session: AgentSession, given: unknown): string {
+  const id = String(given);
+  if (id !== 'latest') return id;
+  return [...session.operations.keys()].at(-1) ?? id;
 }
 
 export function toolError(error: unknown): ToolOutput {

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 /**
  * Shared setup for the realtime integration tests: the local simulator on 127.0.0.1 port 0, the
  * real OpenAI client connected to it, a log of every event the client emitted, and caller audio
@@ -9,6 +10,9 @@ import { MULAW_SILENCE } from '../../../gateway/realtime/simulator/g711.ts';
 import { RealtimeSimulator, type RealtimeSimulatorOptions, type SimulatorConnection } from '../../../gateway/realtime/simulator/realtime-simulator.ts';
 import { SpeechSynthesizer } from '../../../gateway/realtime/simulator/speech-synthesizer.ts';
 import { Logger } from '../../../config/log.ts';
+
+/** A frozen script for the protocol tests; the bundled demo script is tested on its own. */
+export const PROTOCOL_SCRIPT_PATH = fileURLToPath(new URL('../../fixtures/realtime/protocol-script.yaml', import.meta.url));
 
 /** Tests do not print the client's and simulator's logs. */
 export const quietLogger = new Logger({ level: 'error', sink: { write: () => undefined } });
@@ -38,7 +42,7 @@ export async function startHarness(
     config?: SessionConfig | null;
   } = {},
 ): Promise<Harness> {
-  const simulator = new RealtimeSimulator({ deterministic: true, speechSpeed: 0, synthesizer, logger: quietLogger, ...options.simulator });
+  const simulator = new RealtimeSimulator({ deterministic: true, speechSpeed: 0, synthesizer, logger: quietLogger, scriptPath: PROTOCOL_SCRIPT_PATH, ...options.simulator });
   const url = await simulator.start();
   const client = new OpenAIRealtimeSession({ url, model: 'gpt-realtime', apiKey: 'sk-test-not-a-key', logger: quietLogger, ...options.client });
   const events: RealtimeEvent[] = [];

@@ -3,18 +3,21 @@ import { isCallgateError } from '../../../config/errors.ts';
 import { loadSimulatorScript, parseSimulatorScript, renderTemplate } from '../../../gateway/realtime/simulator/simulator-script.ts';
 
 describe('when the bundled demo script is loaded', () => {
-  it('should offer the five menu choices as digit steps', async () => {
+  it('should offer the menu choices as digit steps, handing off to the agent that owns each action', async () => {
     const script = await loadSimulatorScript();
-    expect(Object.keys(script.digits).sort()).toEqual(['*', '1', '2', '3', '4']);
-    expect(script.digits['2']?.tools?.[0]?.name).toBe('refund');
-    expect(script.digits['3']?.tools?.[0]?.name).toBe('transfer_to_human');
-    expect(script.digits['*']?.tools?.[0]?.name).toBe('cancel_operation');
-    expect(script.digits['4']?.tools).toHaveLength(2);
+    expect(Object.keys(script.digits).sort()).toEqual(['*', '1', '2', '3', '4', '5']);
+    const names = (digit: string) => script.digits[digit]?.tools?.map((t) => t.name);
+    expect(names('1')).toEqual(['handoff', 'book_table']);
+    expect(names('2')).toEqual(['handoff', 'refund']);
+    expect(names('3')).toEqual(['transfer_to_human']);
+    expect(names('4')).toEqual(['handoff', 'book_table']);
+    expect(names('5')).toEqual(['handoff', 'check_availability', 'check_availability']);
+    expect(names('*')).toEqual(['cancel_operation']);
   });
 
   it('should book a table when the caller just speaks', async () => {
     const script = await loadSimulatorScript();
-    expect(script.utterances['1']?.tools?.[0]?.name).toBe('check_availability');
+    expect(script.utterances['1']?.tools?.map((t) => t.name)).toEqual(['handoff', 'check_availability']);
     expect(script.utterances['2']?.tools?.[0]).toMatchObject({ name: 'book_table', arguments: { party_size: 4 } });
   });
 });
