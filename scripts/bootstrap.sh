@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what callgate needs on a Debian machine with Node 20, and nothing when all is there.
-#   scripts/bootstrap.sh          runtime needs: npm packages, redis-server
-#   scripts/bootstrap.sh --test   also what the tests drive: sipp (sip-tester), espeak-ng, sox, tshark
+#   scripts/bootstrap.sh          runtime needs: npm packages, redis-server, and espeak-ng and sox
+#                                 (the local realtime simulator speaks with them)
+#   scripts/bootstrap.sh --test   also what the tests drive: sipp (sip-tester), tshark, promtool
 # Safe to run again: each step checks first and is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,11 +24,9 @@ if [ "$node_major" -lt 20 ]; then
 fi
 
 # Debian packages: command -> package
-declare -A packages=([redis-server]=redis-server)
+declare -A packages=([redis-server]=redis-server [espeak-ng]=espeak-ng [sox]=sox)
 if [ "$want_test" = 1 ]; then
   packages[sipp]=sip-tester
-  packages[espeak-ng]=espeak-ng
-  packages[sox]=sox
   packages[tshark]=tshark
   packages[promtool]=prometheus
 fi
