@@ -4,11 +4,13 @@
  *   GET /v1/calls/:id/timeline    one call's events on one time axis: its own milestones (SIP,
  *                                 media, model, tools), the audit trail (tool requests, gate
  *                                 decisions, deliveries) and every state of its operations
+ *   GET /calls/:id                the same as a server-rendered HTML page
  */
 import type { AuditLog } from '../../agents/audit.ts';
 import type { OperationLedger } from '../../jobs/ledger/operation-ledger.ts';
 import type { HttpServer } from '../../jobs/http/server.ts';
 import type { CallRecord, CallRegistry } from './call-registry.ts';
+import { escapeHtml, renderTimelinePage } from './timeline-page.ts';
 
 export interface CallsApiOptions {
   readonly registry: CallRegistry;
@@ -67,16 +69,25 @@ export function registerCallsApi(http: HttpServer, options: CallsApiOptions): vo
     return { body: { active: active.map(callView), recent: recent.map(callView) } };
   });
 
-  http.route('GET', '/v1/calls/:id/timeline', async ({ params }) => {
-    const record = await options.registry.get(params.id ?? '');
-    if (record === undefined) return { status: 404, body: { error: 'not_found', message: `no call ${params.id ?? ''}` } };
+  const view = async (id: string) => {
+    const record = await options.registry.get(id);
+    if (record === undefined) return undefined;
     const operations = await options.ledger.listBySession(record.tenantId, record.sessionId);
     return {
-      body: {
-        call: callView(record),
-        operations: operations.map((op) => ({ operation_id: op.operationId, action: op.action, state: op.state, delivery: op.delivery })),
-        timeline: await callTimeline(options, record),
-      },
+      call: callView(record),
+      operations: operations.map((op) => ({ operation_id: op.operationId, action: op.action, state: op.state, delivery: op.delivery })),
+      timeline: await callTimeline(options, record),
     };
+  };
+
+  http.route('GET', '/v1/calls/:id/timeline', async ({ params }) => {
+    const body = await view(params.id ?? '');
+    return body === undefined ? { status: 404, body: { error: 'not_found', message: `no call ${params.id ?? ''}` } } : { body };
+  });
+
+  http.route('GET', '/calls/:id', async ({ params }) => {
+    const body = await view(params.id ?? '');
+    const html = body === undefined ? `<!doctype html><title>not found</title><p>No call ${escapeHtml(params.id ?? '')}.</p>` : renderTimelinePage(body);
+    return { status: body === undefined ? 404 : 200, contentType: 'text/html; charset=utf-8', body: html };
   });
 }

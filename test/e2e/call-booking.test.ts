@@ -126,5 +126,13 @@ describe('when a caller dials the demo number over SIP and presses 1 to book a t
     const order = ['call:dtmf', 'audit:tool_requested', 'operation:operation_committed', 'audit:gate_decision', 'audit:delivered', 'call:ended'].map((t) => types.indexOf(t));
     expect(order.every((i) => i >= 0), types.join(', ')).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
+
+    // The operator's page shows the same call: its operation with the gate's decision, and the events.
+    const page = await fetch(`${cg.httpUrl}/calls/${call.session_id}`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await page.text();
+    expect(html).toContain(`<td>${booking.operation_id}</td><td>book_table</td><td>COMMITTED</td><td>spoken</td>`);
+    for (const type of ['answered', 'dtmf', 'tool_requested', 'operation_committed', 'gate_decision', 'delivered', 'ended']) expect(html).toContain(`<td>${type}</td>`);
   });
 });
