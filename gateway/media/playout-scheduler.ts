@@ -17,10 +17,11 @@ import type { MediaTimer, MediaTimerHandle } from './media-timer.ts';
  */
 export const DEFAULT_SEND_SLOTS = 10;
 /**
- * Calls per slot before the next slot opens. A send takes 10-20 µs, so 100 calls are a burst of
- * 1-2 ms, well inside the lateness budget; a timer wake-up costs 50-120 µs of CPU on a VM (measured
- * here), so opening slots for a handful of calls each would waste more than it spreads. Above
- * slots * capacity calls, slots are shared least-loaded first.
+ * Work per slot before the next slot opens, in units of one PCMU passthrough call (a send and a
+ * receive, 10-20 µs): 100 units are a burst of 1-2 ms, well inside the lateness budget. A timer
+ * wake-up costs 50-120 µs of CPU on a VM (measured here), so opening a slot for a handful of calls
+ * would waste more than it spreads. Transcoding calls weigh more (see RtpSession). Above
+ * slots * capacity, slots are shared least-loaded first.
  */
 export const DEFAULT_SLOT_CAPACITY = 100;
 
@@ -50,6 +51,8 @@ export class PlayoutScheduler {
   private readonly slotMs: number;
   private readonly onError: (error: unknown) => void;
   private readonly slots: Array<Set<PlayoutParticipant>>;
+  /** Sum of the weights in each slot. */
+  private readonly slotLoads: number[];
   private readonly slotCapacity: number;
   /** Slots in the order they open: each new one as far as possible from those already open. */
   private readonly fillOrder: number[];
@@ -66,17 +69,20 @@ export class PlayoutScheduler {
     this.slotMs = FRAME_MS / this.slotCount;
     this.onError = options.onError ?? (() => {});
     this.slots = Array.from({ length: this.slotCount }, () => new Set<PlayoutParticipant>());
+    this.slotLoads = Array.from({ length: this.slotCount }, () => 0);
     this.slotCapacity = options.slotCapacity ?? DEFAULT_SLOT_CAPACITY;
     this.fillOrder = spreadOrder(this.slotCount);
   }
 
-  add(participant: PlayoutParticipant): PlayoutRegistration {
+  /** `weight`: the participant's work per tick relative to a PCMU passthrough call (1). */
+  add(participant: PlayoutParticipant, weight = 1): PlayoutRegistration {
     if (this.size === 0) {
       this.epoch = this.timer.now();
       this.nextStep = 0;
     }
-    const slot = this.chooseSlot();
+    const slot = this.chooseSlot(weight);
     (this.slots[slot] as Set<PlayoutParticipant>).add(participant);
+    this.slotLoads[slot] = (this.slotLoads[slot] as number) + weight;
     this.size++;
     // The first occurrence of this slot at or after the next step still to run.
     const step = this.nextStep + ((slot - (this.nextStep % this.slotCount) + this.slotCount) % this.slotCount);
@@ -92,6 +98,7 @@ export class PlayoutScheduler {
         if (removed) return;
         removed = true;
         (this.slots[slot] as Set<PlayoutParticipant>).delete(participant);
+        this.slotLoads[slot] = (this.slotLoads[slot] as number) - weight;
         this.size--;
         if (this.size === 0 && this.handle) {
           this.timer.cancel(this.handle);
@@ -110,10 +117,10 @@ export class PlayoutScheduler {
     return this.wakeups;
   }
 
-  private chooseSlot(): number {
-    for (const slot of this.fillOrder) if ((this.slots[slot] as Set<PlayoutParticipant>).size < this.slotCapacity) return slot;
+  private chooseSlot(weight: number): number {
+    for (const slot of this.fillOrder) if ((this.slotLoads[slot] as number) + weight <= this.slotCapacity) return slot;
     let least = 0;
-    for (let i = 1; i < this.slotCount; i++) if ((this.slots[i] as Set<PlayoutParticipant>).size < (this.slots[least] as Set<PlayoutParticipant>).size) least = i;
+    for (let i = 1; i < this.slotCount; i++) if ((this.slotLoads[i] as number) < (this.slotLoads[least] as number)) least = i;
     return least;
   }
 

@@ -145,6 +145,15 @@ describe('when many calls share the scheduler', () => {
     expect([...slots]).toEqual([0, 5]);
   });
 
+  it('should give heavier (transcoding) calls fewer neighbours per slot', () => {
+    const timer = new FakeMediaTimer();
+    const scheduler = new PlayoutScheduler({ timer, slots: 10, slotCapacity: 100 });
+    const slots = Array.from({ length: 25 }, () => scheduler.add({ tick: () => {} }, 10).slot);
+    expect(slots.filter((s) => s === 0)).toHaveLength(10);
+    expect(slots.filter((s) => s === 5)).toHaveLength(10);
+    expect(slots.filter((s) => s === 2)).toHaveLength(5);
+  });
+
   it('should keep ticking the other calls when one call throws', () => {
     const timer = new FakeMediaTimer();
     const errors: unknown[] = [];
