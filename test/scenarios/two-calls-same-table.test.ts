@@ -1,0 +1,75 @@
+/**
+ * Race: two callers on two SIP calls book the only table that fits their party at the same time.
+ * Each call's request is its own operation (different conversations, different idempotency keys);
+ * the system of record books the table once: one operation commits, the other fails, and each
+ * caller is told their own outcome on their own call.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/processes.ts';
+import { CallerRtp } from '../e2e/caller-rtp.ts';
+import { startCallgate, type CallgateProcess, type OperationView } from '../e2e/callgate-process.ts';
+import { runSipp } from '../e2e/sipp-runner.ts';
+
+const SCRIPT = {
+  name: 'two-calls-same-table',
+  greeting: 'Hello.',
+  fallback: 'Anything else?',
+  // Sushi Kaito has one table for eight.
+  digits: { '1': { say: 'Booking it.', tools: [{ name: 'book_table', arguments: { restaurant: 'sushi-kaito', date: '2031-10-10', time: '20:00', party_size: 8, name: 'Caller' } }] } },
+  toolOutputs: { book_table: 'One moment.' },
+  systemMessage: 'Here is the answer.',
+};
+
+/** Both bookings are held at the provider together, so they really overlap. */
+const BOOKING_LATENCY_MS = 800;
+const CALL_MS = 12_000;
+
+let callgate: CallgateProcess | undefined;
+const callers: CallerRtp[] = [];
+afterEach(async () => {
+  for (const c of callers.splice(0)) c.close();
+  await callgate?.stop();
+  callgate = undefined;
+});
+
+describe('when two callers book the only table for eight at the same time', () => {
+  it('should book it once, fail the other operation, and tell each caller on their own call', { timeout: 90_000 }, async () => {
+    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
+    callgate = cg;
+    await cg.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
+    const a = await CallerRtp.open();
+    const b = await CallerRtp.open();
+    callers.push(a, b);
+    const sipp = [a, b].map((rtp) => runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: CALL_MS, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] }));
+
+    await waitFor(async () => (a.audibleSince(0) >= 10 && b.audibleSince(0) >= 10 ? true : undefined), 10_000, 'both greetings');
+    const sessions = await waitFor(async () => {
+      const active = (await cg.get<{ active: { session_id: string }[] }>('/v1/calls')).active;
+      return active.length === 2 ? active.map((c) => c.session_id) : undefined;
+    }, 5_000, 'both calls in the session registry');
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    a.press('1');
+    b.press('1');
+
+    const told = await waitFor(async () => {
+      const ops: OperationView[] = [];
+      for (const id of sessions) ops.push(...(await cg.operations(id)).filter((op) => op.action === 'book_table'));
+      return ops.length === 2 && ops.every((op) => op.delivery?.delivered === true) ? ops : undefined;
+    }, 20_000, 'both outcomes to be told');
+    for (const run of await Promise.all(sipp)) expect(run.exitCode, run.stderr).toBe(0);
+
+    // One booking at the system of record; one operation committed, one failed, one per call.
+    expect(told.map((op) => op.state).sort()).toEqual(['COMMITTED', 'FAILED_FINAL']);
+    expect(new Set(told.map((op) => op.session_id)).size).toBe(2);
+    const committed = told.find((op) => op.state === 'COMMITTED');
+    const effects = (await cg.get<{ effects: { reference?: string }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;
+    expect(effects.map((e) => e.reference)).toEqual([committed?.operation_id]);
+    // Each outcome was spoken on the call that asked for it; nothing went out of band.
+    for (const op of told) {
+      expect(op.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
+      const spoken = (await cg.timeline(op.session_id)).filter((e) => e.type === 'result_spoken');
+      expect(spoken.map((e) => e.detail)).toEqual([expect.objectContaining({ operationId: op.operation_id, status: 'completed' })]);
+      expect((await cg.get<{ messages: unknown[] }>(`${cg.sandboxUrl}/admin/messages?operation_id=${op.operation_id}`)).messages).toEqual([]);
+    }
+  });
+});
