@@ -54,6 +54,9 @@ export const RTP_DROP_REASONS: readonly RtpDropReason[] = [
   'rtcp',
 ];
 
+/** Most packets carry no CSRCs: they share one empty list instead of allocating their own. */
+const NO_CSRCS: readonly number[] = Object.freeze([]);
+
 function drop(reason: RtpDropReason): RtpParseResult {
   return { ok: false, reason };
 }
@@ -71,10 +74,14 @@ export function parseRtpPacket(data: Buffer, maxBytes: number = MAX_RTP_PACKET_B
   const csrcCount = b0 & 0x0f;
   let offset = RTP_HEADER_BYTES;
   if (data.length < offset + 4 * csrcCount) return drop('csrc-truncated');
-  const csrcs: number[] = [];
-  for (let i = 0; i < csrcCount; i++) {
-    csrcs.push(data.readUInt32BE(offset));
-    offset += 4;
+  let csrcs = NO_CSRCS;
+  if (csrcCount > 0) {
+    const list: number[] = [];
+    for (let i = 0; i < csrcCount; i++) {
+      list.push(data.readUInt32BE(offset));
+      offset += 4;
+    }
+    csrcs = list;
   }
   let extension: RtpHeaderExtension | undefined;
   if (hasExtension) {
