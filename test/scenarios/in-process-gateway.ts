@@ -38,7 +38,12 @@ export interface InProcessGateway {
 }
 
 export async function startInProcessGateway(options: { script: Record<string, unknown>; speechSpeed?: number }): Promise<InProcessGateway> {
-  const agents = await startAgentsHarness({ tenants: { demo: { book_table: BOOK } }, gatewayId: `gw-${Date.now()}` });
+  // Bookings through a provider with room for the sandbox's latency faults (the harness default times out at 1 s).
+  const agents = await startAgentsHarness({
+    tenants: { demo: { book_table: { ...BOOK, provider: 'patient_bookings' } } },
+    providers: (url) => ({ patient_bookings: { type: 'sandbox', service: 'bookings', baseUrl: url, timeoutMs: 10_000 } }),
+    gatewayId: `gw-${Date.now()}`,
+  });
   const { h } = agents;
   const simulator = new RealtimeSimulator({ script: parseSimulatorScript(stringify(options.script)), speechSpeed: options.speechSpeed ?? 2, logger: quietLog });
   const url = await simulator.start();
