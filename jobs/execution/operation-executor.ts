@@ -51,6 +51,8 @@ const NO_LEASE_DELAY_MS = 100;
 export class OperationExecutor {
   private readonly now: () => number;
   private readonly random: () => number;
+  /** Leases held by attempts running in this process, so the move ending an attempt returns it. */
+  private readonly leaseOf = new Map<string, { released: boolean }>();
 
   constructor(private readonly options: OperationExecutorOptions) {
     this.now = options.now ?? Date.now;
@@ -102,22 +104,14 @@ export class OperationExecutor {
       return this.finish(op, { from: ['FAILED_RETRYABLE'], to: 'FAILED_FINAL', reason: 'deadline', fields: { error: errorJson('deadline', 'the operation deadline passed') } }, log);
     }
 
-    const leased = await ledger.acquireLease(op.tenantId, op.action, op.operationId, this.options.leaseTtlMs, action.maxConcurrent);
-    if (!leased) {
-      leaseDelays.labels(op.tenantId, op.action).inc();
-      return { type: 'delay', delayMs: Math.round(NO_LEASE_DELAY_MS * (1 + this.random())), reason: 'no_lease' };
-    }
-    const renew = setInterval(() => {
-      ledger.renewLease(op.tenantId, op.action, op.operationId, this.options.leaseTtlMs).catch((error: unknown) => log.warn('lease renewal failed', { error }));
-    }, Math.max(50, Math.floor(this.options.leaseTtlMs / 3)));
-    try {
-      return await this.attempt(op, action, provider, signal, log);
-    } finally {
-      clearInterval(renew);
-      await ledger.releaseLease(op.tenantId, op.action, op.operationId);
-    }
+    return this.attempt(op, action, provider, signal, log);
   }
 
+  /**
+   * One attempt under the tenant's concurrency lease: taken in the same step as the move to RUNNING,
+   * renewed while the provider works, given back with the move that ends the attempt (or, if that
+   * move was refused, at the end).
+   */
   private async attempt(op: Operation, action: ActionConfig, provider: Provider, signal: AbortSignal, log: Logger): Promise<ExecutionOutcome> {
     const { ledger } = this.options;
     const first = op.attempt === 0;
@@ -127,7 +121,7 @@ export class OperationExecutor {
       // Marked sending in the same step as starting: from here the request may leave this process.
       const fields: Record<string, string> = { sending: '1', sending_at: String(attemptStart) };
       if (first) fields.started_at = String(attemptStart);
-      ({ attempt } = await ledger.transition(op, {
+      const started = await ledger.transition(op, {
         from: ['ADMITTED', 'FAILED_RETRYABLE'],
         to: 'RUNNING',
         attempt: op.attempt,
@@ -135,12 +129,59 @@ export class OperationExecutor {
         actor: 'worker',
         reason: first ? 'started' : 'retry',
         fields,
-      }));
+        lease: { mode: 'acquire', ttlMs: this.options.leaseTtlMs, max: action.maxConcurrent },
+      });
+      if (started.noLease) {
+        leaseDelays.labels(op.tenantId, op.action).inc();
+        return { type: 'delay', delayMs: Math.round(NO_LEASE_DELAY_MS * (1 + this.random())), reason: 'no_lease' };
+      }
+      attempt = started.attempt;
     } catch (error) {
       // Cancelled before start, or another worker began this attempt: the provider is not called.
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return { type: 'done', note: error.message };
       throw error;
     }
+    const renew = setInterval(() => {
+      ledger.renewLease(op.tenantId, op.action, op.operationId, this.options.leaseTtlMs).catch((error: unknown) => log.warn('lease renewal failed', { error }));
+    }, Math.max(50, Math.floor(this.options.leaseTtlMs / 3)));
+    const lease = { released: false };
+    try {
+      return await this.underLease(op, action, provider, signal, log, attempt, attemptStart, lease);
+    } finally {
+      clearInterval(renew);
+      if (!lease.released) await ledger.releaseLease(op.tenantId, op.action, op.operationId);
+    }
+  }
+
+  private async underLease(
+    op: Operation,
+    action: ActionConfig,
+    provider: Provider,
+    signal: AbortSignal,
+    log: Logger,
+    attempt: number,
+    attemptStart: number,
+    lease: { released: boolean },
+  ): Promise<ExecutionOutcome> {
+    const first = op.attempt === 0;
+    this.leaseOf.set(op.operationId, lease);
+    try {
+      return await this.send(op, action, provider, signal, log, attempt, attemptStart, first);
+    } finally {
+      this.leaseOf.delete(op.operationId);
+    }
+  }
+
+  private async send(
+    op: Operation,
+    action: ActionConfig,
+    provider: Provider,
+    signal: AbortSignal,
+    log: Logger,
+    attempt: number,
+    attemptStart: number,
+    first: boolean,
+  ): Promise<ExecutionOutcome> {
     attempts.labels(op.action, first ? 'first' : 'retry').inc();
     const deadline = AbortSignal.timeout(Math.max(1, op.deadlineAt - this.now()));
     let result: ProviderResult;
@@ -217,7 +258,9 @@ export class OperationExecutor {
         actor: 'worker',
         reason: code,
         fields: { error, last_outcome_unknown: outcomeUnknown ? '1' : '0', ...(outcomeUnknown ? { uncertain: '1' } : {}) },
+        ...this.releasing(op),
       });
+      this.released(op);
     } catch (e) {
       if (e instanceof IllegalTransitionError || e instanceof StaleAttemptError) return { type: 'done', note: e.message };
       throw e;
@@ -227,9 +270,21 @@ export class OperationExecutor {
     return { type: 'delay', delayMs, reason: 'retry' };
   }
 
+  /** The lease part of a move that ends this process's attempt of `op`. */
+  private releasing(op: Pick<Operation, 'operationId'>): { lease?: { mode: 'release' } } {
+    const lease = this.leaseOf.get(op.operationId);
+    return lease && !lease.released ? { lease: { mode: 'release' } } : {};
+  }
+
+  private released(op: Pick<Operation, 'operationId'>): void {
+    const lease = this.leaseOf.get(op.operationId);
+    if (lease) lease.released = true;
+  }
+
   private async toUnknown(op: Operation, from: 'RUNNING' | 'FAILED_RETRYABLE', attempt: number, reason: string, log: Logger): Promise<void> {
     try {
-      await this.options.ledger.transition(op, { from: [from], to: 'UNKNOWN', attempt, actor: 'worker', reason, fields: { error: errorJson('outcome_unknown', reason) } });
+      await this.options.ledger.transition(op, { from: [from], to: 'UNKNOWN', attempt, actor: 'worker', reason, fields: { error: errorJson('outcome_unknown', reason) }, ...this.releasing(op) });
+      this.released(op);
     } catch (error) {
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return;
       throw error;
@@ -245,7 +300,8 @@ export class OperationExecutor {
     log: Logger,
   ): Promise<ExecutionOutcome> {
     try {
-      await this.options.ledger.transition(op, { ...change, actor: 'worker' });
+      await this.options.ledger.transition(op, { ...change, actor: 'worker', ...this.releasing(op) });
+      this.released(op);
     } catch (error) {
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) {
         log.info('transition refused', { to: change.to, reason: error.message });

@@ -80,12 +80,19 @@ export interface TransitionChange {
   readonly fields?: Readonly<Record<string, string>>;
   /** Begin a new attempt (the attempt number is incremented and returned). */
   readonly newAttempt?: boolean;
+  /**
+   * The action's concurrency lease, in the same step: take one before moving (the move happens only
+   * if one is free), or give this operation's back with the move.
+   */
+  readonly lease?: { readonly mode: 'acquire'; readonly ttlMs: number; readonly max: number } | { readonly mode: 'release' };
 }
 
 export interface TransitionOutcome {
   readonly attempt: number;
   /** Set when the transition appended a result event. */
   readonly eventId?: string;
+  /** Set when a lease was to be acquired and none was free: nothing changed. */
+  readonly noLease?: true;
 }
 
 export interface RetryBudgetDecision {
@@ -172,6 +179,7 @@ export class OperationLedger {
       k.idempotency(op.tenantId, op.idempotencyKey),
       k.coalesce(op.tenantId, coalesceKeyOf(op)),
       k.outbox(op.tenantId),
+      k.lease(op.tenantId, op.action),
       change.from.join(','),
       change.attempt === undefined ? '' : String(change.attempt),
       change.to,
@@ -183,7 +191,11 @@ export class OperationLedger {
       emits ? '1' : '0',
       this.retentionSeconds(op.money),
       eventId,
+      change.lease?.mode ?? '',
+      change.lease?.mode === 'acquire' ? change.lease.ttlMs : 0,
+      change.lease?.mode === 'acquire' ? change.lease.max : 0,
     )) as (string | null)[];
+    if (reply[0] === 'NO_LEASE') return { attempt: change.attempt ?? op.attempt, noLease: true };
     const error = scriptError(reply, { operationId: op.operationId, to: change.to, attempt: change.attempt });
     if (error) {
       if (error instanceof StaleAttemptError) staleRefused.labels(op.action).inc();

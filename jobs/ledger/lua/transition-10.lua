@@ -12,6 +12,7 @@
   KEYS[7] idempotency index of the operation
   KEYS[8] coalesce index of the operation
   KEYS[9] outbox (zset)
+  KEYS[10] concurrency leases of the action (zset: operation id -> expiry ms)
 
   ARGV[1] states the caller expects the operation to be in, comma separated
   ARGV[2] attempt the caller holds, or "" when the transition is not fenced
@@ -24,8 +25,13 @@
   ARGV[9] "1" to append a result event
   ARGV[10] retention (seconds) applied when the new state is terminal
   ARGV[11] event id to use for the result event
+  ARGV[12] lease: "" (none), "acquire" (take one of the action's leases first, or change nothing),
+           or "release" (give this operation's lease back with the transition)
+  ARGV[13] lease time to live (ms), with "acquire"
+  ARGV[14] most leases at once, with "acquire"
 
   Output: {"OK", attempt, event id or ""}
+    | {"NO_LEASE"} when "acquire" found every lease taken (nothing was changed)
   Errors (returned, not raised):
     {"ERR_NOT_FOUND"}
     {"ERR_ILLEGAL", current state}   current state is not expected, or the move is not legal
@@ -48,6 +54,14 @@ if ARGV[2] ~= "" and tonumber(ARGV[2]) ~= attempt then
   return {"ERR_STALE", tostring(attempt)}
 end
 local now = tonumber(ARGV[4])
+local id = redis.call("HGET", KEYS[1], "operation_id")
+if ARGV[12] == "acquire" then
+  redis.call("ZREMRANGEBYSCORE", KEYS[10], "-inf", now)
+  if not redis.call("ZSCORE", KEYS[10], id) and redis.call("ZCARD", KEYS[10]) >= tonumber(ARGV[14]) then
+    return {"NO_LEASE"}
+  end
+  redis.call("ZADD", KEYS[10], now + tonumber(ARGV[13]), id)
+end
 if ARGV[8] == "1" then
   attempt = attempt + 1
   redis.call("HSET", KEYS[1], "attempt", tostring(attempt), "sending", "0")
@@ -65,12 +79,14 @@ redis.call("RPUSH", KEYS[2],
   cjson.encode({state = to, at = now, attempt = attempt, actor = ARGV[5], reason = ARGV[6]}))
 
 if to == "UNKNOWN" then
-  if state ~= "UNKNOWN" then redis.call("ZADD", KEYS[4], now, redis.call("HGET", KEYS[1], "operation_id")) end
+  if state ~= "UNKNOWN" then redis.call("ZADD", KEYS[4], now, id) end
 else
-  redis.call("ZREM", KEYS[4], redis.call("HGET", KEYS[1], "operation_id"))
+  redis.call("ZREM", KEYS[4], id)
+end
+if ARGV[12] == "release" then
+  redis.call("ZREM", KEYS[10], id)
 end
 
-local id = redis.call("HGET", KEYS[1], "operation_id")
 if TERMINAL[to] then
   redis.call("HSET", KEYS[1], "finished_at", ARGV[4])
   redis.call("ZREM", KEYS[3], id)
