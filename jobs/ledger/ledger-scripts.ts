@@ -17,7 +17,6 @@ export interface LedgerCommands {
   ledgerAdmit(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerTransition(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerSetFenced(...args: (string | number)[]): Promise<ScriptReply>;
-  ledgerLeaseAcquire(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerLeaseRenew(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerRetryBudget(...args: (string | number)[]): Promise<ScriptReply>;
 }

@@ -306,10 +306,6 @@ export class OperationLedger {
     return pairs.map((_, i) => ({ active: Number(replies[2 * i]?.[1] ?? 0), leases: Number(replies[2 * i + 1]?.[1] ?? 0) }));
   }
 
-  async acquireLease(tenantId: string, action: string, holder: string, ttlMs: number, max: number): Promise<boolean> {
-    return (await this.redis.ledgerLeaseAcquire(this.keys.lease(tenantId, action), holder, this.now(), ttlMs, max)) === 1;
-  }
-
   async renewLease(tenantId: string, action: string, holder: string, ttlMs: number): Promise<boolean> {
     return (await this.redis.ledgerLeaseRenew(this.keys.lease(tenantId, action), holder, this.now(), ttlMs)) === 1;
   }
