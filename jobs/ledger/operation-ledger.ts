@@ -12,7 +12,6 @@ import {
   isTerminal,
   type Actor,
   type ActionKind,
-  type ConversationScope,
   type DeliveryRecord,
   type HistoryEntry,
   type Operation,
@@ -37,30 +36,33 @@ export interface OperationLedgerOptions {
   now?: () => number;
 }
 
-export interface NewOperation {
-  readonly operationId: string;
-  readonly tenantId: string;
-  readonly action: string;
-  readonly kind: ActionKind;
-  readonly provider: string;
-  readonly providerOperation: string;
-  readonly idempotencyKey: string;
-  readonly paramsHash: string;
-  readonly params: Readonly<Record<string, unknown>>;
-  readonly scope: ConversationScope;
-  readonly providerIdempotent: boolean;
-  readonly money: boolean;
-  readonly admissionDeadlineAt: number;
-  readonly deadlineAt: number;
-  readonly compensates?: string;
+/** What admission knows of a new operation: its identity and scope, and how to admit it. */
+export type NewOperation = Pick<
+  Operation,
+  | 'operationId'
+  | 'tenantId'
+  | 'action'
+  | 'kind'
+  | 'provider'
+  | 'providerOperation'
+  | 'idempotencyKey'
+  | 'paramsHash'
+  | 'params'
+  | 'scope'
+  | 'providerIdempotent'
+  | 'money'
+  | 'admissionDeadlineAt'
+  | 'deadlineAt'
+  | 'compensates'
+  | 'coalesceKey'
+> & {
   /** How duplicates are recognised: by idempotency key (mutations), by coalesce key (shared reads), or not at all. */
   readonly mode: 'mutation' | 'read' | 'coalesce';
-  readonly coalesceKey?: string;
   /** Most active (admitted, running, waiting to retry) operations of this action for the tenant; -1 for no bound. */
   readonly capacity: number;
   /** Window of the action's retry budget, in ms (requests are counted at admission). */
   readonly budgetWindowMs: number;
-}
+};
 
 export type AdmitOutcome =
   | { readonly type: 'admitted'; readonly operationId: string; readonly activeBefore: number }
