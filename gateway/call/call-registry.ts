@@ -30,7 +30,8 @@ export interface CallRecord {
   readonly heartbeatAt?: number;
   readonly endedAt?: number;
   readonly endReason?: string;
-  readonly state: 'active' | 'ended';
+  /** `lost`: still listed as active, but its gateway stopped heartbeating (it died with the call). */
+  readonly state: 'active' | 'ended' | 'lost';
 }
 
 export interface CallRegistryOptions {
@@ -39,6 +40,8 @@ export interface CallRegistryOptions {
   readonly gatewayId: string;
   /** How often live calls are refreshed; the gateway's heartbeat interval. */
   readonly heartbeatMs: number;
+  /** A call whose heartbeat is older than this is shown as lost (the gateway's deadAfterMs). */
+  readonly deadAfterMs: number;
   readonly log: Logger;
 }
 
@@ -130,13 +133,15 @@ export class CallRegistry {
     return (await this.options.redis.lrange(this.eventsKey(sessionId), 0, -1)).map((line) => JSON.parse(line) as CallEventRecord);
   }
 
-  /** Active calls of every gateway (newest heartbeat first) and the most recent ended ones. */
+  /** Active calls of every gateway (newest heartbeat first; `lost` when their gateway died) and the most recent ended ones. */
   async list(limit = 100): Promise<{ active: CallRecord[]; recent: CallRecord[] }> {
     const { redis } = this.options;
     const active = await redis.zrevrange(this.activeKey, 0, limit - 1);
     const recent = await redis.zrevrange(this.recentKey, 0, limit - 1);
     const load = async (ids: string[]) => (await Promise.all(ids.map((id) => this.get(id)))).filter((r): r is CallRecord => r !== undefined);
-    return { active: await load(active), recent: await load(recent) };
+    const staleBefore = Date.now() - this.options.deadAfterMs;
+    const live = (await load(active)).map((r): CallRecord => (r.state === 'active' && (r.heartbeatAt ?? 0) < staleBefore ? { ...r, state: 'lost' } : r));
+    return { active: live, recent: await load(recent) };
   }
 
   private async beat(): Promise<void> {

@@ -64,7 +64,7 @@ export async function startCallGateway(context: ProcessContext, layer: ActionLay
     await janitor.resign();
   });
 
-  const registry = new CallRegistry({ redis, prefix, gatewayId, heartbeatMs: config.gateway.heartbeatMs, log });
+  const registry = new CallRegistry({ redis, prefix, gatewayId, heartbeatMs: config.gateway.heartbeatMs, deadAfterMs: config.gateway.deadAfterMs, log });
   registry.start();
   context.onShutdown('session registry', async () => registry.stop());
   registerCallsApi(http, { registry, audit, ledger: layer.ledger });

@@ -17,6 +17,7 @@ export interface CallgateProcess {
   readonly httpUrl: string;
   readonly sandboxUrl: string;
   readonly prefix: string;
+  readonly shared: SharedSetup;
   get<T>(path: string): Promise<T>;
   /** The first call the session registry lists as active. */
   activeCall(timeoutMs?: number): Promise<CallView>;
@@ -24,7 +25,8 @@ export interface CallgateProcess {
   timeline(sessionId: string): Promise<TimelineEntryView[]>;
   /** Adds a sandbox fault rule (e.g. `latency=3000` for bookings/book). */
   addFault(rule: { fault: string; service?: string; operation?: string }): Promise<void>;
-  stop(): Promise<void>;
+  /** SIGTERM (SIGKILL after 8 s); deletes the Redis prefix unless the setup is shared with another process. */
+  stop(keepData?: boolean): Promise<void>;
 }
 
 export interface CallView {
@@ -54,9 +56,22 @@ export interface CallgateProcessOptions {
   readonly script: Record<string, unknown>;
   /** The demo tenant's first agent. */
   readonly agent?: string;
+  /** `gateway` runs no workers and no sandbox (a worker process does: see `worker`). */
+  readonly role?: 'all' | 'gateway';
+  readonly gatewayId?: string;
+  /** Join another process's configuration and Redis prefix instead of making new ones. */
+  readonly shared?: SharedSetup;
+  /** Run jobs/worker-main.ts (workers, the sandbox, out-of-band sending) instead of the gateway. */
+  readonly worker?: boolean;
 }
 
-export async function startCallgate(options: CallgateProcessOptions): Promise<CallgateProcess> {
+export interface SharedSetup {
+  readonly configPath: string;
+  readonly prefix: string;
+}
+
+/** Writes a configuration (the documented example, with the test's script and agent) and picks a Redis prefix. */
+export function writeCallgateConfig(options: Pick<CallgateProcessOptions, 'script' | 'agent'>): SharedSetup {
   const dir = mkdtempSync(join(tmpdir(), 'callgate-e2e-'));
   const scriptPath = join(dir, 'script.yaml');
   writeFileSync(scriptPath, stringify(options.script));
@@ -70,10 +85,16 @@ export async function startCallgate(options: CallgateProcessOptions): Promise<Ca
   config.gateway = { heartbeatMs: 500, deadAfterMs: 3_000, drainMs: 3_000 };
   const configPath = join(dir, 'callgate.yaml');
   writeFileSync(configPath, stringify(config));
-  const prefix = uniquePrefix('e2e');
+  return { configPath, prefix: uniquePrefix('e2e') };
+}
+
+export async function startCallgate(options: CallgateProcessOptions): Promise<CallgateProcess> {
+  const { configPath, prefix } = options.shared ?? writeCallgateConfig(options);
   const sipPort = await freeLoopbackPort();
   const httpPort = await freeLoopbackPort();
-  const proc = startTs('gateway/main.ts', {
+  const entry = options.worker === true ? 'jobs/worker-main.ts' : 'gateway/main.ts';
+  const proc = startTs(entry, {
+    args: options.role === undefined || options.worker === true ? [] : ['--role', options.role],
     env: {
       CALLGATE_CONFIG: configPath,
       CALLGATE_HTTP_PORT: String(httpPort),
@@ -82,11 +103,13 @@ export async function startCallgate(options: CallgateProcessOptions): Promise<Ca
       REDIS_URL: testRedisUrl(),
       CALLGATE__redis__prefix: prefix,
       OPENAI_API_KEY: '',
+      ...(options.gatewayId !== undefined && { CALLGATE_GATEWAY_ID: options.gatewayId }),
     },
   });
+  const readyLine = options.worker === true ? 'worker ready' : 'callgate ready';
   const httpUrl = `http://127.0.0.1:${httpPort}`;
   try {
-    await waitFor(async () => ((await fetch(`${httpUrl}/readyz`)).status === 200 && proc.stdout().includes('callgate ready') ? true : undefined), 20_000, 'callgate ready');
+    await waitFor(async () => ((await fetch(`${httpUrl}/readyz`)).status === 200 && proc.stdout().includes(readyLine) ? true : undefined), 20_000, readyLine);
   } catch (error) {
     proc.kill();
     throw new Error(`${(error as Error).message}\n${proc.output().slice(-3000)}`);
@@ -103,6 +126,7 @@ export async function startCallgate(options: CallgateProcessOptions): Promise<Ca
     httpUrl,
     sandboxUrl,
     prefix,
+    shared: { configPath, prefix },
     get,
     async activeCall(timeoutMs = 5_000) {
       return waitFor(async () => (await get<{ active: CallView[] }>('/v1/calls')).active[0], timeoutMs, 'a call in the session registry');
@@ -117,10 +141,11 @@ export async function startCallgate(options: CallgateProcessOptions): Promise<Ca
       const response = await fetch(`${sandboxUrl}/admin/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rule) });
       if (response.status !== 201) throw new Error(`sandbox refused the fault rule: ${await response.text()}`);
     },
-    async stop() {
+    async stop(keepData = options.shared !== undefined) {
       proc.child.kill('SIGTERM');
       const exited = await Promise.race([proc.exited, new Promise((resolve) => setTimeout(() => resolve('timeout'), 8_000))]);
       if (exited === 'timeout') proc.kill();
+      if (keepData) return;
       const redis = testRedis();
       await deletePrefix(redis, prefix);
       await deletePrefix(redis, `{${prefix}-bull}`);

@@ -50,7 +50,7 @@ export async function startInProcessGateway(options: { script: Record<string, un
   const tenants = h.config.tenants.map((t) => ({ ...t, agent: 'reservations', transferTarget: 'sip:frontdesk@127.0.0.1:5080' }));
   const driver = new BuiltinSignalingDriver({ sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, tcpPort: 0, transports: ['udp'] }), tenants, logger: quietLog });
   const redis = testRedis();
-  const registry = new CallRegistry({ redis, prefix: h.prefix, gatewayId: agents.gatewayId, heartbeatMs: 500, log: quietLog });
+  const registry = new CallRegistry({ redis, prefix: h.prefix, gatewayId: agents.gatewayId, heartbeatMs: 500, deadAfterMs: 3_000, log: quietLog });
   registry.start();
   const timer = new MonotonicMediaTimer();
   const events: InProcessGateway['events'] = [];
