@@ -63,6 +63,8 @@ export interface CallgateProcessOptions {
   readonly shared?: SharedSetup;
   /** Run jobs/worker-main.ts (workers, the sandbox, out-of-band sending) instead of the gateway. */
   readonly worker?: boolean;
+  /** Changes to the configuration document after the test's own (e.g. shorter worker timings). */
+  readonly overrides?: (config: Record<string, unknown>) => void;
 }
 
 export interface SharedSetup {
@@ -71,7 +73,7 @@ export interface SharedSetup {
 }
 
 /** Writes a configuration (the documented example, with the test's script and agent) and picks a Redis prefix. */
-export function writeCallgateConfig(options: Pick<CallgateProcessOptions, 'script' | 'agent'>): SharedSetup {
+export function writeCallgateConfig(options: Pick<CallgateProcessOptions, 'script' | 'agent' | 'overrides'>): SharedSetup {
   const dir = mkdtempSync(join(tmpdir(), 'callgate-e2e-'));
   const scriptPath = join(dir, 'script.yaml');
   writeFileSync(scriptPath, stringify(options.script));
@@ -83,6 +85,7 @@ export function writeCallgateConfig(options: Pick<CallgateProcessOptions, 'scrip
   config.model.simulator = { script: scriptPath };
   for (const tenant of config.tenants) tenant.agent = options.agent ?? tenant.agent;
   config.gateway = { heartbeatMs: 500, deadAfterMs: 3_000, drainMs: 3_000 };
+  options.overrides?.(config);
   const configPath = join(dir, 'callgate.yaml');
   writeFileSync(configPath, stringify(config));
   return { configPath, prefix: uniquePrefix('e2e') };

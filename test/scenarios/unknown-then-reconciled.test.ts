@@ -1,0 +1,83 @@
+/**
+ * Race: the booking reaches the system of record, which commits it, but the answer never comes
+ * back (the provider call times out after sending the mutation). The operation goes UNKNOWN; the
+ * caller is not told anything yet (the gate says reconcile first); reconciliation finds the
+ * booking, the operation commits, and only then is the caller told, once. Nothing is booked twice.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/processes.ts';
+import { CallerRtp } from '../e2e/caller-rtp.ts';
+import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
+import { runSipp } from '../e2e/sipp-runner.ts';
+
+const SCRIPT = {
+  name: 'unknown-then-reconciled',
+  greeting: 'Hello.',
+  fallback: 'Anything else?',
+  digits: { '1': { say: 'Booking it.', tools: [{ name: 'book_table', arguments: { restaurant: 'trattoria-roma', date: '2032-02-29', time: '18:00', party_size: 2, name: 'Frances Allen' } }] } },
+  toolOutputs: { book_table: 'One moment.' },
+  systemMessage: 'Your table is confirmed.',
+};
+
+/** The provider call gives up this soon; the sandbox holds its answer far longer. */
+const PROVIDER_TIMEOUT_MS = 1_000;
+
+let callgate: CallgateProcess | undefined;
+let caller: CallerRtp | undefined;
+afterEach(async () => {
+  caller?.close();
+  caller = undefined;
+  await callgate?.stop();
+  callgate = undefined;
+});
+
+describe('when the booking commits at the provider but its answer is lost', () => {
+  it('should go UNKNOWN, tell nothing until reconciled, then commit and tell the caller once', { timeout: 90_000 }, async () => {
+    const cg = await startCallgate({
+      script: SCRIPT,
+      agent: 'reservations',
+      overrides: (config) => {
+        const providers = config.providers as Record<string, Record<string, unknown>>;
+        providers.bookings = { ...providers.bookings, timeoutMs: PROVIDER_TIMEOUT_MS };
+        config.worker = { reconcileGraceMs: 500, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
+      },
+    });
+    callgate = cg;
+    await cg.addFault({ fault: 'commit-then-timeout', service: 'bookings', operation: 'book' });
+    const rtp = await CallerRtp.open();
+    caller = rtp;
+    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: 14_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
+
+    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const call = await cg.activeCall();
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    rtp.press('1');
+
+    const told = await waitFor(async () => {
+      const op = (await cg.operations(call.session_id)).find((o) => o.action === 'book_table');
+      return op?.delivery?.delivered === true ? op : undefined;
+    }, 25_000, 'the reconciled result to be told');
+    const result = await sipp;
+    expect(result.exitCode, result.stderr).toBe(0);
+
+    expect(told).toMatchObject({ state: 'COMMITTED', delivery: { decision: 'spoken', channel: 'voice' } });
+    const effects = (await cg.get<{ effects: { reference?: string }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;
+    expect(effects.map((e) => e.reference)).toEqual([told.operation_id]);
+
+    // Causal order: RUNNING, UNKNOWN (gate: reconcile first, nothing said), COMMITTED, spoken once.
+    const timeline = await cg.timeline(call.session_id);
+    const states = timeline.filter((e) => e.source === 'operation').map((e) => e.type);
+    expect(states.indexOf('operation_unknown')).toBeGreaterThan(states.indexOf('operation_running'));
+    expect(states.indexOf('operation_committed')).toBeGreaterThan(states.indexOf('operation_unknown'));
+    const decisions = timeline.filter((e) => e.type === 'gate_decision').map((e) => e.detail.decision);
+    expect(decisions[0]).toBe('reconcile_first');
+    expect(decisions.slice(1)).not.toContain('reconcile_first');
+    const unknownAt = timeline.find((e) => e.type === 'operation_unknown')?.at ?? NaN;
+    const committedAt = timeline.find((e) => e.type === 'operation_committed')?.at ?? NaN;
+    const spoken = timeline.filter((e) => e.type === 'result_spoken');
+    expect(spoken).toHaveLength(1);
+    expect(spoken[0]?.detail).toMatchObject({ operationId: told.operation_id, status: 'completed' });
+    expect(spoken[0]?.at).toBeGreaterThan(committedAt);
+    expect(timeline.filter((e) => e.type === 'delivered' && e.at > unknownAt && e.at < committedAt)).toEqual([]);
+  });
+});
