@@ -84,6 +84,8 @@ export class JitterBuffer {
   private readonly minFrames: number;
   private readonly maxFrames: number;
   private readonly entries = new Map<number, JitterPacket>();
+  /** Arrival time of the packet that restarted buffering: what has waited longest. */
+  private bufferingSinceMs: number | undefined;
   private state: 'idle' | 'buffering' | 'playing' = 'idle';
   /** Extended (unwrapped) sequence number of the next frame to play. */
   private next = 0;
@@ -148,12 +150,18 @@ export class JitterBuffer {
     return this.insert(extended, packet, nowMs);
   }
 
-  /** The frame for this 20 ms tick. */
-  pop(): JitterFrame {
+  /**
+   * The frame for this 20 ms tick. With `nowMs`, buffered audio also starts once it has waited the
+   * target depth, even if fewer frames came: the end of a talk spurt (or of the call) is played,
+   * not held until more audio arrives.
+   */
+  pop(nowMs?: number): JitterFrame {
     if (this.state === 'idle') return BUFFERING;
     if (this.state === 'buffering') {
-      if (this.span() < this.targetFrames()) return BUFFERING;
+      const waited = nowMs !== undefined && this.bufferingSinceMs !== undefined && this.entries.size > 0 && nowMs - this.bufferingSinceMs >= this.targetFrames() * FRAME_MS;
+      if (this.span() < this.targetFrames() && !waited) return BUFFERING;
       this.state = 'playing';
+      this.bufferingSinceMs = undefined;
     }
     this.shrinkIfDeep();
     const entry = this.entries.get(this.next);
@@ -196,6 +204,7 @@ export class JitterBuffer {
   /** Forgets the stream (a new SSRC): the next packet starts a fresh one. */
   reset(): void {
     this.entries.clear();
+    this.bufferingSinceMs = undefined;
     this.state = 'idle';
     this.pendingJump = undefined;
     this.lastTransit = undefined;
@@ -209,12 +218,14 @@ export class JitterBuffer {
     this.next = sequenceNumber;
     this.highest = sequenceNumber;
     this.state = 'buffering';
+    this.bufferingSinceMs = undefined;
     this.hasPlayed = false;
     this.lastTransit = undefined;
   }
 
   private insert(extended: number, packet: JitterPacket, nowMs: number): JitterPushResult {
     this.entries.set(extended, packet);
+    if (this.state === 'buffering' && this.bufferingSinceMs === undefined) this.bufferingSinceMs = nowMs;
     this.counts.buffered++;
     if (extended > this.highest) this.highest = extended;
     // Event packets repeat their start timestamp: their transit says nothing about jitter.

@@ -265,11 +265,11 @@ export class RtpSession {
     const dueFrames = this.schedule.due(nowMs);
     // After a long stall the send side skips frames (the model's audio is delayed), but the caller's
     // audio already arrived: the model gets all of it, or the jitter buffer would overflow.
-    for (let i = this.schedule.skippedFrames - skippedBefore; i > 0; i--) this.receiveFrame();
+    for (let i = this.schedule.skippedFrames - skippedBefore; i > 0; i--) this.receiveFrame(nowMs);
     for (const due of dueFrames) {
       // Measured at send time: calls ticked later in the same wake-up are later by that much.
       this.sendFrame(due.index, Math.max(0, this.options.timer.now() - due.dueMs));
-      this.receiveFrame();
+      this.receiveFrame(nowMs);
     }
     this.checkMediaTimeout(nowMs);
     if (nowMs >= this.nextRtcpAt) {
@@ -491,8 +491,8 @@ export class RtpSession {
     this.lastSentTimestamp = timestamp;
   }
 
-  private receiveFrame(): void {
-    const frame = this.jitterBuffer.pop();
+  private receiveFrame(nowMs: number): void {
+    const frame = this.jitterBuffer.pop(nowMs);
     if (frame.kind === 'frame' && !frame.filler) {
       this.deliver(frame.payload, false);
     } else if (frame.kind === 'frame' || frame.kind === 'concealed') {

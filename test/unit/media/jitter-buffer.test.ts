@@ -154,6 +154,18 @@ describe('when the network jitters', () => {
   });
 });
 
+describe('when a talk spurt ends below the target depth', () => {
+  it('should play the last frames once they have waited the target depth instead of holding them', () => {
+    const jb = buffer(60, 200);
+    jb.push(packet(1), 0);
+    jb.push(packet(2), 20);
+    // Without a clock the buffer waits for a third frame that never comes.
+    expect(describeFrame(jb.pop())).toBe('buffering');
+    expect(describeFrame(jb.pop(40))).toBe('buffering');
+    expect([jb.pop(60), jb.pop(80), jb.pop(100)].map(describeFrame)).toEqual(['#1', '#2', 'underrun']);
+  });
+});
+
 describe('when the sequence numbering jumps', () => {
   it('should drop one stray packet far from the stream and keep playing', () => {
     const jb = buffer(20);
