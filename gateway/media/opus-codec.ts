@@ -6,12 +6,12 @@
  * a CallgateError, since the input is ours.
  */
 import opus from '@discordjs/opus';
+import { CallgateError } from '../../config/errors.ts';
+import type { AudioSampleRate } from './resampler.ts';
 
 // @discordjs/opus is CommonJS without named-export hints: Node's ESM loader sees only `default`.
 const { OpusEncoder } = opus;
 type OpusEncoder = InstanceType<typeof OpusEncoder>;
-import { CallgateError } from '../../config/errors.ts';
-import type { AudioSampleRate } from './resampler.ts';
 
 /** The RTP clock rate of Opus, whatever the audio bandwidth (RFC 7587 §4.1). */
 export const OPUS_RTP_CLOCK_RATE = 48000;
@@ -39,7 +39,7 @@ export class OpusCodec {
   readonly sampleRate: AudioSampleRate;
   /** PCM samples in one 20 ms frame at `sampleRate`. */
   readonly frameSamples: number;
-  private readonly opus: InstanceType<typeof OpusEncoder>;
+  private readonly opus: OpusEncoder;
 
   constructor(options: OpusCodecOptions = {}) {
     this.sampleRate = options.sampleRate ?? 48000;
