@@ -24,7 +24,7 @@ export interface CallgateProcess {
   operations(sessionId: string): Promise<OperationView[]>;
   timeline(sessionId: string): Promise<TimelineEntryView[]>;
   /** Adds a sandbox fault rule (e.g. `latency=3000` for bookings/book). */
-  addFault(rule: { fault: string; service?: string; operation?: string }): Promise<void>;
+  addFault(rule: { fault: string; service?: string; operation?: string; nth?: number; times?: number }): Promise<void>;
   /** SIGTERM (SIGKILL after 8 s); deletes the Redis prefix unless the setup is shared with another process. */
   stop(keepData?: boolean): Promise<void>;
 }
