@@ -46,6 +46,7 @@ export class CallerRtp {
   readonly sentDigits: DtmfDigit[] = [];
   /** Frames of voice still to send in place of silence. */
   private voiceFrames = 0;
+  private muted = false;
 
   private constructor(socket: Socket) {
     this.socket = socket;
@@ -62,7 +63,7 @@ export class CallerRtp {
       });
       if (this.remote === undefined) {
         this.remote = { address: from.address, port: from.port };
-        this.timer = setInterval(() => this.sendFrame(), FRAME_MS);
+        if (!this.muted) this.timer = setInterval(() => this.sendFrame(), FRAME_MS);
       }
     });
   }
@@ -86,6 +87,12 @@ export class CallerRtp {
   press(digit: DtmfDigit): void {
     this.digits.push({ digit, frame: 0, start: this.timestamp, marker: true });
     this.sentDigits.push(digit);
+  }
+
+  /** Stops sending RTP (a phone that went away without hanging up); still records what arrives. */
+  mute(): void {
+    clearInterval(this.timer);
+    this.muted = true;
   }
 
   /** Talks (a loud tone) for `ms`, in place of silence. */

@@ -4,7 +4,7 @@
  * drop connections), and the agents harness (real Redis, BullMQ workers, the sandbox over HTTP).
  */
 import { AuditLog } from '../../agents/audit.ts';
-import { sipSchema } from '../../config/schema.ts';
+import { sipSchema, type RtpConfig } from '../../config/schema.ts';
 import { MonotonicMediaTimer } from '../../gateway/media/media-timer.ts';
 import { PlayoutScheduler } from '../../gateway/media/playout-scheduler.ts';
 import { RtpPortAllocator } from '../../gateway/media/rtp-port-allocator.ts';
@@ -27,6 +27,8 @@ export interface InProcessGateway {
   readonly agents: AgentsHarness;
   readonly simulator: RealtimeSimulator;
   readonly calls: CallAcceptor;
+  readonly ports: RtpPortAllocator;
+  readonly registry: CallRegistry;
   readonly sipPort: number;
   readonly sandboxUrl: string;
   /** Every call event, in order, with the session it belongs to. */
@@ -37,7 +39,14 @@ export interface InProcessGateway {
   close(): Promise<void>;
 }
 
-export async function startInProcessGateway(options: { script: Record<string, unknown>; speechSpeed?: number }): Promise<InProcessGateway> {
+export interface InProcessGatewayOptions {
+  readonly script: Record<string, unknown>;
+  readonly speechSpeed?: number;
+  /** RTP settings over the harness's (e.g. a short media timeout). */
+  readonly rtp?: Partial<RtpConfig>;
+}
+
+export async function startInProcessGateway(options: InProcessGatewayOptions): Promise<InProcessGateway> {
   // Bookings through a provider with room for the sandbox's latency faults (the harness default times out at 1 s).
   const agents = await startAgentsHarness({
     tenants: { demo: { book_table: { ...BOOK, provider: 'patient_bookings' } } },
@@ -53,10 +62,12 @@ export async function startInProcessGateway(options: { script: Record<string, un
   const registry = new CallRegistry({ redis, prefix: h.prefix, gatewayId: agents.gatewayId, heartbeatMs: 500, deadAfterMs: 3_000, log: quietLog });
   registry.start();
   const timer = new MonotonicMediaTimer();
+  const rtpConfig: RtpConfig = { ...h.config.rtp, ...options.rtp };
+  const ports = new RtpPortAllocator({ portMin: rtpConfig.portMin, portMax: rtpConfig.portMax });
   const events: InProcessGateway['events'] = [];
   const sessions: CallSession[] = [];
   const calls = new CallAcceptor({
-    media: { config: h.config.rtp, ports: new RtpPortAllocator({ portMin: h.config.rtp.portMin, portMax: h.config.rtp.portMax }), scheduler: new PlayoutScheduler({ timer }), timer },
+    media: { config: rtpConfig, ports, scheduler: new PlayoutScheduler({ timer }), timer },
     model: { openSession: (session: SessionOptions = {}) => new OpenAIRealtimeSession({ ...session, url, model: 'gpt-realtime' }) },
     catalogue: agents.catalogue,
     runtime: agents.runtime,
@@ -77,6 +88,8 @@ export async function startInProcessGateway(options: { script: Record<string, un
     agents,
     simulator,
     calls,
+    ports,
+    registry,
     sipPort: driver.port('udp') ?? 0,
     sandboxUrl: h.sandbox.url,
     events,

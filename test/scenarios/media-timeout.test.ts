@@ -1,0 +1,75 @@
+/**
+ * The caller's phone goes silent without hanging up (no RTP at all: a dead network, a crashed
+ * phone). After the media timeout callgate ends the call itself: BYE on the wire, the model
+ * session closed, the RTP ports released, the registry entry closed, and a booking still running
+ * goes on and reaches the caller out of band once.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/processes.ts';
+import { CallerRtp } from '../e2e/caller-rtp.ts';
+import { runSipp } from '../e2e/sipp-runner.ts';
+import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+
+const SCRIPT = {
+  name: 'media-timeout',
+  greeting: 'Hello.',
+  fallback: 'Anything else?',
+  digits: { '1': { say: 'Booking it.', tools: [{ name: 'book_table', arguments: { restaurant: 'sushi-kaito', date: '2032-06-06', time: '19:00', party_size: 2, name: 'Niklaus Wirth' } }] } },
+  toolOutputs: { book_table: 'One moment.' },
+  systemMessage: 'Noted.',
+};
+
+const MEDIA_TIMEOUT_MS = 1_500;
+const BOOKING_LATENCY_MS = 4_000;
+
+let gateway: InProcessGateway | undefined;
+let caller: CallerRtp | undefined;
+afterEach(async () => {
+  caller?.close();
+  caller = undefined;
+  await gateway?.close();
+  gateway = undefined;
+});
+
+describe('when the caller’s RTP stops without a BYE', () => {
+  it('should hang up after the media timeout, release the media and send the pending result out of band once', { timeout: 90_000 }, async () => {
+    const gw = await startInProcessGateway({ script: SCRIPT, rtp: { mediaTimeoutMs: MEDIA_TIMEOUT_MS } });
+    gateway = gw;
+    await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
+    const rtp = await CallerRtp.open();
+    caller = rtp;
+    const connection = gw.simulator.nextConnection(10_000);
+    const sipp = runSipp({ scenario: 'uac-external-rtp-callee-bye.xml', port: gw.sipPort, transport: 'udp', service: '7000', timeoutSeconds: 30, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
+    await connection;
+
+    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    rtp.press('1');
+    const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');
+    const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking');
+    expect(gw.ports.inUse).toBe(1);
+    const mutedAt = Date.now();
+    rtp.mute();
+
+    const result = await sipp;
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.firstLines.filter((line) => /BYE/.test(line))).toEqual([expect.stringMatching(/^received BYE /)]);
+    const ended = await waitFor(async () => gw.events.find((e) => e.event.type === 'ended'), 5_000, 'the end of the call');
+    expect(ended.event).toMatchObject({ type: 'ended', reason: 'media_timeout' });
+    expect(ended.at - mutedAt).toBeGreaterThanOrEqual(MEDIA_TIMEOUT_MS - 100);
+    expect(gw.ports.inUse).toBe(0);
+    expect(await gw.registry.get(call.sessionId)).toMatchObject({ state: 'ended', endReason: 'media_timeout' });
+
+    const ledger = gw.agents.h.layer.ledger;
+    const op = await waitFor(async () => {
+      const current = await ledger.get('demo', operationId);
+      return current?.delivery?.delivered === true ? current : undefined;
+    }, 15_000, 'the result to be delivered');
+    expect(op.state).toBe('COMMITTED');
+    expect(op.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band' });
+    const messagesOf = async () => ((await (await fetch(`${gw.sandboxUrl}/admin/messages?operation_id=${operationId}`)).json()) as { messages: unknown[] }).messages;
+    await waitFor(async () => ((await messagesOf()).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await messagesOf()).toHaveLength(1);
+  });
+});
