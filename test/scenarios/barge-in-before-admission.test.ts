@@ -54,6 +54,10 @@ describe('when the caller barges in before the booking is asked for', () => {
     const bargeIn = await waitFor(async () => (await cg.timeline(call.session_id)).find((e) => e.type === 'barge_in'), 5_000, 'the barge-in');
 
     const result = await sipp;
+
+    // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
+
+    rtp.mute();
     expect(result.exitCode, result.stderr).toBe(0);
     const timeline = await cg.timeline(call.session_id);
     const announcement = timeline.find((e) => e.type === 'response' && e.detail.state === 'created' && e.at >= pressedAt);

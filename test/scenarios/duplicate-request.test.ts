@@ -58,6 +58,8 @@ describe('when the same booking is asked for twice in one call while the first r
       return op?.delivery?.delivered === true ? op : undefined;
     }, 15_000, 'the result to be told');
     const result = await sipp;
+    // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
+    rtp.mute();
     expect(result.exitCode, result.stderr).toBe(0);
 
     expect((await cg.operations(call.session_id)).map((op) => op.operation_id)).toEqual([first.operation_id]);

@@ -62,6 +62,7 @@ describe('when the gateway holding a call dies while the booking runs', () => {
     callers.push(fresh);
     const newCall = await runSipp({ scenario: 'uac-call-external-rtp.xml', port: gatewayB.sipPort, transport: 'udp', service: '1000', pauseMs: 5_000, timeoutSeconds: 15, extraArgs: ['-set', 'rtp_port', String(fresh.port)] });
     expect(newCall.exitCode, newCall.stderr).toBe(0);
+    fresh.mute();
     expect(fresh.audibleSince(0)).toBeGreaterThan(10);
 
     const delivered = await waitFor(async () => {

@@ -67,6 +67,8 @@ describe('when the caller is handed to another agent before the booking result a
       return current?.delivery?.delivered === true ? current : undefined;
     }, 15_000, 'the result to be told');
     const result = await sipp;
+    // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
+    rtp.mute();
     expect(result.exitCode, result.stderr).toBe(0);
 
     expect(op.state).toBe('COMMITTED');

@@ -51,6 +51,10 @@ describe('when the caller hangs up before the booking result arrives', () => {
     expect(started.state).not.toBe('COMMITTED');
 
     const result = await sipp;
+
+    // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
+
+    rtp.mute();
     expect(result.exitCode, result.stderr).toBe(0);
     expect((await cg.operations(call.session_id)).find((op) => op.operation_id === started.operation_id)?.state).not.toBe('COMMITTED');
 

@@ -57,6 +57,8 @@ describe('when the caller changes the booking time while the first booking runs'
       return done.length >= 2 && ops.find((op) => op.operation_id === newer.operation_id)?.delivery?.delivered === true ? true : undefined;
     }, 20_000, 'both outcomes decided and the new one told');
     const result = await sipp;
+    // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
+    rtp.mute();
     expect(result.exitCode, result.stderr).toBe(0);
 
     const ops = await cg.operations(call.session_id);

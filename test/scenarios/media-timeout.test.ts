@@ -52,6 +52,10 @@ describe('when the caller’s RTP stops without a BYE', () => {
     rtp.mute();
 
     const result = await sipp;
+
+    // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
+
+    rtp.mute();
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.firstLines.filter((line) => /BYE/.test(line))).toEqual([expect.stringMatching(/^received BYE /)]);
     const ended = await waitFor(async () => gw.events.find((e) => e.event.type === 'ended'), 5_000, 'the end of the call');

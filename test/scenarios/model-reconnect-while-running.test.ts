@@ -78,6 +78,10 @@ describe('when the model connection drops while the booking runs', () => {
     expect(firstConnection.session.heard.some((r) => r.kind === 'system_message' && r.text.includes(operationId))).toBe(false);
 
     const result = await sipp;
+
+    // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
+
+    rtp.mute();
     expect(result.exitCode, result.stderr).toBe(0);
     const effects = (await (await fetch(`${gw.sandboxUrl}/admin/effects?service=bookings`)).json()) as { effects: { reference?: string }[] };
     expect(effects.effects.map((e) => e.reference)).toEqual([operationId]);
@@ -106,6 +110,10 @@ describe('when the model connection drops while the booking runs', () => {
     secondConnection.terminate();
 
     const result = await sipp;
+
+    // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
+
+    rtp.mute();
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.firstLines.filter((line) => /BYE/.test(line))).toEqual([expect.stringMatching(/^received BYE /)]);
     const ended = await waitFor(async () => gw.events.find((e) => e.event.type === 'ended'), 5_000, 'the end of the call');

@@ -50,6 +50,8 @@ async function placeCall(cg: CallgateProcess, digit: '1' | '2', action: string):
   }, 25_000, `the ${action} result to be told`);
   expect(told).toMatchObject({ state: 'COMMITTED', delivery: { decision: 'spoken', channel: 'voice' } });
   const result = await sipp;
+  // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
+  rtp.mute();
   expect(result.exitCode, result.stderr).toBe(0);
   rtp.close();
   caller = undefined;

@@ -57,6 +57,8 @@ describe('when two callers book the only table for eight at the same time', () =
       return ops.length === 2 && ops.every((op) => op.delivery?.delivered === true) ? ops : undefined;
     }, 20_000, 'both outcomes to be told');
     for (const run of await Promise.all(sipp)) expect(run.exitCode, run.stderr).toBe(0);
+    a.mute();
+    b.mute();
 
     // One booking at the system of record; one operation committed, one failed, one per call.
     expect(told.map((op) => op.state).sort()).toEqual(['COMMITTED', 'FAILED_FINAL']);

@@ -58,6 +58,8 @@ describe('when the booking commits at the provider but its answer is lost', () =
       return op?.delivery?.delivered === true ? op : undefined;
     }, 25_000, 'the reconciled result to be told');
     const result = await sipp;
+    // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
+    rtp.mute();
     expect(result.exitCode, result.stderr).toBe(0);
 
     expect(told).toMatchObject({ state: 'COMMITTED', delivery: { decision: 'spoken', channel: 'voice' } });
