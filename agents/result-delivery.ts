@@ -51,6 +51,11 @@ const deliveryLag = histogram({
 });
 
 export const DELIVERY_GROUP = 'delivery';
+/**
+ * How long an ended call is remembered: results that arrive later are then sent out of band as
+ * "caller hung up" rather than "gateway gone"; after this the memory is freed.
+ */
+const ENDED_CALL_MEMORY_MS = 3_600_000;
 /** Events read per stream per round; small enough that one slow round does not delay the others. */
 const READ_COUNT = 50;
 /** How long a blocking read waits before looking at the stop signal again. */
@@ -92,6 +97,12 @@ interface AttachedCall {
 
 export class ResultDelivery {
   private readonly calls = new Map<string, AttachedCall>();
+  /**
+   * Stream entries of results not yet delivered: acknowledged only once the caller has the result
+   * (spoken to the end, or sent out of band), so a gateway that dies before that leaves them pending
+   * for the janitor (or for itself after a restart), never lost.
+   */
+  private readonly unacked = new Map<string, { key: string; group: string; id: string }[]>();
   private running = false;
   private loop: Promise<void> | undefined;
 
@@ -139,8 +150,11 @@ export class ResultDelivery {
   }
 
   /**
-   * Gates one result event, persists the decision, acknowledges it, then acts. `gone` marks events
-   * of a gateway that died (the janitor): no call can hear them.
+   * Gates one result event and persists the decision; then acts. The entry is acknowledged when
+   * nothing more is owed for it: at once for a duplicate or an UNKNOWN (its resolution brings its own
+   * event), after the message is queued for out-of-band delivery, and after the spoken response
+   * ends uncut. Speaking is not awaited here, so one call's speech never holds back another's
+   * results. `gone` marks events of a gateway that died (the janitor): no call can hear them.
    */
   async processEvent(tenant: string, streamKey: string, group: string, id: string, fields: Readonly<Record<string, string>>, gone = false): Promise<void> {
     const { ledger, redis } = this.options;
@@ -152,8 +166,21 @@ export class ResultDelivery {
     }
     const call = gone ? undefined : this.calls.get(op.scope.sessionId);
     const decision = await this.decide(op, call, fields.at === undefined ? undefined : Number(fields.at));
-    await redis.xack(streamKey, group, id);
-    await this.act(op, call, decision);
+    if (decision.decision === 'suppress' || decision.decision === 'reconcile_first') {
+      await redis.xack(streamKey, group, id);
+      return;
+    }
+    const refs = this.unacked.get(op.operationId) ?? [];
+    refs.push({ key: streamKey, group, id });
+    this.unacked.set(op.operationId, refs);
+    await this.act(op, call, decision, false);
+  }
+
+  /** The caller has the result: every stream entry held for it is acknowledged. */
+  private async settle(operationId: string): Promise<void> {
+    const refs = this.unacked.get(operationId) ?? [];
+    this.unacked.delete(operationId);
+    for (const ref of refs) await this.options.redis.xack(ref.key, ref.group, ref.id);
   }
 
   /** Re-runs the gate for results waiting in a call (the caller stopped talking, a response ended). */
@@ -164,7 +191,7 @@ export class ResultDelivery {
       const op = await this.options.ledger.get(call.session.tenantId, operationId);
       if (!op) continue;
       call.pending.delete(operationId);
-      await this.act(op, call, await this.decide(op, call));
+      await this.act(op, call, await this.decide(op, call), true);
     }
   }
 
@@ -173,13 +200,14 @@ export class ResultDelivery {
     const call = this.calls.get(sessionId);
     if (!call) return;
     call.session.phase = phase;
+    setTimeout(() => this.calls.delete(sessionId), ENDED_CALL_MEMORY_MS).unref();
     const owed = new Set([...call.pending, ...[...call.session.operations.values()].filter((o) => !o.told).map((o) => o.operationId)]);
     call.pending.clear();
     for (const operationId of owed) {
       const op = await this.options.ledger.get(call.session.tenantId, operationId);
       // Operations still running report later through their own events.
       if (!op || !(isTerminal(op.state) || op.state === 'UNKNOWN')) continue;
-      await this.act(op, call, await this.decide(op, call));
+      await this.act(op, call, await this.decide(op, call), true);
     }
   }
 
@@ -230,12 +258,17 @@ export class ResultDelivery {
     return decision;
   }
 
-  private async act(op: Operation, call: AttachedCall | undefined, { decision, reasons }: RelevanceDecision): Promise<void> {
+  /** `awaitSpeech`: wait for a spoken result to finish (idle and call-end handling), or not (the read loop). */
+  private async act(op: Operation, call: AttachedCall | undefined, { decision, reasons }: RelevanceDecision, awaitSpeech: boolean): Promise<void> {
     switch (decision) {
       case 'speak_now':
       case 'route_to_active_agent':
         if (call && !(reasons.includes('caller_speaking') || reasons.includes('response_active'))) {
-          await this.speak(op, call, reasons);
+          const spoken = this.speak(op, call, reasons).then(async (told) => {
+            if (told) await this.settle(op.operationId);
+          });
+          if (awaitSpeech) await spoken;
+          else spoken.catch((error: unknown) => this.options.log.warn('speaking a result failed', { operation_id: op.operationId, error }));
           return;
         }
         call?.pending.add(op.operationId);
@@ -245,16 +278,22 @@ export class ResultDelivery {
         call?.pending.add(op.operationId);
         return;
       case 'reconcile_first':
+        return;
       case 'suppress':
+        // Reached from idle or call-end handling only (the read loop acknowledges duplicates itself):
+        // a result held for later that no longer needs saying lets its entries go.
+        await this.settle(op.operationId);
         return;
       case 'deliver_out_of_band':
         await this.sendOutOfBand(op, call, reasons);
+        await this.settle(op.operationId);
         return;
     }
   }
 
-  private async speak(op: Operation, call: AttachedCall, reasons: readonly string[]): Promise<void> {
-    if (call.speaking.has(op.operationId)) return;
+  /** Speaks a result; true when the caller heard it to the end. */
+  private async speak(op: Operation, call: AttachedCall, reasons: readonly string[]): Promise<boolean> {
+    if (call.speaking.has(op.operationId)) return false;
     call.speaking.add(op.operationId);
     let outcome: SpokenOutcome;
     try {
@@ -270,7 +309,7 @@ export class ResultDelivery {
       // Cut off (barge-in) or failed: the caller did not hear it all. Say it again when idle.
       call.pending.add(op.operationId);
       await this.options.audit.record(op.scope.sessionId, { type: 'delivery_interrupted', operationId: op.operationId, responseId: outcome.responseId }, call.session.turnId);
-      return;
+      return false;
     }
     if (owned) owned.told = true;
     const committedAt = op.committedAt ?? op.finishedAt;
@@ -287,6 +326,7 @@ export class ResultDelivery {
       commitToAudibleMs: audibleMs,
     });
     await this.options.audit.record(op.scope.sessionId, { type: 'delivered', operationId: op.operationId, channel: 'voice', responseId: outcome.responseId, commitToAudibleMs: audibleMs }, call.session.turnId);
+    return true;
   }
 
   private async sendOutOfBand(op: Operation, call: AttachedCall | undefined, reasons: readonly string[]): Promise<void> {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../agents/agent-session.ts';
-import { BOOK, booking } from '../../support/action-harness.ts';
+import { ResultDelivery } from '../../../agents/result-delivery.ts';
+import { BOOK, booking, quietLog } from '../../support/action-harness.ts';
 import { messages, startAgentsHarness, type AgentsHarness } from '../../support/agents-harness.ts';
 import { testRedis } from '../../support/redis.ts';
 import { waitFor } from '../../support/processes.ts';
@@ -52,3 +53,49 @@ describe('when a gateway stops with results pending', () => {
     redis.disconnect();
   });
 });
+
+describe('when a gateway dies while it is speaking a result', () => {
+  it('should leave the result pending in its stream, and the janitor should send it out of band once', async () => {
+    const redis = testRedis();
+    // A second gateway in this process; its call's port never finishes speaking (it dies mid-sentence).
+    const dying = await startAgentsHarnessDelivery('gw-dying');
+    const session = new AgentSession({ sessionId: 'speaking-call', tenantId: 'tenant-jan', caller: '+15550122', ownerGateway: 'gw-dying', agent: 'reservations' });
+    let speaking = false;
+    dying.delivery.attach(session, { deliver: () => ((speaking = true), new Promise(() => undefined)) });
+    await redis.zadd(`${a.h.prefix}:gateways`, Date.now(), 'gw-dying');
+    const out = await a.runtime.handle(session, { callId: 'cs', name: 'book_table', arguments: { ...booking(), restaurant: 'sushi-kaito', time: '19:00', party_size: 2, name: 'Lin' } });
+    const id = String(out.operation_id);
+    await waitFor(async () => (speaking ? true : undefined), 10_000, 'the result being spoken');
+    await dying.stop();
+    // Its heartbeat stops; a janitor elsewhere looks.
+    await redis.zadd(`${a.h.prefix}:gateways`, Date.now() - 5_000, 'gw-dying');
+    expect(await a.janitor('gw-live').sweep()).toBeGreaterThanOrEqual(1);
+    await waitFor(async () => ((await messages(a.h, id)).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
+    expect((await a.h.layer.ledger.get('tenant-jan', id))?.delivery).toMatchObject({ decision: 'deliver_out_of_band', reasons: ['gateway_gone', 'committed'] });
+    expect(await a.janitor('gw-live').sweep()).toBe(0);
+    expect(await messages(a.h, id)).toEqual([expect.objectContaining({ deliveries: 1 })]);
+    redis.disconnect();
+  });
+});
+
+async function startAgentsHarnessDelivery(gatewayId: string): Promise<{ delivery: ResultDelivery; stop: () => Promise<void> }> {
+  const connection = testRedis();
+  const delivery = new ResultDelivery({
+    redis: connection,
+    ledger: a.h.layer.ledger,
+    gatewayId,
+    tenants: ['tenant-jan'],
+    catalogue: a.catalogue,
+    outOfBand: a.h.layer.outOfBand,
+    audit: a.audit,
+    log: quietLog,
+  });
+  await delivery.start();
+  return {
+    delivery,
+    stop: async () => {
+      await delivery.stop();
+      connection.disconnect();
+    },
+  };
+}
