@@ -245,13 +245,17 @@ export class CallSession {
     return true;
   }
 
-  private async reopenContext(): Promise<string> {
+  private async operationStates(): Promise<Map<string, string>> {
     const states = new Map<string, string>();
     for (const id of this.agent.operations.keys()) {
       const op = await this.options.ledger.get(this.agent.tenantId, id).catch(() => undefined);
       if (op) states.set(id, op.state);
     }
-    return `The previous session of this call was interrupted; continue the conversation. The active agent is ${this.agent.activeAgent}.\n${this.agent.pendingSummary(states)}`;
+    return states;
+  }
+
+  private async reopenContext(): Promise<string> {
+    return `The previous session of this call was interrupted; continue the conversation. The active agent is ${this.agent.activeAgent}.\n${this.agent.pendingSummary(await this.operationStates())}`;
   }
 
   /**
@@ -364,7 +368,9 @@ export class CallSession {
     const after = this.agent.activeAgent;
     if (after !== before && model === this.model && !this.ending) {
       this.emit(callEvents.agentChanged(before, after));
-      await model.configure(this.sessionConfig(after)).catch((error: unknown) => this.log.warn('reconfiguring the model after a handoff failed', { error }));
+      // The new agent learns what the call is waiting for: operations belong to the call, not the agent.
+      const context = `The call was handed to you by the ${before} agent.\n${this.agent.pendingSummary(await this.operationStates())}`;
+      await model.configure(this.sessionConfig(after, context)).catch((error: unknown) => this.log.warn('reconfiguring the model after a handoff failed', { error }));
     }
   }
 

@@ -58,7 +58,10 @@ describe('when the caller is handed to another agent before the booking result a
     expect(call.agent.activeAgent).toBe('concierge');
     expect(gw.events.find((e) => e.event.type === 'agent_changed')?.event).toEqual({ type: 'agent_changed', from: 'reservations', to: 'concierge' });
     // The model now speaks as the concierge, with the concierge's tools only.
-    await waitFor(async () => (model.session.configuration.instructions === concierge.instructions ? true : undefined), 5_000, 'the model reconfigured');
+    await waitFor(async () => (model.session.configuration.instructions?.startsWith(concierge.instructions) ? true : undefined), 5_000, 'the model reconfigured');
+    // The new agent is told what the call is waiting for.
+    expect(model.session.configuration.instructions).toContain(operationId);
+    expect(model.session.configuration.instructions).toContain('handed to you by the reservations agent');
     const tools = (model.session.configuration.tools ?? []).map((t) => (t as { name?: string }).name);
     expect(tools.sort()).toEqual(concierge.tools.map((t) => t.name).sort());
 
