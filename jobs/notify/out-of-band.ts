@@ -116,7 +116,16 @@ export class OutOfBandWorker {
       const secretEnv = tenant?.notify.webhookSecretEnv;
       const secret = secretEnv === undefined ? undefined : (this.options.env ?? process.env)[secretEnv];
       if (secret === undefined || secret === '') throw new Error(`webhook secret ${secretEnv ?? ''} is not set`);
-      const body = JSON.stringify({ type: 'operation.result', ...message });
+      const body = JSON.stringify({
+        type: 'operation.result',
+        operation_id: message.operationId,
+        tenant_id: message.tenantId,
+        session_id: message.sessionId,
+        caller: message.caller,
+        state: message.state,
+        text: message.text,
+        reasons: message.reasons,
+      });
       const response = await fetch(webhookUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-callgate-signature': signWebhook(secret, body, Date.now()) },

@@ -27,6 +27,8 @@ export interface HarnessOptions {
   readonly worker?: Record<string, unknown>;
   /** Run BullMQ workers in this process. */
   readonly workers?: boolean;
+  /** Extra settings per tenant (e.g. `notify`), given the sandbox URL. */
+  readonly tenantSettings?: (sandboxUrl: string) => Record<string, Record<string, unknown>>;
   /** Extra providers (e.g. an http provider against the sandbox) by name, given the sandbox URL. */
   readonly providers?: (sandboxUrl: string) => Record<string, Record<string, unknown>>;
 }
@@ -70,7 +72,13 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       payments: { type: 'sandbox', service: 'payments', baseUrl: sandbox.url, timeoutMs: 1_000 },
       ...options.providers?.(sandbox.url),
     },
-    tenants: Object.entries(options.tenants).map(([id, actions], i) => ({ id, numbers: [String(7000 + i)], agent: 'concierge', actions })),
+    tenants: Object.entries(options.tenants).map(([id, actions], i) => ({
+      id,
+      numbers: [String(7000 + i)],
+      agent: 'concierge',
+      actions,
+      ...options.tenantSettings?.(sandbox.url)[id],
+    })),
   };
   const config = parseConfig(document);
   const dir = mkdtempSync(join(tmpdir(), 'callgate-harness-'));
