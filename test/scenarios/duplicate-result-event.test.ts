@@ -1,0 +1,74 @@
+/**
+ * Race: the result event of a booking reaches the gateway twice (a redelivered stream entry, a
+ * replayed event). Through real SIP and RTP, the simulator, Redis, workers and the sandbox: the
+ * caller is told once; the second event is suppressed as already told and recorded as such.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/processes.ts';
+import { testRedis } from '../support/redis.ts';
+import { CallerRtp } from '../e2e/caller-rtp.ts';
+import { runSipp } from '../e2e/sipp-runner.ts';
+import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+
+const SCRIPT = {
+  name: 'duplicate-result-event',
+  greeting: 'Hello.',
+  fallback: 'Anything else?',
+  digits: {
+    '1': { say: 'Booking it.', tools: [{ name: 'book_table', arguments: { restaurant: 'bistro-nord', date: '2031-11-02', time: '19:00', party_size: 2, name: 'Frances Allen' } }] },
+  },
+  toolOutputs: { book_table: 'One moment.' },
+  systemMessage: 'Your table is confirmed.',
+};
+
+let gateway: InProcessGateway | undefined;
+let caller: CallerRtp | undefined;
+afterEach(async () => {
+  caller?.close();
+  caller = undefined;
+  await gateway?.close();
+  gateway = undefined;
+});
+
+describe('when the result event of a booking arrives twice', () => {
+  it('should speak the result once and record the second as suppressed, already told', { timeout: 90_000 }, async () => {
+    const gw = await startInProcessGateway({ script: SCRIPT });
+    gateway = gw;
+    const rtp = await CallerRtp.open();
+    caller = rtp;
+    const connection = gw.simulator.nextConnection(10_000);
+    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: gw.sipPort, transport: 'udp', service: '7000', pauseMs: 10_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
+    const model = await connection;
+
+    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    rtp.press('1');
+    const call = await waitFor(async () => gw.sessions[0], 2_000, 'the call session');
+    const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking');
+    const ledger = gw.agents.h.layer.ledger;
+    await waitFor(async () => ((await ledger.get('demo', operationId))?.delivery?.delivered === true ? true : undefined), 15_000, 'the result told');
+
+    // The same event again, as a redelivery would bring it.
+    const decisionsOf = async () => (await gw.agents.audit.read(call.sessionId)).flatMap((r) => (r.event.type === 'gate_decision' ? [r.event] : []));
+    const before = (await decisionsOf()).length;
+    const redis = testRedis();
+    const key = gw.agents.delivery.streamKey('demo');
+    const entries = await redis.xrange(key, '-', '+');
+    const original = entries.find(([, fields]) => fields.includes(operationId) && fields.includes('COMMITTED'));
+    expect(original).toBeDefined();
+    await redis.xadd(key, '*', ...(original?.[1] ?? []));
+    redis.disconnect();
+
+    const after = await waitFor(async () => {
+      const all = await decisionsOf();
+      return all.length > before ? all : undefined;
+    }, 8_000, 'the gate decision on the duplicate');
+    expect(after.slice(before)).toEqual([expect.objectContaining({ decision: 'suppress', reasons: expect.arrayContaining(['already_told']) as unknown })]);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(model.session.heard.filter((r) => r.kind === 'system_message' && r.text.includes(operationId))).toHaveLength(1);
+    expect((await ledger.get('demo', operationId))?.delivery).toMatchObject({ decision: 'spoken', channel: 'voice', delivered: true });
+    const effects = (await (await fetch(`${gw.sandboxUrl}/admin/effects?service=bookings`)).json()) as { effects: { reference?: string }[] };
+    expect(effects.effects.map((e) => e.reference)).toEqual([operationId]);
+    const result = await sipp;
+    expect(result.exitCode, result.stderr).toBe(0);
+  });
+});

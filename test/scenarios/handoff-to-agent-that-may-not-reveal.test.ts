@@ -1,0 +1,66 @@
+/**
+ * Race: the caller is handed from reservations to billing while their booking runs. Billing may
+ * not reveal booking results, so the result is not spoken on the call; the caller still learns of
+ * the real effect, out of band, exactly once.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/processes.ts';
+import { CallerRtp } from '../e2e/caller-rtp.ts';
+import { runSipp } from '../e2e/sipp-runner.ts';
+import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+
+const SCRIPT = {
+  name: 'handoff-to-agent-that-may-not-reveal',
+  greeting: 'Hello.',
+  fallback: 'Anything else?',
+  digits: {
+    '1': { say: 'Booking it.', tools: [{ name: 'book_table', arguments: { restaurant: 'sushi-kaito', date: '2031-12-02', time: '20:00', party_size: 2, name: 'Ada Lovelace' } }] },
+    '2': { tools: [{ name: 'handoff', arguments: { agent: 'billing' } }] },
+  },
+  toolOutputs: { book_table: 'One moment.', handoff: 'Billing here.' },
+  systemMessage: 'Your table is confirmed.',
+};
+
+/** The booking is held this long at the provider: the handoff happens inside it. */
+const BOOKING_LATENCY_MS = 2_500;
+
+let gateway: InProcessGateway | undefined;
+let caller: CallerRtp | undefined;
+afterEach(async () => {
+  caller?.close();
+  caller = undefined;
+  await gateway?.close();
+  gateway = undefined;
+});
+
+describe('when the caller is handed to an agent that may not reveal the booking before its result', () => {
+  it('should not speak the result on the call, and send it out of band once', { timeout: 90_000 }, async () => {
+    const gw = await startInProcessGateway({ script: SCRIPT });
+    gateway = gw;
+    await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
+    const rtp = await CallerRtp.open();
+    caller = rtp;
+    const connection = gw.simulator.nextConnection(10_000);
+    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: gw.sipPort, transport: 'udp', service: '7000', pauseMs: 10_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
+    const model = await connection;
+
+    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    rtp.press('1');
+    const call = await waitFor(async () => gw.sessions[0], 2_000, 'the call session');
+    const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking');
+    rtp.press('2');
+    await waitFor(async () => (call.agent.activeAgent === 'billing' ? true : undefined), 8_000, 'the handoff to billing');
+
+    const messages = async () => ((await (await fetch(`${gw.sandboxUrl}/admin/messages?operation_id=${operationId}`)).json()) as { messages: { deliveries: number }[] }).messages;
+    await waitFor(async () => ((await messages()).length > 0 ? true : undefined), 15_000, 'the out-of-band message');
+    const ledger = gw.agents.h.layer.ledger;
+    const op = await ledger.get('demo', operationId);
+    expect(op?.state).toBe('COMMITTED');
+    expect(op?.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band', reasons: ['handoff_agent_may_not_reveal', 'committed'] });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await messages()).toEqual([expect.objectContaining({ deliveries: 1 })]);
+    expect(model.session.heard.filter((r) => r.kind === 'system_message' && r.text.includes(operationId))).toHaveLength(0);
+    const result = await sipp;
+    expect(result.exitCode, result.stderr).toBe(0);
+  });
+});
