@@ -5,9 +5,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import type { CallerRtp } from '../e2e/caller-rtp.ts';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
   name: 'barge-in-during-acknowledgement',
@@ -40,13 +40,8 @@ describe('when the caller barges in during the spoken acknowledgement of a commi
     gateway = gw;
     // The booking takes a moment, so the agent's "One moment." is over before the result is told.
     await gw.addFault({ fault: 'latency=2000', service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
+    const { rtp, sipp, model } = await placeCall(gw, { holdMs: 25_000, timeoutSeconds: 60 });
     caller = rtp;
-    const connection = gw.simulator.nextConnection(10_000);
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: gw.sipPort, transport: 'udp', service: '7000', pauseMs: 25_000, timeoutSeconds: 60, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-    const model = await connection;
-
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
     rtp.press('1');
     const call = await waitFor(async () => gw.sessions[0], 2_000, 'the call session');
     const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking');

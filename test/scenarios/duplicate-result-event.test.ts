@@ -6,9 +6,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/processes.ts';
 import { testRedis } from '../support/redis.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import type { CallerRtp } from '../e2e/caller-rtp.ts';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
   name: 'duplicate-result-event',
@@ -34,13 +34,8 @@ describe('when the result event of a booking arrives twice', () => {
   it('should speak the result once and record the second as suppressed, already told', { timeout: 90_000 }, async () => {
     const gw = await startInProcessGateway({ script: SCRIPT });
     gateway = gw;
-    const rtp = await CallerRtp.open();
+    const { rtp, sipp, model } = await placeCall(gw, { holdMs: 10_000 });
     caller = rtp;
-    const connection = gw.simulator.nextConnection(10_000);
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: gw.sipPort, transport: 'udp', service: '7000', pauseMs: 10_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-    const model = await connection;
-
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
     rtp.press('1');
     const call = await waitFor(async () => gw.sessions[0], 2_000, 'the call session');
     const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking');

@@ -7,9 +7,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { concierge } from '../../agents/sandbox/sandbox-agents.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import type { CallerRtp } from '../e2e/caller-rtp.ts';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
   name: 'handoff-before-result',
@@ -40,13 +40,8 @@ describe('when the caller is handed to another agent before the booking result a
     const gw = await startInProcessGateway({ script: SCRIPT });
     gateway = gw;
     await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
+    const { rtp, sipp, model } = await placeCall(gw, { holdMs: 12_000 });
     caller = rtp;
-    const connection = gw.simulator.nextConnection(10_000);
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: gw.sipPort, transport: 'udp', service: '7000', pauseMs: 12_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-    const model = await connection;
-
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
     await new Promise((resolve) => setTimeout(resolve, 500));
     rtp.press('1');
     const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');
