@@ -9,6 +9,7 @@ import type { TenantConfig } from '../../config/schema.ts';
 import type { ClientOutcome } from './client-transaction.ts';
 import { headerValue, headerValues } from './header-names.ts';
 import { parseNameAddr, paramValue } from './header-parser.ts';
+import { parseInfoBody } from './info-body.ts';
 import type { InviteServerTransaction } from './invite-server-transaction.ts';
 import type { LocalMediaAddress } from './local-media.ts';
 import { buildResponse, type ResponseOptions } from './message-factory.ts';
@@ -300,30 +301,13 @@ export class SipDialog implements SignalingDialog {
   }
 
   private handleInfo(request: SipRequest, respond: (status: number, options?: ResponseOptions) => void): void {
-    const contentType = (headerValue(request.headers, 'Content-Type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
-    if (contentType === 'application/dtmf-relay') {
-      const signal = /^\s*signal\s*=\s*(\S+)\s*$/im.exec(request.body)?.[1];
-      const duration = /^\s*duration\s*=\s*(\d+)\s*$/im.exec(request.body)?.[1];
-      if (signal === undefined || !/^[0-9A-Da-d*#]$/.test(signal)) {
-        respond(400, { reason: 'Bad DTMF Signal' });
-        return;
-      }
-      respond(200);
-      this.emit({ type: 'dtmf', digit: signal.toUpperCase(), ...(duration !== undefined ? { durationMs: Number(duration) } : {}) });
-      return;
-    }
-    if (contentType === 'application/dtmf') {
-      const digit = request.body.trim();
-      if (!/^[0-9A-Da-d*#]$/.test(digit)) {
-        respond(400, { reason: 'Bad DTMF Signal' });
-        return;
-      }
-      respond(200);
-      this.emit({ type: 'dtmf', digit: digit.toUpperCase() });
+    const info = parseInfoBody(headerValue(request.headers, 'Content-Type') ?? '', request.body);
+    if (info.type === 'invalid') {
+      respond(400, { reason: info.reason });
       return;
     }
     respond(200);
-    this.emit({ type: 'info', contentType, body: request.body });
+    this.emit(info);
   }
 
   private handleNotify(request: SipRequest, respond: (status: number, options?: ResponseOptions) => void): void {

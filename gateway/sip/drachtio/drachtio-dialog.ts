@@ -6,13 +6,14 @@
 import type Srf from 'drachtio-srf';
 import type { Logger } from '../../../config/log.ts';
 import type { TenantConfig } from '../../../config/schema.ts';
+import { parseInfoBody } from '../info-body.ts';
 import type { LocalMediaAddress } from '../local-media.ts';
 import { answerOffer, type NegotiatedMedia } from '../sdp-negotiation.ts';
 import { parseSdp, serializeSdp } from '../sdp-parser.ts';
 import type { SdpSession } from '../sdp-types.ts';
 import type { DialogEndReason, DialogEvent, DialogEventListener, ReinviteOptions, SignalingDialog, TransferOutcome } from '../signaling-driver.ts';
 import { TRANSFER_TIMEOUT_MS } from '../sip-dialog.ts';
-import { infoEvent, sipfragProgress } from './drachtio-mapping.ts';
+import { sipfragProgress } from './drachtio-mapping.ts';
 
 export interface DrachtioDialogOptions {
   readonly callId: string;
@@ -75,9 +76,13 @@ export class DrachtioDialog implements SignalingDialog {
       this.end('remote-bye');
     });
     dialog.on('info', (req, res) => {
-      const event = infoEvent(req.get('Content-Type') ?? '', req.body ?? '');
-      res.send(event === undefined ? 400 : 200);
-      if (event !== undefined) this.emit(event);
+      const info = parseInfoBody(req.get('Content-Type') ?? '', req.body ?? '');
+      if (info.type === 'invalid') {
+        res.send(400, info.reason, {});
+        return;
+      }
+      res.send(200);
+      this.emit(info);
     });
     dialog.on('modify', (req, res) => this.answerReinvite(req.body ?? '', res));
     dialog.on('notify', (req, res) => {

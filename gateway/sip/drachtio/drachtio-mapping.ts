@@ -1,12 +1,12 @@
 /**
  * Pure translations between drachtio-srf's messages and callgate's signaling types: the
- * connection settings from config, INFO bodies to DTMF events, NOTIFY sipfrag to transfer
- * progress, and the reconnect back-off. Kept apart from the driver so they are testable without
- * a drachtio-server.
+ * connection settings from config, NOTIFY sipfrag to transfer progress, and the reconnect
+ * back-off. Kept apart from the driver so they are testable without a drachtio-server. INFO
+ * bodies are read by `../info-body.ts`, which the built-in stack shares.
  */
 import { CallgateError } from '../../../config/errors.ts';
 import type { SipConfig } from '../../../config/schema.ts';
-import type { DialogEvent, TransferProgress } from '../signaling-driver.ts';
+import type { TransferProgress } from '../signaling-driver.ts';
 
 export interface DrachtioConnection {
   readonly host: string;
@@ -30,22 +30,6 @@ export const MAX_RECONNECT_DELAY_MS = 30_000;
 /** Doubling back-off from `reconnectMs`, capped, so a dead sidecar is not hammered. */
 export function reconnectDelay(attempt: number, reconnectMs: number): number {
   return Math.min(MAX_RECONNECT_DELAY_MS, reconnectMs * 2 ** Math.max(0, Math.min(attempt, 16)));
-}
-
-/** An INFO body as a dialog event; `undefined` when a DTMF body names no valid digit (answer 400). */
-export function infoEvent(contentType: string, body: string): DialogEvent | undefined {
-  const type = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
-  if (type === 'application/dtmf-relay') {
-    const signal = /^\s*signal\s*=\s*(\S+)\s*$/im.exec(body)?.[1];
-    const duration = /^\s*duration\s*=\s*(\d+)\s*$/im.exec(body)?.[1];
-    if (signal === undefined || !/^[0-9A-Da-d*#]$/.test(signal)) return undefined;
-    return { type: 'dtmf', digit: signal.toUpperCase(), ...(duration !== undefined ? { durationMs: Number(duration) } : {}) };
-  }
-  if (type === 'application/dtmf') {
-    const digit = body.trim();
-    return /^[0-9A-Da-d*#]$/.test(digit) ? { type: 'dtmf', digit: digit.toUpperCase() } : undefined;
-  }
-  return { type: 'info', contentType: type, body };
 }
 
 /** The progress a REFER NOTIFY reports in its message/sipfrag body. */

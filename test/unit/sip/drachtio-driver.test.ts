@@ -5,7 +5,7 @@ import { Logger } from '../../../config/log.ts';
 import { sipSchema, tenantSchema } from '../../../config/schema.ts';
 import { createSignalingDriver } from '../../../gateway/sip/create-signaling-driver.ts';
 import { DrachtioSignalingDriver } from '../../../gateway/sip/drachtio/drachtio-driver.ts';
-import { MAX_RECONNECT_DELAY_MS, calledNumberOf, drachtioConnection, infoEvent, reconnectDelay, sipfragProgress } from '../../../gateway/sip/drachtio/drachtio-mapping.ts';
+import { MAX_RECONNECT_DELAY_MS, calledNumberOf, drachtioConnection, reconnectDelay, sipfragProgress } from '../../../gateway/sip/drachtio/drachtio-mapping.ts';
 import { BuiltinSignalingDriver } from '../../../gateway/sip/builtin-driver.ts';
 
 const sip = sipSchema.parse({ driver: 'drachtio', drachtio: { host: '127.0.0.1', port: 9022, secretEnv: 'DRACHTIO_SECRET', reconnectMs: 100 } });
@@ -26,15 +26,6 @@ describe('when the drachtio connection is read from config', () => {
 });
 
 describe('when mapping drachtio messages', () => {
-  it.each([
-    ['application/dtmf-relay', 'Signal=9\r\nDuration=250\r\n', { type: 'dtmf', digit: '9', durationMs: 250 }],
-    ['application/dtmf', '*', { type: 'dtmf', digit: '*' }],
-    ['application/dtmf-relay', 'Signal=Z', undefined],
-    ['application/x-custom; charset=utf-8', 'hello', { type: 'info', contentType: 'application/x-custom', body: 'hello' }],
-  ])('should map an INFO with %s', (contentType, body, expected) => {
-    expect(infoEvent(contentType, body)).toEqual(expected);
-  });
-
   it.each([
     ['SIP/2.0 100 Trying', { state: 'trying', status: 100 }],
     ['SIP/2.0 180 Ringing\r\n', { state: 'ringing', status: 180 }],
