@@ -5,6 +5,7 @@
  */
 import type { DialogEndReason, TransferOutcome } from '../sip/signaling-driver.ts';
 import type { DisconnectReason } from '../realtime/realtime-session.ts';
+import type { CallPromptKind } from './call-prompts.ts';
 
 /** Why a call ended, from the call's point of view (the dialog's reason is kept beside it). */
 export type CallEndReason =
@@ -31,6 +32,14 @@ export type CallEvent =
   | { readonly type: 'transfer'; readonly target: string; readonly outcome: TransferOutcome }
   | { readonly type: 'result_spoken'; readonly operationId: string; readonly status: string; readonly responseId?: string }
   | { readonly type: 'model_disconnected'; readonly reason: DisconnectReason; readonly detail: string; readonly willReopen: boolean }
+  /** The provider announced the end of the model session; it is renewed at the next quiet moment. */
+  | { readonly type: 'model_expiring'; readonly remainingMs: number }
+  /** A new model session took over from one about to expire, with the call's summary, unnoticed by the caller. */
+  | { readonly type: 'model_renewed'; readonly attempt: number; readonly agent: string }
+  /** callgate said a fixed line itself (no model): an apology while re-opening, or a goodbye. */
+  | { readonly type: 'prompt'; readonly kind: CallPromptKind; readonly audio: 'speech' | 'silence'; readonly ms: number }
+  /** What the agent said in one response, as the model transcribed its own audio. */
+  | { readonly type: 'agent_said'; readonly responseId: string | undefined; readonly text: string }
   | { readonly type: 'ended'; readonly reason: CallEndReason; readonly dialogReason?: DialogEndReason };
 
 export type CallEventType = CallEvent['type'];
@@ -55,5 +64,9 @@ export const callEvents = {
   transfer: (target: string, outcome: TransferOutcome): CallEvent => ({ type: 'transfer', target, outcome }),
   resultSpoken: (operationId: string, status: string, responseId?: string): CallEvent => ({ type: 'result_spoken', operationId, status, ...(responseId !== undefined && { responseId }) }),
   modelDisconnected: (reason: DisconnectReason, detail: string, willReopen: boolean): CallEvent => ({ type: 'model_disconnected', reason, detail, willReopen }),
+  modelExpiring: (remainingMs: number): CallEvent => ({ type: 'model_expiring', remainingMs }),
+  modelRenewed: (attempt: number, agent: string): CallEvent => ({ type: 'model_renewed', attempt, agent }),
+  prompt: (kind: CallPromptKind, audio: 'speech' | 'silence', ms: number): CallEvent => ({ type: 'prompt', kind, audio, ms }),
+  agentSaid: (responseId: string | undefined, text: string): CallEvent => ({ type: 'agent_said', responseId, text }),
   ended: (reason: CallEndReason, dialogReason?: DialogEndReason): CallEvent => ({ type: 'ended', reason, ...(dialogReason !== undefined && { dialogReason }) }),
 };

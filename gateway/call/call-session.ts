@@ -30,6 +30,8 @@ import type { AudioFormat, PlaybackPosition, RealtimeEvent, RealtimeSession, Ses
 import { answerOffer, type NegotiatedMedia } from '../sip/sdp-negotiation.ts';
 import type { DialogEndReason, DialogEvent, InboundCall } from '../sip/signaling-driver.ts';
 import { callEvents, type CallEndReason, type CallEvent } from './call-events.ts';
+import { callMetrics } from './call-metrics.ts';
+import type { CallPromptKind, CallPrompts } from './call-prompts.ts';
 import type { CallRegistry } from './call-registry.ts';
 
 /**
@@ -44,6 +46,17 @@ export const MAX_MODEL_REOPENS = 1;
 export const TOOL_SETTLE_MS = 2_000;
 /** Bounds the BYE at the end of a call ended by callgate (the dialog retransmits within it). */
 const HANGUP_TIMEOUT_MS = 5_000;
+/**
+ * The goodbye prompt may hold the BYE this much longer than its own length (pacing, a busy
+ * scheduler). Far below HANGUP_TIMEOUT_MS in effect: the caller is not kept on a dead line.
+ */
+const PROMPT_SLACK_MS = 1_500;
+/**
+ * A session about to expire is renewed at a quiet moment; when none comes, this long before the
+ * provider's limit it is renewed anyway (an interruption now beats being cut off at the limit).
+ * Below SESSION_EXPIRY_WARNING_MS (5 min) in the realtime client, or renewal would never wait.
+ */
+export const FORCED_RENEWAL_BEFORE_LIMIT_MS = 30_000;
 
 export interface CallMedia {
   readonly config: RtpConfig;
@@ -64,6 +77,8 @@ export interface CallSessionOptions {
   readonly gatewayId: string;
   readonly log: Logger;
   readonly sessionId?: string;
+  /** The apology and goodbye lines; without them the caller hears nothing while the model is re-opened. */
+  readonly prompts?: Pick<CallPrompts, 'get'>;
 }
 
 type Listener = (event: CallEvent) => void;
@@ -107,6 +122,16 @@ export class CallSession {
   private toolChain: Promise<void> = Promise.resolve();
   private ended: Promise<void> | undefined;
   private ending = false;
+  /** performance.now() at the answer, for the duration metric; undefined until answered. */
+  private answeredAt: number | undefined;
+  /** Items handed to the playout and not yet played out or cleared. */
+  private readonly playing = new Set<string>();
+  /** Prompts waiting for their last frame to go out. */
+  private readonly promptWaiters = new Map<string, () => void>();
+  private promptCount = 0;
+  private toolsRunning = 0;
+  /** The provider's session limit is near: renew at the next quiet moment. */
+  private renewal: { readonly forceAt: number; readonly timer: NodeJS.Timeout; standby?: Promise<RealtimeSession | undefined> } | undefined;
 
   constructor(options: CallSessionOptions) {
     this.options = options;
@@ -172,6 +197,7 @@ export class CallSession {
     const accepted = call.accept({ local: { address: rtp.localAddress, port: rtp.localPort } });
     if (!accepted.ok) {
       await rtp.close();
+      callMetrics.ended.inc({ tenant: call.tenant.id, reason: 'rejected' });
       this.emit(callEvents.rejected(accepted.status, accepted.reason));
       return false;
     }
@@ -191,6 +217,9 @@ export class CallSession {
         startedAt: Date.now(),
       })
       .catch((error: unknown) => this.log.warn('session registry entry failed', { error }));
+    this.answeredAt = performance.now();
+    callMetrics.setupSeconds.observe({ tenant: call.tenant.id }, Math.max(0, this.answeredAt - call.receivedAt) / 1000);
+    callMetrics.active.inc({ tenant: call.tenant.id });
     this.emit(callEvents.answered(accepted.media.codec, accepted.media.codec !== 'opus', rtp.localPort));
     this.log.info('call answered', { codec: accepted.media.codec, rtp_port: rtp.localPort, agent: call.agent });
     this.modelReady = this.openModel(false);
@@ -235,14 +264,118 @@ export class CallSession {
       return false;
     }
     if (this.ending) return false;
+    if (!reopen && this.answeredAt !== undefined) callMetrics.modelReadySeconds.observe({ tenant: this.agent.tenantId }, (performance.now() - this.answeredAt) / 1000);
     this.emit(callEvents.modelReady(generation, this.agent.activeAgent));
     if (reopen) {
-      // A real model reads this as an instruction; the simulator speaks it.
-      session.addSystemMessage('Sorry, the line dropped for a moment. I am back with you.');
+      // The caller already heard the apology prompt; a real model reads this as an instruction, the simulator speaks it.
+      session.addSystemMessage('I am back with you.');
     }
     session.createResponse();
     if (reopen) void this.options.delivery.onIdle(this.sessionId).catch((error: unknown) => this.log.warn('delivery after re-open failed', { error }));
     return true;
+  }
+
+  /**
+   * The provider's session limit is near. Rather than be cut off mid-sentence at the limit, the
+   * call opens a new session with the same summary a re-open gets, and switches to it when
+   * nobody is speaking and nothing is owed to the old one (no response, delivery or tool turn).
+   */
+  private onExpiring(remainingMs: number): void {
+    if (this.ending || this.renewal !== undefined) return;
+    const forceInMs = Math.max(0, remainingMs - FORCED_RENEWAL_BEFORE_LIMIT_MS);
+    const timer = setTimeout(() => this.renewIfQuiet(true), forceInMs);
+    timer.unref();
+    this.renewal = { forceAt: Date.now() + forceInMs, timer };
+    this.emit(callEvents.modelExpiring(remainingMs));
+    this.log.info('model session expiring; renewing at the next quiet moment', { remaining_ms: remainingMs });
+    this.renewIfQuiet(false);
+  }
+
+  private get quiet(): boolean {
+    return !this.agent.responseActive && !this.agent.callerSpeaking && this.deliveries.length === 0 && this.playing.size === 0 && this.toolsRunning === 0;
+  }
+
+  private renewIfQuiet(force: boolean): void {
+    const renewal = this.renewal;
+    if (renewal === undefined || this.ending || (!force && !this.quiet)) return;
+    // The new session is connected and configured while the old one still serves the caller.
+    renewal.standby ??= this.openStandby();
+    const pending = renewal.standby;
+    void pending.then((standby) => {
+      // A standby lost before the switch is forgotten; the next quiet moment opens another.
+      if (standby === undefined || this.renewal !== renewal || renewal.standby !== pending) return;
+      if (this.ending) {
+        void standby.close().catch(() => undefined);
+        return;
+      }
+      // Quiet may have ended while the standby connected: wait for the next one (or the deadline).
+      if (!this.quiet && Date.now() < renewal.forceAt) return;
+      this.switchTo(standby);
+    });
+  }
+
+  private async openStandby(): Promise<RealtimeSession | undefined> {
+    const session = this.options.model.openSession({ playback: this.playback(), signal: this.abort.signal, logger: this.log });
+    session.onAny((event) => {
+      if (session === this.model) this.onModel(event);
+      else if (event.type === 'disconnected' && this.renewal !== undefined) this.renewal.standby = undefined;
+    });
+    try {
+      await session.connect();
+      await session.configure(this.sessionConfig(this.agent.activeAgent, await this.reopenContext()));
+      return session;
+    } catch (error) {
+      // The old session serves on; its hard limit ends in a re-open.
+      this.log.warn('renewing the model session failed', { error });
+      callMetrics.modelReopens.inc({ cause: 'expiring', outcome: 'failed' });
+      await session.close().catch(() => undefined);
+      return undefined;
+    }
+  }
+
+  private switchTo(session: RealtimeSession): void {
+    const renewal = this.renewal;
+    if (renewal !== undefined) clearTimeout(renewal.timer);
+    this.renewal = undefined;
+    const old = this.model;
+    // Events of the old session are ignored from here on: its generation is over.
+    const generation = ++this.generation;
+    this.model = session;
+    this.activeResponseId = undefined;
+    this.agent.responseActive = false;
+    void old?.close().catch((error: unknown) => this.log.debug('closing the expiring model session failed', { error }));
+    callMetrics.modelReopens.inc({ cause: 'expiring', outcome: 'ok' });
+    this.modelReady = Promise.resolve(true);
+    this.emit(callEvents.modelRenewed(generation, this.agent.activeAgent));
+    this.log.info('model session renewed before its limit', { attempt: generation });
+  }
+
+  /** Plays one of callgate's own lines; resolves once it has been played out (or cleared, or the call ended). */
+  private async playPrompt(kind: CallPromptKind): Promise<void> {
+    const prompts = this.options.prompts;
+    const rtp = this.rtp;
+    if (prompts === undefined || rtp === undefined) return;
+    const prompt = await prompts.get(kind, this.modelFormat);
+    if (this.rtp === undefined || (this.ending && kind !== 'goodbye')) return;
+    const itemId = `prompt_${kind}_${++this.promptCount}`;
+    callMetrics.apologies.inc({ audio: prompt.rendered });
+    this.emit(callEvents.prompt(kind, prompt.rendered, prompt.ms));
+    this.log.info('prompt played', { kind, audio: prompt.rendered, ms: prompt.ms });
+    const played = new Promise<void>((resolve) => this.promptWaiters.set(itemId, resolve));
+    this.playing.add(itemId);
+    rtp.play(itemId, prompt.audio);
+    rtp.endItem(itemId);
+    const bound = new Promise<void>((resolve) => setTimeout(resolve, prompt.ms + PROMPT_SLACK_MS).unref());
+    await Promise.race([played, bound]);
+    this.promptWaiters.delete(itemId);
+  }
+
+  private clearPlayout(): PlayoutClearResult | null {
+    const result = this.rtp?.clear() ?? null;
+    this.playing.clear();
+    for (const resolve of this.promptWaiters.values()) resolve();
+    this.promptWaiters.clear();
+    return result;
   }
 
   private async operationStates(): Promise<Map<string, string>> {
@@ -265,7 +398,7 @@ export class CallSession {
   private playback(): PlaybackPosition {
     return {
       playedMs: (itemId: string) => {
-        const result = this.rtp?.clear() ?? null;
+        const result = this.clearPlayout();
         this.bargeClear = { result };
         return result !== null && result.itemId === itemId ? result.sentMs : undefined;
       },
@@ -285,6 +418,7 @@ export class CallSession {
           this.itemsByResponse.set(event.responseId, items);
         }
         items.add(event.itemId);
+        this.playing.add(event.itemId);
         rtp.play(event.itemId, event.audio);
         const waiter = this.deliveries.find((w) => w.responseId === event.responseId);
         if (waiter !== undefined && waiter.firstAudioAt === undefined) waiter.firstAudioAt = Date.now();
@@ -321,7 +455,17 @@ export class CallSession {
         return;
       }
       case 'function_call':
-        this.toolChain = this.toolChain.then(() => this.runTool(model, event));
+        this.toolsRunning++;
+        this.toolChain = this.toolChain.then(() => this.runTool(model, event)).finally(() => {
+          this.toolsRunning--;
+          this.renewIfQuiet(false);
+        });
+        return;
+      case 'transcript_done':
+        if (event.role === 'assistant' && event.transcript !== '') this.emit(callEvents.agentSaid(event.responseId, event.transcript));
+        return;
+      case 'session_expiring':
+        this.onExpiring(event.remainingMs);
         return;
       case 'disconnected':
         this.onModelDisconnected(event);
@@ -337,7 +481,7 @@ export class CallSession {
   /** Barge-in: the model's response is cancelled (client or server), playout cleared, item truncated. */
   private onSpeechStarted(event: Extract<RealtimeEvent, { type: 'speech_started' }>): void {
     this.agent.callerSpeaking = true;
-    const cleared = this.bargeClear !== undefined ? this.bargeClear.result : (this.rtp?.clear() ?? null);
+    const cleared = this.bargeClear !== undefined ? this.bargeClear.result : this.clearPlayout();
     this.bargeClear = undefined;
     const speaking = this.activeResponseId !== undefined || cleared !== null;
     if (this.activeResponseId !== undefined) this.silenced.add(this.activeResponseId);
@@ -350,6 +494,7 @@ export class CallSession {
   private idle(): void {
     if (this.ending) return;
     this.options.delivery.onIdle(this.sessionId).catch((error: unknown) => this.log.warn('delivery on idle failed', { error }));
+    this.renewIfQuiet(false);
   }
 
   private async runTool(model: RealtimeSession, event: Extract<RealtimeEvent, { type: 'function_call' }>): Promise<void> {
@@ -387,27 +532,48 @@ export class CallSession {
     };
   }
 
+  /**
+   * A lost model session: the caller hears the apology prompt at once (nothing else can speak),
+   * and a new session is opened with the call's summary while it plays. A second loss, or a
+   * re-open that fails, ends the call with the goodbye prompt; pending results go out of band.
+   */
   private onModelDisconnected(event: Extract<RealtimeEvent, { type: 'disconnected' }>): void {
     if (this.ending || event.reason === 'closed' || event.reason === 'aborted') return;
     const planned = event.reason === 'session_limit';
     const willReopen = planned || this.reopens < MAX_MODEL_REOPENS;
     this.emit(callEvents.modelDisconnected(event.reason, event.detail, willReopen));
     this.log.warn('model session lost', { reason: event.reason, detail: event.detail, reopen: willReopen });
+    // A renewal in progress is moot: the re-open below carries the same summary.
+    if (this.renewal !== undefined) {
+      clearTimeout(this.renewal.timer);
+      void this.renewal.standby?.then((standby) => standby?.close());
+      this.renewal = undefined;
+    }
     // Responses of the lost session never finish: what was being said is said again later.
     this.activeResponseId = undefined;
     this.agent.responseActive = false;
-    this.rtp?.clear();
+    this.clearPlayout();
     for (const waiter of this.deliveries.splice(0)) waiter.resolve({ status: 'failed', ...(waiter.responseId !== undefined && { responseId: waiter.responseId }) });
     if (!willReopen) {
-      void this.end('model_lost');
+      void this.endWithGoodbye();
       return;
     }
     if (!planned) this.reopens++;
+    void this.playPrompt('reconnecting');
+    const cause = planned ? 'expiring' : 'lost';
     this.modelReady = this.openModel(true);
     void this.modelReady.then((ok) => {
-      if (!ok && !this.ending) return this.end('model_lost');
+      callMetrics.modelReopens.inc({ cause, outcome: ok ? 'ok' : 'failed' });
+      if (!ok && !this.ending) return this.endWithGoodbye();
       return undefined;
     });
+  }
+
+  private async endWithGoodbye(): Promise<void> {
+    if (this.ending) return;
+    this.clearPlayout();
+    await this.playPrompt('goodbye');
+    await this.end('model_lost');
   }
 
   // ---- result delivery -------------------------------------------------------------------------
@@ -477,6 +643,13 @@ export class CallSession {
         this.emit(callEvents.dtmf(event.digit, event.source));
         this.model?.sendDtmf(event.digit);
         return;
+      case 'item-played': {
+        this.playing.delete(event.itemId);
+        const prompt = this.promptWaiters.get(event.itemId);
+        if (prompt !== undefined) prompt();
+        this.renewIfQuiet(false);
+        return;
+      }
       case 'media-timeout':
         this.log.warn('no media from the caller', { reason: event.reason, silent_ms: event.silentMs });
         void this.end('media_timeout');
@@ -490,6 +663,7 @@ export class CallSession {
 
   private reject(status: number, reason: string): false {
     this.options.call.reject(status, reason);
+    callMetrics.ended.inc({ tenant: this.options.call.tenant.id, reason: 'rejected' });
     this.emit(callEvents.rejected(status, reason));
     this.log.info('call rejected', { status, reason });
     return false;
@@ -516,6 +690,19 @@ export class CallSession {
     }
     for (const waiter of this.deliveries.splice(0)) waiter.resolve({ status: 'failed', ...(waiter.responseId !== undefined && { responseId: waiter.responseId }) });
     this.abort.abort();
+    if (this.renewal !== undefined) {
+      clearTimeout(this.renewal.timer);
+      void this.renewal.standby?.then((standby) => standby?.close());
+      this.renewal = undefined;
+    }
+    for (const resolve of this.promptWaiters.values()) resolve();
+    this.promptWaiters.clear();
+    const tenant = this.options.call.tenant.id;
+    callMetrics.ended.inc({ tenant, reason });
+    if (this.answeredAt !== undefined) {
+      callMetrics.active.dec({ tenant });
+      callMetrics.durationSeconds.observe({ reason }, (performance.now() - this.answeredAt) / 1000);
+    }
     await Promise.allSettled([this.model?.close(), this.rtp?.close()]);
     // A tool call that was being admitted when the caller hung up is owned before delivery looks.
     await Promise.race([this.toolChain, new Promise((resolve) => setTimeout(resolve, TOOL_SETTLE_MS).unref())]);

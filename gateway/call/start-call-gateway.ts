@@ -21,6 +21,7 @@ import { RealtimeModel } from '../realtime/realtime-model.ts';
 import { createSignalingDriver } from '../sip/create-signaling-driver.ts';
 import type { SignalingDriver } from '../sip/signaling-driver.ts';
 import { CallAcceptor } from './call-acceptor.ts';
+import { CallPrompts } from './call-prompts.ts';
 import { CallRegistry } from './call-registry.ts';
 import { registerCallsApi } from './calls-api.ts';
 
@@ -69,6 +70,10 @@ export async function startCallGateway(context: ProcessContext, layer: ActionLay
   context.onShutdown('session registry', async () => registry.stop());
   registerCallsApi(http, { registry, audit, ledger: layer.ledger });
 
+  // Rendered now for G.711 μ-law (the usual trunk codec), so an apology never waits for espeak-ng.
+  const prompts = new CallPrompts({ log });
+  void prompts.prepare(['pcmu']);
+
   const driver = createSignalingDriver(config, log);
   const calls = new CallAcceptor({
     media: { config: config.rtp, ports, scheduler, timer },
@@ -80,6 +85,7 @@ export async function startCallGateway(context: ProcessContext, layer: ActionLay
     registry,
     gatewayId,
     log,
+    prompts,
     draining: context.draining,
   });
   calls.listen(driver);

@@ -18,6 +18,7 @@ import type { CallEvent } from '../../gateway/call/call-events.ts';
 import { CallRegistry } from '../../gateway/call/call-registry.ts';
 import { callTimeline, type TimelineEntry } from '../../gateway/call/calls-api.ts';
 import type { CallSession } from '../../gateway/call/call-session.ts';
+import type { CallPrompts } from '../../gateway/call/call-prompts.ts';
 import { BOOK, quietLog } from '../support/action-harness.ts';
 import { startAgentsHarness, type AgentsHarness } from '../support/agents-harness.ts';
 import { testRedis } from '../support/redis.ts';
@@ -44,6 +45,12 @@ export interface InProcessGatewayOptions {
   readonly speechSpeed?: number;
   /** RTP settings over the harness's (e.g. a short media timeout). */
   readonly rtp?: Partial<RtpConfig>;
+  /** The realtime client's options for every call (e.g. a short session limit). */
+  readonly session?: Pick<SessionOptions, 'sessionLimitMs' | 'expiryWarningMs'>;
+  /** The simulator closes its sessions after this long (the provider's hard limit). */
+  readonly maxSessionMs?: number;
+  /** callgate's own lines (apology, goodbye); none by default. */
+  readonly prompts?: Pick<CallPrompts, 'get'>;
 }
 
 export async function startInProcessGateway(options: InProcessGatewayOptions): Promise<InProcessGateway> {
@@ -54,7 +61,7 @@ export async function startInProcessGateway(options: InProcessGatewayOptions): P
     gatewayId: `gw-${Date.now()}`,
   });
   const { h } = agents;
-  const simulator = new RealtimeSimulator({ script: parseSimulatorScript(stringify(options.script)), speechSpeed: options.speechSpeed ?? 2, logger: quietLog });
+  const simulator = new RealtimeSimulator({ script: parseSimulatorScript(stringify(options.script)), speechSpeed: options.speechSpeed ?? 2, ...(options.maxSessionMs !== undefined && { maxSessionMs: options.maxSessionMs }), logger: quietLog });
   const url = await simulator.start();
   const tenants = h.config.tenants.map((t) => ({ ...t, agent: 'reservations', transferTarget: 'sip:frontdesk@127.0.0.1:5080' }));
   const driver = new BuiltinSignalingDriver({ sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, tcpPort: 0, transports: ['udp'] }), tenants, logger: quietLog });
@@ -68,7 +75,7 @@ export async function startInProcessGateway(options: InProcessGatewayOptions): P
   const sessions: CallSession[] = [];
   const calls = new CallAcceptor({
     media: { config: rtpConfig, ports, scheduler: new PlayoutScheduler({ timer }), timer },
-    model: { openSession: (session: SessionOptions = {}) => new OpenAIRealtimeSession({ ...session, url, model: 'gpt-realtime' }) },
+    model: { openSession: (session: SessionOptions = {}) => new OpenAIRealtimeSession({ ...session, ...options.session, url, model: 'gpt-realtime' }) },
     catalogue: agents.catalogue,
     runtime: agents.runtime,
     delivery: agents.delivery,
@@ -76,6 +83,7 @@ export async function startInProcessGateway(options: InProcessGatewayOptions): P
     registry,
     gatewayId: agents.gatewayId,
     log: quietLog,
+    ...(options.prompts !== undefined && { prompts: options.prompts }),
     onEvent: (session, event) => {
       if (!sessions.includes(session)) sessions.push(session);
       events.push({ sessionId: session.sessionId, at: Date.now(), event });

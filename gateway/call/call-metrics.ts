@@ -1,0 +1,46 @@
+/**
+ * The call layer's metrics: how long a caller waits for the answer, how many calls are up, how
+ * calls end, and how often a call had to re-open its model session. SIP-level counts (offered,
+ * answered, responses by code) are gateway/sip's; commit-to-audible is result delivery's.
+ */
+import { counter, gauge, histogram, FAST_SECONDS_BUCKETS } from '../../config/metrics.ts';
+
+/** Calls last seconds to an hour; a call above the top bucket is a stuck one. */
+const CALL_DURATION_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600];
+
+export const callMetrics = {
+  setupSeconds: histogram({
+    name: 'callgate_call_setup_seconds',
+    help: 'From INVITE received to the call answered (media opened, 200 sent), by tenant',
+    labelNames: ['tenant'],
+    buckets: FAST_SECONDS_BUCKETS,
+  }),
+  modelReadySeconds: histogram({
+    name: 'callgate_call_model_ready_seconds',
+    help: 'From the answer to the model session configured (the greeting can start), by tenant',
+    labelNames: ['tenant'],
+    buckets: FAST_SECONDS_BUCKETS,
+  }),
+  active: gauge({ name: 'callgate_calls_active', help: 'Answered calls not yet ended on this gateway, by tenant', labelNames: ['tenant'] }),
+  ended: counter({
+    name: 'callgate_calls_ended_total',
+    help: 'Calls ended, by tenant and reason (caller_hung_up, agent_hung_up, transferred, media_timeout, model_lost, shutdown, failed; rejected: refused before the answer)',
+    labelNames: ['tenant', 'reason'],
+  }),
+  durationSeconds: histogram({
+    name: 'callgate_call_duration_seconds',
+    help: 'From the answer to the end of the call, by end reason',
+    labelNames: ['reason'],
+    buckets: CALL_DURATION_BUCKETS,
+  }),
+  modelReopens: counter({
+    name: 'callgate_call_model_reopens_total',
+    help: 'Model sessions re-opened inside a call, by cause (lost: the connection dropped; expiring: the provider announced its session limit) and outcome (ok, failed)',
+    labelNames: ['cause', 'outcome'],
+  }),
+  apologies: counter({
+    name: 'callgate_call_apology_prompts_total',
+    help: 'Apology prompts played to callers while their model session was re-opened, by audio (speech, silence: the prompt could not be rendered)',
+    labelNames: ['audio'],
+  }),
+};
