@@ -27,7 +27,7 @@ import { newBranch, newCallId, newTag } from './sip-ids.ts';
 import { sipMetrics } from './sip-metrics.ts';
 import { resolveTimers, type SipTimerOptions, type SipTimers } from './sip-timers.ts';
 import type { SipEndpoint, SipTransport, TransportDropReason, TransportName } from './sip-transport.ts';
-import { SourceRateLimiter } from './source-rate-limiter.ts';
+import { SourceLimits, type SourceLimitDecision } from './source-limits.ts';
 import { TcpTransport } from './tcp-transport.ts';
 import { TrunkGuard } from './trunk-guard.ts';
 import { UdpTransport } from './udp-transport.ts';
@@ -40,12 +40,12 @@ export interface BuiltinSignalingDriverOptions {
   readonly timers?: SipTimerOptions;
   /** Reads digest passwords by variable name; the environment by default. */
   readonly readSecret?: (name: string) => string | undefined;
+  /** The per-source limits' clock; tests move it by hand. */
+  readonly now?: () => number;
 }
 
 /** Extensions callgate implements; a Require naming anything else is answered 420. */
 const SUPPORTED_EXTENSIONS: ReadonlySet<string> = new Set(['replaces']);
-/** Retry-After for 503 on a rate limit: the bucket refills within a second at any configured rate. */
-const RATE_LIMIT_RETRY_AFTER_S = 1;
 const DRIVER = 'builtin';
 
 type ServerTransaction = InviteServerTransaction | NonInviteServerTransaction;
@@ -63,8 +63,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
   private readonly dialogs = new Map<string, SipDialog>();
   private readonly router: CallRouter;
   private readonly guard: TrunkGuard;
-  private readonly inviteLimiter: SourceRateLimiter;
-  private readonly authFailureLimiter: SourceRateLimiter;
+  private readonly limits: SourceLimits;
   /** Which dialog an INVITE server transaction belongs to (for the ACK timeout). */
   private readonly inviteOwners = new WeakMap<InviteServerTransaction, SipDialog>();
   /** When each dialog's INVITE arrived, for the setup-time histogram. */
@@ -81,10 +80,8 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       nonces: new DigestNonceStore({ lifetimeMs: NONCE_LIFETIME_MS }),
       ...(options.readSecret !== undefined ? { readSecret: options.readSecret } : {}),
     });
-    const sip = options.sip;
-    this.inviteLimiter = new SourceRateLimiter({ ratePerSecond: sip.inviteRatePerSource, burst: Math.max(1, sip.inviteRatePerSource) });
-    this.authFailureLimiter = new SourceRateLimiter({ ratePerSecond: sip.authFailuresPerMinute / 60, burst: sip.authFailuresPerMinute });
-    this.advertised = sip.advertisedAddress ?? sip.listen;
+    this.limits = new SourceLimits({ sip: options.sip, ...(options.now !== undefined ? { now: options.now } : {}) });
+    this.advertised = options.sip.advertisedAddress ?? options.sip.listen;
   }
 
   onCall(handler: InboundCallHandler): void {
@@ -282,11 +279,14 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     respond: (status: number, options?: ResponseOptions) => void,
   ): void {
     const receivedAt = performance.now();
-    if (!this.inviteLimiter.take(source.address)) {
-      sipMetrics.rateLimited.inc({ limit: 'invite' });
-      respond(503, { headers: [{ name: 'Retry-After', value: String(RATE_LIMIT_RETRY_AFTER_S) }] });
-      return;
-    }
+    const rejectOverLimit = (decision: SourceLimitDecision): boolean => {
+      if (decision.type === 'allow') return false;
+      sipMetrics.rateLimited.inc({ limit: decision.limit });
+      sipMetrics.callsRejected.inc({ driver: DRIVER, code: '503' });
+      respond(503, { headers: [{ name: 'Retry-After', value: String(decision.retryAfterSeconds) }] });
+      return true;
+    };
+    if (rejectOverLimit(this.limits.admitInvite(source.address))) return;
     const number = CallRouter.calledNumber(request);
     const route = number === undefined ? undefined : this.router.route(number);
     if (number === undefined || route === undefined) {
@@ -294,17 +294,12 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       respond(404);
       return;
     }
-    if (!this.authFailureLimiter.allows(source.address)) {
-      // A source that keeps failing authentication gets silence, not more challenges to work on.
-      sipMetrics.rateLimited.inc({ limit: 'auth-failures' });
-      transaction.terminate();
-      return;
-    }
+    if (rejectOverLimit(this.limits.admitAuthentication(source.address))) return;
     const decision = this.guard.check(request, source.address, route.tenant);
     if (decision.type === 'challenge') {
       if (headerValue(request.headers, 'Authorization') !== undefined) {
         sipMetrics.authFailures.inc({ reason: 'stale-or-unknown-nonce' });
-        this.authFailureLimiter.take(source.address);
+        this.limits.recordAuthFailure(source.address);
       }
       respond(401, { headers: [{ name: 'WWW-Authenticate', value: decision.header }] });
       return;
@@ -312,7 +307,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     if (decision.type === 'forbidden') {
       sipMetrics.authFailures.inc({ reason: decision.reason });
       sipMetrics.callsRejected.inc({ driver: DRIVER, code: '403' });
-      this.authFailureLimiter.take(source.address);
+      this.limits.recordAuthFailure(source.address);
       respond(403);
       return;
     }

@@ -8,12 +8,14 @@ import { performance } from 'node:perf_hooks';
 import { rootLogger, type Logger } from '../../../config/log.ts';
 import type { SipConfig, TenantConfig } from '../../../config/schema.ts';
 import { CallRouter } from '../call-router.ts';
+import { headerValue } from '../header-names.ts';
 import { parseSipMessage } from '../message-parser.ts';
 import { answerOffer } from '../sdp-negotiation.ts';
 import { parseSdp, serializeSdp } from '../sdp-parser.ts';
 import type { SdpSession } from '../sdp-types.ts';
 import type { AcceptResult, InboundCall, InboundCallHandler, SignalingDriver } from '../signaling-driver.ts';
 import { sipMetrics } from '../sip-metrics.ts';
+import { SourceLimits, type SourceLimitDecision } from '../source-limits.ts';
 import { TrunkGuard } from '../trunk-guard.ts';
 import { DrachtioDialog } from './drachtio-dialog.ts';
 import { drachtioConnection, reconnectDelay } from './drachtio-mapping.ts';
@@ -25,6 +27,8 @@ export interface DrachtioSignalingDriverOptions {
   readonly readSecret?: (name: string) => string | undefined;
   /** Injected in tests; a real srf instance otherwise. */
   readonly srf?: Srf;
+  /** The rate limiters' clock; tests move it by hand. */
+  readonly now?: () => number;
 }
 
 const DRIVER = 'drachtio';
@@ -35,6 +39,7 @@ export class DrachtioSignalingDriver implements SignalingDriver {
   private readonly srf: Srf;
   private readonly router: CallRouter;
   private readonly guard: TrunkGuard;
+  private readonly limits: SourceLimits;
   private readonly readSecret: (name: string) => string | undefined;
   private readonly dialogs = new Set<DrachtioDialog>();
   private handler: InboundCallHandler | undefined;
@@ -48,6 +53,7 @@ export class DrachtioSignalingDriver implements SignalingDriver {
     this.router = new CallRouter(options.tenants);
     this.readSecret = options.readSecret ?? ((name) => process.env[name]);
     this.guard = new TrunkGuard(options.tenants, { readSecret: this.readSecret });
+    this.limits = new SourceLimits({ sip: options.sip, ...(options.now !== undefined ? { now: options.now } : {}) });
   }
 
   onCall(handler: InboundCallHandler): void {
@@ -86,8 +92,28 @@ export class DrachtioSignalingDriver implements SignalingDriver {
     this.reconnectTimer.unref();
   }
 
-  private receiveInvite(req: Srf.SrfRequest, res: Srf.SrfResponse): void {
+  /** Entry point for every INVITE drachtio-server hands over; nothing in it may throw into srf. */
+  receiveInvite(req: Srf.SrfRequest, res: Srf.SrfResponse): void {
+    try {
+      this.admitInvite(req, res);
+    } catch (error) {
+      this.logger.error('drachtio INVITE handling failed', { error });
+      res.send(500);
+    }
+  }
+
+  /** A source over a limit is answered 503 with Retry-After, as the built-in stack does. */
+  private rejectOverLimit(decision: SourceLimitDecision, res: Srf.SrfResponse): boolean {
+    if (decision.type === 'allow') return false;
+    sipMetrics.rateLimited.inc({ limit: decision.limit });
+    sipMetrics.callsRejected.inc({ driver: DRIVER, code: '503' });
+    res.send(503, { headers: { 'Retry-After': String(decision.retryAfterSeconds) } });
+    return true;
+  }
+
+  private admitInvite(req: Srf.SrfRequest, res: Srf.SrfResponse): void {
     const receivedAt = performance.now();
+    if (this.rejectOverLimit(this.limits.admitInvite(req.source_address), res)) return;
     const parsed = parseSipMessage(req.raw ?? '');
     if (!parsed.ok || parsed.value.kind !== 'request') {
       sipMetrics.parseFailures.inc({ outcome: 'answered' });
@@ -102,13 +128,20 @@ export class DrachtioSignalingDriver implements SignalingDriver {
       res.send(404);
       return;
     }
+    if (this.rejectOverLimit(this.limits.admitAuthentication(req.source_address), res)) return;
     const decision = this.guard.check(request, req.source_address, route.tenant);
     if (decision.type === 'challenge') {
+      if (headerValue(request.headers, 'Authorization') !== undefined) {
+        sipMetrics.authFailures.inc({ reason: 'stale-or-unknown-nonce' });
+        this.limits.recordAuthFailure(req.source_address);
+      }
       res.send(401, { headers: { 'WWW-Authenticate': decision.header } });
       return;
     }
     if (decision.type === 'forbidden') {
       sipMetrics.authFailures.inc({ reason: decision.reason });
+      sipMetrics.callsRejected.inc({ driver: DRIVER, code: '403' });
+      this.limits.recordAuthFailure(req.source_address);
       res.send(403);
       return;
     }
@@ -189,7 +222,12 @@ export class DrachtioSignalingDriver implements SignalingDriver {
       call.reject(480);
       return;
     }
-    this.handler(call);
+    try {
+      this.handler(call);
+    } catch (error) {
+      this.logger.error('call handler threw', { error, callId: request.callId });
+      call.reject(500);
+    }
   }
 
   async stop(): Promise<void> {
