@@ -14,7 +14,7 @@
  * The sandbox runs as its own process, as a system of record would. Redis is REDIS_URL, or a
  * private redis-server started (and stopped) here.
  *
- *   npx tsx bench/actions-bench.ts [--rate 1000] [--seconds 5] [--operations 2000] [--window 64] [--concurrency N]
+ *   npx tsx bench/actions-bench.ts [--rate 1000] [--seconds 5] [--operations 2000] [--window 64] [--concurrency N] [--only admission|e2e|raw]
  *
  * --concurrency overrides the configured worker concurrency (both for the worker set and raw BullMQ).
  */
@@ -293,6 +293,14 @@ async function measureRawBullmq(redisUrl: string, prefix: string, count: number,
   }
 }
 
+function onlyArgument(): 'admission' | 'e2e' | 'raw' | undefined {
+  const index = process.argv.indexOf('--only');
+  if (index < 0) return undefined;
+  const value = process.argv[index + 1];
+  if (value === 'admission' || value === 'e2e' || value === 'raw') return value;
+  throw new Error('--only must be admission, e2e or raw');
+}
+
 async function main(): Promise<void> {
   const rate = argument('rate', 1_000);
   const seconds = argument('seconds', 5);
@@ -311,46 +319,59 @@ async function main(): Promise<void> {
     admin = new Redis(redisUrl, { maxRetriesPerRequest: null });
     sandbox = await startSandboxProcess();
 
-    // Admission alone: nothing executes, so the queue only grows.
-    const admissionPrefix = `bench-adm-${randomBytes(4).toString('hex')}`;
-    prefixes.push(admissionPrefix);
-    const admissionConfig = benchConfig(redisUrl, admissionPrefix, sandbox.url, concurrency);
-    const producerOnly = await ActionLayer.open({ config: admissionConfig, redisUrl, log: quiet, providers: createProviders(admissionConfig) });
-    const admission = await measureAdmission(producerOnly, rate, seconds).finally(() => producerOnly.close());
-    const ping = await measurePing(admin, rate, seconds);
-
-    // End to end: one worker set in this process.
-    const e2ePrefix = `bench-e2e-${randomBytes(4).toString('hex')}`;
-    prefixes.push(e2ePrefix);
-    const e2eConfig = benchConfig(redisUrl, e2ePrefix, sandbox.url, concurrency);
-    const layer = await ActionLayer.open({ config: e2eConfig, redisUrl, log: quiet, providers: createProviders(e2eConfig) });
-    await layer.startWorkers();
-    const endToEnd = await measureEndToEnd(layer, admin, operations, window).finally(() => layer.close());
-    const counts = (await (await fetch(`${sandbox.url}/admin/counts`)).json()) as { effects: Record<string, number> };
-    const doubled = Object.values(counts.effects).filter((n) => n > 1).length;
-
-    const rawPrefix = `bench-raw-${randomBytes(4).toString('hex')}`;
-    prefixes.push(rawPrefix);
-    const raw = await measureRawBullmq(redisUrl, rawPrefix, operations, window, e2eConfig.worker.concurrency);
-
+    const only = onlyArgument();
     const ms = (v: number) => `${v.toFixed(2)} ms`;
-    const ratio = endToEnd.perSecond / raw.perSecond;
-    const rows: [string, string, string][] = [
-      ['admission offered', `${admission.offered}/s for ${seconds} s`, ''],
-      ['admission achieved', `${admission.achievedPerSecond.toFixed(0)}/s`, admission.refused > 0 ? `${admission.refused} refused` : ''],
-      ['admission p50', ms(admission.p50), ''],
-      ['admission p99', ms(admission.p99), `target <= ${ADMISSION_P99_TARGET_MS} ms: ${admission.p99 <= ADMISSION_P99_TARGET_MS ? 'met' : 'MISSED'}`],
-      ['admission max', ms(admission.max), `p99 from schedule ${ms(admission.p99FromSchedule)}`],
-      ['admission CPU per request', ms(admission.cpuMsPerRequest), `this process; PING: ${ms(ping.cpuMsPerRequest)}`],
-      ['redis PING p50 / p99', `${ms(ping.p50)} / ${ms(ping.p99)}`, `calibration: PING at the same offered rate (${ping.achievedPerSecond.toFixed(0)}/s)`],
-      [
+    const rows: [string, string, string][] = [];
+
+    if (only === undefined || only === 'admission') {
+      // Admission alone: nothing executes, so the queue only grows.
+      const admissionPrefix = `bench-adm-${randomBytes(4).toString('hex')}`;
+      prefixes.push(admissionPrefix);
+      const admissionConfig = benchConfig(redisUrl, admissionPrefix, sandbox.url, concurrency);
+      const producerOnly = await ActionLayer.open({ config: admissionConfig, redisUrl, log: quiet, providers: createProviders(admissionConfig) });
+      const admission = await measureAdmission(producerOnly, rate, seconds).finally(() => producerOnly.close());
+      const ping = await measurePing(admin, rate, seconds);
+      rows.push(
+        ['admission offered', `${admission.offered}/s for ${seconds} s`, ''],
+        ['admission achieved', `${admission.achievedPerSecond.toFixed(0)}/s`, admission.refused > 0 ? `${admission.refused} refused` : ''],
+        ['admission p50', ms(admission.p50), ''],
+        ['admission p99', ms(admission.p99), `target <= ${ADMISSION_P99_TARGET_MS} ms: ${admission.p99 <= ADMISSION_P99_TARGET_MS ? 'met' : 'MISSED'}`],
+        ['admission max', ms(admission.max), `p99 from schedule ${ms(admission.p99FromSchedule)}`],
+        ['admission CPU per request', ms(admission.cpuMsPerRequest), `this process; PING: ${ms(ping.cpuMsPerRequest)}`],
+        ['redis PING p50 / p99', `${ms(ping.p50)} / ${ms(ping.p99)}`, `calibration: PING at the same offered rate (${ping.achievedPerSecond.toFixed(0)}/s)`],
+      );
+    }
+
+    let endToEnd: ThroughputResult | undefined;
+    const workerConcurrency = benchConfig(redisUrl, 'x', sandbox.url, concurrency).worker.concurrency;
+    if (only === undefined || only === 'e2e') {
+      // End to end: one worker set in this process.
+      const e2ePrefix = `bench-e2e-${randomBytes(4).toString('hex')}`;
+      prefixes.push(e2ePrefix);
+      const e2eConfig = benchConfig(redisUrl, e2ePrefix, sandbox.url, concurrency);
+      const layer = await ActionLayer.open({ config: e2eConfig, redisUrl, log: quiet, providers: createProviders(e2eConfig) });
+      await layer.startWorkers();
+      endToEnd = await measureEndToEnd(layer, admin, operations, window).finally(() => layer.close());
+      const counts = (await (await fetch(`${sandbox.url}/admin/counts`)).json()) as { effects: Record<string, number> };
+      const doubled = Object.values(counts.effects).filter((n) => n > 1).length;
+      rows.push([
         'end to end (sandbox, 0 ms)',
         `${endToEnd.perSecond.toFixed(0)} ops/s`,
-        `${endToEnd.count} committed in ${endToEnd.elapsedMs} ms, 1 worker set, concurrency ${e2eConfig.worker.concurrency}, CPU ${ms(endToEnd.cpuMsPerItem)}/op, ${doubled} doubled effects`,
-      ],
-      ['raw BullMQ (no-op)', `${raw.perSecond.toFixed(0)} jobs/s`, `${raw.count} jobs in ${raw.elapsedMs} ms, concurrency ${e2eConfig.worker.concurrency}, CPU ${ms(raw.cpuMsPerItem)}/job`],
-      ['end to end / raw', ratio.toFixed(2), `target >= ${END_TO_END_SHARE_OF_RAW_TARGET}: ${ratio >= END_TO_END_SHARE_OF_RAW_TARGET ? 'met' : 'MISSED'}`],
-    ];
+        `${endToEnd.count} committed in ${endToEnd.elapsedMs} ms, 1 worker set, concurrency ${workerConcurrency}, CPU ${ms(endToEnd.cpuMsPerItem)}/op, ${doubled} doubled effects`,
+      ]);
+    }
+
+    if (only === undefined || only === 'raw') {
+      const rawPrefix = `bench-raw-${randomBytes(4).toString('hex')}`;
+      prefixes.push(rawPrefix);
+      const raw = await measureRawBullmq(redisUrl, rawPrefix, operations, window, workerConcurrency);
+      rows.push(['raw BullMQ (no-op)', `${raw.perSecond.toFixed(0)} jobs/s`, `${raw.count} jobs in ${raw.elapsedMs} ms, concurrency ${workerConcurrency}, CPU ${ms(raw.cpuMsPerItem)}/job`]);
+      if (endToEnd) {
+        const ratio = endToEnd.perSecond / raw.perSecond;
+        rows.push(['end to end / raw', ratio.toFixed(2), `target >= ${END_TO_END_SHARE_OF_RAW_TARGET}: ${ratio >= END_TO_END_SHARE_OF_RAW_TARGET ? 'met' : 'MISSED'}`]);
+      }
+    }
+
     const width = Math.max(...rows.map(([name]) => name.length));
     const valueWidth = Math.max(...rows.map(([, value]) => value.length));
     const load = loadavg().map((l) => l.toFixed(1)).join(' ');

@@ -202,6 +202,7 @@ export class ActionLayer {
     await this.workers?.close();
     await this.outOfBandWorker?.close();
     await this.outOfBand.close();
+    await this.ledger.flushOutbox().catch(() => undefined);
     await this.queues.close();
     this.workerConnection?.disconnect();
     this.executionConnection?.disconnect();

@@ -124,8 +124,8 @@ export class Admission {
     switch (result.type) {
       case 'admitted': {
         await this.options.queues.enqueueExecution(executionQueueFor(action.kind, providerIdempotent), { operationId, tenantId: request.tenantId });
-        // Not awaited: a lost clear only makes the outbox sweep find a job that exists (a no-op).
-        void this.options.ledger.clearOutbox(request.tenantId, operationId).catch(() => undefined);
+        // Gathered and not awaited: a lost clear only makes the outbox sweep find a job that exists (a no-op).
+        this.options.ledger.clearOutboxSoon(request.tenantId, operationId);
         if (request.compensates !== undefined) compensations.labels(request.action).inc();
         decision = { type: 'started', operationId, idempotencyKey, queued: result.activeBefore >= action.maxConcurrent };
         break;

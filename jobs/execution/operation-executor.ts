@@ -183,17 +183,9 @@ export class OperationExecutor {
     first: boolean,
   ): Promise<ExecutionOutcome> {
     attempts.labels(op.action, first ? 'first' : 'retry').inc();
-    const deadline = AbortSignal.timeout(Math.max(1, op.deadlineAt - this.now()));
     let result: ProviderResult;
     try {
-      result = await provider.execute({
-        operationId: op.operationId,
-        idempotencyKey: op.idempotencyKey,
-        tenantId: op.tenantId,
-        operation: op.providerOperation,
-        params: op.params,
-        signal: AbortSignal.any([signal, deadline]),
-      });
+      result = await executeUntilDeadline(provider, op, signal, Math.max(1, op.deadlineAt - this.now()));
     } catch (error) {
       const definitelyNotSent = error instanceof ProviderUnreachableError;
       if (!definitelyNotSent && error instanceof ProviderOutcomeUnknownError) providerTimeouts.labels(op.action).inc();
@@ -312,6 +304,31 @@ export class OperationExecutor {
     if (isTerminal(change.to)) operationsFinished.labels(op.tenantId, op.action, change.to).inc();
     log.info('operation finished', { state: change.to, reason: change.reason });
     return { type: 'done', state: change.to };
+  }
+}
+
+/**
+ * Calls the provider with the job's signal bounded by the operation's deadline: one controller and
+ * one timer per attempt (cheaper than AbortSignal.any over AbortSignal.timeout), undone at the end.
+ */
+async function executeUntilDeadline(provider: Provider, op: Operation, signal: AbortSignal, ms: number): Promise<ProviderResult> {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(signal.reason);
+  const timer = setTimeout(() => controller.abort(new DOMException('the operation deadline passed', 'TimeoutError')), ms);
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await provider.execute({
+      operationId: op.operationId,
+      idempotencyKey: op.idempotencyKey,
+      tenantId: op.tenantId,
+      operation: op.providerOperation,
+      params: op.params,
+      signal: controller.signal,
+    });
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
   }
 }
 

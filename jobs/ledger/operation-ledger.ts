@@ -20,6 +20,8 @@ import {
 } from './operation.ts';
 
 const DAY_SECONDS = 86_400;
+/** How long outbox clears are gathered before one ZREM sends them. */
+const OUTBOX_CLEAR_BATCH_MS = 5;
 
 const staleRefused = counter({
   name: 'callgate_operation_stale_completions_total',
@@ -107,6 +109,8 @@ export class OperationLedger {
   readonly keys: LedgerKeys;
   private readonly redis: Redis & LedgerCommands;
   private readonly now: () => number;
+  private readonly pendingOutboxClears = new Map<string, string[]>();
+  private outboxFlushTimer: NodeJS.Timeout | undefined;
 
   constructor(
     redis: Redis,
@@ -293,6 +297,29 @@ export class OperationLedger {
   /** The job for the operation exists: it leaves the outbox. */
   async clearOutbox(tenantId: string, operationId: string): Promise<void> {
     await this.redis.zrem(this.keys.outbox(tenantId), operationId);
+  }
+
+  /**
+   * Like clearOutbox, but gathered: the ids cleared within a few milliseconds leave the outbox in
+   * one ZREM per tenant. A clear that is lost (a crash before the flush) only makes the outbox
+   * sweep find a job that exists, which is a no-op. `flushOutbox` sends what is pending now.
+   */
+  clearOutboxSoon(tenantId: string, operationId: string): void {
+    let ids = this.pendingOutboxClears.get(tenantId);
+    if (!ids) {
+      ids = [];
+      this.pendingOutboxClears.set(tenantId, ids);
+    }
+    ids.push(operationId);
+    this.outboxFlushTimer ??= setTimeout(() => void this.flushOutbox().catch(() => undefined), OUTBOX_CLEAR_BATCH_MS);
+  }
+
+  async flushOutbox(): Promise<void> {
+    if (this.outboxFlushTimer !== undefined) clearTimeout(this.outboxFlushTimer);
+    this.outboxFlushTimer = undefined;
+    const batches = [...this.pendingOutboxClears];
+    this.pendingOutboxClears.clear();
+    await Promise.all(batches.map(([tenantId, ids]) => this.redis.zrem(this.keys.outbox(tenantId), ...ids)));
   }
 
   /** How many operations of each action are active (admitted, not finished) and how many hold a lease. */

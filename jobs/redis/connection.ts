@@ -29,7 +29,7 @@ export function connectionOptions(role: ConnectionRole): RedisOptions {
       return { ...common, maxRetriesPerRequest: null, enableAutoPipelining: true };
     case 'producer':
       // Producers serve many calls at once: commands issued in the same tick share one socket write.
-      return { ...common, maxRetriesPerRequest: 2, enableOfflineQueue: false, connectTimeout: 5_000, enableAutoPipelining: true };
+      return { ...common, maxRetriesPerRequest: 2, enableOfflineQueue: false, connectTimeout: 5_000, enableAutoPipelining: false };
   }
 }
 
