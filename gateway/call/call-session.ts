@@ -57,6 +57,11 @@ const PROMPT_SLACK_MS = 1_500;
  * Below SESSION_EXPIRY_WARNING_MS (5 min) in the realtime client, or renewal would never wait.
  */
 export const FORCED_RENEWAL_BEFORE_LIMIT_MS = 30_000;
+/**
+ * After the caller's turn ends (speech stopped, a key pressed) the model owes an answer; a switch
+ * in between would lose the turn. A response that has not started this long after is not coming.
+ */
+const TURN_ANSWER_WAIT_MS = 3_000;
 
 export interface CallMedia {
   readonly config: RtpConfig;
@@ -130,6 +135,8 @@ export class CallSession {
   private readonly promptWaiters = new Map<string, () => void>();
   private promptCount = 0;
   private toolsRunning = 0;
+  /** When the caller's last turn ended and no response has started since (undefined: none owed). */
+  private answerOwedSince: number | undefined;
   /** The provider's session limit is near: renew at the next quiet moment. */
   private renewal: { readonly forceAt: number; readonly timer: NodeJS.Timeout; standby?: Promise<RealtimeSession | undefined> } | undefined;
 
@@ -282,7 +289,8 @@ export class CallSession {
    */
   private onExpiring(remainingMs: number): void {
     if (this.ending || this.renewal !== undefined) return;
-    const forceInMs = Math.max(0, remainingMs - FORCED_RENEWAL_BEFORE_LIMIT_MS);
+    // Short limits (tests, small providers) still leave half the warning to find a quiet moment.
+    const forceInMs = Math.max(remainingMs - FORCED_RENEWAL_BEFORE_LIMIT_MS, remainingMs / 2);
     const timer = setTimeout(() => this.renewIfQuiet(true), forceInMs);
     timer.unref();
     this.renewal = { forceAt: Date.now() + forceInMs, timer };
@@ -292,7 +300,8 @@ export class CallSession {
   }
 
   private get quiet(): boolean {
-    return !this.agent.responseActive && !this.agent.callerSpeaking && this.deliveries.length === 0 && this.playing.size === 0 && this.toolsRunning === 0;
+    const answerOwed = this.answerOwedSince !== undefined && Date.now() - this.answerOwedSince < TURN_ANSWER_WAIT_MS;
+    return !answerOwed && !this.agent.responseActive && !this.agent.callerSpeaking && this.deliveries.length === 0 && this.playing.size === 0 && this.toolsRunning === 0;
   }
 
   private renewIfQuiet(force: boolean): void {
@@ -428,12 +437,14 @@ export class CallSession {
         this.onSpeechStarted(event);
         return;
       case 'speech_stopped':
+        this.answerOwedSince = Date.now();
         this.agent.callerSpeaking = false;
         this.agent.turnId++;
         this.emit(callEvents.callerSpeech('stopped'));
         if (!this.agent.responseActive) this.idle();
         return;
       case 'response_created': {
+        this.answerOwedSince = undefined;
         this.activeResponseId = event.responseId;
         this.agent.responseActive = true;
         const waiter = this.deliveries.find((w) => w.responseId === undefined);
@@ -641,6 +652,7 @@ export class CallSession {
         return;
       case 'dtmf':
         this.emit(callEvents.dtmf(event.digit, event.source));
+        this.answerOwedSince = Date.now();
         this.model?.sendDtmf(event.digit);
         return;
       case 'item-played': {

@@ -1,0 +1,154 @@
+/**
+ * Race: the model's connection drops mid-call while a booking runs. The caller is not left on a
+ * silent line: callgate plays its pre-rendered apology at once, re-opens the model with the call's
+ * summary while it plays, and the booking's result is told on the new session. When the new session
+ * is lost too, the caller hears the goodbye prompt before the BYE and the result goes out of band.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { CallPrompts } from '../../gateway/call/call-prompts.ts';
+import { quietLog } from '../support/action-harness.ts';
+import { waitFor } from '../support/processes.ts';
+import { CallerRtp } from '../e2e/caller-rtp.ts';
+import { runSipp } from '../e2e/sipp-runner.ts';
+import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+
+const SCRIPT = {
+  name: 'model-lost-apology',
+  greeting: 'Hello.',
+  fallback: 'Anything else?',
+  digits: { '1': { say: 'Booking it.', tools: [{ name: 'book_table', arguments: { restaurant: 'bistro-nord', date: '2031-10-14', time: '19:00', party_size: 2, name: 'Edsger Dijkstra' } }] } },
+  toolOutputs: { book_table: 'One moment.' },
+  systemMessage: 'Noted.',
+};
+
+/** The booking stays RUNNING this long, so the drop falls inside it (below the harness provider timeout, 1 s). */
+const BOOKING_LATENCY_MS = 800;
+
+let gateway: InProcessGateway | undefined;
+let caller: CallerRtp | undefined;
+afterEach(async () => {
+  caller?.close();
+  caller = undefined;
+  await gateway?.close();
+  gateway = undefined;
+});
+
+function eventAt(gw: InProcessGateway, type: string, nth = 0): number {
+  return gw.events.filter((e) => e.event.type === type)[nth]?.at ?? NaN;
+}
+
+describe('when the model connection drops mid-call', () => {
+  it('should play the apology at once, re-open with the summary while it plays, and tell the result on the new session', { timeout: 90_000 }, async () => {
+    const prompts = new CallPrompts({ log: quietLog });
+    const apology = await prompts.get('reconnecting', 'pcmu');
+    expect(apology.rendered).toBe('speech');
+    const gw = await startInProcessGateway({ script: SCRIPT, prompts });
+    gateway = gw;
+    await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
+    const rtp = await CallerRtp.open();
+    caller = rtp;
+    const first = gw.simulator.nextConnection(10_000);
+    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: gw.sipPort, transport: 'udp', service: '7000', pauseMs: 12_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
+    const firstConnection = await first;
+    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    rtp.press('1');
+    const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');
+    const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking to be owned by the call');
+
+    const second = gw.simulator.nextConnection(10_000);
+    const droppedAt = Date.now();
+    firstConnection.terminate();
+    const secondConnection = await second;
+
+    // The apology is what the caller hears first: callgate's own line, queued before the new session spoke.
+    const prompt = await waitFor(async () => gw.events.find((e) => e.event.type === 'prompt'), 2_000, 'the apology prompt');
+    expect(prompt.event).toEqual({ type: 'prompt', kind: 'reconnecting', audio: 'speech', ms: apology.ms });
+    expect(prompt.at - droppedAt).toBeLessThan(500);
+    expect(eventAt(gw, 'model_disconnected')).toBeLessThanOrEqual(prompt.at);
+    await waitFor(async () => (gw.events.some((e) => e.event.type === 'model_ready' && e.event.attempt === 2) ? true : undefined), 5_000, 'the re-opened session');
+    expect(prompt.at).toBeLessThanOrEqual(eventAt(gw, 'model_ready', 1));
+    // The new session knows the call: its agent and the booking still running.
+    const instructions = String(secondConnection.session.configuration.instructions);
+    expect(instructions).toContain('The active agent is reservations');
+    expect(instructions).toContain(operationId);
+
+    const ledger = gw.agents.h.layer.ledger;
+    const op = await waitFor(async () => {
+      const current = await ledger.get('demo', operationId);
+      return current?.delivery?.delivered === true ? current : undefined;
+    }, 20_000, 'the result to be delivered');
+    expect(op.state).toBe('COMMITTED');
+    expect(op.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
+    expect(secondConnection.session.heard.some((r) => r.kind === 'system_message' && r.text.includes(operationId))).toBe(true);
+
+    const result = await sipp;
+    rtp.mute();
+    expect(result.exitCode, result.stderr).toBe(0);
+    // What the caller heard after the drop: the whole apology, with no gap at its start, then the new session.
+    const apologyFrames = apology.ms / 20;
+    expect(rtp.audibleSince(droppedAt, droppedAt + 500)).toBeGreaterThan(15);
+    expect(rtp.audibleSince(droppedAt, droppedAt + apology.ms)).toBeGreaterThan(apologyFrames * 0.8);
+    const said = secondConnection.session.said.filter((s) => s.status === 'completed').reduce((ms, s) => ms + s.totalAudioMs, 0);
+    expect(rtp.audibleSince(droppedAt)).toBeGreaterThan(((apology.ms + said) / 20) * 0.8);
+    const effects = (await (await fetch(`${gw.sandboxUrl}/admin/effects?service=bookings`)).json()) as { effects: { reference?: string }[] };
+    expect(effects.effects.map((e) => e.reference)).toEqual([operationId]);
+    expect(gw.events.filter((e) => e.event.type === 'prompt')).toHaveLength(1);
+  });
+
+  it('should say goodbye before the BYE when the re-opened session is lost too, and send the result out of band once', { timeout: 90_000 }, async () => {
+    const prompts = new CallPrompts({ log: quietLog });
+    const goodbye = await prompts.get('goodbye', 'pcmu');
+    const gw = await startInProcessGateway({ script: SCRIPT, prompts });
+    gateway = gw;
+    await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
+    const rtp = await CallerRtp.open();
+    caller = rtp;
+    const first = gw.simulator.nextConnection(10_000);
+    const sipp = runSipp({ scenario: 'uac-external-rtp-callee-bye.xml', port: gw.sipPort, transport: 'udp', service: '7000', timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
+    const firstConnection = await first;
+    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    rtp.press('1');
+    const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');
+    const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking to be owned by the call');
+
+    const second = gw.simulator.nextConnection(10_000);
+    firstConnection.terminate();
+    const secondConnection = await second;
+    await waitFor(async () => (gw.events.some((e) => e.event.type === 'model_ready' && e.event.attempt === 2) ? true : undefined), 5_000, 'the re-opened session');
+    // Let the apology finish, so what follows the second drop is the goodbye alone.
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    const lostAt = Date.now();
+    secondConnection.terminate();
+
+    const result = await sipp;
+    rtp.mute();
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.firstLines.filter((line) => /BYE/.test(line))).toEqual([expect.stringMatching(/^received BYE /)]);
+    const ended = await waitFor(async () => gw.events.find((e) => e.event.type === 'ended'), 5_000, 'the end of the call');
+    expect(ended.event).toMatchObject({ reason: 'model_lost' });
+    expect(gw.events.filter((e) => e.event.type === 'prompt').map((e) => e.event.type === 'prompt' && e.event.kind)).toEqual(['reconnecting', 'goodbye']);
+    // The BYE waited for the goodbye: the caller heard it whole before the call ended.
+    expect(ended.at - lostAt).toBeGreaterThanOrEqual(goodbye.ms * 0.9);
+    expect(rtp.audibleSince(lostAt, ended.at)).toBeGreaterThan((goodbye.ms / 20) * 0.8);
+    expect(gw.simulator.connections.length).toBeLessThanOrEqual(2);
+
+    const ledger = gw.agents.h.layer.ledger;
+    const op = await waitFor(async () => {
+      const current = await ledger.get('demo', operationId);
+      return current?.delivery?.delivered === true ? current : undefined;
+    }, 15_000, 'the result to be delivered');
+    expect(op.state).toBe('COMMITTED');
+    const messagesOf = async () => ((await (await fetch(`${gw.sandboxUrl}/admin/messages?operation_id=${operationId}`)).json()) as { messages: unknown[] }).messages;
+    if (op.delivery?.channel === 'out_of_band') {
+      await waitFor(async () => ((await messagesOf()).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(await messagesOf()).toHaveLength(1);
+    } else {
+      // Committed and told on the re-opened session before it was lost: nothing goes out of band.
+      expect(op.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
+      expect(await messagesOf()).toEqual([]);
+    }
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * Race: the realtime provider announces the end of the model session (session_expiring) while the
+ * agent is talking and a booking runs. callgate does not wait for the hard close: it opens a new
+ * session with the call's summary and switches at the first quiet moment, so nothing the caller
+ * hears is cut, no apology is needed, the booking's result is told once, and the call goes on.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/processes.ts';
+import { CallerRtp } from '../e2e/caller-rtp.ts';
+import { runSipp } from '../e2e/sipp-runner.ts';
+import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+
+const SCRIPT = {
+  name: 'model-session-expiring',
+  greeting: 'Hello, this is the booking line.',
+  fallback: 'Anything else?',
+  digits: {
+    '1': { say: 'Booking it for you now.', tools: [{ name: 'book_table', arguments: { restaurant: 'bistro-nord', date: '2031-11-03', time: '20:00', party_size: 2, name: 'Barbara Liskov' } }] },
+    '9': { say: 'Still here with you.' },
+  },
+  toolOutputs: { book_table: 'One moment please while the restaurant confirms.' },
+  systemMessage: 'Your table is confirmed.',
+};
+
+/**
+ * The provider's limit in this test (60 minutes in production), and the warning before it: the
+ * warning comes 4 s into the session, and the renewed session's own warning after the test is over.
+ */
+const SESSION_LIMIT_MS = 40_000;
+const EXPIRY_WARNING_MS = 36_000;
+/** The booking is still RUNNING when the warning comes (below the harness provider timeout, 1 s). */
+const BOOKING_LATENCY_MS = 900;
+
+let gateway: InProcessGateway | undefined;
+let caller: CallerRtp | undefined;
+afterEach(async () => {
+  caller?.close();
+  caller = undefined;
+  await gateway?.close();
+  gateway = undefined;
+});
+
+describe('when the model session is about to reach its limit', () => {
+  it('should renew it at a quiet moment with the summary, cutting nothing and telling the result once', { timeout: 90_000 }, async () => {
+    const gw = await startInProcessGateway({ script: SCRIPT, session: { sessionLimitMs: SESSION_LIMIT_MS, expiryWarningMs: EXPIRY_WARNING_MS }, maxSessionMs: SESSION_LIMIT_MS, speechSpeed: 1 });
+    gateway = gw;
+    await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
+    const rtp = await CallerRtp.open();
+    caller = rtp;
+    const first = gw.simulator.nextConnection(10_000);
+    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: gw.sipPort, transport: 'udp', service: '7000', pauseMs: 13_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
+    const firstConnection = await first;
+    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');
+    // The key goes in at the greeting's end: the warning (4 s after connect) finds the agent talking about the booking.
+    rtp.press('1');
+    const second = gw.simulator.nextConnection(12_000);
+    const expiring = await waitFor(async () => gw.events.find((e) => e.event.type === 'model_expiring'), 6_000, 'the expiry warning');
+    const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking to be owned by the call');
+    const secondConnection = await second;
+    const renewed = await waitFor(async () => gw.events.find((e) => e.event.type === 'model_renewed'), 8_000, 'the renewal');
+    expect(renewed.event).toEqual({ type: 'model_renewed', attempt: 2, agent: 'reservations' });
+
+    // A quiet moment: the agent was not talking when the switch happened; the last response before it had finished.
+    const before = gw.events.filter((e) => e.at <= renewed.at && e.event.type === 'response');
+    expect(before.at(-1)?.event).toMatchObject({ state: 'done', status: 'completed' });
+    expect(renewed.at).toBeGreaterThan(expiring.at);
+    // Nothing the old session said was cut, and it was closed by callgate well before the provider's limit.
+    expect(firstConnection.session.said.length).toBeGreaterThan(0);
+    expect(firstConnection.session.said.every((s) => s.status === 'completed' && s.truncatedAtMs === undefined)).toBe(true);
+    expect(renewed.at - expiring.at).toBeLessThan(EXPIRY_WARNING_MS);
+    // The new session was told the call so far: its agent and the booking.
+    const instructions = String(secondConnection.session.configuration.instructions);
+    expect(instructions).toContain('The active agent is reservations');
+    expect(instructions).toContain(operationId);
+
+    // The result is told once, on whichever session was live when it came.
+    const ledger = gw.agents.h.layer.ledger;
+    const op = await waitFor(async () => {
+      const current = await ledger.get('demo', operationId);
+      return current?.delivery?.delivered === true ? current : undefined;
+    }, 15_000, 'the result to be delivered');
+    expect(op.state).toBe('COMMITTED');
+    expect(op.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
+    const told = [firstConnection, secondConnection].flatMap((c) => c.session.heard.filter((r) => r.kind === 'system_message' && r.text.includes(operationId)));
+    expect(told).toHaveLength(1);
+
+    // The call goes on with the new session: a key pressed now is heard and answered there.
+    await waitFor(async () => (gw.events.some((e) => e.at > renewed.at && e.event.type === 'response' && e.event.state === 'done') || secondConnection.session.said.length === 0 ? true : undefined), 10_000, 'a quiet line');
+    const pressedAt = Date.now();
+    rtp.press('9');
+    await waitFor(async () => (secondConnection.session.said.some((s) => s.text === 'Still here with you.' && s.status === 'completed') ? true : undefined), 8_000, 'the answer on the new session');
+    expect(firstConnection.session.heard.some((r) => r.kind === 'dtmf' && r.digit === '9')).toBe(false);
+    expect(rtp.audibleSince(pressedAt)).toBeGreaterThan(25);
+
+    const result = await sipp;
+    rtp.mute();
+    expect(result.exitCode, result.stderr).toBe(0);
+    // No loss, no apology: the caller never noticed.
+    const types = gw.events.map((e) => e.event.type);
+    expect(types).not.toContain('model_disconnected');
+    expect(types).not.toContain('prompt');
+    expect(types.filter((t) => t === 'model_ready')).toHaveLength(1);
+    const ended = await waitFor(async () => gw.events.find((e) => e.event.type === 'ended'), 5_000, 'the end of the call');
+    expect(ended.event).toMatchObject({ reason: 'caller_hung_up' });
+    const effects = (await (await fetch(`${gw.sandboxUrl}/admin/effects?service=bookings`)).json()) as { effects: { reference?: string }[] };
+    expect(effects.effects.map((e) => e.reference)).toEqual([operationId]);
+  });
+});
