@@ -1,9 +1,10 @@
 /**
  * Turns RFC 4733 packets into digits, one per key press. A press is one event, identified by its
  * RTP timestamp (RFC 4733 §2.5.1.1: all packets of an event share the start timestamp), and is
- * reported on its first packet seen, whichever that is. The repeated end packets, retransmitted
- * updates, and a late copy of an old event arriving after newer ones all map to a timestamp
- * already reported and are ignored.
+ * reported on its first packet seen, whichever that is. Its release is reported once, on the first
+ * end packet, with the duration the sender measured (§2.5.1.3). The repeated end packets,
+ * retransmitted updates, and a late copy of an old event arriving after newer ones all map to a
+ * timestamp already reported and are ignored.
  */
 import { parseTelephoneEvent, type DtmfDigit } from './telephone-event.ts';
 
@@ -11,7 +12,10 @@ import { parseTelephoneEvent, type DtmfDigit } from './telephone-event.ts';
 const REMEMBERED_EVENTS = 16;
 
 export type DtmfReceiveResult =
-  | { readonly kind: 'digit'; readonly digit: DtmfDigit }
+  /** A new press. `endedDuration` is set when its first packet seen already ends it (the rest were lost). */
+  | { readonly kind: 'digit'; readonly digit: DtmfDigit; readonly endedDuration?: number }
+  /** The first end packet of a press already reported; duration in RTP timestamp units. */
+  | { readonly kind: 'end'; readonly digit: DtmfDigit; readonly duration: number }
   | { readonly kind: 'repeat' }
   | { readonly kind: 'ignored'; readonly reason: 'malformed' | 'not-a-digit' };
 
@@ -20,17 +24,27 @@ export interface DtmfPacket {
   readonly payload: Buffer;
 }
 
+interface SeenEvent {
+  readonly timestamp: number;
+  ended: boolean;
+}
+
 export class DtmfReceiver {
-  private readonly seen: number[] = [];
+  private readonly seen: SeenEvent[] = [];
 
   receive(packet: DtmfPacket): DtmfReceiveResult {
     const event = parseTelephoneEvent(packet.payload);
     if (!event) return { kind: 'ignored', reason: 'malformed' };
     if (!event.digit) return { kind: 'ignored', reason: 'not-a-digit' };
-    if (this.seen.includes(packet.timestamp)) return { kind: 'repeat' };
-    this.seen.push(packet.timestamp);
+    const known = this.seen.find((candidate) => candidate.timestamp === packet.timestamp);
+    if (known) {
+      if (!event.end || known.ended) return { kind: 'repeat' };
+      known.ended = true;
+      return { kind: 'end', digit: event.digit, duration: event.duration };
+    }
+    this.seen.push({ timestamp: packet.timestamp, ended: event.end });
     if (this.seen.length > REMEMBERED_EVENTS) this.seen.shift();
-    return { kind: 'digit', digit: event.digit };
+    return event.end ? { kind: 'digit', digit: event.digit, endedDuration: event.duration } : { kind: 'digit', digit: event.digit };
   }
 
   /** A new sender (SSRC change): its timestamps are unrelated to the old ones. */

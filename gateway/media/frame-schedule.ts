@@ -39,8 +39,9 @@ export interface FrameScheduleOptions {
 export class FrameSchedule {
   private readonly startMs: number;
   private readonly frameMs: number;
-  private nextIndex = 0;
+  private next = 0;
   private skipped = 0;
+  private first = 0;
 
   constructor(options: FrameScheduleOptions) {
     this.startMs = options.startMs;
@@ -49,21 +50,40 @@ export class FrameSchedule {
 
   /** Frames to send by `nowMs`, oldest first; each is returned once. */
   due(nowMs: number): DueFrame[] {
-    const lastDue = Math.floor((nowMs + EARLY_SEND_TOLERANCE_MS - this.startMs) / this.frameMs);
-    if (lastDue < this.nextIndex) return [];
-    if (lastDue - this.nextIndex + 1 > MAX_BACKLOG_FRAMES) {
-      const first = lastDue - MAX_CATCH_UP_FRAMES + 1;
-      this.skipped += first - this.nextIndex;
-      this.nextIndex = first;
-    }
-    const last = Math.min(lastDue, this.nextIndex + MAX_CATCH_UP_FRAMES - 1);
+    const count = this.takeDue(nowMs);
     const frames: DueFrame[] = [];
-    for (let index = this.nextIndex; index <= last; index++) {
-      const dueMs = this.startMs + index * this.frameMs;
+    for (let index = this.first; index < this.first + count; index++) {
+      const dueMs = this.dueMsOf(index);
       frames.push({ index, dueMs, latenessMs: Math.max(0, nowMs - dueMs) });
     }
-    this.nextIndex = last + 1;
     return frames;
+  }
+
+  /**
+   * The allocation-free form of `due()` for the per-call tick: how many frames are due by
+   * `nowMs`; they are `firstDueIndex` onwards, each due at `dueMsOf(index)`.
+   */
+  takeDue(nowMs: number): number {
+    const lastDue = Math.floor((nowMs + EARLY_SEND_TOLERANCE_MS - this.startMs) / this.frameMs);
+    if (lastDue < this.next) return 0;
+    if (lastDue - this.next + 1 > MAX_BACKLOG_FRAMES) {
+      const first = lastDue - MAX_CATCH_UP_FRAMES + 1;
+      this.skipped += first - this.next;
+      this.next = first;
+    }
+    const last = Math.min(lastDue, this.next + MAX_CATCH_UP_FRAMES - 1);
+    this.first = this.next;
+    this.next = last + 1;
+    return last - this.first + 1;
+  }
+
+  /** First frame index of the last `takeDue()`. */
+  get firstDueIndex(): number {
+    return this.first;
+  }
+
+  dueMsOf(index: number): number {
+    return this.startMs + index * this.frameMs;
   }
 
   /** Frames never sent because the process stalled past MAX_BACKLOG_FRAMES. */
@@ -71,8 +91,13 @@ export class FrameSchedule {
     return this.skipped;
   }
 
+  /** Index of the next frame to send. */
+  get nextIndex(): number {
+    return this.next;
+  }
+
   /** When the next frame is due. */
   get nextDueMs(): number {
-    return this.startMs + this.nextIndex * this.frameMs;
+    return this.startMs + this.next * this.frameMs;
   }
 }

@@ -42,6 +42,8 @@ export interface PlayoutRegistration {
   /** The participant's first slot time: its frame schedule starts here. */
   readonly startMs: number;
   readonly slot: number;
+  /** The participant's work changed (a codec switch): its slot keeps it, the slot's load follows. */
+  setWeight(weight: number): void;
   remove(): void;
 }
 
@@ -91,14 +93,20 @@ export class PlayoutScheduler {
     if (this.handle) this.timer.cancel(this.handle);
     this.arm();
     let removed = false;
+    let current = weight;
     return {
       startMs,
       slot,
+      setWeight: (next: number) => {
+        if (removed) return;
+        this.slotLoads[slot] = (this.slotLoads[slot] as number) - current + next;
+        current = next;
+      },
       remove: () => {
         if (removed) return;
         removed = true;
         (this.slots[slot] as Set<PlayoutParticipant>).delete(participant);
-        this.slotLoads[slot] = (this.slotLoads[slot] as number) - weight;
+        this.slotLoads[slot] = (this.slotLoads[slot] as number) - current;
         this.size--;
         if (this.size === 0 && this.handle) {
           this.timer.cancel(this.handle);

@@ -37,6 +37,17 @@ export interface PlayoutClearResult {
   readonly droppedMs: number;
 }
 
+/** Where playout is in the item being played (or next to play), read without changing anything. */
+export interface PlayoutPosition {
+  readonly itemId: string;
+  /** Milliseconds of the item handed to the network so far. */
+  readonly sentMs: number;
+  /** Milliseconds of the item queued and not yet sent. */
+  readonly queuedMs: number;
+  /** No more audio will come for the item. */
+  readonly ended: boolean;
+}
+
 export interface PlayoutStats {
   readonly framesSent: number;
   readonly silenceFrames: number;
@@ -58,7 +69,7 @@ interface Item {
 }
 
 export class Playout {
-  private readonly comfortSilence: Buffer | undefined;
+  private comfortSilence: Buffer | undefined;
   private readonly items: Item[] = [];
   /** Whether the previous tick sent audio; if not, the next audio frame starts a talk spurt. */
   private inSpurt = false;
@@ -73,12 +84,15 @@ export class Playout {
    * last frame of an item may be below 20 when the audio did not fill it.
    */
   enqueue(itemId: string, frames: readonly Buffer[], lastFrameMs: number = FRAME_MS): void {
-    let item = this.items.find((candidate) => candidate.id === itemId && !candidate.ended);
+    // Streaming audio almost always extends the newest item: look there first (hot path).
+    const newest = this.items[this.items.length - 1];
+    let item = newest !== undefined && newest.id === itemId && !newest.ended ? newest : this.items.find((candidate) => candidate.id === itemId && !candidate.ended);
     if (!item) {
       item = { id: itemId, frames: [], ended: false, sentMs: 0 };
       this.items.push(item);
     }
-    frames.forEach((payload, i) => item.frames.push({ payload, ms: i === frames.length - 1 ? lastFrameMs : FRAME_MS }));
+    const last = frames.length - 1;
+    for (let i = 0; i <= last; i++) item.frames.push({ payload: frames[i] as Buffer, ms: i === last ? lastFrameMs : FRAME_MS });
   }
 
   /**
@@ -129,6 +143,42 @@ export class Playout {
     this.items.length = 0;
     this.counts.itemsCleared++;
     return { itemId: current.id, sentMs: current.sentMs, droppedMs };
+  }
+
+  /**
+   * The item playing now (or next to play) and how much of it was sent, without clearing
+   * anything: what a barge-in would truncate at, read before deciding to clear. Null when idle.
+   */
+  position(): PlayoutPosition | null {
+    const current = this.items[0];
+    if (!current) return null;
+    let queuedMs = 0;
+    for (const frame of current.frames) queuedMs += frame.ms;
+    return { itemId: current.id, sentMs: current.sentMs, queuedMs, ended: current.ended };
+  }
+
+  /** Milliseconds sent of a queued item (not only the first), or null when it is not queued. */
+  sentMsOf(itemId: string): number | null {
+    for (const item of this.items) if (item.id === itemId) return item.sentMs;
+    return null;
+  }
+
+  /**
+   * Re-encodes every queued frame (the wire codec changed mid-item): frame boundaries, item ids
+   * and sent milliseconds stay as they were, so a later clear() still counts right.
+   */
+  transform(convert: (payload: Buffer) => Buffer): void {
+    for (const item of this.items) {
+      for (let i = 0; i < item.frames.length; i++) {
+        const frame = item.frames[i] as QueuedFrame;
+        item.frames[i] = { payload: convert(frame.payload), ms: frame.ms };
+      }
+    }
+  }
+
+  /** Between talk spurts (comfort silence on): the filler follows the wire codec. */
+  setComfortSilence(payload: Buffer | undefined): void {
+    this.comfortSilence = payload;
   }
 
   /** Milliseconds of audio queued and not yet sent. */

@@ -1,4 +1,5 @@
 /** What an RtpSession tells its call, as one discriminated union with small factories. */
+import type { WireCodec } from './audio-format.ts';
 import type { DtmfDigit } from './telephone-event.ts';
 import type { RtpSessionStats } from './rtp-session-stats.ts';
 
@@ -14,9 +15,13 @@ export type RtpSessionEvent =
   /** 20 ms of caller audio in the model's format. */
   | { readonly type: 'audio'; readonly audio: Buffer; readonly concealed: boolean }
   | { readonly type: 'dtmf'; readonly digit: DtmfDigit; readonly source: DigitSource }
+  /** The key was released: how long it was held, as the sender measured it (RFC 4733 end packet, or the INFO's Duration). */
+  | { readonly type: 'dtmf-end'; readonly digit: DtmfDigit; readonly durationMs: number; readonly source: DigitSource }
   /** Where RTP is sent now: the address the caller's packets come from (symmetric RTP). */
   | { readonly type: 'remote-latched'; readonly remote: RtpEndpoint; readonly ssrc: number }
   | { readonly type: 'ssrc-changed'; readonly previousSsrc: number; readonly ssrc: number }
+  /** A re-INVITE changed the wire codec; `sendSsrc` is new when the RTP clock rate changed (RFC 7160). */
+  | { readonly type: 'codec-changed'; readonly previous: WireCodec; readonly codec: WireCodec; readonly sendSsrc: number }
   /** The last frame of a model output item went out. */
   | { readonly type: 'item-played'; readonly itemId: string; readonly sentMs: number }
   | { readonly type: 'media-timeout'; readonly reason: MediaTimeoutReason; readonly silentMs: number }
@@ -25,8 +30,10 @@ export type RtpSessionEvent =
 export const rtpEvents = {
   audio: (audio: Buffer, concealed: boolean): RtpSessionEvent => ({ type: 'audio', audio, concealed }),
   dtmf: (digit: DtmfDigit, source: DigitSource): RtpSessionEvent => ({ type: 'dtmf', digit, source }),
+  dtmfEnd: (digit: DtmfDigit, durationMs: number, source: DigitSource): RtpSessionEvent => ({ type: 'dtmf-end', digit, durationMs, source }),
   remoteLatched: (remote: RtpEndpoint, ssrc: number): RtpSessionEvent => ({ type: 'remote-latched', remote, ssrc }),
   ssrcChanged: (previousSsrc: number, ssrc: number): RtpSessionEvent => ({ type: 'ssrc-changed', previousSsrc, ssrc }),
+  codecChanged: (previous: WireCodec, codec: WireCodec, sendSsrc: number): RtpSessionEvent => ({ type: 'codec-changed', previous, codec, sendSsrc }),
   itemPlayed: (itemId: string, sentMs: number): RtpSessionEvent => ({ type: 'item-played', itemId, sentMs }),
   mediaTimeout: (reason: MediaTimeoutReason, silentMs: number): RtpSessionEvent => ({ type: 'media-timeout', reason, silentMs }),
   closed: (stats: RtpSessionStats): RtpSessionEvent => ({ type: 'closed', stats }),

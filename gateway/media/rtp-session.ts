@@ -19,12 +19,12 @@ import { concealG711Frame } from './g711-concealment.ts';
 import { JitterBuffer } from './jitter-buffer.ts';
 import type { MediaTimer } from './media-timer.ts';
 import * as metrics from './media-metrics.ts';
-import { Playout, type PlayoutClearResult } from './playout.ts';
+import { Playout, type PlayoutClearResult, type PlayoutPosition } from './playout.ts';
 import type { PlayoutRegistration, PlayoutScheduler } from './playout-scheduler.ts';
 import { ReceiveStatistics } from './receive-statistics.ts';
 import { ReceiveTranscoder } from './receive-transcoder.ts';
 import { parseRtcpCompound, serializeRtcpReport } from './rtcp-packet.ts';
-import { RTP_HEADER_BYTES, parseRtpPacket, serializeRtpHeader, type RtpPacket } from './rtp-packet.ts';
+import { RTP_HEADER_BYTES, RTP_VERSION, parseRtpPacket, type RtpPacket } from './rtp-packet.ts';
 import type { RtpPortAllocator } from './rtp-port-allocator.ts';
 import { rtpEvents, type RtpEndpoint, type RtpSessionEvent } from './rtp-session-events.ts';
 import type { RtpSessionDropReason, RtpSessionStats } from './rtp-session-stats.ts';
@@ -35,10 +35,20 @@ import { UdpPortPair } from './udp-port-pair.ts';
 /** RFC 3550 §6.2 minimum RTCP interval; randomized ±50% so calls do not report in lockstep. */
 const RTCP_INTERVAL_MS = 5000;
 /**
- * Consecutive packets a new SSRC from the latched address needs before the session follows it
- * (a carrier switching media servers); fewer, and one stray packet would reset the stream.
+ * Consecutive, in-sequence packets another source (a new SSRC, or the latched SSRC from another
+ * address) must send before the session follows it; fewer, and one stray packet would reset the
+ * stream. They are held, not lost: once the source is followed they play.
  */
 const SSRC_CHANGE_PROBATION = 3;
+/**
+ * Symmetric RTP follows another source only after the latched one has sent nothing for this long
+ * (a NAT rebinding, a carrier switching media servers without a re-INVITE). While the latched
+ * source is live, nothing else is followed, whatever its SSRC: someone who sees or guesses the
+ * SSRC cannot redirect the stream, and two senders cannot make it flip back and forth. The price
+ * is at most this much caller audio lost at a genuine move. Well above a 20 ms packet interval
+ * and a few packets of jitter; well below rtp.mediaTimeoutMs (at least 1 s, 30 s by default).
+ */
+export const RELATCH_AFTER_SILENCE_MS = 1000;
 /** Metrics are flushed from per-call counters once a second, not per packet (hot path). */
 const METRICS_FLUSH_FRAMES = 50;
 /** Per-call lateness histogram: 0.5 ms bins up to 100 ms (the last bin holds everything above). */
@@ -58,6 +68,29 @@ const OPUS_CALL_WEIGHT = 10;
 const RESAMPLING_CALL_WEIGHT = 4;
 /** Comfort noise (RFC 3389, static PT 13): keeps the stream alive, carries no audio we use. */
 const COMFORT_NOISE_PAYLOAD_TYPE = 13;
+/** Finished and cleared items whose sent milliseconds stay readable with `playedMs()`. */
+const REMEMBERED_PLAYED_ITEMS = 16;
+const EMPTY_PAYLOAD = Buffer.alloc(0);
+
+/** What a re-INVITE changed: the wire codec, its telephone-event type, and optionally the model side. */
+export interface RtpCodecChange {
+  readonly codec: WireCodec;
+  readonly telephoneEventPayloadType?: number;
+  /** The model's format from here on; unchanged when omitted. */
+  readonly model?: ModelAudioFormat;
+}
+
+interface LatchedSource {
+  readonly address: string;
+  readonly port: number;
+  readonly ssrc: number;
+}
+
+/** Another source on probation: the packets it sent in sequence so far, held until it is followed. */
+interface CandidateSource extends LatchedSource {
+  lastSequence: number;
+  readonly held: RtpPacket[];
+}
 
 export interface RtpSessionOptions {
   readonly config: RtpConfig;
@@ -79,33 +112,59 @@ export interface RtpSessionOptions {
 
 type Listener = (event: RtpSessionEvent) => void;
 
+/** Scheduler weight of a call: what its tick costs against a PCMU passthrough call. */
+function callWeight(codec: WireCodec, passthrough: boolean): number {
+  return codec.name === 'opus' ? OPUS_CALL_WEIGHT : passthrough ? 1 : RESAMPLING_CALL_WEIGHT;
+}
+
+function newJitterBuffer(config: RtpConfig, codec: WireCodec): JitterBuffer {
+  const law = codec.name === 'opus' ? undefined : codec.name;
+  return new JitterBuffer({
+    minDepthMs: config.jitterMinMs,
+    maxDepthMs: config.jitterMaxMs,
+    clockRate: codec.clockRate,
+    ...(law ? { conceal: (previous: Buffer) => concealG711Frame(previous, law) } : {}),
+  });
+}
+
 export class RtpSession {
   readonly localPort: number;
   readonly localAddress: string;
-  readonly ssrc: number;
   private readonly options: RtpSessionOptions;
   private readonly sockets: UdpPortPair;
   private readonly logger: Logger;
   private readonly listeners = new Set<Listener>();
-  private readonly jitterBuffer: JitterBuffer;
-  private readonly receiveTranscoder: ReceiveTranscoder;
-  private readonly sendTranscoder: SendTranscoder;
+  private codec: WireCodec;
+  private telephoneEventPayloadType: number | undefined;
+  private model: ModelAudioFormat;
+  private jitterBuffer: JitterBuffer;
+  private receiveTranscoder: ReceiveTranscoder;
+  private sendTranscoder: SendTranscoder;
   private readonly playout: Playout;
   private readonly dtmfReceiver = new DtmfReceiver();
-  private readonly dtmfSender: DtmfSender;
-  private readonly frameSamples: number;
+  private dtmfSender: DtmfSender;
+  private frameSamples: number;
   /** 20 ms of silence in the wire codec, encoded once. */
-  private readonly wireSilence: Buffer;
+  private wireSilence: Buffer;
   private readonly registration: PlayoutRegistration;
   private readonly schedule: FrameSchedule;
   private receiveStats: ReceiveStatistics;
   private remote: RtpEndpoint | undefined;
-  private latchedSsrc: number | undefined;
-  private candidateSsrc: { ssrc: number; count: number } | undefined;
-  private readonly timestampBase: number;
+  private latched: LatchedSource | undefined;
+  /** When the latched source last sent a packet we accepted. */
+  private latchedHeardAt = 0;
+  private candidate: CandidateSource | undefined;
+  private sendSsrc: number;
+  /** RTP timestamp of frame `timestampIndex`; later frames add frameSamples per index. */
+  private timestampBase: number;
+  private timestampIndex = 0;
   private sequence: number;
+  /** The next audio packet starts a talk spurt whatever the playout says (after a codec change). */
+  private forceMarker = false;
   /** Recently cleared items: audio that still arrives for them is dropped, not played. */
   private readonly clearedItems: string[] = [];
+  /** Sent milliseconds of recently finished or cleared items, oldest first. */
+  private readonly playedItems: Array<{ readonly itemId: string; readonly sentMs: number }> = [];
   /** Item whose audio is being encoded now: the send transcoder's remainder belongs to it. */
   private encodingItem: string | undefined;
   private onHold = false;
@@ -135,9 +194,14 @@ export class RtpSession {
   };
   private readonly dropped: Partial<Record<RtpSessionDropReason, number>> = {};
   private readonly latenessBins = new Uint32Array(LATENESS_BINS);
+  /** Lateness of frames sent since the last flush, in seconds: prom-client sees them once a second, not per packet. */
+  private readonly pendingLateness = new Float64Array(METRICS_FLUSH_FRAMES * 4);
+  private pendingLatenessCount = 0;
   /** What was last added to the process-wide metrics, to flush only differences. */
   private flushed = { packetsIn: 0, bytesIn: 0, packetsOut: 0, bytesOut: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, concealed: 0, underruns: 0, playoutUnderruns: 0, skipped: 0, rtcpIn: 0, rtcpOut: 0 };
   private readonly flushedDrops: Partial<Record<RtpSessionDropReason, number>> = {};
+  /** Receive and send statistics of streams the session left behind (codec or SSRC changes). */
+  private retired = { rtpLost: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, concealed: 0, underruns: 0 };
 
   private constructor(options: RtpSessionOptions, sockets: UdpPortPair) {
     this.options = options;
@@ -146,19 +210,16 @@ export class RtpSession {
     this.localAddress = options.config.advertisedAddress ?? options.config.listen;
     this.logger = (options.logger ?? rootLogger()).child({ component: 'rtp', rtp_port: sockets.port });
     const random = randomBytes(10);
-    this.ssrc = random.readUInt32BE(0);
+    this.sendSsrc = random.readUInt32BE(0);
     this.timestampBase = random.readUInt32BE(4);
     this.sequence = random.readUInt16BE(8);
     this.remote = options.remote;
     const codec = options.codec;
+    this.codec = codec;
+    this.telephoneEventPayloadType = options.telephoneEventPayloadType;
+    this.model = options.model;
     this.frameSamples = samplesPerFrame(codec);
-    const law = codec.name === 'opus' ? undefined : codec.name;
-    this.jitterBuffer = new JitterBuffer({
-      minDepthMs: options.config.jitterMinMs,
-      maxDepthMs: options.config.jitterMaxMs,
-      clockRate: codec.clockRate,
-      ...(law ? { conceal: (previous: Buffer) => concealG711Frame(previous, law) } : {}),
-    });
+    this.jitterBuffer = newJitterBuffer(options.config, codec);
     this.receiveStats = new ReceiveStatistics(codec.clockRate);
     this.receiveTranscoder = new ReceiveTranscoder({ wire: codec, model: options.model });
     this.sendTranscoder = new SendTranscoder({ wire: codec, model: options.model });
@@ -168,8 +229,7 @@ export class RtpSession {
     const now = options.timer.now();
     this.openedAt = now;
     this.nextRtcpAt = now + (options.rtcpIntervalMs ?? RTCP_INTERVAL_MS) * (0.5 + Math.random());
-    const weight = codec.name === 'opus' ? OPUS_CALL_WEIGHT : this.receiveTranscoder.passthrough ? 1 : RESAMPLING_CALL_WEIGHT;
-    this.registration = options.scheduler.add(this, weight);
+    this.registration = options.scheduler.add(this, callWeight(codec, this.receiveTranscoder.passthrough));
     this.schedule = new FrameSchedule({ startMs: this.registration.startMs });
     metrics.rtpSessions.inc();
   }
@@ -195,6 +255,16 @@ export class RtpSession {
     return ref.session;
   }
 
+  /** SSRC of what callgate sends; a new one after a codec change to another clock rate. */
+  get ssrc(): number {
+    return this.sendSsrc;
+  }
+
+  /** The wire codec in use now. */
+  get wireCodec(): WireCodec {
+    return this.codec;
+  }
+
   on(listener: Listener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -203,14 +273,80 @@ export class RtpSession {
   /** The SDP address of the far end (answer or re-INVITE): latching starts over from it. */
   setRemote(remote: RtpEndpoint): void {
     this.remote = remote;
-    this.latchedSsrc = undefined;
-    this.candidateSsrc = undefined;
+    this.latched = undefined;
+    this.candidate = undefined;
   }
 
   /** Hold (sendonly/inactive from the far end): no media timeout while it lasts. */
   setHold(onHold: boolean): void {
     this.onHold = onHold;
     if (!onHold) this.lastRtpAt = this.options.timer.now();
+  }
+
+  /**
+   * A re-INVITE changed the codec (PCMU to PCMA, G.711 to Opus...). What the jitter buffer holds
+   * in the old codec goes to the model now; queued model audio is re-encoded, so the item goes on
+   * where it was and `clear()` still counts right. Same clock rate: sequence numbers and
+   * timestamps continue and the next packet carries the marker bit. Another clock rate: a new SSRC
+   * with its own sequence and timestamp origin (RFC 7160 §4.1), since timestamps of two clocks
+   * cannot continue one another. Latching starts over, as the caller may restart its stream too.
+   */
+  setCodec(change: RtpCodecChange): void {
+    if (this.closed) return;
+    const previous = this.codec;
+    const codec = change.codec;
+    const model = change.model ?? this.model;
+    const sameModel = JSON.stringify(model) === JSON.stringify(this.model);
+    this.telephoneEventPayloadType = change.telephoneEventPayloadType;
+    if (previous.name === codec.name && previous.payloadType === codec.payloadType && previous.clockRate === codec.clockRate && sameModel) return;
+    // Receive side: buffered caller audio of the old codec is delivered, then the stream starts over.
+    this.drainReceive();
+    this.retireReceiveStats();
+    this.retireJitterBuffer();
+    this.jitterBuffer = newJitterBuffer(this.options.config, codec);
+    this.receiveStats = new ReceiveStatistics(codec.clockRate);
+    this.receiveTranscoder = new ReceiveTranscoder({ wire: codec, model });
+    this.lastSenderReport = undefined;
+    this.dtmfReceiver.reset();
+    this.latched = undefined;
+    this.candidate = undefined;
+    // Send side: the remainder of the item being encoded becomes a (padded) frame of the old codec,
+    // then every queued frame is decoded and encoded again.
+    const sendTranscoder = new SendTranscoder({ wire: codec, model });
+    if (this.encodingItem !== undefined) {
+      const last = this.sendTranscoder.flush();
+      if (last) this.playout.enqueue(this.encodingItem, [last]);
+    }
+    const decodeOld = new ReceiveTranscoder({ wire: previous, model });
+    const wireSilence = sendTranscoder.silenceFrame();
+    const spare: Buffer[] = [];
+    this.playout.transform((payload) => {
+      const audio = decodeOld.convert(payload);
+      if (audio !== null) spare.push(...sendTranscoder.push(audio));
+      return spare.shift() ?? wireSilence;
+    });
+    this.sendTranscoder = sendTranscoder;
+    this.model = model;
+    this.wireSilence = wireSilence;
+    if (this.options.config.comfortSilence) this.playout.setComfortSilence(wireSilence);
+    const next = this.schedule.nextIndex;
+    if (codec.clockRate !== previous.clockRate) {
+      const random = randomBytes(10);
+      this.sendSsrc = random.readUInt32BE(0);
+      this.timestampBase = random.readUInt32BE(4);
+      this.sequence = random.readUInt16BE(8);
+      this.sentSinceReport = false;
+      this.dtmfSender = new DtmfSender({ clockRate: codec.clockRate });
+    } else {
+      this.timestampBase = this.timestampOf(next);
+    }
+    this.timestampIndex = next;
+    this.frameSamples = samplesPerFrame(codec);
+    this.forceMarker = true;
+    this.codec = codec;
+    this.registration.setWeight(callWeight(codec, this.receiveTranscoder.passthrough));
+    this.logger.info('codec changed', { from: previous.name, to: codec.name, payload_type: codec.payloadType });
+    this.emit(rtpEvents.codecChanged(previous, codec, this.sendSsrc));
   }
 
   /**
@@ -229,7 +365,10 @@ export class RtpSession {
   endItem(itemId: string): void {
     if (this.encodingItem === itemId) this.finishEncoding();
     const sentMs = this.playout.end(itemId);
-    if (sentMs !== null) this.emit(rtpEvents.itemPlayed(itemId, sentMs));
+    if (sentMs !== null) {
+      this.rememberPlayed(itemId, sentMs);
+      this.emit(rtpEvents.itemPlayed(itemId, sentMs));
+    }
   }
 
   /**
@@ -241,35 +380,66 @@ export class RtpSession {
     if (this.encodingItem !== undefined) this.rememberCleared(this.encodingItem);
     this.encodingItem = undefined;
     const result = this.playout.clear();
-    if (result) this.rememberCleared(result.itemId);
+    if (result) {
+      this.rememberCleared(result.itemId);
+      this.rememberPlayed(result.itemId, result.sentMs);
+    }
     return result;
   }
 
+  /**
+   * Where playout is, without clearing it: the item playing (or next to play), its milliseconds
+   * sent so far and still queued. Null when nothing is queued.
+   */
+  playback(): PlayoutPosition | null {
+    return this.playout.position();
+  }
+
+  /**
+   * Milliseconds of an item sent so far, without clearing anything: a queued item, or one of the
+   * last finished or cleared ones. Undefined for an item this session never played.
+   */
+  playedMs(itemId: string): number | undefined {
+    const queued = this.playout.sentMsOf(itemId);
+    if (queued !== null) return queued;
+    for (let i = this.playedItems.length - 1; i >= 0; i--) {
+      const item = this.playedItems[i];
+      if (item?.itemId === itemId) return item.sentMs;
+    }
+    return undefined;
+  }
+
   sendDigit(digit: DtmfDigit, durationMs?: number): void {
-    if (this.options.telephoneEventPayloadType === undefined) return;
+    if (this.telephoneEventPayloadType === undefined) return;
     this.dtmfSender.enqueue(digit, durationMs);
   }
 
   /** A digit that came by signaling (SIP INFO) joins the same digit stream as RFC 4733 ones. */
-  injectDigit(digit: DtmfDigit): void {
+  injectDigit(digit: DtmfDigit, durationMs?: number): void {
     if (this.closed) return;
     metrics.dtmfEvents.inc({ direction: 'in', source: 'sip-info' });
     this.counts.dtmfIn++;
     this.emit(rtpEvents.dtmf(digit, 'sip-info'));
+    if (durationMs !== undefined) this.emit(rtpEvents.dtmfEnd(digit, durationMs, 'sip-info'));
   }
 
   /** Called by the PlayoutScheduler at this call's slot. */
   tick(nowMs: number): void {
     if (this.closed) return;
     const skippedBefore = this.schedule.skippedFrames;
-    const dueFrames = this.schedule.due(nowMs);
+    const dueCount = this.schedule.takeDue(nowMs);
     // After a long stall the send side skips frames (the model's audio is delayed), but the caller's
     // audio already arrived: the model gets all of it, or the jitter buffer would overflow.
     for (let i = this.schedule.skippedFrames - skippedBefore; i > 0; i--) this.receiveFrame(nowMs);
-    for (const due of dueFrames) {
+    if (dueCount > 0) {
+      const first = this.schedule.firstDueIndex;
       // Measured at send time: calls ticked later in the same wake-up are later by that much.
-      this.sendFrame(due.index, Math.max(0, this.options.timer.now() - due.dueMs));
-      this.receiveFrame(nowMs);
+      const sentAt = this.options.timer.now();
+      for (let index = first; index < first + dueCount; index++) {
+        const lateness = sentAt - this.schedule.dueMsOf(index);
+        this.sendFrame(index, lateness > 0 ? lateness : 0);
+        this.receiveFrame(nowMs);
+      }
     }
     this.checkMediaTimeout(nowMs);
     if (nowMs >= this.nextRtcpAt) {
@@ -283,19 +453,20 @@ export class RtpSession {
     const jb = this.jitterBuffer.stats();
     const playout = this.playout.stats();
     const c = this.counts;
+    const r = this.retired;
     return {
       packetsIn: c.packetsIn,
       bytesIn: c.bytesIn,
       packetsOut: c.packetsOut,
       bytesOut: c.bytesOut,
       dropped: { ...this.dropped },
-      lost: this.receiveStats.cumulativeLost,
+      lost: this.receiveStats.cumulativeLost + r.rtpLost,
       jitterMs: this.receiveStats.jitterMs,
-      late: jb.late,
-      duplicates: jb.duplicates,
-      discarded: jb.discarded,
-      concealed: jb.concealed,
-      receiveUnderruns: jb.underruns,
+      late: jb.late + r.late,
+      duplicates: jb.duplicates + r.duplicates,
+      discarded: jb.discarded + r.discarded,
+      concealed: jb.concealed + r.concealed,
+      receiveUnderruns: jb.underruns + r.underruns,
       jitterDepthMs: jb.targetDepthMs,
       playoutUnderruns: playout.underruns,
       playoutLatenessMaxMs: c.latenessMax,
@@ -356,89 +527,135 @@ export class RtpSession {
       return;
     }
     const packet = parsed.packet;
-    const te = this.options.telephoneEventPayloadType;
-    const isAudio = packet.payloadType === this.options.codec.payloadType;
-    const isDtmf = te !== undefined && packet.payloadType === te;
-    if (!isAudio && !isDtmf && packet.payloadType !== COMFORT_NOISE_PAYLOAD_TYPE) {
+    const pt = packet.payloadType;
+    if (pt !== this.codec.payloadType && pt !== this.telephoneEventPayloadType && pt !== COMFORT_NOISE_PAYLOAD_TYPE) {
       this.drop('unknown-payload-type');
       return;
     }
-    if (!this.admitSource(packet, from)) return;
     const now = this.options.timer.now();
+    const latched = this.latched;
+    if (latched !== undefined && packet.ssrc === latched.ssrc && from.port === latched.port && from.address === latched.address) {
+      // The latched source (hot path).
+      this.latchedHeardAt = now;
+      this.candidate = undefined;
+      this.accept(packet, now);
+      return;
+    }
+    this.admitOtherSource(packet, from, now);
+  }
+
+  /**
+   * Symmetric RTP, for every packet not from the latched source: the first valid packet of the
+   * call latches its address, port and SSRC. After that another source (a new SSRC, or the same
+   * SSRC from another address) is followed only once the latched source has been silent for
+   * RELATCH_AFTER_SILENCE_MS and the new one has sent SSRC_CHANGE_PROBATION packets in sequence;
+   * until then its packets are dropped (counted), and the held probation packets play once it is
+   * followed. See RELATCH_AFTER_SILENCE_MS for why.
+   */
+  private admitOtherSource(packet: RtpPacket, from: RemoteInfo, now: number): void {
+    const latched = this.latched;
+    if (latched === undefined) {
+      this.latched = { address: from.address, port: from.port, ssrc: packet.ssrc };
+      this.latchedHeardAt = now;
+      this.remote = { address: from.address, port: from.port };
+      this.emit(rtpEvents.remoteLatched(this.remote, packet.ssrc));
+      this.accept(packet, now);
+      return;
+    }
+    const fromLatchedAddress = from.address === latched.address && from.port === latched.port;
+    if (now - this.latchedHeardAt < RELATCH_AFTER_SILENCE_MS) {
+      // The latched source is live: nothing else is followed, and no probation builds up meanwhile.
+      this.candidate = undefined;
+      this.drop(fromLatchedAddress ? 'ssrc-probation' : 'unexpected-source');
+      return;
+    }
+    let candidate = this.candidate;
+    const sameCandidate = candidate !== undefined && candidate.ssrc === packet.ssrc && candidate.port === from.port && candidate.address === from.address;
+    if (candidate !== undefined && sameCandidate) {
+      const step = (packet.sequenceNumber - candidate.lastSequence) & 0xffff;
+      if (step === 0) {
+        // A repeated packet (RFC 4733 end packets repeat their sequence number): keep, do not count.
+        if (candidate.held.length < SSRC_CHANGE_PROBATION * 2) candidate.held.push(packet);
+        this.drop('ssrc-probation');
+        return;
+      }
+      if (step !== 1) candidate = undefined;
+    } else {
+      candidate = undefined;
+    }
+    if (candidate === undefined) {
+      candidate = { address: from.address, port: from.port, ssrc: packet.ssrc, lastSequence: packet.sequenceNumber, held: [packet] };
+      this.candidate = candidate;
+    } else {
+      candidate.lastSequence = packet.sequenceNumber;
+      candidate.held.push(packet);
+    }
+    let inSequence = 0;
+    let previousSequence = -1;
+    for (const held of candidate.held) {
+      if (held.sequenceNumber !== previousSequence) inSequence++;
+      previousSequence = held.sequenceNumber;
+    }
+    if (inSequence < SSRC_CHANGE_PROBATION) {
+      this.drop('ssrc-probation');
+      return;
+    }
+    // Followed: the new source is the latched one from here on; the old one is a stranger now.
+    this.candidate = undefined;
+    this.latched = { address: from.address, port: from.port, ssrc: packet.ssrc };
+    this.latchedHeardAt = now;
+    if (packet.ssrc !== latched.ssrc) {
+      this.counts.ssrcChanges++;
+      this.retireReceiveStats();
+      this.jitterBuffer.reset();
+      this.dtmfReceiver.reset();
+      this.receiveStats = new ReceiveStatistics(this.codec.clockRate);
+      this.lastSenderReport = undefined;
+      this.emit(rtpEvents.ssrcChanged(latched.ssrc, packet.ssrc));
+    }
+    if (!fromLatchedAddress) {
+      this.counts.relatches++;
+      this.remote = { address: from.address, port: from.port };
+      this.emit(rtpEvents.remoteLatched(this.remote, packet.ssrc));
+    }
+    // The held packets count as received (they were counted in) but no longer as dropped.
+    const released = candidate.held.length - 1;
+    this.dropped['ssrc-probation'] = Math.max(0, (this.dropped['ssrc-probation'] ?? 0) - released);
+    for (const held of candidate.held) this.accept(held, now);
+  }
+
+  /** A packet of the latched source: statistics, then DTMF or the jitter buffer. */
+  private accept(packet: RtpPacket, now: number): void {
+    const pt = packet.payloadType;
+    const isAudio = pt === this.codec.payloadType;
     if (!this.receiveStats.update(packet.sequenceNumber, packet.timestamp, now, isAudio)) {
       this.drop('sequence-jump');
       return;
     }
     this.lastRtpAt = now;
-    if (isDtmf) {
+    if (pt === this.telephoneEventPayloadType && !isAudio) {
       this.receiveDtmf(packet, now);
       return;
     }
     if (!isAudio) {
       // Comfort noise holds its sequence number, like an event packet, so it is not taken for loss.
-      this.jitterBuffer.push({ sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, payload: Buffer.alloc(0), filler: true }, now);
+      this.jitterBuffer.push({ sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, payload: EMPTY_PAYLOAD, filler: true }, now);
       return;
     }
-    this.jitterBuffer.push({ sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, payload: packet.payload }, now);
-  }
-
-  /**
-   * Symmetric RTP: the first valid packet latches the remote address and its SSRC. Later packets
-   * of that SSRC may move (NAT rebinding); another SSRC is only followed from the latched
-   * address and after SSRC_CHANGE_PROBATION consecutive packets; anything else is dropped.
-   */
-  private admitSource(packet: RtpPacket, from: RemoteInfo): boolean {
-    const source: RtpEndpoint = { address: from.address, port: from.port };
-    if (this.latchedSsrc === undefined) {
-      this.latchedSsrc = packet.ssrc;
-      this.latch(source, packet.ssrc);
-      return true;
-    }
-    const fromRemote = this.remote !== undefined && this.remote.address === source.address && this.remote.port === source.port;
-    if (packet.ssrc === this.latchedSsrc) {
-      this.candidateSsrc = undefined;
-      if (!fromRemote) {
-        this.counts.relatches++;
-        this.latch(source, packet.ssrc);
-      }
-      return true;
-    }
-    if (!fromRemote) {
-      this.drop('unexpected-source');
-      return false;
-    }
-    const candidate = this.candidateSsrc?.ssrc === packet.ssrc ? this.candidateSsrc : { ssrc: packet.ssrc, count: 0 };
-    candidate.count++;
-    this.candidateSsrc = candidate;
-    if (candidate.count < SSRC_CHANGE_PROBATION) {
-      this.drop('ssrc-probation');
-      return false;
-    }
-    const previous = this.latchedSsrc;
-    this.latchedSsrc = packet.ssrc;
-    this.candidateSsrc = undefined;
-    this.counts.ssrcChanges++;
-    this.jitterBuffer.reset();
-    this.dtmfReceiver.reset();
-    this.receiveStats = new ReceiveStatistics(this.options.codec.clockRate);
-    this.lastSenderReport = undefined;
-    this.emit(rtpEvents.ssrcChanged(previous, packet.ssrc));
-    return true;
-  }
-
-  private latch(source: RtpEndpoint, ssrc: number): void {
-    this.remote = source;
-    this.emit(rtpEvents.remoteLatched(source, ssrc));
+    this.jitterBuffer.push(packet, now);
   }
 
   private receiveDtmf(packet: RtpPacket, now: number): void {
     // The event packet takes a sequence number in the audio stream: hold its place.
-    this.jitterBuffer.push({ sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, payload: Buffer.alloc(0), filler: true }, now);
+    this.jitterBuffer.push({ sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, payload: EMPTY_PAYLOAD, filler: true }, now);
     const result = this.dtmfReceiver.receive(packet);
     if (result.kind === 'digit') {
       this.counts.dtmfIn++;
       metrics.dtmfEvents.inc({ direction: 'in', source: 'rtp' });
       this.emit(rtpEvents.dtmf(result.digit, 'rtp'));
+      if (result.endedDuration !== undefined) this.emit(rtpEvents.dtmfEnd(result.digit, (result.endedDuration * 1000) / this.codec.clockRate, 'rtp'));
+    } else if (result.kind === 'end') {
+      this.emit(rtpEvents.dtmfEnd(result.digit, (result.duration * 1000) / this.codec.clockRate, 'rtp'));
     }
   }
 
@@ -455,38 +672,59 @@ export class RtpSession {
     }
   }
 
+  private timestampOf(index: number): number {
+    return (this.timestampBase + (index - this.timestampIndex) * this.frameSamples) >>> 0;
+  }
+
   private sendFrame(index: number, latenessMs: number): void {
     // With nowhere to send, audio stays queued: clear() must only count what really went out.
     if (!this.remote) return;
-    const timestamp = (this.timestampBase + index * this.frameSamples) >>> 0;
-    const dtmf = this.options.telephoneEventPayloadType === undefined ? null : this.dtmfSender.next(timestamp);
-    if (dtmf) {
+    const timestamp = this.timestampOf(index);
+    const te = this.telephoneEventPayloadType;
+    const dtmf = te === undefined ? null : this.dtmfSender.next(timestamp);
+    if (dtmf && te !== undefined) {
       if (dtmf.marker) {
         this.counts.dtmfOut++;
         metrics.dtmfEvents.inc({ direction: 'out', source: 'rtp' });
       }
-      this.sendRtp(this.options.telephoneEventPayloadType as number, dtmf.payload, dtmf.marker, dtmf.timestamp, latenessMs);
+      this.sendRtp(te, dtmf.payload, dtmf.marker, dtmf.timestamp, latenessMs);
       return;
     }
     const frame = this.playout.next();
     if (frame.kind === 'idle') return;
-    this.sendRtp(this.options.codec.payloadType, frame.payload, frame.kind === 'audio' && frame.marker, timestamp, latenessMs);
-    if (frame.kind === 'audio' && frame.itemDone) this.emit(rtpEvents.itemPlayed(frame.itemId, frame.itemSentMs));
+    const marker = frame.kind === 'audio' && (frame.marker || this.forceMarker);
+    this.forceMarker = false;
+    this.sendRtp(this.codec.payloadType, frame.payload, marker, timestamp, latenessMs);
+    if (frame.kind === 'audio' && frame.itemDone) {
+      this.rememberPlayed(frame.itemId, frame.itemSentMs);
+      this.emit(rtpEvents.itemPlayed(frame.itemId, frame.itemSentMs));
+    }
   }
 
   private sendRtp(payloadType: number, payload: Buffer, marker: boolean, timestamp: number, latenessMs: number): void {
-    if (!this.remote) return;
-    const header = serializeRtpHeader({ payloadType, marker, sequenceNumber: this.sequence, timestamp, ssrc: this.ssrc });
+    const remote = this.remote;
+    if (!remote) return;
+    // One buffer from Node's pool (header and payload): a single-element send, no header
+    // allocation of its own, and nothing the caller keeps (playout frames can be views).
+    const length = RTP_HEADER_BYTES + payload.length;
+    const packet = Buffer.allocUnsafe(length);
+    packet[0] = RTP_VERSION << 6;
+    packet[1] = (marker ? 0x80 : 0) | (payloadType & 0x7f);
+    packet.writeUInt16BE(this.sequence, 2);
+    packet.writeUInt32BE(timestamp >>> 0, 4);
+    packet.writeUInt32BE(this.sendSsrc, 8);
+    payload.copy(packet, RTP_HEADER_BYTES);
     this.sequence = (this.sequence + 1) & 0xffff;
-    this.sockets.sendRtp([header, payload], this.remote);
-    this.counts.packetsOut++;
-    this.counts.bytesOut += RTP_HEADER_BYTES + payload.length;
-    this.counts.latenessSum += latenessMs;
-    this.counts.latenessFrames++;
-    if (latenessMs > this.counts.latenessMax) this.counts.latenessMax = latenessMs;
+    this.sockets.sendRtp(packet, remote);
+    const c = this.counts;
+    c.packetsOut++;
+    c.bytesOut += length;
+    c.latenessSum += latenessMs;
+    c.latenessFrames++;
+    if (latenessMs > c.latenessMax) c.latenessMax = latenessMs;
     const bin = Math.min(LATENESS_BINS - 1, Math.floor(latenessMs / LATENESS_BIN_MS));
     this.latenessBins[bin] = (this.latenessBins[bin] as number) + 1;
-    metrics.playoutLateness.observe(latenessMs / 1000);
+    if (this.pendingLatenessCount < this.pendingLateness.length) this.pendingLateness[this.pendingLatenessCount++] = latenessMs / 1000;
     this.sentSinceReport = true;
     this.lastSentTimestamp = timestamp;
   }
@@ -499,6 +737,31 @@ export class RtpSession {
       // A DTMF placeholder plays as concealment of the previous audio would: as silence.
       this.deliver(frame.kind === 'concealed' ? frame.payload : this.wireSilence, true);
     }
+  }
+
+  /** Everything the jitter buffer holds goes to the model now (the stream is about to restart). */
+  private drainReceive(): void {
+    for (let guard = this.jitterBuffer.depthFrames(); guard > 0 && this.jitterBuffer.depthFrames() > 0; guard--) this.receiveFrame(Number.POSITIVE_INFINITY);
+  }
+
+  /** RFC 3550 loss of a source being replaced, kept so stats() never goes backwards. */
+  private retireReceiveStats(): void {
+    this.retired = { ...this.retired, rtpLost: this.retired.rtpLost + this.receiveStats.cumulativeLost };
+  }
+
+  /** Counts of a jitter buffer being replaced, kept so stats() and metrics never go backwards. */
+  private retireJitterBuffer(): void {
+    const jb = this.jitterBuffer.stats();
+    const r = this.retired;
+    this.retired = {
+      rtpLost: r.rtpLost,
+      lost: r.lost + jb.lost,
+      late: r.late + jb.late,
+      duplicates: r.duplicates + jb.duplicates,
+      discarded: r.discarded + jb.discarded,
+      concealed: r.concealed + jb.concealed,
+      underruns: r.underruns + jb.underruns,
+    };
   }
 
   private deliver(payload: Buffer, concealed: boolean): void {
@@ -523,18 +786,19 @@ export class RtpSession {
 
   private sendRtcpReport(now: number): void {
     if (!this.remote) return;
+    const latched = this.latched;
     const block =
-      this.latchedSsrc === undefined || this.receiveStats.packetsReceived === 0
+      latched === undefined || this.receiveStats.packetsReceived === 0
         ? undefined
         : {
-            ssrc: this.latchedSsrc,
+            ssrc: latched.ssrc,
             ...this.receiveStats.report(),
             lastSenderReport: this.lastSenderReport?.ntpMiddle ?? 0,
             delaySinceLastSenderReport: this.lastSenderReport ? Math.floor(((now - this.lastSenderReport.atMs) / 1000) * 65536) : 0,
           };
     if (block) metrics.rtpJitter.observe(this.receiveStats.jitterMs / 1000);
     const data = serializeRtcpReport({
-      ssrc: this.ssrc,
+      ssrc: this.sendSsrc,
       cname: this.options.cname ?? `callgate@${this.localAddress}`,
       ...(this.sentSinceReport
         ? { sender: { wallClockMs: Date.now(), rtpTimestamp: this.lastSentTimestamp, packets: this.counts.packetsOut, octets: this.counts.bytesOut } }
@@ -553,6 +817,11 @@ export class RtpSession {
     if (this.clearedItems.length > REMEMBERED_CLEARED_ITEMS) this.clearedItems.shift();
   }
 
+  private rememberPlayed(itemId: string, sentMs: number): void {
+    this.playedItems.push({ itemId, sentMs });
+    if (this.playedItems.length > REMEMBERED_PLAYED_ITEMS) this.playedItems.shift();
+  }
+
   private finishEncoding(): void {
     const itemId = this.encodingItem;
     if (itemId === undefined) return;
@@ -563,19 +832,22 @@ export class RtpSession {
 
   private flushMetrics(): void {
     this.framesSinceFlush = 0;
+    for (let i = 0; i < this.pendingLatenessCount; i++) metrics.playoutLateness.observe(this.pendingLateness[i] as number);
+    this.pendingLatenessCount = 0;
     const jb = this.jitterBuffer.stats();
     const playout = this.playout.stats();
+    const r = this.retired;
     const now = {
       packetsIn: this.counts.packetsIn,
       bytesIn: this.counts.bytesIn,
       packetsOut: this.counts.packetsOut,
       bytesOut: this.counts.bytesOut,
-      lost: jb.lost,
-      late: jb.late,
-      duplicates: jb.duplicates,
-      discarded: jb.discarded,
-      concealed: jb.concealed,
-      underruns: jb.underruns,
+      lost: jb.lost + r.lost,
+      late: jb.late + r.late,
+      duplicates: jb.duplicates + r.duplicates,
+      discarded: jb.discarded + r.discarded,
+      concealed: jb.concealed + r.concealed,
+      underruns: jb.underruns + r.underruns,
       playoutUnderruns: playout.underruns,
       skipped: this.schedule.skippedFrames,
       rtcpIn: this.counts.rtcpIn,

@@ -4,6 +4,8 @@
  * (it goes back to the allocator) and the next one is tried.
  */
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
+import { lookup as dnsLookup, type LookupOneOptions } from 'node:dns';
+import { isIP } from 'node:net';
 import { CallgateError, isCallgateError } from '../../config/errors.ts';
 import type { RtpPortAllocator } from './rtp-port-allocator.ts';
 import type { RtpEndpoint } from './rtp-session-events.ts';
@@ -39,8 +41,8 @@ export class UdpPortPair {
     for (let attempt = 0; attempt < MAX_BIND_ATTEMPTS; attempt++) {
       const port = options.allocator.allocate();
       const type = options.address.includes(':') ? 'udp6' : 'udp4';
-      const rtp = createSocket({ type });
-      const rtcp = createSocket({ type });
+      const rtp = createSocket({ type, lookup: literalLookup });
+      const rtcp = createSocket({ type, lookup: literalLookup });
       try {
         await bindSocket(rtp, port, options.address);
         await bindSocket(rtcp, port + 1, options.address);
@@ -60,7 +62,7 @@ export class UdpPortPair {
     throw new CallgateError('CALLGATE_ERR_LISTEN_FAILED', { address: `${options.address} (RTP)`, reason: String(lastError) }, { cause: lastError });
   }
 
-  /** One datagram; several buffers are gathered by the kernel (header and payload, no copy). */
+  /** One datagram; the buffer must not be reused (the kernel may send it later). */
   sendRtp(data: Buffer | readonly Buffer[], to: RtpEndpoint): void {
     if (!this.closed) this.rtp.send(data, to.port, to.address);
   }
@@ -75,6 +77,23 @@ export class UdpPortPair {
     await Promise.all([closeSocket(this.rtp), closeSocket(this.rtcp)]);
     this.allocator.release(this.port);
   }
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string, family: number) => void;
+
+/**
+ * Remote media addresses are IP literals (SDP c= lines, the latched source). Node resolves the
+ * address of every datagram through dns.lookup, which answers literals on the next tick: a queued
+ * callback and an async hop per packet. Answering literals at once sends in the same tick; a
+ * host name (legal in SDP, rare) still goes through the resolver.
+ */
+function literalLookup(hostname: string, options: LookupOneOptions | number, callback: LookupCallback): void {
+  const family = isIP(hostname);
+  if (family !== 0) {
+    callback(null, hostname, family);
+    return;
+  }
+  dnsLookup(hostname, typeof options === 'number' ? { family: options } : options, callback);
 }
 
 function bindSocket(socket: Socket, port: number, address: string): Promise<void> {
