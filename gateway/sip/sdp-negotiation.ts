@@ -1,7 +1,9 @@
 /**
- * SDP offer/answer (RFC 3264) for one audio stream: choose the codec by the tenant's preference
- * among PCMU, PCMA and opus/48000/2 (plus telephone-event at the codec's clock), refuse every
- * other stream with port 0, and mirror the offer's direction. Pure.
+ * SDP offer/answer (RFC 3264) for one audio stream, pure. As answerer (`answerOffer`): choose the
+ * codec by the tenant's preference among PCMU, PCMA and opus/48000/2 (plus telephone-event at the
+ * codec's clock), refuse every other stream with port 0, and mirror the offer's direction. As
+ * offerer, for an INVITE that came without SDP (`buildOffer` for the 200, `acceptAnswer` for the
+ * SDP in the ACK): offer the tenant's codecs in its order and check that the answer keeps to them.
  */
 import type { LocalMediaAddress } from './local-media.ts';
 import type { AudioCodecName, SdpConnection, SdpDirection, SdpMedia, SdpRtpMap, SdpSession } from './sdp-types.ts';
@@ -147,6 +149,123 @@ export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAn
       remote: { address: connection.address, port: audio.port },
       direction,
       held,
+    },
+  };
+}
+
+/** Dynamic payload types callgate offers (the values most trunks and phones use themselves). */
+export const OFFER_PAYLOAD_TYPES = { opus: 111, telephoneEvent8000: 101, telephoneEvent48000: 110 } as const;
+
+export interface SdpOfferOptions {
+  readonly preference: readonly AudioCodecName[];
+  readonly local: LocalMediaAddress;
+  readonly sessionId: string;
+  readonly sessionVersion: number;
+  readonly ptime?: number;
+}
+
+/**
+ * The offer callgate puts in the 200 to an INVITE without SDP (RFC 3261 section 13.2.1): one
+ * sendrecv audio stream with the tenant's codecs in its order of preference and telephone-event
+ * at each clock rate offered.
+ */
+export function buildOffer(options: SdpOfferOptions): SdpSession {
+  const rtpmaps: SdpRtpMap[] = [];
+  const fmtp: Record<number, string> = {};
+  for (const codec of new Set(options.preference)) {
+    if (codec === 'PCMU') rtpmaps.push({ payloadType: 0, encoding: 'PCMU', clockRate: 8000 });
+    if (codec === 'PCMA') rtpmaps.push({ payloadType: 8, encoding: 'PCMA', clockRate: 8000 });
+    if (codec === 'opus') {
+      rtpmaps.push({ payloadType: OFFER_PAYLOAD_TYPES.opus, encoding: 'opus', clockRate: 48000, channels: 2 });
+      fmtp[OFFER_PAYLOAD_TYPES.opus] = 'useinbandfec=1';
+    }
+  }
+  if (rtpmaps.some((map) => map.clockRate === 8000)) {
+    rtpmaps.push({ payloadType: OFFER_PAYLOAD_TYPES.telephoneEvent8000, encoding: 'telephone-event', clockRate: 8000 });
+    fmtp[OFFER_PAYLOAD_TYPES.telephoneEvent8000] = '0-16';
+  }
+  if (rtpmaps.some((map) => map.clockRate === 48000)) {
+    rtpmaps.push({ payloadType: OFFER_PAYLOAD_TYPES.telephoneEvent48000, encoding: 'telephone-event', clockRate: 48000 });
+    fmtp[OFFER_PAYLOAD_TYPES.telephoneEvent48000] = '0-16';
+  }
+  const addrType = options.local.address.includes(':') ? 'IP6' : 'IP4';
+  return {
+    origin: { username: 'callgate', sessionId: options.sessionId, sessionVersion: String(options.sessionVersion), netType: 'IN', addrType, address: options.local.address },
+    sessionName: 'callgate',
+    connection: { netType: 'IN', addrType, address: options.local.address },
+    attributes: [],
+    media: [
+      {
+        type: 'audio',
+        port: options.local.port,
+        protocol: 'RTP/AVP',
+        formats: rtpmaps.map((map) => String(map.payloadType)),
+        rtpmaps,
+        fmtp,
+        ptime: options.ptime ?? DEFAULT_PTIME_MS,
+        direction: 'sendrecv',
+        attributes: [],
+      },
+    ],
+  };
+}
+
+function sameCodec(a: SdpRtpMap, b: SdpRtpMap): boolean {
+  return a.encoding.toLowerCase() === b.encoding.toLowerCase() && a.clockRate === b.clockRate && (a.channels ?? 1) === (b.channels ?? 1);
+}
+
+/**
+ * Checks the answer to callgate's offer (carried by the ACK) and settles the media: the answer
+ * must have one m= line per offered line (RFC 3264 section 6), keep the audio stream, and pick a
+ * codec callgate offered; the codec is the first of the answer's formats that callgate offered.
+ * Anything else is refused, and the dialog ends the call (RFC 3261 section 13.3.1.4).
+ */
+export function acceptAnswer(offer: SdpSession, answer: SdpSession): { readonly ok: true; readonly media: NegotiatedMedia } | Extract<SdpAnswerResult, { ok: false }> {
+  if (answer.media.length !== offer.media.length) {
+    return { ok: false, reason: 'bad-sdp', detail: `the answer has ${answer.media.length} m= lines for ${offer.media.length} offered` };
+  }
+  const audioIndex = offer.media.findIndex((m) => m.type === 'audio' && m.port !== 0);
+  const offered = offer.media[audioIndex];
+  const audio = answer.media[audioIndex];
+  if (offered === undefined || audio === undefined) return { ok: false, reason: 'bad-sdp', detail: 'the offer has no audio stream' };
+  if (audio.type !== offered.type || audio.protocol.toUpperCase() !== offered.protocol.toUpperCase()) {
+    return { ok: false, reason: 'bad-sdp', detail: `answered ${audio.type} ${audio.protocol} for the offered ${offered.type} ${offered.protocol}` };
+  }
+  if (audio.port === 0) return { ok: false, reason: 'no-common-codec', detail: 'the answer refused the audio stream (port 0)' };
+  const connection = audio.connection ?? answer.connection;
+  if (connection === undefined) return { ok: false, reason: 'bad-sdp', detail: 'no c= line for the audio stream' };
+
+  const offeredMaps = offered.formats.map((format) => rtpmapOf(offered, format)).filter((map): map is SdpRtpMap => map !== undefined);
+  const offeredCodec = (map: SdpRtpMap): AudioCodecName | undefined =>
+    offeredMaps.some((own) => sameCodec(own, map)) ? (Object.keys(CODEC_FORMAT) as AudioCodecName[]).find((name) => sameCodec({ payloadType: 0, ...CODEC_FORMAT[name] }, map)) : undefined;
+  let chosen: { codec: AudioCodecName; map: SdpRtpMap } | undefined;
+  for (const format of audio.formats) {
+    const map = rtpmapOf(audio, format);
+    const codec = map === undefined ? undefined : offeredCodec(map);
+    if (map !== undefined && codec !== undefined) {
+      chosen = { codec, map };
+      break;
+    }
+  }
+  if (chosen === undefined) return { ok: false, reason: 'no-common-codec', detail: `answered ${audio.formats.join(' ')}, offered ${offered.formats.join(' ')}` };
+  const clockRate = chosen.map.clockRate;
+  const dtmf = audio.formats
+    .map((format) => rtpmapOf(audio, format))
+    .find((map) => map !== undefined && map.encoding.toLowerCase() === 'telephone-event' && map.clockRate === clockRate && offeredMaps.some((own) => sameCodec(own, map)));
+  const answeredDirection = audio.direction ?? answer.direction ?? 'sendrecv';
+  const nullAddress = connection.address === '0.0.0.0' || connection.address === '::';
+  return {
+    ok: true,
+    media: {
+      codec: chosen.codec,
+      payloadType: chosen.map.payloadType,
+      clockRate,
+      channels: chosen.map.channels ?? 1,
+      ...(dtmf !== undefined ? { telephoneEvent: { payloadType: dtmf.payloadType, clockRate: dtmf.clockRate } } : {}),
+      ptime: audio.ptime ?? offered.ptime ?? DEFAULT_PTIME_MS,
+      remote: { address: connection.address, port: audio.port },
+      direction: nullAddress && answeredDirection === 'sendrecv' ? 'recvonly' : MIRROR[answeredDirection],
+      held: nullAddress || answeredDirection === 'sendonly' || answeredDirection === 'inactive',
     },
   };
 }

@@ -15,6 +15,7 @@ export type DialogEndReason =
   | 'remote-bye'
   | 'local-bye'
   | 'cancelled'
+  /** Refused before it began: a final error response, or BYE when the ACK's answer to callgate's offer was unusable. */
   | 'rejected'
   | 'ack-timeout'
   | 'transferred'
@@ -28,13 +29,21 @@ export type TransferProgress =
   | { readonly state: 'failed'; readonly status: number; readonly reason: string };
 
 export type DialogEvent =
-  /** The caller acknowledged the 200: media may flow both ways. */
-  | { readonly type: 'ack' }
+  /**
+   * The caller acknowledged the 200: media may flow both ways. `media` is set when the INVITE had
+   * no SDP (delayed offer): the 200 carried callgate's offer, the ACK the answer, and this is the
+   * media it settled (until then the application only had a provisional choice, see `accept`).
+   * An ACK without a usable answer never gets here: the call ends with BYE (reason `rejected`).
+   */
+  | { readonly type: 'ack'; readonly media?: NegotiatedMedia }
   /** The caller cancelled before the call was answered. */
   | { readonly type: 'cancelled' }
   /** The caller hung up. */
   | { readonly type: 'bye' }
-  /** The caller changed the session (hold, resume, new address or codec); already answered. */
+  /**
+   * The caller changed the session (hold, resume, new address or codec); already answered. After
+   * a re-INVITE without SDP, `offer` is the caller's answer (from the ACK) to callgate's offer.
+   */
   | { readonly type: 'reinvite'; readonly media: NegotiatedMedia; readonly offer: SdpSession }
   /** A DTMF digit sent by SIP INFO (application/dtmf-relay or application/dtmf). */
   | { readonly type: 'dtmf'; readonly digit: string; readonly durationMs?: number }
@@ -71,7 +80,12 @@ export interface SignalingDialog {
 }
 
 export type AcceptResult =
-  | { readonly ok: true; readonly media: NegotiatedMedia }
+  /**
+   * `answerPending` is set for an INVITE without SDP: the 200 carried callgate's offer, `media` is
+   * callgate's first codec with the caller's address and port 9 (nothing known yet), and the media
+   * the caller settled comes with the `ack` event.
+   */
+  | { readonly ok: true; readonly media: NegotiatedMedia; readonly answerPending?: true }
   | { readonly ok: false; readonly status: number; readonly reason: string };
 
 export interface InboundCall {
@@ -90,7 +104,9 @@ export interface InboundCall {
   readonly dialog: SignalingDialog;
   /**
    * Answers with an SDP built from the offer, the tenant's codec preference and callgate's media
-   * address. When nothing is common the call is rejected with 488 and the result says so.
+   * address. When nothing is common the call is rejected with 488 and the result says so. Without
+   * an offer (delayed offer) the 200 carries callgate's offer of the tenant's codecs instead, and
+   * the answer arrives with the ACK (see `answerPending` and the `ack` event).
    */
   accept(options: { readonly local: LocalMediaAddress }): AcceptResult;
   /** Sends 180 Ringing. */

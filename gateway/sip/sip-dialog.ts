@@ -7,6 +7,7 @@
 import type { Logger } from '../../config/log.ts';
 import type { TenantConfig } from '../../config/schema.ts';
 import type { ClientOutcome } from './client-transaction.ts';
+import { provisionalMedia, readAckAnswer, unusableAnswerReason } from './delayed-offer.ts';
 import { headerValue, headerValues } from './header-names.ts';
 import { parseNameAddr, paramValue } from './header-parser.ts';
 import { parseInfoBody } from './info-body.ts';
@@ -16,7 +17,7 @@ import { buildResponse, type ResponseOptions } from './message-factory.ts';
 import { serializeResponse, type OutgoingRequest } from './message-serializer.ts';
 import type { SipHeader, SipRequest, SipResponse } from './message-types.ts';
 import type { NonInviteServerTransaction } from './non-invite-server-transaction.ts';
-import { answerOffer, type NegotiatedMedia } from './sdp-negotiation.ts';
+import { answerOffer, buildOffer, type NegotiatedMedia } from './sdp-negotiation.ts';
 import { parseSdp, serializeSdp } from './sdp-parser.ts';
 import type { SdpDirection, SdpSession } from './sdp-types.ts';
 import type {
@@ -98,8 +99,11 @@ export class SipDialog implements SignalingDialog {
   private lastAnswer: SdpSession | undefined;
   private readonly sessionId = String(Date.now());
   private sessionVersion = 1;
-  /** The INVITE server transaction whose 2xx waits for an ACK, and its CSeq. */
-  private awaitingAck: { readonly cseq: number; readonly transaction: InviteServerTransaction } | undefined;
+  /**
+   * The INVITE server transaction whose 2xx waits for an ACK, its CSeq, and callgate's offer when
+   * that 2xx carried one (the INVITE had no SDP): the ACK must then carry the answer.
+   */
+  private awaitingAck: { readonly cseq: number; readonly transaction: InviteServerTransaction; readonly offer?: SdpSession } | undefined;
   private reinvitePending = false;
   private transferPending: PendingTransfer | undefined;
 
@@ -168,10 +172,7 @@ export class SipDialog implements SignalingDialog {
 
   accept(local: LocalMediaAddress, offer: SdpSession | undefined): AcceptResult {
     if (this.current !== 'early' || this.options.transaction.answered) return { ok: false, status: 481, reason: 'the call is no longer pending' };
-    if (offer === undefined) {
-      this.reject(488, 'Not Acceptable Here');
-      return { ok: false, status: 488, reason: 'an INVITE without SDP offer is not supported' };
-    }
+    if (offer === undefined) return this.acceptWithOffer(local);
     const result = answerOffer(offer, { preference: this.options.tenant.codecs, local, sessionId: this.sessionId, sessionVersion: this.sessionVersion });
     if (!result.ok) {
       this.reject(488);
@@ -185,6 +186,22 @@ export class SipDialog implements SignalingDialog {
     this.respondInvite(this.options.transaction, this.options.invite, 200, { body: serializeSdp(result.answer) });
     this.options.host.dialogAnswered(this);
     return { ok: true, media: result.media };
+  }
+
+  /**
+   * Delayed offer (RFC 3261 section 13.2.1, RFC 3264 section 4): the INVITE had no SDP, so the 200
+   * carries callgate's offer and the ACK must carry the answer. The media is settled by the ACK
+   * and reported with the `ack` event; until then the result holds callgate's preferred codec.
+   */
+  private acceptWithOffer(local: LocalMediaAddress): AcceptResult {
+    const offer = buildOffer({ preference: this.options.tenant.codecs, local, sessionId: this.sessionId, sessionVersion: this.sessionVersion });
+    this.local = local;
+    this.lastAnswer = offer;
+    this.answered = true;
+    this.awaitingAck = { cseq: this.options.invite.cseq.seq, transaction: this.options.transaction, offer };
+    this.respondInvite(this.options.transaction, this.options.invite, 200, { body: serializeSdp(offer) });
+    this.options.host.dialogAnswered(this);
+    return { ok: true, media: provisionalMedia(offer, this.source.address), answerPending: true };
   }
 
   reject(status: number, reason?: string): void {
@@ -214,11 +231,31 @@ export class SipDialog implements SignalingDialog {
     if (pending === undefined || request.cseq.seq !== pending.cseq) return;
     this.awaitingAck = undefined;
     pending.transaction.acknowledge();
-    if (!this.ackReceived) {
+    const initial = !this.ackReceived;
+    let settled: NegotiatedMedia | undefined;
+    if (pending.offer !== undefined) {
+      const answer = readAckAnswer(headerValue(request.headers, 'Content-Type'), request.body, pending.offer);
+      if (!answer.ok) {
+        // No way to refuse an ACK: the session never came up, so it is ended (RFC 3261 13.3.1.4).
+        this.ackReceived = true;
+        this.current = 'confirmed';
+        this.options.host.logger.warn('the ACK carried no usable answer to the offer, ending the call with BYE', { callId: this.callId, reason: answer.detail });
+        void this.sendBye(initial ? 'rejected' : 'local-bye', [{ name: 'Reason', value: unusableAnswerReason(answer.detail) }]);
+        return;
+      }
+      settled = answer.media;
+      this.negotiated = answer.media;
+    }
+    if (initial) {
       this.ackReceived = true;
       this.current = 'confirmed';
-      this.emit({ type: 'ack' });
+      this.emit(settled !== undefined ? { type: 'ack', media: settled } : { type: 'ack' });
       if (this.byeWhenAcked) void this.sendBye('local-bye');
+      return;
+    }
+    if (settled !== undefined) {
+      const sdp = parseSdp(request.body);
+      if (sdp.ok) this.emit({ type: 'reinvite', media: settled, offer: sdp.value });
     }
   }
 
@@ -291,11 +328,12 @@ export class SipDialog implements SignalingDialog {
       answer = result.answer;
       this.negotiated = result.media;
     } else {
+      // A re-INVITE without SDP asks for an offer: the 200 carries it and the ACK the answer.
       answer = { ...answer, origin: { ...answer.origin, sessionVersion: String(this.sessionVersion + 1) } };
     }
     this.sessionVersion += 1;
     this.lastAnswer = answer;
-    this.awaitingAck = { cseq: request.cseq.seq, transaction };
+    this.awaitingAck = { cseq: request.cseq.seq, transaction, ...(offer === undefined ? { offer: answer } : {}) };
     this.respondInvite(transaction, request, 200, { body: serializeSdp(answer) });
     if (offer !== undefined && this.negotiated !== undefined) this.emit({ type: 'reinvite', media: this.negotiated, offer });
   }
@@ -382,10 +420,10 @@ export class SipDialog implements SignalingDialog {
     return this.options.host.sendRequest(request, branch, this.destination(), method === 'INVITE');
   }
 
-  private async sendBye(reason: DialogEndReason): Promise<void> {
+  private async sendBye(reason: DialogEndReason, extra: readonly SipHeader[] = []): Promise<void> {
     if (this.current === 'terminated') return;
     this.end(reason);
-    const outcome = await this.request('BYE');
+    const outcome = await this.request('BYE', extra);
     if (outcome.type === 'timeout') this.options.host.logger.info('BYE was not answered', { callId: this.callId });
   }
 
@@ -511,3 +549,4 @@ export class SipDialog implements SignalingDialog {
     if (parsed?.ok === true) this.remoteTarget = parsed.value.uriText;
   }
 }
+
