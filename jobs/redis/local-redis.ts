@@ -94,7 +94,9 @@ async function launch(binary: string, port: number): Promise<LocalRedis> {
     cleanupDir();
     throw error;
   }
+  const watchdog = startWatchdog(child, dir);
   const killOnExit = () => {
+    watchdog?.kill('SIGKILL');
     child.kill('SIGKILL');
     cleanupDir();
   };
@@ -105,6 +107,8 @@ async function launch(binary: string, port: number): Promise<LocalRedis> {
     port,
     pid: child.pid ?? -1,
     stop: () => {
+      // The watchdog goes first: once redis has exited, its pid may belong to someone else.
+      watchdog?.kill('SIGKILL');
       stopped ??= stopChild(child).finally(() => {
         process.removeListener('exit', killOnExit);
         cleanupDir();
@@ -112,6 +116,30 @@ async function launch(binary: string, port: number): Promise<LocalRedis> {
       return stopped;
     },
   };
+}
+
+/**
+ * A process that outlives callgate only to clean up after it: it waits for end of file on a pipe
+ * whose other end only this process holds. If callgate dies without running its exit handlers
+ * (SIGKILL, OOM killer), the kernel closes the pipe and the watchdog kills the private
+ * redis-server and removes its directory, so nothing is left listening. Stopped first on a
+ * normal stop. Without `sh` the server is still stopped on every exit that runs handlers.
+ */
+function startWatchdog(server: ChildProcess, dir: string): ChildProcess | undefined {
+  if (server.pid === undefined) return undefined;
+  try {
+    const watchdog = spawn('sh', ['-c', 'cat >/dev/null; kill -9 "$1" 2>/dev/null; rm -rf "$2"', 'callgate-redis-watchdog', String(server.pid), dir], {
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    watchdog.on('error', () => undefined);
+    watchdog.stdin?.on('error', () => undefined);
+    // Neither the process nor its pipe may keep callgate's event loop alive.
+    watchdog.unref();
+    (watchdog.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    return watchdog;
+  } catch {
+    return undefined;
+  }
 }
 
 function waitForReady(child: ChildProcess, port: number): Promise<void> {

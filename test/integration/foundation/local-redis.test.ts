@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { Redis } from 'ioredis';
@@ -5,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { isCallgateError } from '../../../config/errors.ts';
 import { checkRedis, safeRedisUrl } from '../../../jobs/redis/connection.ts';
 import { findRedisServer, freeLoopbackPort, resolveRedis, startLocalRedis } from '../../../jobs/redis/local-redis.ts';
-import { isAlive } from '../../support/processes.ts';
+import { isAlive, REPO_ROOT } from '../../support/processes.ts';
 import { testRedisUrl } from '../../support/redis.ts';
 
 function redisDirs(): string[] {
@@ -30,6 +31,36 @@ describe('when no REDIS_URL is given', () => {
     await local.stop();
     expect(isAlive(local.pid)).toBe(false);
     expect(existsSync(`${tmpdir()}/${created[0]}`)).toBe(false);
+  });
+
+  it('should leave no redis-server and no directory behind when the process that started it is killed with SIGKILL', async () => {
+    const program = [
+      "import { startLocalRedis } from './jobs/redis/local-redis.ts';",
+      'const local = await startLocalRedis();',
+      'console.log(JSON.stringify({ pid: local.pid, url: local.url }));',
+      'setInterval(() => undefined, 1000);',
+    ].join('\n');
+    const before = new Set(redisDirs());
+    const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const started = await new Promise<{ pid: number; url: string }>((resolve, reject) => {
+      let out = '';
+      owner.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        const line = out.split('\n').find((l) => l.startsWith('{'));
+        if (line !== undefined) resolve(JSON.parse(line) as { pid: number; url: string });
+      });
+      owner.once('exit', (code) => reject(new Error(`exited with ${String(code)} before starting redis`)));
+    });
+    const created = redisDirs().filter((d) => !before.has(d));
+    expect(created).toHaveLength(1);
+    expect(isAlive(started.pid)).toBe(true);
+
+    owner.kill('SIGKILL');
+    const deadline = Date.now() + 5_000;
+    while ((isAlive(started.pid) || existsSync(`${tmpdir()}/${created[0]}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(isAlive(started.pid)).toBe(false);
+    expect(existsSync(`${tmpdir()}/${created[0]}`)).toBe(false);
+    await expect(checkRedis(started.url, 500)).rejects.toThrow(/unreachable|ECONNREFUSED/i);
   });
 
   it('should start two private servers on different ports', async () => {
