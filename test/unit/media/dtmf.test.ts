@@ -41,6 +41,23 @@ describe('when receiving RFC 4733 telephone-events', () => {
     expect(digitsOf(new DtmfReceiver(), press('9', 1000).slice(4))).toBe('9');
   });
 
+  it('should report each release once, on the first end packet, with the duration the sender measured', () => {
+    const receiver = new DtmfReceiver();
+    const results = [...press('1', 1000), ...press('2', 3000, 13)].map((p) => receiver.receive(p));
+    expect(results.filter((r) => r.kind === 'end')).toEqual([
+      { kind: 'end', digit: '1', duration: 960 },
+      { kind: 'end', digit: '2', duration: 2240 },
+    ]);
+    // Updates and the two repeated end packets of each press are repeats.
+    expect(results.filter((r) => r.kind === 'repeat')).toHaveLength(4 + 2 + 12 + 2);
+  });
+
+  it('should report the press and its release together when only end packets arrive', () => {
+    const receiver = new DtmfReceiver();
+    const results = press('9', 1000).slice(5).map((p) => receiver.receive(p));
+    expect(results).toEqual([{ kind: 'digit', digit: '9', endedDuration: 960 }, { kind: 'repeat' }, { kind: 'repeat' }]);
+  });
+
   it('should ignore malformed payloads and non-digit events', () => {
     const receiver = new DtmfReceiver();
     expect(receiver.receive({ timestamp: 1, payload: Buffer.from('0b80', 'hex') })).toEqual({ kind: 'ignored', reason: 'malformed' });
