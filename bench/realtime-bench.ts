@@ -97,9 +97,44 @@ async function runSimulator(): Promise<void> {
 
 interface SessionProbe {
   client: OpenAIRealtimeSession;
-  received: number[];
-  outbound: number[];
-  sendCost: number[];
+  /** When each audio delta was emitted (µs), preallocated so that recording allocates nothing. */
+  received: Float64Array;
+  receivedCount: number;
+}
+
+/**
+ * Latencies in 10 µs buckets up to 2 s, in one preallocated array: recording a value allocates
+ * nothing, so the measurement does not add garbage collection to the tail it measures.
+ */
+class LatencyHistogram {
+  private static readonly BUCKET_MICROS = 10;
+  private readonly buckets = new Uint32Array(200_000);
+  count = 0;
+  maxMicros = 0;
+
+  record(micros: number): void {
+    const index = Math.min(this.buckets.length - 1, Math.max(0, Math.floor(micros / LatencyHistogram.BUCKET_MICROS)));
+    this.buckets[index] = (this.buckets[index] ?? 0) + 1;
+    this.count++;
+    if (micros > this.maxMicros) this.maxMicros = micros;
+  }
+
+  /** The upper edge of the bucket holding the p-th percentile, in µs. */
+  percentile(p: number): number {
+    if (this.count === 0) return NaN;
+    const rank = Math.ceil((p / 100) * this.count);
+    let seen = 0;
+    for (let i = 0; i < this.buckets.length; i++) {
+      seen += this.buckets[i] ?? 0;
+      if (seen >= rank) return (i + 1) * LatencyHistogram.BUCKET_MICROS;
+    }
+    return this.maxMicros;
+  }
+
+  describe(label: string): string {
+    const ms = (v: number): string => (v / 1000).toFixed(2);
+    return `${label}: n=${this.count} p50=${ms(this.percentile(50))} ms p99=${ms(this.percentile(99))} ms p99.9=${ms(this.percentile(99.9))} ms max=${ms(this.maxMicros)} ms`;
+  }
 }
 
 /** Linux PSI: the share of time runnable tasks waited for a CPU (other work on a shared machine). */
@@ -110,17 +145,6 @@ function cpuPressure(): string {
   } catch {
     return 'unknown';
   }
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
-
-function describe(label: string, valuesMicros: number[]): string {
-  const sorted = [...valuesMicros].sort((a, b) => a - b);
-  const ms = (v: number): string => (v / 1000).toFixed(2);
-  return `${label}: n=${sorted.length} p50=${ms(percentile(sorted, 50))} ms p99=${ms(percentile(sorted, 99))} ms p99.9=${ms(percentile(sorted, 99.9))} ms max=${ms(sorted.at(-1) ?? NaN)} ms`;
 }
 
 /** A quiet line hum (not silence) so every frame is real μ-law audio. */
@@ -150,12 +174,18 @@ async function runBench(): Promise<void> {
   const frame = callerFrame();
   const probes: SessionProbe[] = [];
   let measuring = false;
+  const outbound = new LatencyHistogram();
+  const sendCost = new LatencyHistogram();
+  // Room for every delta of the run with margin: one per 20 ms.
+  const receivedCapacity = Math.ceil(((warmup + seconds + 10) * 1000) / FRAME_MS) * 2;
 
   for (let i = 0; i < sessions; i += CONNECT_BATCH) {
     const batch = Array.from({ length: Math.min(CONNECT_BATCH, sessions - i) }, async (_, j) => {
       const client = new OpenAIRealtimeSession({ url, model: `bench-${i + j}`, logger: quiet });
-      const probe: SessionProbe = { client, received: [], outbound: [], sendCost: [] };
-      client.on('audio_delta', () => probe.received.push(nowMicros()));
+      const probe: SessionProbe = { client, received: new Float64Array(receivedCapacity), receivedCount: 0 };
+      client.on('audio_delta', () => {
+        if (probe.receivedCount < probe.received.length) probe.received[probe.receivedCount++] = nowMicros();
+      });
       client.on('response_done', () => client.createResponse());
       await client.connect();
       await client.configure({
@@ -187,8 +217,8 @@ async function runBench(): Promise<void> {
         probe.client.sendAudio(frame);
         const after = performance.now();
         if (measuring) {
-          probe.outbound.push((after - slot) * 1000);
-          probe.sendCost.push((after - before) * 1000);
+          outbound.record((after - slot) * 1000);
+          sendCost.record((after - before) * 1000);
         }
         slot += FRAME_MS;
       }
@@ -217,32 +247,31 @@ async function runBench(): Promise<void> {
   const { stamps, cpuMicros: childCpu } = await dumped;
 
   ticking = false;
-  const inbound: number[] = [];
+  const inbound = new LatencyHistogram();
   probes.forEach((probe, index) => {
     const sent = stamps[`bench-${index}`] ?? [];
-    const count = Math.min(sent.length, probe.received.length);
+    const count = Math.min(sent.length, probe.receivedCount);
     for (let k = 0; k < count; k++) {
       const sentAt = sent[k] ?? 0;
       const receivedAt = probe.received[k] ?? 0;
-      if (sentAt >= windowStart && sentAt <= windowEnd) inbound.push(receivedAt - sentAt);
+      if (sentAt >= windowStart && sentAt <= windowEnd) inbound.record(receivedAt - sentAt);
     }
   });
-  const outbound = probes.flatMap((probe) => probe.outbound);
   const dropped = probes.reduce((sum, probe) => sum + probe.client.droppedAudioFrames, 0);
   const cpuShare = (cpu.user + cpu.system) / 1000 / wallMs;
 
   console.log(`realtime bench: ${probes.length} sessions, ${seconds} s measured after ${warmup} s warm-up`);
   console.log(`callgate CPU: ${(cpuShare * 100).toFixed(1)} % of one core total, ${((cpuShare * 100) / probes.length).toFixed(3)} % per session`);
-  const messages = outbound.length + inbound.length;
+  const messages = outbound.count + inbound.count;
   console.log(`callgate CPU per message (frame out or delta in): ${(((cpu.user + cpu.system) / Math.max(1, messages)) * 1).toFixed(1)} µs`);
   console.log(`simulator CPU (child, whole run): ${(childCpu / 1000 / 1000).toFixed(1)} s`);
-  console.log(describe('outbound added latency (20 ms slot -> socket write)', outbound));
-  console.log(describe('inbound added latency (simulator send -> audio_delta emitted)', inbound));
+  console.log(outbound.describe('outbound added latency (20 ms slot -> socket write)'));
+  console.log(inbound.describe('inbound added latency (simulator send -> audio_delta emitted)'));
   const lag = (ns: number): string => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS).toFixed(2);
   console.log(`event loop lag: p50=${lag(loopDelay.percentile(50))} ms p99=${lag(loopDelay.percentile(99))} ms max=${lag(loopDelay.max)} ms`);
-  console.log(describe('client CPU per outbound frame (sendAudio)', probes.flatMap((probe) => probe.sendCost)));
+  console.log(sendCost.describe('client CPU per outbound frame (sendAudio)'));
   console.log(`machine: ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}, CPU pressure ${cpuPressure()}`);
-  console.log(`frames sent per second: ${(outbound.length / seconds).toFixed(0)}; audio deltas received per second: ${(inbound.length / seconds).toFixed(0)}; dropped frames: ${dropped}`);
+  console.log(`frames sent per second: ${(outbound.count / seconds).toFixed(0)}; audio deltas received per second: ${(inbound.count / seconds).toFixed(0)}; dropped frames: ${dropped}`);
 
   await Promise.all(probes.map((probe) => probe.client.close()));
   child.kill();
