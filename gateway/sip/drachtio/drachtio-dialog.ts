@@ -6,6 +6,7 @@
 import type Srf from 'drachtio-srf';
 import type { Logger } from '../../../config/log.ts';
 import type { TenantConfig } from '../../../config/schema.ts';
+import { readAckAnswer, unusableAnswerReason } from '../delayed-offer.ts';
 import { parseInfoBody } from '../info-body.ts';
 import type { LocalMediaAddress } from '../local-media.ts';
 import { answerOffer, type NegotiatedMedia } from '../sdp-negotiation.ts';
@@ -14,6 +15,11 @@ import type { SdpSession } from '../sdp-types.ts';
 import type { DialogEndReason, DialogEvent, DialogEventListener, ReinviteOptions, SignalingDialog, TransferOutcome } from '../signaling-driver.ts';
 import { TRANSFER_TIMEOUT_MS } from '../sip-dialog.ts';
 import { sipfragProgress } from './drachtio-mapping.ts';
+
+/** What callgate put in its 200: the answer to the caller's offer, or its own offer (delayed offer). */
+export type DrachtioSession =
+  | { readonly type: 'answer'; readonly media: NegotiatedMedia; readonly answer: SdpSession }
+  | { readonly type: 'offer'; readonly offer: SdpSession };
 
 export interface DrachtioDialogOptions {
   readonly callId: string;
@@ -62,15 +68,21 @@ export class DrachtioDialog implements SignalingDialog {
     }
   }
 
-  /** Called once createUAS resolved: the srf dialog exists and its events are wired here. */
-  attach(dialog: Srf.Dialog, local: LocalMediaAddress, media: NegotiatedMedia, answer: SdpSession): void {
+  /**
+   * Called once createUAS resolved (srf resolves when the 200 is sent): the srf dialog exists and
+   * its events are wired here. The `ack` event follows srf's own, which carries the answer when
+   * the 200 carried callgate's offer (delayed offer).
+   */
+  attach(dialog: Srf.Dialog, local: LocalMediaAddress, session: DrachtioSession): void {
     this.dialog = dialog;
     this.local = local;
-    this.negotiated = media;
-    this.lastAnswer = answer;
-    this.current = 'confirmed';
-    // drachtio-server absorbs the ACK before createUAS resolves.
-    this.emit({ type: 'ack' });
+    if (session.type === 'answer') {
+      this.negotiated = session.media;
+      this.lastAnswer = session.answer;
+    } else {
+      this.lastAnswer = session.offer;
+    }
+    dialog.on('ack', (ack) => this.receiveAck(ack, session));
     dialog.on('destroy', () => {
       this.emit({ type: 'bye' });
       this.end('remote-bye');
@@ -93,6 +105,28 @@ export class DrachtioDialog implements SignalingDialog {
       if (progress.state === 'succeeded') this.finishTransfer({ type: 'succeeded' });
       else if (progress.state === 'failed') this.finishTransfer({ type: 'failed', status: progress.status, reason: progress.reason });
     });
+  }
+
+  private receiveAck(ack: Srf.SrfRequest, session: DrachtioSession): void {
+    // srf reports the ACK of every 2xx, re-INVITEs' too: only the first confirms the call.
+    if (this.current !== 'early') return;
+    if (session.type === 'answer') {
+      this.current = 'confirmed';
+      this.emit({ type: 'ack' });
+      return;
+    }
+    const answer = readAckAnswer(ack.get('Content-Type'), ack.body ?? '', session.offer);
+    if (!answer.ok) {
+      // No way to refuse an ACK: the session never came up, so it is ended (RFC 3261 13.3.1.4).
+      this.options.logger.warn('the ACK carried no usable answer to the offer, ending the call with BYE', { callId: this.callId, reason: answer.detail });
+      const dialog = this.dialog;
+      this.end('rejected');
+      dialog?.destroy({ headers: { Reason: unusableAnswerReason(answer.detail) } });
+      return;
+    }
+    this.negotiated = answer.media;
+    this.current = 'confirmed';
+    this.emit({ type: 'ack', media: answer.media });
   }
 
   private answerReinvite(body: string, res: Srf.SrfResponse): void {

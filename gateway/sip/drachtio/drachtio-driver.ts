@@ -10,14 +10,15 @@ import type { SipConfig, TenantConfig } from '../../../config/schema.ts';
 import { CallRouter } from '../call-router.ts';
 import { headerValue } from '../header-names.ts';
 import { parseSipMessage } from '../message-parser.ts';
-import { answerOffer } from '../sdp-negotiation.ts';
+import { provisionalMedia } from '../delayed-offer.ts';
+import { answerOffer, buildOffer } from '../sdp-negotiation.ts';
 import { parseSdp, serializeSdp } from '../sdp-parser.ts';
 import type { SdpSession } from '../sdp-types.ts';
 import type { AcceptResult, InboundCall, InboundCallHandler, SignalingDriver } from '../signaling-driver.ts';
 import { sipMetrics } from '../sip-metrics.ts';
 import { SourceLimits, type SourceLimitDecision } from '../source-limits.ts';
 import { TrunkGuard } from '../trunk-guard.ts';
-import { DrachtioDialog } from './drachtio-dialog.ts';
+import { DrachtioDialog, type DrachtioSession } from './drachtio-dialog.ts';
 import { drachtioConnection, reconnectDelay } from './drachtio-mapping.ts';
 
 export interface DrachtioSignalingDriverOptions {
@@ -181,30 +182,38 @@ export class DrachtioSignalingDriver implements SignalingDriver {
       accept: ({ local }): AcceptResult => {
         if (settled) return { ok: false, status: 481, reason: 'the call is no longer pending' };
         settled = true;
+        const sessionId = String(Date.now());
+        let session: DrachtioSession;
+        let result: AcceptResult;
         if (offer === undefined) {
-          res.send(488);
-          return { ok: false, status: 488, reason: 'an INVITE without SDP offer is not supported' };
-        }
-        const result = answerOffer(offer, { preference: route.tenant.codecs, local, sessionId: String(Date.now()), sessionVersion: 1 });
-        if (!result.ok) {
-          sipMetrics.callsRejected.inc({ driver: DRIVER, code: '488' });
-          res.send(488);
-          return { ok: false, status: 488, reason: result.detail };
+          // Delayed offer: the 200 carries callgate's offer, the ACK the answer (see DrachtioDialog).
+          const own = buildOffer({ preference: route.tenant.codecs, local, sessionId, sessionVersion: 1 });
+          session = { type: 'offer', offer: own };
+          result = { ok: true, media: provisionalMedia(own, req.source_address), answerPending: true };
+        } else {
+          const answered = answerOffer(offer, { preference: route.tenant.codecs, local, sessionId, sessionVersion: 1 });
+          if (!answered.ok) {
+            sipMetrics.callsRejected.inc({ driver: DRIVER, code: '488' });
+            res.send(488);
+            return { ok: false, status: 488, reason: answered.detail };
+          }
+          session = { type: 'answer', media: answered.media, answer: answered.answer };
+          result = { ok: true, media: answered.media };
         }
         this.srf
-          .createUAS(req, res, { localSdp: serializeSdp(result.answer) })
+          .createUAS(req, res, { localSdp: serializeSdp(session.type === 'offer' ? session.offer : session.answer) })
           .then((uas) => {
             this.dialogs.add(dialog);
             sipMetrics.activeDialogs.inc({ driver: DRIVER });
             sipMetrics.callsAnswered.inc({ driver: DRIVER });
             sipMetrics.setupSeconds.observe({ driver: DRIVER }, (performance.now() - receivedAt) / 1000);
-            dialog.attach(uas, local, result.media, result.answer);
+            dialog.attach(uas, local, session);
           })
           .catch((error: unknown) => {
             this.logger.warn('createUAS failed', { error, callId: request.callId });
             dialog.end('request-timeout');
           });
-        return { ok: true, media: result.media };
+        return result;
       },
       ring: () => {
         if (!settled) res.send(180);
