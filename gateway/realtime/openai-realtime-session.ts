@@ -74,6 +74,9 @@ export const SESSION_LIMIT_MS = 60 * 60 * 1000;
  * pause in the conversation (a turn is rarely longer than a minute) and re-open with context.
  */
 export const SESSION_EXPIRY_WARNING_MS = 5 * 60 * 1000;
+/** The input_audio_buffer.append event around its base64 audio, as bytes. */
+const APPEND_PREFIX = Buffer.from('{"type":"input_audio_buffer.append","audio":"', 'latin1');
+const APPEND_SUFFIX = Buffer.from('"}', 'latin1');
 /** How many assistant items' audio lengths are remembered for truncation clamping. */
 const TRACKED_AUDIO_ITEMS = 16;
 /** How many client event ids are remembered to attribute server errors to what caused them. */
@@ -283,9 +286,16 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       this.dropAudio('audio (send buffer full)');
       return;
     }
-    // The hot path (50 frames a second per call): base64 needs no JSON escaping, so the frame is
-    // written directly instead of building and stringifying an object.
-    ws.send(`{"type":"input_audio_buffer.append","audio":"${audio.toString('base64')}"}`);
+    // The hot path (50 frames a second per call): base64 needs no JSON escaping, so the event is
+    // written straight into bytes instead of building and stringifying an object. Handing ws a
+    // Buffer (sent as text) lets it mask into a single frame buffer: one plain socket write per
+    // frame rather than a corked header-and-payload pair.
+    const base64 = audio.toString('base64');
+    const bytes = Buffer.allocUnsafe(APPEND_PREFIX.length + base64.length + APPEND_SUFFIX.length);
+    APPEND_PREFIX.copy(bytes, 0);
+    bytes.write(base64, APPEND_PREFIX.length, 'latin1');
+    APPEND_SUFFIX.copy(bytes, APPEND_PREFIX.length + base64.length);
+    ws.send(bytes, { binary: false });
   }
 
   commitAudio(): void {
