@@ -28,7 +28,7 @@ const AGENT_QUIET_MS = 900;
 /** The restaurant holds the first booking this long: it is still unconfirmed when the caller changes it. */
 export const FIRST_BOOKING_HOLD_MS = 12_000;
 /** And the second this long: confirmed only after the caller has hung up. */
-export const SECOND_BOOKING_HOLD_MS = 4_000;
+export const SECOND_BOOKING_HOLD_MS = 3_000;
 /** The caller hangs up after hearing this much of the agent's answer to 4. */
 const HANG_UP_AFTER_MS = 1_500;
 /** The bookings provider waits this long in the demo's own callgate (above FIRST_BOOKING_HOLD_MS). */
@@ -49,6 +49,8 @@ export interface DemoReport {
   /** What did not happen as the story says, one sentence each. */
   readonly problems: readonly string[];
   readonly sessionId: string | undefined;
+  /** The callgate called, and whether the demo started (and stopped) it. */
+  readonly callgate: { readonly httpUrl: string; readonly sipPort: number; readonly started: boolean } | undefined;
   readonly startedAt: number;
   readonly durationMs: number;
   readonly entries: readonly DemoEntry[];
@@ -231,5 +233,6 @@ async function gatherReport(
   }
   const entries = buildDemoEntries({ sip: sip?.trace ?? [], local, timeline, operations, messages, heard: media?.spans() ?? [] });
   if (problems.length === 0) problems.push(...checkDemoStory({ entries, operations, messages, effects, sandbox: target?.sandboxUrl !== undefined }));
-  return { ok: problems.length === 0, problems, sessionId, startedAt, durationMs: Date.now() - startedAt, entries, operations, messages, effects };
+  const callgate = target === undefined ? undefined : { httpUrl: target.httpUrl, sipPort: target.sipPort, started: target.started };
+  return { ok: problems.length === 0, problems, sessionId, callgate, startedAt, durationMs: Date.now() - startedAt, entries, operations, messages, effects };
 }
