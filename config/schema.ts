@@ -3,6 +3,8 @@
  * the parsed `Config`; nothing reads environment variables for settings on its own (secrets are
  * the exception: they are named here by the variable that holds them and read at the edge).
  */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 
 /** Ports: 0 means "any free port", which tests and the embedded sandbox use. */
@@ -204,6 +206,16 @@ export const tenantSchema = z.strictObject({
   maxToolsPerSession: z.int().min(1).max(64).default(4),
   notify: notifySchema.default({ sms: 'sandbox' }),
   actions: z.record(safeId, actionSchema).default({}),
+  /**
+   * Answer this tenant's numbers with a media test instead of the agent: `echo` plays back what
+   * the caller sends (audio and digits), `record` keeps it in `recordDir` (WAV + JSON per call).
+   */
+  mediaTest: z
+    .strictObject({
+      mode: z.enum(['echo', 'record']),
+      recordDir: z.string().min(1).default(join(tmpdir(), 'callgate-media-test')),
+    })
+    .optional(),
 });
 
 export const sandboxSchema = z.strictObject({

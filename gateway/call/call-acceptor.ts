@@ -4,6 +4,7 @@
  * the calls it still holds, each with BYE, their pending results going out of band.
  */
 import type { Logger } from '../../config/log.ts';
+import { MediaTestEndpoint } from '../media/media-test-endpoint.ts';
 import type { InboundCall, SignalingDriver } from '../sip/signaling-driver.ts';
 import type { CallEvent } from './call-events.ts';
 import { CallSession, type CallSessionOptions } from './call-session.ts';
@@ -35,6 +36,11 @@ export class CallAcceptor {
   accept(call: InboundCall): void {
     if (this.options.draining?.aborted === true) {
       call.reject(503, 'Service Unavailable');
+      return;
+    }
+    const mediaTest = call.tenant.mediaTest;
+    if (mediaTest !== undefined) {
+      void MediaTestEndpoint.answer(call, { ...this.options.media, ...mediaTest, logger: this.log });
       return;
     }
     const session = new CallSession({ ...this.options, call, log: this.log });

@@ -619,8 +619,9 @@ export class RtpSession {
       this.emit(rtpEvents.remoteLatched(this.remote, packet.ssrc));
     }
     // The held packets count as received (they were counted in) but no longer as dropped.
-    const released = candidate.held.length - 1;
-    this.dropped['ssrc-probation'] = Math.max(0, (this.dropped['ssrc-probation'] ?? 0) - released);
+    const stillDropped = (this.dropped['ssrc-probation'] ?? 0) - (candidate.held.length - 1);
+    if (stillDropped > 0) this.dropped['ssrc-probation'] = stillDropped;
+    else delete this.dropped['ssrc-probation'];
     for (const held of candidate.held) this.accept(held, now);
   }
 

@@ -91,7 +91,7 @@ describe('when the caller comes back from a new NAT port after a silence (rebind
     // The old mapping delivers a stale packet (or someone replays it): not followed back.
     await stream(peer, session.localPort, 3, { ssrc: CALLER_SSRC, firstSeq: 1010, firstByte: HOSTILE, payload: () => audioPayload(HOSTILE) });
     session.play('item', Buffer.alloc(160 * 3, 0x11));
-    await waitFor(() => rebound.packets().length >= 3);
+    await waitFor(() => rebound.packets().length >= 3 && audioEvents(events).length >= 20);
     await sleep(60);
     expect(latches(events)).toEqual([peer.port, rebound.port]);
     expect(session.stats()).toMatchObject({ relatches: 1, ssrcChanges: 0 });
