@@ -103,6 +103,14 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     return this.serverTransactions.size + this.clientTransactions.size;
   }
 
+  /**
+   * What the stack still holds, map by map, for the tests that check it all goes once calls have
+   * ended and the transaction timers have run out.
+   */
+  retainedState(): { dialogs: number; serverTransactions: number; clientTransactions: number; pendingInvites: number } {
+    return { dialogs: this.dialogs.size, serverTransactions: this.serverTransactions.size, clientTransactions: this.clientTransactions.size, pendingInvites: this.pendingInvites.size };
+  }
+
   async start(): Promise<void> {
     const sip = this.options.sip;
     const onMessage = (data: Buffer, source: SipEndpoint): void => this.receive(data, source);
@@ -339,6 +347,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       dialog.reject(480);
       return;
     }
+    dialog.answerWithin(this.timers.answerTimeout);
     try {
       handler(call);
     } catch (error) {

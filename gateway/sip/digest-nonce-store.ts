@@ -32,11 +32,12 @@ export class DigestNonceStore {
   issue(): string {
     const now = this.now();
     const max = this.options.maxOutstanding ?? DEFAULT_MAX_OUTSTANDING;
-    if (this.outstanding.size >= max) {
-      for (const [nonce, expires] of this.outstanding) {
-        if (expires <= now || this.outstanding.size >= max) this.outstanding.delete(nonce);
-        else break;
-      }
+    // Nonces are kept in the order they expire (one lifetime for all): the expired ones are at
+    // the head, so challenges nobody answers (a scanner) are forgotten as they expire instead of
+    // piling up to maxOutstanding.
+    for (const [nonce, expires] of this.outstanding) {
+      if (expires <= now || this.outstanding.size >= max) this.outstanding.delete(nonce);
+      else break;
     }
     const nonce = randomBytes(16).toString('base64url');
     this.outstanding.set(nonce, now + this.options.lifetimeMs);
@@ -52,6 +53,11 @@ export class DigestNonceStore {
       return 'stale';
     }
     return 'valid';
+  }
+
+  /** Nonces issued and neither used nor expired yet (kept at most maxOutstanding). */
+  get size(): number {
+    return this.outstanding.size;
   }
 
   /** Uses a nonce up after a successful authentication. */

@@ -106,6 +106,7 @@ export class SipDialog implements SignalingDialog {
   private awaitingAck: { readonly cseq: number; readonly transaction: InviteServerTransaction; readonly offer?: SdpSession } | undefined;
   private reinvitePending = false;
   private transferPending: PendingTransfer | undefined;
+  private answerDeadline: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: SipDialogOptions) {
     const invite = options.invite;
@@ -163,6 +164,18 @@ export class SipDialog implements SignalingDialog {
     if (status >= 200 && status < 300) headers.push({ name: 'Allow', value: ALLOWED_METHODS }, { name: 'Supported', value: 'replaces' });
     const response = buildResponse(request, status, { ...options, toTag: this.localTag, headers: [...headers, ...(options.headers ?? [])] });
     transaction.respond(status, serializeResponse(response));
+    if (status >= 200) this.clearAnswerDeadline();
+  }
+
+  /** Answers 480 if the application has neither answered nor rejected the call within `ms`. */
+  answerWithin(ms: number): void {
+    this.answerDeadline = setTimeout(() => {
+      this.answerDeadline = undefined;
+      if (this.current !== 'early' || this.options.transaction.answered) return;
+      this.options.host.logger.warn('the application did not answer the call in time, answering 480', { callId: this.callId, afterMs: ms });
+      this.reject(480);
+    }, ms);
+    this.answerDeadline.unref();
   }
 
   ring(): void {
@@ -525,9 +538,16 @@ export class SipDialog implements SignalingDialog {
     await this.sendBye('shutdown');
   }
 
+  private clearAnswerDeadline(): void {
+    if (this.answerDeadline === undefined) return;
+    clearTimeout(this.answerDeadline);
+    this.answerDeadline = undefined;
+  }
+
   private end(reason: DialogEndReason): void {
     if (this.current === 'terminated') return;
     this.current = 'terminated';
+    this.clearAnswerDeadline();
     if (this.transferPending !== undefined) {
       clearTimeout(this.transferPending.timer);
       this.transferPending.resolve({ type: 'failed', status: 487, reason: 'the call ended' });

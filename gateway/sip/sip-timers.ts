@@ -12,6 +12,14 @@ export const T2_MS = 4000;
 export const T4_MS = 5000;
 /** Timers B, F, H, J and the wait for the ACK of a 2xx are all 64*T1 (32 s with the RFC T1). */
 export const TRANSACTION_TIMEOUT_FACTOR = 64;
+/**
+ * How long an INVITE may wait for the application's answer or rejection before callgate answers
+ * 480 itself: 240*T1, 2 minutes with the RFC T1. Below a proxy's Timer C (over 3 minutes, RFC 3261
+ * section 16.6) so callgate, not a proxy, ends the attempt; far above the time the application
+ * takes to open media and answer. Without it an INVITE the application never settles would hold
+ * its dialog and transaction forever.
+ */
+export const ANSWER_TIMEOUT_FACTOR = 240;
 
 export interface SipTimerOptions {
   readonly t1Ms?: number;
@@ -37,6 +45,8 @@ export interface SipTimers {
   readonly timerD: number;
   /** How long a 2xx to INVITE is retransmitted waiting for its ACK before the call is torn down. */
   readonly ackTimeout: number;
+  /** How long an INVITE waits for the application to answer or reject it before callgate answers 480. */
+  readonly answerTimeout: number;
 }
 
 export function resolveTimers(options: SipTimerOptions = {}): SipTimers {
@@ -44,5 +54,5 @@ export function resolveTimers(options: SipTimerOptions = {}): SipTimers {
   const t2 = options.t2Ms ?? T2_MS;
   const t4 = options.t4Ms ?? T4_MS;
   const timeout = TRANSACTION_TIMEOUT_FACTOR * t1;
-  return { t1, t2, t4, transactionTimeout: timeout, timerH: timeout, timerI: t4, timerJ: timeout, timerK: t4, timerD: timeout, ackTimeout: timeout };
+  return { t1, t2, t4, transactionTimeout: timeout, timerH: timeout, timerI: t4, timerJ: timeout, timerK: t4, timerD: timeout, ackTimeout: timeout, answerTimeout: ANSWER_TIMEOUT_FACTOR * t1 };
 }

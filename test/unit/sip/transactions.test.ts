@@ -34,6 +34,7 @@ describe('when the RFC timer values are resolved', () => {
     expect([T1_MS, T2_MS, T4_MS]).toEqual([500, 4000, 5000]);
     expect(rfc.transactionTimeout).toBe(32_000);
     expect(rfc.ackTimeout).toBe(32_000);
+    expect(rfc.answerTimeout).toBe(120_000);
     expect(rfc.timerK).toBe(5000);
   });
 });

@@ -104,3 +104,22 @@ describe('when routing a called number', () => {
     expect(CallRouter.calledNumber(invite(undefined, 'tel:+1-555-0100'))).toBe('+1-555-0100');
   });
 });
+
+describe('when challenges are never answered', () => {
+  it('should forget expired nonces as new ones are issued, not keep them until maxOutstanding', () => {
+    let now = 0;
+    const nonces = new DigestNonceStore({ lifetimeMs: 30_000, now: () => now });
+    for (let i = 0; i < 1000; i++) {
+      nonces.issue();
+      now += 100;
+    }
+    // One every 100 ms for 100 s: only the last 30 s worth are still outstanding.
+    expect(nonces.size).toBe(300);
+  });
+
+  it('should never hold more than maxOutstanding', () => {
+    const nonces = new DigestNonceStore({ lifetimeMs: 30_000, maxOutstanding: 50, now: () => 0 });
+    for (let i = 0; i < 500; i++) nonces.issue();
+    expect(nonces.size).toBe(50);
+  });
+});
