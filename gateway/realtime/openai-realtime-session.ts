@@ -74,6 +74,8 @@ export const SESSION_LIMIT_MS = 60 * 60 * 1000;
  * pause in the conversation (a turn is rarely longer than a minute) and re-open with context.
  */
 export const SESSION_EXPIRY_WARNING_MS = 5 * 60 * 1000;
+/** The response.create metadata key that tags our creates. */
+const CREATE_TAG_KEY = 'callgate_create';
 /** The input_audio_buffer.append event around its base64 audio, as bytes. */
 const APPEND_PREFIX = Buffer.from('{"type":"input_audio_buffer.append","audio":"', 'latin1');
 const APPEND_SUFFIX = Buffer.from('"}', 'latin1');
@@ -146,6 +148,11 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private lastAudioItem: string | undefined;
   private readonly unknownTypes = new Set<string>();
   private createdTimer: NodeJS.Timeout | undefined;
+  /** The tag of our response.create that has no response.created yet. */
+  private pendingCreateTag: string | undefined;
+  private createSeq = 0;
+  /** Set once a response.created carried our tag back: from then on an untagged one is the server's. */
+  private providerEchoesMetadata = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private stallTimer: NodeJS.Timeout | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
@@ -391,7 +398,13 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   }
 
   private sendCreate(request: ResponseRequest): string {
-    const response = request.instructions === undefined ? {} : { instructions: request.instructions };
+    // Tagged so that response.created tells our response from one the server started on its own
+    // at the same moment (server VAD); the provider echoes a response's metadata.
+    this.pendingCreateTag = `c${(++this.createSeq).toString(36)}`;
+    const response = {
+      ...(request.instructions !== undefined && { instructions: request.instructions }),
+      metadata: { [CREATE_TAG_KEY]: this.pendingCreateTag },
+    };
     const eventId = this.send({ type: 'response.create', response }) ?? '';
     clearTimeout(this.createdTimer);
     const timeoutMs = this.options.responseCreatedTimeoutMs ?? RESPONSE_CREATED_TIMEOUT_MS;
@@ -478,12 +491,20 @@ export class OpenAIRealtimeSession implements RealtimeSession {
         // A cleared buffer ends any utterance in progress; no speech_stopped follows it.
         this.sequencer.onSpeechStopped();
         return;
-      case 'response.created':
-        clearTimeout(this.createdTimer);
+      case 'response.created': {
+        const tag = event.response.metadata?.[CREATE_TAG_KEY];
+        if (tag !== undefined) this.providerEchoesMetadata = true;
+        // Without an echo from this provider yet, a created while our create is out is ours.
+        const ours = tag !== undefined ? tag === this.pendingCreateTag : !this.providerEchoesMetadata;
+        if (ours) {
+          clearTimeout(this.createdTimer);
+          this.pendingCreateTag = undefined;
+        }
         this.watchResponse(event.response.id);
-        this.sequencer.onResponseCreated(event.response.id);
+        this.sequencer.onResponseCreated(event.response.id, ours);
         this.emitter.emit({ type: 'response_created', responseId: event.response.id });
         return;
+      }
       case 'response.output_audio.delta': {
         const audio = Buffer.from(event.delta, 'base64');
         this.trackAudio(event.item_id, audio.length);

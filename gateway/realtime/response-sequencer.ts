@@ -44,7 +44,7 @@ export class ResponseSequencer {
   private readonly options: Required<Omit<ResponseSequencerOptions, 'sendCreate' | 'sendCancel'>>;
   private readonly queue: QueuedRequest[] = [];
   /** The response the server is running, or our create that has not been answered yet. */
-  private active: { responseId?: string; createEventId?: string; cancelOnCreated?: boolean } | undefined;
+  private active: { responseId?: string; createEventId?: string; cancelOnCreated?: boolean; foreign?: boolean } | undefined;
   private lastCreate: { eventId: string; queued: QueuedRequest } | undefined;
   private callerSpeaking = false;
   private stopped = false;
@@ -86,7 +86,17 @@ export class ResponseSequencer {
     return 'queued';
   }
 
-  onResponseCreated(responseId: string): void {
+  /**
+   * A response started. `ours` is false when the provider tagged it as not answering our pending
+   * create (the server started one on its own at the same moment): that response is now the
+   * active one, and our create stays out to be refused and queued again (onCreateRefused); a
+   * cancel asked for our create is not applied to the server's response.
+   */
+  onResponseCreated(responseId: string, ours = true): void {
+    if (!ours && this.active?.createEventId !== undefined) {
+      this.active = { responseId, foreign: true };
+      return;
+    }
     const cancel = this.active?.cancelOnCreated === true;
     this.active = { responseId };
     if (cancel) this.io.sendCancel(responseId);
@@ -100,9 +110,10 @@ export class ResponseSequencer {
 
   onResponseDone(responseId: string, status: ResponseStatus, callIds: readonly string[]): void {
     if (this.active?.responseId === responseId) {
+      // Our create, if one was out, was answered by this response, unless the response was the
+      // server's own: then our create's refusal is still to come and puts it back in the queue.
+      if (this.active.foreign !== true) this.lastCreate = undefined;
       this.active = undefined;
-      // Our create, if one was out, was answered by this response.
-      this.lastCreate = undefined;
     }
     for (const callId of callIds) this.onFunctionCall(responseId, callId);
     const turn = this.toolTurns.get(responseId);

@@ -110,6 +110,8 @@ interface ItemState {
 interface ActiveResponse {
   id: string;
   abort: AbortController;
+  /** The client's response.create metadata, echoed in response.created and response.done. */
+  metadata: Record<string, string> | null;
   cancelReason?: 'turn_detected' | 'client_cancelled';
 }
 
@@ -296,7 +298,7 @@ export class SimulatorSession {
           });
           return;
         }
-        this.startResponse('client');
+        this.startResponse('client', responseMetadata(event));
         return;
       case 'response.cancel':
         if (this.active === undefined || (event.response_id !== undefined && event.response_id !== this.active.id)) {
@@ -588,11 +590,11 @@ export class SimulatorSession {
     return { say: wasGreeted ? this.options.script.fallback : this.options.script.greeting };
   }
 
-  private startResponse(trigger: ResponseRecord['trigger']): void {
-    const active: ActiveResponse = { id: this.id('resp'), abort: new AbortController() };
+  private startResponse(trigger: ResponseRecord['trigger'], metadata: Record<string, string> | null = null): void {
+    const active: ActiveResponse = { id: this.id('resp'), abort: new AbortController(), metadata };
     this.active = active;
     const planned = this.plan();
-    this.emit({ type: 'response.created', event_id: this.id('event'), response: this.responseWire(active.id, 'in_progress', []) });
+    this.emit({ type: 'response.created', event_id: this.id('event'), response: this.responseWire(active, 'in_progress', []) });
     this.runResponse(active, planned)
       .catch(() => undefined)
       .finally(() => {
@@ -628,7 +630,7 @@ export class SimulatorSession {
     this.emit({
       type: 'response.done',
       event_id: this.id('event'),
-      response: this.responseWire(active.id, cancelled ? 'cancelled' : 'completed', output, active.cancelReason),
+      response: this.responseWire(active, cancelled ? 'cancelled' : 'completed', output, active.cancelReason),
     });
   }
 
@@ -724,16 +726,16 @@ export class SimulatorSession {
     return done;
   }
 
-  private responseWire(id: string, status: ResponseWire['status'], output: ItemWire[], reason?: 'turn_detected' | 'client_cancelled'): ResponseWire {
+  private responseWire(active: ActiveResponse, status: ResponseWire['status'], output: ItemWire[], reason?: 'turn_detected' | 'client_cancelled'): ResponseWire {
     return {
-      id,
+      id: active.id,
       object: 'realtime.response',
       status,
       status_details: reason === undefined ? null : { type: 'cancelled', reason },
       output,
       conversation_id: `conv_${this.sessionId.slice(5)}`,
       output_modalities: ['audio'],
-      metadata: null,
+      metadata: active.metadata,
       usage: null,
     };
   }
@@ -837,4 +839,12 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }, ms);
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** The metadata of a response.create, if it is a map of strings (as the protocol requires). */
+function responseMetadata(event: ClientEvent): Record<string, string> | null {
+  const metadata = (event as { response?: { metadata?: unknown } }).response?.metadata;
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return null;
+  const entries = Object.entries(metadata).filter((entry): entry is [string, string] => typeof entry[1] === 'string');
+  return entries.length === 0 ? null : Object.fromEntries(entries.slice(0, 16));
 }

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { callerSpeech, clientWire, conversationWire, eventsOf, startHarness, streamFrames, waitFor, type Harness } from './realtime-harness.ts';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { OpenAIRealtimeSession } from '../../../gateway/realtime/openai-realtime-session.ts';
+import { callerSpeech, clientWire, conversationWire, eventsOf, quietLogger, startHarness, streamFrames, waitFor, type Harness } from './realtime-harness.ts';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -81,5 +83,69 @@ describe('when a response is asked for while the caller is speaking', () => {
     client.clearAudio();
     await waitFor('the held response', () => eventsOf(events, 'response_done')[0]);
     expect(clientWire(connection)).toEqual(['session.update', 'input_audio_buffer.clear', 'response.create']);
+  });
+});
+
+describe('when the server starts a response of its own while our create is on the wire', () => {
+  it('should tell it from ours by the echoed metadata: no cancel of the server response, and our request sent again after it', async () => {
+    const received: { type: string; event_id?: string; response?: { metadata?: Record<string, string>; instructions?: string }; response_id?: string }[] = [];
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    const send = (socket: WebSocket, event: object) => socket.send(JSON.stringify(event));
+    const response = (id: string, status: string, metadata: Record<string, string> | null) => ({ id, object: 'realtime.response', status, status_details: null, output: [], metadata });
+    server.on('connection', (socket) => {
+      send(socket, { type: 'session.created', event_id: 'e0', session: { type: 'realtime', id: 'sess_race' } });
+      let creates = 0;
+      socket.on('message', (data: Buffer) => {
+        const event = JSON.parse(data.toString()) as (typeof received)[number];
+        received.push(event);
+        if (event.type !== 'response.create') return;
+        creates += 1;
+        const metadata = event.response?.metadata ?? null;
+        if (creates === 2) {
+          // Server VAD started a response at the same instant: it is created untagged, our create is refused.
+          send(socket, { type: 'response.created', event_id: 'e_srv', response: response('resp_server', 'in_progress', null) });
+          send(socket, {
+            type: 'error',
+            event_id: 'e_err',
+            error: { type: 'invalid_request_error', code: 'conversation_already_has_active_response', message: 'Conversation already has an active response in progress: resp_server.', param: null, event_id: event.event_id },
+          });
+          setTimeout(() => send(socket, { type: 'response.done', event_id: 'e_srv_done', response: response('resp_server', 'completed', null) }), 100);
+          return;
+        }
+        const id = `resp_${creates}`;
+        send(socket, { type: 'response.created', event_id: `e_c${creates}`, response: response(id, 'in_progress', metadata) });
+        setTimeout(() => send(socket, { type: 'response.done', event_id: `e_d${creates}`, response: response(id, 'completed', metadata) }), 20);
+      });
+    });
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as { port: number };
+    const client = new OpenAIRealtimeSession({ url: `ws://127.0.0.1:${port}/v1/realtime`, model: 'gpt-realtime', logger: quietLogger });
+    const created: string[] = [];
+    const done: string[] = [];
+    client.on('response_created', (event) => created.push(event.responseId));
+    client.on('response_done', (event) => done.push(event.responseId));
+    try {
+      await client.connect();
+      // The first response teaches the client that this provider echoes metadata.
+      client.createResponse({ instructions: 'first' });
+      await waitFor('the first response', () => created.includes('resp_1'));
+      await waitFor('the first response done', () => done.includes('resp_1'));
+      client.createResponse({ instructions: 'second' });
+      // The caller barges in before our create is answered: the cancel is meant for our response only.
+      client.cancelResponse();
+      await waitFor('our request sent again and created', () => created.includes('resp_3'), 5_000);
+      const types = received.map((e) => (e.type === 'response.cancel' ? `cancel:${e.response_id}` : e.type)).filter((t) => t !== 'session.update');
+      // The server's response answers the caller's own turn: it is not cancelled for us.
+      expect(types.filter((t) => t.startsWith('cancel:'))).toEqual([]);
+      const creates = received.filter((e) => e.type === 'response.create');
+      expect(creates.map((e) => e.response?.instructions)).toEqual(['first', 'second', 'second']);
+      // Each create carries its own tag, and the server response was never mistaken for one.
+      expect(new Set(creates.map((e) => e.response?.metadata?.callgate_create)).size).toBe(3);
+      expect(created).toEqual(['resp_1', 'resp_server', 'resp_3']);
+    } finally {
+      await client.close();
+      for (const socket of server.clients) socket.terminate();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

@@ -237,3 +237,41 @@ describe('when the active response goes silent', () => {
     expect(wire).toEqual(['create:1']);
   });
 });
+
+describe('when the server starts a response of its own while our create is out', () => {
+  it('should treat it as the active response, not cancel it for us, and send our request again once refused and done', () => {
+    const { sequencer, wire, creates } = harness();
+    sequencer.request({ instructions: 'ours' });
+    expect(wire).toEqual(['create:1']);
+    // The caller barged in while our create was unanswered: the cancel waits for our response.
+    expect(sequencer.cancelActive()).toEqual({ deferred: true });
+    sequencer.onResponseCreated('r_server', false);
+    expect(sequencer.activeResponseId).toBe('r_server');
+    // The deferred cancel belonged to our create: the server's response is not cancelled.
+    expect(wire).toEqual(['create:1']);
+    expect(sequencer.onCreateRefused('ev1')).toBe(true);
+    expect(wire).toEqual(['create:1']);
+    sequencer.onResponseDone('r_server', 'completed', []);
+    expect(wire).toEqual(['create:1', 'create:2']);
+    expect(creates.map((c) => c.instructions)).toEqual(['ours', 'ours']);
+  });
+
+  it('should keep our request when the server response is done before the refusal arrives', () => {
+    const { sequencer, wire } = harness();
+    sequencer.request({ instructions: 'ours' });
+    sequencer.onResponseCreated('r_server', false);
+    sequencer.onResponseDone('r_server', 'completed', []);
+    expect(wire).toEqual(['create:1']);
+    expect(sequencer.onCreateRefused('ev1')).toBe(true);
+    sequencer.retry();
+    expect(wire).toEqual(['create:1', 'create:2']);
+  });
+
+  it('should take a created that is ours as answering the create, as before', () => {
+    const { sequencer, wire } = harness();
+    sequencer.request({});
+    expect(sequencer.cancelActive()).toEqual({ deferred: true });
+    sequencer.onResponseCreated('r1', true);
+    expect(wire).toEqual(['create:1', 'cancel:r1']);
+  });
+});

@@ -75,6 +75,22 @@ describe('when a response is asked for while one is active', () => {
   });
 });
 
+describe('when a response is created with metadata', () => {
+  it('should echo the metadata in response.created and response.done, and leave a server-started response without any', async () => {
+    const sim = simulator();
+    sim.send({ type: 'response.create', response: { metadata: { callgate_create: 'c7', ignored: 42 } } });
+    await sim.settle();
+    const created = sim.sent.find((event) => event.type === 'response.created');
+    const done = sim.sent.find((event) => event.type === 'response.done');
+    expect(created?.type === 'response.created' && created.response.metadata).toEqual({ callgate_create: 'c7' });
+    expect(done?.type === 'response.done' && done.response.metadata).toEqual({ callgate_create: 'c7' });
+    sim.send({ type: 'response.create' });
+    await sim.settle(2);
+    const second = sim.sent.filter((event) => event.type === 'response.created')[1];
+    expect(second?.type === 'response.created' && second.response.metadata).toBeNull();
+  });
+});
+
 describe('when a cancel arrives with no active response', () => {
   it('should answer response_cancel_not_active', () => {
     const sim = simulator();
