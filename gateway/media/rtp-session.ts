@@ -11,7 +11,7 @@ import type { RemoteInfo } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import type { RtpConfig } from '../../config/schema.ts';
 import { rootLogger, type Logger } from '../../config/log.ts';
-import { samplesPerFrame, type ModelAudioFormat, type WireCodec } from './audio-format.ts';
+import { FRAME_MS, samplesPerFrame, type ModelAudioFormat, type WireCodec } from './audio-format.ts';
 import { DtmfReceiver } from './dtmf-receiver.ts';
 import { DtmfSender } from './dtmf-sender.ts';
 import { FrameSchedule } from './frame-schedule.ts';
@@ -148,6 +148,8 @@ export class RtpSession {
   private wireSilence: Buffer;
   private readonly registration: PlayoutRegistration;
   private readonly schedule: FrameSchedule;
+  /** The jitter buffer's maximum depth in frames (rtp.jitterMaxMs). */
+  private readonly maxReceiveFrames: number;
   private receiveStats: ReceiveStatistics;
   private remote: RtpEndpoint | undefined;
   private latched: LatchedSource | undefined;
@@ -220,6 +222,7 @@ export class RtpSession {
     this.model = options.model;
     this.frameSamples = samplesPerFrame(codec);
     this.jitterBuffer = newJitterBuffer(options.config, codec);
+    this.maxReceiveFrames = Math.max(1, Math.floor(options.config.jitterMaxMs / FRAME_MS));
     this.receiveStats = new ReceiveStatistics(codec.clockRate);
     this.receiveTranscoder = new ReceiveTranscoder({ wire: codec, model: options.model });
     this.sendTranscoder = new SendTranscoder({ wire: codec, model: options.model });
@@ -644,6 +647,11 @@ export class RtpSession {
       return;
     }
     this.jitterBuffer.push(packet, now);
+    // A stall of this process (a GC pause, a busy core) leaves the caller's packets queued in the
+    // socket, and they arrive here all at once. Past the buffer's maximum depth the oldest frame
+    // goes to the model now instead of being discarded: the model buffers audio itself, and caller
+    // speech dropped because of our own stall would be words it never hears.
+    if (this.jitterBuffer.depthFrames() > this.maxReceiveFrames) this.receiveFrame(now);
   }
 
   private receiveDtmf(packet: RtpPacket, now: number): void {
