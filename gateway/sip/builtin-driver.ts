@@ -93,6 +93,12 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     return this.boundPorts.get(transport);
   }
 
+  /** The UDP receive buffer the kernel granted, in bytes (it may cap the configured size). */
+  udpReceiveBufferBytes(): number | undefined {
+    const udp = this.transports.get('udp');
+    return udp instanceof UdpTransport ? udp.receiveBufferSize() : undefined;
+  }
+
   /** Dialogs not yet terminated, for tests and the drain on shutdown. */
   dialogCount(): number {
     return this.dialogs.size;

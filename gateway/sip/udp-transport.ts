@@ -5,6 +5,7 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import type { Logger } from '../../config/log.ts';
+import { readFileSync } from 'node:fs';
 import type { SipEndpoint, SipMessageHandler, SipTransport } from './sip-transport.ts';
 
 export interface UdpTransportOptions {
@@ -18,6 +19,7 @@ export interface UdpTransportOptions {
 export class UdpTransport implements SipTransport {
   readonly name = 'udp' as const;
   private socket: Socket | undefined;
+  private granted: number | undefined;
 
   constructor(private readonly options: UdpTransportOptions) {}
 
@@ -32,21 +34,43 @@ export class UdpTransport implements SipTransport {
       socket.bind(this.options.port, this.options.address, () => {
         socket.off('error', reject);
         socket.on('error', (error) => this.options.logger.warn('udp socket error', { error }));
-        try {
-          // The kernel may cap the size (net.core.rmem_max); the call asks, it does not insist.
-          socket.setRecvBufferSize(this.options.receiveBufferBytes);
-        } catch (error) {
-          this.options.logger.warn('cannot set the UDP receive buffer size', { error, bytes: this.options.receiveBufferBytes });
-        }
+        this.growReceiveBuffer(socket);
         const bound = socket.address();
         resolve({ address: bound.address, port: bound.port });
       });
     });
   }
 
-  /** The receive buffer the kernel actually granted (Linux reports twice the usable size). */
+  /**
+   * Asks for `receiveBufferBytes` (SO_RCVBUF). Linux grants at most net.core.rmem_max and reports
+   * twice what it granted (the doubling covers its bookkeeping); a smaller grant is logged with
+   * the sysctl that would lift it, since bursts beyond it are dropped by the kernel unseen.
+   */
+  private growReceiveBuffer(socket: Socket): void {
+    const wanted = this.options.receiveBufferBytes;
+    try {
+      socket.setRecvBufferSize(wanted);
+    } catch (error) {
+      this.options.logger.warn('cannot set the UDP receive buffer size', { error, bytes: wanted });
+      return;
+    }
+    const granted = grantedReceiveBuffer(socket.getRecvBufferSize());
+    this.granted = granted;
+    if (granted < wanted) {
+      this.options.logger.warn('the kernel capped the UDP receive buffer: bursts above it are dropped', {
+        requestedBytes: wanted,
+        grantedBytes: granted,
+        rmemMax: readRmemMax(),
+        fix: `sysctl -w net.core.rmem_max=${wanted}`,
+      });
+    } else {
+      this.options.logger.info('UDP receive buffer', { grantedBytes: granted });
+    }
+  }
+
+  /** The receive buffer the kernel granted, in usable bytes (undefined before start). */
   receiveBufferSize(): number | undefined {
-    return this.socket?.getRecvBufferSize();
+    return this.granted;
   }
 
   send(data: Buffer, to: SipEndpoint): void {
@@ -60,5 +84,19 @@ export class UdpTransport implements SipTransport {
     this.socket = undefined;
     if (socket === undefined) return Promise.resolve();
     return new Promise((resolve) => socket.close(() => resolve()));
+  }
+}
+
+/** Linux reports SO_RCVBUF doubled; other kernels report what they granted. */
+export function grantedReceiveBuffer(reported: number, platform: NodeJS.Platform = process.platform): number {
+  return platform === 'linux' ? Math.floor(reported / 2) : reported;
+}
+
+/** net.core.rmem_max, where the kernel says (Linux); undefined elsewhere. */
+function readRmemMax(): number | undefined {
+  try {
+    return Number(readFileSync('/proc/sys/net/core/rmem_max', 'utf8').trim());
+  } catch {
+    return undefined;
   }
 }
