@@ -37,7 +37,7 @@ export const sipSchema = z.strictObject({
   tcpIdleTimeoutMs: z.int().min(1000).default(120_000),
   /** INVITEs per second per source address before answering 503. */
   inviteRatePerSource: z.number().positive().default(1000),
-  /** Failed authentications per minute per source before requests are dropped. */
+  /** Failed authentications per minute per source before its INVITEs are answered 503 with Retry-After. */
   authFailuresPerMinute: z.int().positive().default(30),
   drachtio: z
     .strictObject({

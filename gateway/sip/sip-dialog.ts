@@ -569,4 +569,3 @@ export class SipDialog implements SignalingDialog {
     if (parsed?.ok === true) this.remoteTarget = parsed.value.uriText;
   }
 }
-
