@@ -4,7 +4,7 @@
  * `--attach` calls a running one instead (`npm start` in another terminal).
  *
  *   npm run demo
- *   npm run demo -- --attach [--sip 127.0.0.1:5060] [--http http://127.0.0.1:8080] [--sandbox URL]
+ *   npm run demo -- --attach --sandbox URL [--sip 127.0.0.1:5060] [--http http://127.0.0.1:8080]
  *
  * Exit code 0 when the story held, 1 when it did not (the reasons are printed), 2 on bad arguments.
  */
@@ -19,13 +19,18 @@ function parseArgs(argv: readonly string[]): DemoOptions {
   const known = new Set(['--attach', '--sip', '--http', '--sandbox']);
   const unknown = argv.filter((arg, i) => arg.startsWith('--') && !known.has(arg) && !known.has(argv[i - 1] ?? ''));
   if (unknown.length > 0) {
-    process.stderr.write(`callgate demo: unknown option ${unknown.join(' ')}\nusage: npm run demo [-- --attach [--sip host:port] [--http url] [--sandbox url]]\n`);
+    process.stderr.write(`callgate demo: unknown option ${unknown.join(' ')}\nusage: npm run demo [-- --attach --sandbox url [--sip host:port] [--http url]]\n`);
     process.exit(2);
   }
   if (!argv.includes('--attach')) return {};
   const [sipHost = '127.0.0.1', sipPort = '5060'] = (value('--sip') ?? '127.0.0.1:5060').split(/:(?=\d+$)/);
   const sandbox = value('--sandbox');
-  return { attach: { sipHost, sipPort: Number(sipPort), httpUrl: value('--http') ?? 'http://127.0.0.1:8080', ...(sandbox !== undefined && { sandboxUrl: sandbox }) } };
+  if (sandbox === undefined) {
+    // Without the sandbox the restaurant confirms at once: no change of mind, no hang-up before the result.
+    process.stderr.write("callgate demo: --attach needs --sandbox URL (callgate logs it as 'sandbox systems of record listening')\n");
+    process.exit(2);
+  }
+  return { attach: { sipHost, sipPort: Number(sipPort), httpUrl: value('--http') ?? 'http://127.0.0.1:8080', sandboxUrl: sandbox } };
 }
 
 const options = parseArgs(process.argv.slice(2));
