@@ -20,6 +20,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -105,6 +106,34 @@ async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
     cursor = nextCursor;
     if (keys.length > 0) await redis.unlink(...keys);
   } while (cursor !== '0');
+}
+
+/** CPU time (user + system) a process has used, in ms, from /proc; undefined where there is no /proc. */
+function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined || pid <= 0) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Linux reports process times in clock ticks of 1/100 s on every architecture Node runs on here. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** CPU per item of the other processes (sandbox, Redis) over a measurement of `items` items. */
+async function otherCpuPerItem<T>(pids: Record<string, number | undefined>, items: number, measure: () => Promise<T>): Promise<{ result: T; perItem: string }> {
+  const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, processCpuMs(pid)]));
+  const result = await measure();
+  const parts = Object.entries(pids).flatMap(([name, pid]) => {
+    const start = before[name];
+    const end = processCpuMs(pid);
+    return start === undefined || end === undefined ? [] : [`${name} ${((end - start) / items).toFixed(2)} ms`];
+  });
+  return { result, perItem: parts.join(', ') };
 }
 
 interface RunningSandbox {
@@ -316,7 +345,8 @@ async function main(): Promise<void> {
     const envUrl = process.env.REDIS_URL;
     if (envUrl === undefined || envUrl === '') local = await startLocalRedis();
     const redisUrl = local?.url ?? envUrl ?? '';
-    admin = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    const adminClient = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    admin = adminClient;
     sandbox = await startSandboxProcess();
 
     const only = onlyArgument();
@@ -343,6 +373,7 @@ async function main(): Promise<void> {
     }
 
     let endToEnd: ThroughputResult | undefined;
+    let e2eOthers = '';
     const workerConcurrency = benchConfig(redisUrl, 'x', sandbox.url, concurrency).worker.concurrency;
     if (only === undefined || only === 'e2e') {
       // End to end: one worker set in this process.
@@ -351,7 +382,9 @@ async function main(): Promise<void> {
       const e2eConfig = benchConfig(redisUrl, e2ePrefix, sandbox.url, concurrency);
       const layer = await ActionLayer.open({ config: e2eConfig, redisUrl, log: quiet, providers: createProviders(e2eConfig) });
       await layer.startWorkers();
-      endToEnd = await measureEndToEnd(layer, admin, operations, window).finally(() => layer.close());
+      const measured = await otherCpuPerItem({ sandbox: sandbox.child.pid, redis: local?.pid }, operations + WARMUP, () => measureEndToEnd(layer, adminClient, operations, window)).finally(() => layer.close());
+      endToEnd = measured.result;
+      e2eOthers = measured.perItem;
       const counts = (await (await fetch(`${sandbox.url}/admin/counts`)).json()) as { effects: Record<string, number> };
       const doubled = Object.values(counts.effects).filter((n) => n > 1).length;
       rows.push([
@@ -359,13 +392,16 @@ async function main(): Promise<void> {
         `${endToEnd.perSecond.toFixed(0)} ops/s`,
         `${endToEnd.count} committed in ${endToEnd.elapsedMs} ms, 1 worker set, concurrency ${workerConcurrency}, CPU ${ms(endToEnd.cpuMsPerItem)}/op, ${doubled} doubled effects`,
       ]);
+      if (e2eOthers !== '') rows.push(['  other processes per op', e2eOthers, 'the sandbox answering, Redis running the scripts (with warm-up)']);
     }
 
     if (only === undefined || only === 'raw') {
       const rawPrefix = `bench-raw-${randomBytes(4).toString('hex')}`;
       prefixes.push(rawPrefix);
-      const raw = await measureRawBullmq(redisUrl, rawPrefix, operations, window, workerConcurrency);
+      const measured = await otherCpuPerItem({ redis: local?.pid }, operations + WARMUP, () => measureRawBullmq(redisUrl, rawPrefix, operations, window, workerConcurrency));
+      const raw = measured.result;
       rows.push(['raw BullMQ (no-op)', `${raw.perSecond.toFixed(0)} jobs/s`, `${raw.count} jobs in ${raw.elapsedMs} ms, concurrency ${workerConcurrency}, CPU ${ms(raw.cpuMsPerItem)}/job`]);
+      if (measured.perItem !== '') rows.push(['  other processes per job', measured.perItem, '(with warm-up)']);
       if (endToEnd) {
         const ratio = endToEnd.perSecond / raw.perSecond;
         rows.push(['end to end / raw', ratio.toFixed(2), `target >= ${END_TO_END_SHARE_OF_RAW_TARGET}: ${ratio >= END_TO_END_SHARE_OF_RAW_TARGET ? 'met' : 'MISSED'}`]);
