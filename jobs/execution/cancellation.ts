@@ -14,7 +14,7 @@
 import type { Logger } from '../../config/log.ts';
 import { cancellationsConfirmed, cancellationsRequested, operationsFinished } from '../action-metrics.ts';
 import { IllegalTransitionError, OperationNotFoundError, StaleAttemptError } from '../ledger/ledger-errors.ts';
-import type { Operation, OperationState } from '../ledger/operation.ts';
+import { operationLogFields, type Operation, type OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import type { Provider } from '../providers/provider.ts';
 import type { OperationQueues } from '../queues/operation-queues.ts';
@@ -126,6 +126,7 @@ export class CancelProcessor {
       operation: op.providerOperation,
       signal: AbortSignal.timeout(10_000),
     });
+    this.options.log.child(operationLogFields(op)).info('provider answered the cancel request', { answer: answer.status });
     switch (answer.status) {
       case 'cancelled':
         try {

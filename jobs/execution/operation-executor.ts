@@ -18,7 +18,7 @@ import {
   unknownOpened,
 } from '../action-metrics.ts';
 import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
-import { isTerminal, type Operation, type OperationState } from '../ledger/operation.ts';
+import { isTerminal, operationLogFields, type Operation, type OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import { ProviderOutcomeUnknownError, ProviderUnreachableError, type Provider, type ProviderResult } from '../providers/provider.ts';
 import { executionQueueFor, type OperationQueues } from '../queues/operation-queues.ts';
@@ -64,7 +64,7 @@ export class OperationExecutor {
     let op = await ledger.get(tenantId, operationId);
     if (!op) return { type: 'done', note: 'operation not found' };
     if (isTerminal(op.state) || op.state === 'UNKNOWN') return { type: 'done', state: op.state, note: 'nothing to run' };
-    const log = this.options.log.child({ operation_id: op.operationId, idempotency_key: op.idempotencyKey, session_id: op.scope.sessionId, action: op.action });
+    const log = this.options.log.child(operationLogFields(op));
     const action = this.options.actionConfig(op.tenantId, op.action);
     const provider = this.options.providers.get(op.provider);
     const now = this.now();

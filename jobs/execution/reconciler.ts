@@ -7,7 +7,7 @@
 import type { Logger } from '../../config/log.ts';
 import { operationsFinished, reconciliations, unknownResolved } from '../action-metrics.ts';
 import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
-import type { Operation, OperationState } from '../ledger/operation.ts';
+import { operationLogFields, type Operation, type OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import type { LookupResult, Provider } from '../providers/provider.ts';
 import type { OperationQueues } from '../queues/operation-queues.ts';
@@ -43,7 +43,7 @@ export class Reconciler {
     const op = await ledger.get(tenantId, operationId);
     if (!op) return { type: 'stuck', reason: 'operation not found' };
     if (op.state !== 'UNKNOWN') return { type: 'resolved', state: op.state };
-    const log = this.options.log.child({ operation_id: op.operationId, idempotency_key: op.idempotencyKey, session_id: op.scope.sessionId, action: op.action });
+    const log = this.options.log.child(operationLogFields(op));
     const provider = this.options.providers.get(op.provider);
     if (!provider?.lookup || !provider.supportsLookup) {
       reconciliations.labels(op.action, 'no_lookup').inc();

@@ -49,6 +49,23 @@ export function isLegalTransition(from: OperationState, to: OperationState): boo
   return LEGAL_TRANSITIONS[from].includes(to);
 }
 
+/**
+ * The correlation fields every log line about an operation carries: the operation, its key, and
+ * the conversation that asked for it (session, turn, model response, the model's call id).
+ */
+export function operationLogFields(op: Pick<Operation, 'operationId' | 'idempotencyKey' | 'tenantId' | 'action' | 'scope'>): Record<string, string | undefined> {
+  return {
+    operation_id: op.operationId,
+    idempotency_key: op.idempotencyKey,
+    tenant_id: op.tenantId,
+    action: op.action,
+    session_id: op.scope.sessionId,
+    turn_id: op.scope.turnId,
+    response_id: op.scope.responseId,
+    provider_call_id: op.scope.providerCallId,
+  };
+}
+
 export function isTerminal(state: OperationState): boolean {
   return TERMINAL_STATES.has(state);
 }

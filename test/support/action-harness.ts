@@ -31,6 +31,8 @@ export interface HarnessOptions {
   readonly tenantSettings?: (sandboxUrl: string) => Record<string, Record<string, unknown>>;
   /** Extra providers (e.g. an http provider against the sandbox) by name, given the sandbox URL. */
   readonly providers?: (sandboxUrl: string) => Record<string, Record<string, unknown>>;
+  /** The layer's logger (quiet by default). */
+  readonly log?: Logger;
 }
 
 export interface Harness {
@@ -84,7 +86,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'callgate-harness-'));
   const configPath = join(dir, 'callgate.yaml');
   writeFileSync(configPath, stringify(document));
-  const layer = await ActionLayer.open({ config, redisUrl: testRedisUrl(), log: quietLog, providers: createProviders(config), sandboxUrl: sandbox.url });
+  const layer = await ActionLayer.open({ config, redisUrl: testRedisUrl(), log: options.log ?? quietLog, providers: createProviders(config), sandboxUrl: sandbox.url });
   if (options.workers !== false) await layer.startWorkers();
   return {
     config,
