@@ -15,7 +15,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../config/log.ts';
 import { counter, histogram, SLOW_SECONDS_BUCKETS } from '../config/metrics.ts';
-import { isTerminal, type Operation } from '../jobs/ledger/operation.ts';
+import { isTerminal, operationLogFields, type Operation } from '../jobs/ledger/operation.ts';
 import type { OperationLedger } from '../jobs/ledger/operation-ledger.ts';
 import type { OutOfBandQueue } from '../jobs/notify/out-of-band.ts';
 import type { AgentCatalogue } from './agent.ts';
@@ -268,7 +268,7 @@ export class ResultDelivery {
             if (told) await this.settle(op.operationId);
           });
           if (awaitSpeech) await spoken;
-          else spoken.catch((error: unknown) => this.options.log.warn('speaking a result failed', { operation_id: op.operationId, error }));
+          else spoken.catch((error: unknown) => this.options.log.warn('speaking a result failed', { ...operationLogFields(op), error }));
           return;
         }
         call?.pending.add(op.operationId);
@@ -299,7 +299,7 @@ export class ResultDelivery {
     try {
       outcome = await call.port.deliver({ operationId: op.operationId, message: describeForModel(op, reasons), output: modelOutput(op) });
     } catch (error) {
-      this.options.log.warn('speaking a result failed', { operation_id: op.operationId, error });
+      this.options.log.warn('speaking a result failed', { ...operationLogFields(op), error });
       outcome = { status: 'failed' };
     } finally {
       call.speaking.delete(op.operationId);
