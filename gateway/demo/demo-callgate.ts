@@ -21,6 +21,8 @@ export interface DemoTarget {
   readonly sandboxUrl?: string;
   /** True when the demo started this callgate (and will stop it). */
   readonly started: boolean;
+  /** The process of a started callgate. */
+  readonly pid?: number;
   /** The callgate's own log so far (a started one only), for a failure report. */
   output(): string;
   stop(): Promise<void>;
@@ -29,6 +31,8 @@ export interface DemoTarget {
 export interface FreshCallgateOptions {
   /** Settings for the demo's callgate only, as CALLGATE__section__key overrides. */
   readonly overrides?: Readonly<Record<string, string>>;
+  /** A configuration file of its own; the embedded default otherwise. */
+  readonly configPath?: string;
 }
 
 function freePort(): Promise<number> {
@@ -65,7 +69,8 @@ export async function startFreshCallgate(options: FreshCallgateOptions = {}): Pr
   };
   // A private Redis, as `npm start` starts one: the demo never writes into someone else's.
   delete env.REDIS_URL;
-  delete env.CALLGATE_CONFIG;
+  if (options.configPath === undefined) delete env.CALLGATE_CONFIG;
+  else env.CALLGATE_CONFIG = options.configPath;
   const { args, cwd } = mainEntry();
   const child: ChildProcess = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -90,7 +95,7 @@ export async function startFreshCallgate(options: FreshCallgateOptions = {}): Pr
   }
   const sandboxLine = out.split('\n').find((line) => line.includes('sandbox systems of record listening'));
   const sandboxUrl = sandboxLine === undefined ? undefined : ((JSON.parse(sandboxLine) as { url?: string }).url ?? undefined);
-  return { sipHost: '127.0.0.1', sipPort, httpUrl, ...(sandboxUrl !== undefined && { sandboxUrl }), started: true, output: () => out, stop };
+  return { sipHost: '127.0.0.1', sipPort, httpUrl, ...(sandboxUrl !== undefined && { sandboxUrl }), started: true, ...(child.pid !== undefined && { pid: child.pid }), output: () => out, stop };
 }
 
 /** A callgate someone else runs: checked for readiness, never stopped by the demo. */
