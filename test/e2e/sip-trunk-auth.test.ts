@@ -52,6 +52,29 @@ describe('when a tenant requires digest authentication', () => {
   });
 });
 
+describe('when a source keeps failing digest authentication', () => {
+  it('should answer 503 with Retry-After once authFailuresPerMinute is spent, with no new challenge', async () => {
+    app = await startTestApp({ tenants: [digestTenant], secrets: { TRUNK1_PASSWORD: 's3cret-pass' }, sip: { authFailuresPerMinute: 1 } });
+    const result = await runSipp({
+      scenario: 'uac-auth-guess-limited.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '100',
+      extraArgs: ['-au', 'trunk1', '-ap', 'wrong-pass'],
+    });
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.firstLines.filter((line) => /^received SIP\/2\.0 [2-6]/.test(line))).toEqual([
+      'received SIP/2.0 401 Unauthorized',
+      'received SIP/2.0 403 Forbidden',
+      'received SIP/2.0 503 Service Unavailable',
+    ]);
+    const blocked = /SIP\/2\.0 503 Service Unavailable[\s\S]*?\n\n/.exec(result.trace)?.[0] ?? '';
+    expect(blocked).toMatch(/Retry-After: 60/);
+    expect(blocked).not.toMatch(/WWW-Authenticate/);
+    expect(app.calls).toHaveLength(0);
+  });
+});
+
 describe('when a tenant only accepts calls from listed sources', () => {
   it('should answer 403 to a source outside the allowlist', async () => {
     app = await startTestApp({ tenants: [{ id: 'acme', numbers: ['100'], agent: 'front-desk', trunk: { allowFrom: ['192.0.2.0/24'] } }] });
