@@ -463,6 +463,8 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     if (answered) {
       this.activeAnswered -= 1;
       sipMetrics.activeDialogs.dec({ driver: DRIVER });
+      // Answered with callgate's offer, then ended because the ACK's answer was unusable.
+      if (reason === 'rejected') sipMetrics.callsRejected.inc({ driver: DRIVER, code: '488' });
     } else if (reason === 'cancelled') {
       sipMetrics.callsRejected.inc({ driver: DRIVER, code: '487' });
     }

@@ -4,6 +4,7 @@
  * ends the call with a BYE carrying a Reason header.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { registry } from '../../config/metrics.ts';
 import type { InboundCall } from '../../gateway/sip/signaling-driver.ts';
 import { runSipp } from './sipp-runner.ts';
 import { startTestApp, type TestApp } from './sip-test-app.ts';
@@ -13,6 +14,11 @@ afterEach(async () => {
   await app?.stop();
   app = undefined;
 });
+
+async function rejected488(): Promise<number> {
+  const metric = await registry.getSingleMetric('callgate_sip_calls_rejected_total')?.get();
+  return metric?.values.find((value) => value.labels.driver === 'builtin' && value.labels.code === '488')?.value ?? 0;
+}
 
 /** The 200 callgate sent, as sipp received it. */
 const okToInvite = (trace: string): string => {
@@ -84,6 +90,7 @@ describe('when the caller sends an INVITE without SDP (delayed offer)', () => {
     ['no answer at all', 'uac-delayed-offer-empty-ack.xml', [], /Reason: SIP ;cause=488 ;text="the ACK carried no SDP answer"/],
   ])('should end the call with BYE and a Reason header when the ACK carries %s', async (_what, scenario, extraArgs, reason) => {
     app = await startTestApp();
+    const before = await rejected488();
     const result = await runSipp({ scenario, port: app.udpPort, transport: 'udp', service: '100', extraArgs });
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.firstLines.map((line) => line.split(' ').slice(0, 2).join(' '))).toEqual([
@@ -98,5 +105,6 @@ describe('when the caller sends an INVITE without SDP (delayed offer)', () => {
     // The application never hears an ACK for a session that did not come up.
     expect(app.events.map((entry) => entry.event)).toEqual([{ type: 'ended', reason: 'rejected' }]);
     await app.waitFor(() => app?.driver.dialogCount() === 0 && app.driver.answeredCount() === 0);
+    expect(await rejected488()).toBe(before + 1);
   });
 });

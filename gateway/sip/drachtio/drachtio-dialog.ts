@@ -12,6 +12,7 @@ import type { LocalMediaAddress } from '../local-media.ts';
 import { answerOffer, type NegotiatedMedia } from '../sdp-negotiation.ts';
 import { parseSdp, serializeSdp } from '../sdp-parser.ts';
 import type { SdpSession } from '../sdp-types.ts';
+import { sipMetrics } from '../sip-metrics.ts';
 import type { DialogEndReason, DialogEvent, DialogEventListener, ReinviteOptions, SignalingDialog, TransferOutcome } from '../signaling-driver.ts';
 import { TRANSFER_TIMEOUT_MS } from '../sip-dialog.ts';
 import { sipfragProgress } from './drachtio-mapping.ts';
@@ -120,6 +121,7 @@ export class DrachtioDialog implements SignalingDialog {
       // No way to refuse an ACK: the session never came up, so it is ended (RFC 3261 13.3.1.4).
       this.options.logger.warn('the ACK carried no usable answer to the offer, ending the call with BYE', { callId: this.callId, reason: answer.detail });
       const dialog = this.dialog;
+      sipMetrics.callsRejected.inc({ driver: 'drachtio', code: '488' });
       this.end('rejected');
       dialog?.destroy({ headers: { Reason: unusableAnswerReason(answer.detail) } });
       return;
