@@ -9,6 +9,7 @@ import { rootLogger, type Logger } from '../../../config/log.ts';
 import type { SipConfig, TenantConfig } from '../../../config/schema.ts';
 import { CallRouter } from '../call-router.ts';
 import { headerValue } from '../header-names.ts';
+import { mediaType } from '../info-body.ts';
 import { parseSipMessage } from '../message-parser.ts';
 import { provisionalMedia } from '../delayed-offer.ts';
 import { answerOffer, buildOffer } from '../sdp-negotiation.ts';
@@ -148,6 +149,11 @@ export class DrachtioSignalingDriver implements SignalingDriver {
     }
     let offer: SdpSession | undefined;
     if (request.body.length > 0) {
+      if (mediaType(headerValue(request.headers, 'Content-Type') ?? '') !== 'application/sdp') {
+        sipMetrics.callsRejected.inc({ driver: DRIVER, code: '415' });
+        res.send(415, { headers: { Accept: 'application/sdp' } });
+        return;
+      }
       const sdp = parseSdp(request.body);
       if (!sdp.ok) {
         res.send(488);

@@ -17,7 +17,7 @@ interface Sent {
 
 let sequence = 0;
 
-function srfInvite(source: string, authorization?: string): { req: Srf.SrfRequest; res: Srf.SrfResponse; sent: Sent[] } {
+function srfInvite(source: string, authorization?: string, body?: { type: string; text: string }): { req: Srf.SrfRequest; res: Srf.SrfResponse; sent: Sent[] } {
   sequence += 1;
   const raw = [
     'INVITE sip:100@127.0.0.1 SIP/2.0',
@@ -28,9 +28,10 @@ function srfInvite(source: string, authorization?: string): { req: Srf.SrfReques
     `Call-ID: srf-${sequence}`,
     'CSeq: 1 INVITE',
     ...(authorization !== undefined ? [`Authorization: ${authorization}`] : []),
-    'Content-Length: 0',
+    ...(body !== undefined ? [`Content-Type: ${body.type}`] : []),
+    `Content-Length: ${Buffer.byteLength(body?.text ?? '')}`,
     '',
-    '',
+    body?.text ?? '',
   ].join('\r\n');
   const sent: Sent[] = [];
   const req = Object.assign(new EventEmitter(), { raw, source_address: source, source_port: 5060, protocol: 'udp', get: () => undefined });
@@ -122,5 +123,15 @@ describe('when the application handler throws (drachtio)', () => {
       throw new Error('application bug');
     });
     expect(offer(driver, '192.0.2.1')?.status).toBe(500);
+  });
+});
+
+describe('when an INVITE carries a body that is not SDP (drachtio)', () => {
+  it('should answer 415 with Accept, as the built-in stack does', () => {
+    const { driver, calls } = driverWith({}, {}, () => 0);
+    const { req, res, sent } = srfInvite('192.0.2.1', undefined, { type: 'text/plain', text: 'hello' });
+    driver.receiveInvite(req, res);
+    expect(sent).toEqual([{ status: 415, headers: { Accept: 'application/sdp' } }]);
+    expect(calls).toHaveLength(0);
   });
 });

@@ -3,6 +3,7 @@
  * the answer the ACK carries. Pure; the port allocation is a fixed fake.
  */
 import { describe, expect, it } from 'vitest';
+import { readAckAnswer, unusableAnswerReason } from '../../../gateway/sip/delayed-offer.ts';
 import { acceptAnswer, buildOffer } from '../../../gateway/sip/sdp-negotiation.ts';
 import { parseSdp, serializeSdp } from '../../../gateway/sip/sdp-parser.ts';
 import type { AudioCodecName, SdpSession } from '../../../gateway/sip/sdp-types.ts';
@@ -88,5 +89,53 @@ describe('when the ACK carries the answer to callgate offer', () => {
 
   it('should refuse PCMU in the answer when the tenant only offered PCMA', () => {
     expect(acceptAnswer(offerFor(['PCMA']), sdp('c=IN IP4 192.0.2.10', 'm=audio 4000 RTP/AVP 0')).ok).toBe(false);
+  });
+});
+
+describe('when the ACK body is read as the answer', () => {
+  const offer = offerFor(['PCMU', 'PCMA', 'opus']);
+  const good = 'v=0\r\no=- 1 1 IN IP4 192.0.2.10\r\ns=-\r\nc=IN IP4 192.0.2.10\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n';
+
+  it.each<[string, string | undefined, string, RegExp | undefined]>([
+    ['an SDP answer', 'application/sdp', good, undefined],
+    ['an SDP answer with parameters on the type', 'Application/SDP; charset=utf-8', good, undefined],
+    ['no body', 'application/sdp', '', /no SDP answer/],
+    ['a body without a type', undefined, good, /untyped/],
+    ['a body of another type', 'text/plain', good, /text\/plain, not application\/sdp/],
+    ['SDP that does not parse', 'application/sdp', 'v=0\r\nm=audio x RTP/AVP 0\r\n', /bad SDP in the ACK/],
+  ])('should take %s', (_what, contentType, body, refused) => {
+    const result = readAckAnswer(contentType, body, offer);
+    if (refused === undefined) expect(result).toMatchObject({ ok: true, media: { codec: 'PCMU' } });
+    else expect(result).toMatchObject({ ok: false, detail: expect.stringMatching(refused) as unknown });
+  });
+
+  it('should refuse 20,000 mutated answers without throwing, and accept only answers naming an offered codec', () => {
+    let seed = 11;
+    const random = (n: number): number => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return Math.floor((seed / 2_147_483_648) * n);
+    };
+    const junk = ['\r\n', '=', ' ', '\u0000', 'm=audio 0 RTP/AVP 0\r\n', 'c=IN IP6 ::\r\n', 'a=rtpmap:0 opus/48000/2\r\n', '99999999999', '"', '\\', 'é'];
+    for (let i = 0; i < 20_000; i++) {
+      const chars = [...good];
+      const edits = 1 + random(4);
+      for (let e = 0; e < edits; e++) {
+        const at = random(chars.length + 1);
+        const choice = random(3);
+        if (choice === 0) chars.splice(at, 1);
+        else if (choice === 1) chars.splice(at, 0, junk[random(junk.length)] ?? '');
+        else chars.splice(at, 0, String.fromCharCode(random(256)));
+      }
+      const result = readAckAnswer('application/sdp', chars.join(''), offer);
+      if (result.ok) expect(['PCMU', 'PCMA', 'opus']).toContain(result.media.codec);
+      else expect(unusableAnswerReason(result.detail)).toMatch(/^SIP ;cause=488 ;text="[^"\\\u0000-\u001f\u007f]*"$/);
+    }
+  });
+});
+
+describe('when the Reason header is written for the BYE', () => {
+  it('should keep the text inside its quoted-string whatever the detail holds, and bound it', () => {
+    expect(unusableAnswerReason('bad "SDP" \\ here\r\nInjected: header')).toBe('SIP ;cause=488 ;text="bad  SDP    here  Injected: header"');
+    expect(unusableAnswerReason('x'.repeat(500)).length).toBe('SIP ;cause=488 ;text=""'.length + 120);
   });
 });
