@@ -83,7 +83,7 @@ export class JitterBuffer {
   private readonly options: JitterBufferOptions;
   private readonly minFrames: number;
   private readonly maxFrames: number;
-  private readonly entries = new Map<number, JitterPacket>();
+  private readonly entries: SequenceRing;
   /** Arrival time of the packet that restarted buffering: what has waited longest. */
   private bufferingSinceMs: number | undefined;
   private state: 'idle' | 'buffering' | 'playing' = 'idle';
@@ -107,6 +107,9 @@ export class JitterBuffer {
     this.options = options;
     this.minFrames = Math.max(1, Math.ceil(options.minDepthMs / FRAME_MS));
     this.maxFrames = Math.max(this.minFrames, Math.floor(options.maxDepthMs / FRAME_MS));
+    // Everything held lies within the window [next, highest]: at most maxFrames + slack frames,
+    // plus a jump not yet confirmed. Twice that, so two entries never share a slot.
+    this.entries = new SequenceRing(2 * (this.maxFrames + SHRINK_SLACK_FRAMES + MAX_SEQUENCE_JUMP + 1));
   }
 
   push(packet: JitterPacket, nowMs: number): JitterPushResult {
@@ -292,6 +295,62 @@ export class JitterBuffer {
       this.underrunBoostFrames--;
       this.cleanTicks = 0;
     }
+  }
+}
+
+/**
+ * The buffered packets by extended sequence number: a Map's interface on a ring of slots, since
+ * the keys held always lie within a window smaller than the ring (per-packet path: no hashing,
+ * no allocation).
+ */
+class SequenceRing {
+  private readonly packets: Array<JitterPacket | undefined>;
+  private readonly keys: Float64Array;
+  private readonly mask: number;
+  private count = 0;
+
+  constructor(minSlots: number) {
+    let slots = 1;
+    while (slots < minSlots) slots *= 2;
+    this.packets = new Array<JitterPacket | undefined>(slots).fill(undefined);
+    this.keys = new Float64Array(slots).fill(Number.NaN);
+    this.mask = slots - 1;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  has(key: number): boolean {
+    return this.keys[key & this.mask] === key;
+  }
+
+  get(key: number): JitterPacket | undefined {
+    const slot = key & this.mask;
+    return this.keys[slot] === key ? this.packets[slot] : undefined;
+  }
+
+  set(key: number, packet: JitterPacket): void {
+    const slot = key & this.mask;
+    if (this.packets[slot] === undefined) this.count++;
+    this.keys[slot] = key;
+    this.packets[slot] = packet;
+  }
+
+  delete(key: number): boolean {
+    const slot = key & this.mask;
+    if (this.keys[slot] !== key) return false;
+    this.keys[slot] = Number.NaN;
+    this.packets[slot] = undefined;
+    this.count--;
+    return true;
+  }
+
+  clear(): void {
+    if (this.count === 0) return;
+    this.packets.fill(undefined);
+    this.keys.fill(Number.NaN);
+    this.count = 0;
   }
 }
 

@@ -196,9 +196,9 @@ export class RtpSession {
   };
   private readonly dropped: Partial<Record<RtpSessionDropReason, number>> = {};
   private readonly latenessBins = new Uint32Array(LATENESS_BINS);
-  /** Lateness of frames sent since the last flush, in seconds: prom-client sees them once a second, not per packet. */
-  private readonly pendingLateness = new Float64Array(METRICS_FLUSH_FRAMES * 4);
-  private pendingLatenessCount = 0;
+  /** Frames sent since the last flush per lateness bucket, and their summed lateness (s): prom-client sees them once a second. */
+  private readonly pendingLateness = new Uint32Array(metrics.PLAYOUT_LATENESS_BUCKETS.length + 1);
+  private pendingLatenessSum = 0;
   /** What was last added to the process-wide metrics, to flush only differences. */
   private flushed = { packetsIn: 0, bytesIn: 0, packetsOut: 0, bytesOut: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, concealed: 0, underruns: 0, playoutUnderruns: 0, skipped: 0, rtcpIn: 0, rtcpOut: 0 };
   private readonly flushedDrops: Partial<Record<RtpSessionDropReason, number>> = {};
@@ -733,7 +733,9 @@ export class RtpSession {
     if (latenessMs > c.latenessMax) c.latenessMax = latenessMs;
     const bin = Math.min(LATENESS_BINS - 1, Math.floor(latenessMs / LATENESS_BIN_MS));
     this.latenessBins[bin] = (this.latenessBins[bin] as number) + 1;
-    if (this.pendingLatenessCount < this.pendingLateness.length) this.pendingLateness[this.pendingLatenessCount++] = latenessMs / 1000;
+    const bucket = metrics.latenessBucket(latenessMs / 1000);
+    this.pendingLateness[bucket] = (this.pendingLateness[bucket] as number) + 1;
+    this.pendingLatenessSum += latenessMs / 1000;
     this.sentSinceReport = true;
     this.lastSentTimestamp = timestamp;
   }
@@ -841,8 +843,9 @@ export class RtpSession {
 
   private flushMetrics(): void {
     this.framesSinceFlush = 0;
-    for (let i = 0; i < this.pendingLatenessCount; i++) metrics.playoutLateness.observe(this.pendingLateness[i] as number);
-    this.pendingLatenessCount = 0;
+    metrics.addObservations(metrics.playoutLateness, metrics.PLAYOUT_LATENESS_BUCKETS, this.pendingLateness, this.pendingLatenessSum);
+    this.pendingLateness.fill(0);
+    this.pendingLatenessSum = 0;
     const jb = this.jitterBuffer.stats();
     const playout = this.playout.stats();
     const r = this.retired;
