@@ -76,6 +76,14 @@ describe('when the caller sends an INVITE without SDP (delayed offer)', () => {
     await app.waitFor(() => app?.driver.dialogCount() === 0);
   });
 
+  it('should do the same over TCP', async () => {
+    app = await startTestApp();
+    const result = await runSipp({ scenario: 'uac-delayed-offer.xml', port: app.tcpPort, transport: 'tcp', service: '100' });
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(app.eventsOf('ack')).toMatchObject([{ type: 'ack', media: { codec: 'PCMA', payloadType: 8 } }]);
+    expect(app.eventsOf('ended')).toEqual([{ type: 'ended', reason: 'remote-bye' }]);
+  });
+
   it('should offer only the tenant codecs, in its order', async () => {
     app = await startTestApp({ tenants: [{ id: 'acme', numbers: ['100'], agent: 'front-desk', codecs: ['PCMA'] }] });
     const result = await runSipp({ scenario: 'uac-delayed-offer-bad-answer.xml', port: app.udpPort, transport: 'udp', service: '100', extraArgs: ['-key', 'answer_formats', '0'] });
