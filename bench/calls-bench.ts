@@ -23,7 +23,7 @@
  * callgate is stopped with SIGTERM (SIGKILL after 10 s).
  *
  * Usage: flock /tmp/callgate-bench.lock npx tsx bench/calls-bench.ts [--calls 100,200] [--rate 40]
- *        [--hold 16] [--latency 300]
+ *        [--hold 16] [--latency 2500]     (CALLS_BENCH_CPU_PROFILE=dir: a CPU profile of callgate)
  */
 import { spawn } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
@@ -346,7 +346,13 @@ async function run(calls: number): Promise<string> {
   let target: DemoTarget | undefined;
   let pool: CallerPool | undefined;
   try {
-    target = await startFreshCallgate({ configPath: join(dir, 'callgate.yaml'), overrides: { CALLGATE__model__provider: 'simulator' } });
+    // CALLS_BENCH_CPU_PROFILE=<dir>: callgate writes a V8 CPU profile there when it stops.
+    const profileDir = process.env.CALLS_BENCH_CPU_PROFILE;
+    target = await startFreshCallgate({
+      configPath: join(dir, 'callgate.yaml'),
+      overrides: { CALLGATE__model__provider: 'simulator' },
+      ...(profileDir !== undefined && { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] }),
+    });
     const pid = target.pid ?? 0;
     // Warm-up: one call renders the script's lines (cached from then on) and warms the JIT.
     const warm = await CallerPool.open(1);
@@ -374,6 +380,11 @@ async function run(calls: number): Promise<string> {
     const byRtpPort = new Map(pool.callers.filter((c) => c.remote !== undefined).map((c) => [c.remote?.port ?? 0, c]));
     const wire: number[] = [];
     const server: number[] = [];
+    // Where the time goes: commit to the gate's decision, the decision to the response, the response to its first audio.
+    const toGate: number[] = [];
+    const toResponse: number[] = [];
+    const toAudio: number[] = [];
+    const decisions = new Map<string, number>();
     let told = 0;
     for (const session of sessions) {
       const { timeline } = await getJson<{ timeline: TimelineEntry[] }>(`${httpUrl}/v1/calls/${session.session_id}/timeline`);
@@ -385,6 +396,13 @@ async function run(calls: number): Promise<string> {
       const handed = delivered.detail.commitToAudibleMs;
       if (typeof handed !== 'number' || committedAt === undefined) continue;
       server.push(handed);
+      const gate = timeline.filter((e) => e.type === 'gate_decision' && e.detail.operationId === spoken.detail.operationId);
+      for (const g of gate) decisions.set(String(g.detail.decision), (decisions.get(String(g.detail.decision)) ?? 0) + 1);
+      const lastGate = gate[gate.length - 1];
+      const createdAt = timeline.find((e) => e.type === 'response' && e.detail.state === 'created' && e.detail.responseId === spoken.detail.responseId)?.at;
+      if (gate[0] !== undefined) toGate.push(gate[0].at - committedAt);
+      if (lastGate !== undefined && createdAt !== undefined) toResponse.push(createdAt - lastGate.at);
+      if (createdAt !== undefined) toAudio.push(committedAt + handed - createdAt);
       // On a silent line the first packet after the acknowledgement's audio reached the playout is its first frame.
       const port = timeline.find((e) => e.type === 'answered')?.detail.rtpPort;
       const caller = typeof port === 'number' ? byRtpPort.get(port) : undefined;
@@ -400,6 +418,7 @@ async function run(calls: number): Promise<string> {
       ` ${ms(percentile(sipp.rtts, 50))} / ${ms(percentile(sipp.rtts, 99))} |`,
       ` ${ms(percentile(wire, 50))} / ${ms(percentile(wire, 99))} (n=${wire.length}) | ${ms(percentile(server, 50))} / ${ms(percentile(server, 99))} |`,
       ` ${((cpu * 1000) / calls).toFixed(0)} ms (${(cpu / wallSeconds).toFixed(2)} cores) | ${load} |`,
+      `\n|   | where commit→audible goes, p50 / p99: commit→first gate decision ${ms(percentile(toGate, 50))} / ${ms(percentile(toGate, 99))}; last decision→response created ${ms(percentile(toResponse, 50))} / ${ms(percentile(toResponse, 99))}; created→first audio ${ms(percentile(toAudio, 50))} / ${ms(percentile(toAudio, 99))}; decisions ${[...decisions].map(([d, n]) => `${d} ${n}`).join(', ')} ||||||||`,
     ].join('');
   } finally {
     pool?.close();

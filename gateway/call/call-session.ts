@@ -44,6 +44,15 @@ export const DELIVERY_TIMEOUT_MS = 45_000;
 export const MAX_MODEL_REOPENS = 1;
 /** Tool calls still running at hang-up get this long to be admitted before delivery is told the call ended. */
 export const TOOL_SETTLE_MS = 2_000;
+/**
+ * Caller audio goes to the model in batches of this many milliseconds rather than as 20 ms
+ * frames: a third of the WebSocket messages (each a JSON event, base64 and a masked frame, and the
+ * same again to read on the model's side), for at most 40 ms more before the model hears the
+ * caller. Far below the server VAD's prefix padding (300 ms) and silence duration (500 ms), so
+ * turn detection and barge-in are unchanged; a key press flushes the batch first, keeping order.
+ */
+export const MODEL_AUDIO_BATCH_MS = 60;
+const FRAME_MS = 20;
 /** Bounds the BYE at the end of a call ended by callgate (the dialog retransmits within it). */
 const HANGUP_TIMEOUT_MS = 5_000;
 /**
@@ -135,6 +144,8 @@ export class CallSession {
   private readonly promptWaiters = new Map<string, () => void>();
   private promptCount = 0;
   private toolsRunning = 0;
+  /** Caller frames not yet sent to the model (see MODEL_AUDIO_BATCH_MS). */
+  private readonly audioBatch: Buffer[] = [];
   /** When the caller's last turn ended and no response has started since (undefined: none owed). */
   private answerOwedSince: number | undefined;
   /** The provider's session limit is near: renew at the next quiet moment. */
@@ -377,6 +388,13 @@ export class CallSession {
     const bound = new Promise<void>((resolve) => setTimeout(resolve, prompt.ms + PROMPT_SLACK_MS).unref());
     await Promise.race([played, bound]);
     this.promptWaiters.delete(itemId);
+  }
+
+  private flushAudio(): void {
+    if (this.audioBatch.length === 0) return;
+    const audio = this.audioBatch.length === 1 ? this.audioBatch[0] : Buffer.concat(this.audioBatch);
+    this.audioBatch.length = 0;
+    if (audio !== undefined) this.model?.sendAudio(audio);
   }
 
   private clearPlayout(): PlayoutClearResult | null {
@@ -648,11 +666,13 @@ export class CallSession {
   private onMedia(event: RtpSessionEvent): void {
     switch (event.type) {
       case 'audio':
-        this.model?.sendAudio(event.audio);
+        this.audioBatch.push(event.audio);
+        if (this.audioBatch.length * FRAME_MS >= MODEL_AUDIO_BATCH_MS) this.flushAudio();
         return;
       case 'dtmf':
         this.emit(callEvents.dtmf(event.digit, event.source));
         this.answerOwedSince = Date.now();
+        this.flushAudio();
         this.model?.sendDtmf(event.digit);
         return;
       case 'item-played': {

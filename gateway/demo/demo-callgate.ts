@@ -33,6 +33,8 @@ export interface FreshCallgateOptions {
   readonly overrides?: Readonly<Record<string, string>>;
   /** A configuration file of its own; the embedded default otherwise. */
   readonly configPath?: string;
+  /** Options for node itself (e.g. --cpu-prof, which NODE_OPTIONS does not take). */
+  readonly nodeArgs?: readonly string[];
 }
 
 function freePort(): Promise<number> {
@@ -72,7 +74,7 @@ export async function startFreshCallgate(options: FreshCallgateOptions = {}): Pr
   if (options.configPath === undefined) delete env.CALLGATE_CONFIG;
   else env.CALLGATE_CONFIG = options.configPath;
   const { args, cwd } = mainEntry();
-  const child: ChildProcess = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, [...(options.nodeArgs ?? []), ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (out += chunk.toString()));
