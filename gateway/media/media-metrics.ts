@@ -63,12 +63,12 @@ export function addObservations(target: Histogram, bounds: readonly number[], co
   if (total === 0) return;
   // One real observe() creates the series if needed and keeps prom-client's own bookkeeping right.
   const first = firstNonEmpty(counts);
-  const firstValue = (bounds[first] as number | undefined) ?? (bounds[bounds.length - 1] as number) * 2;
+  const firstValue = (bounds[first]) ?? (bounds[bounds.length - 1] as number) * 2;
   target.observe(firstValue);
   const series = (target as unknown as { hashMap?: Record<string, HistogramSeries | undefined> }).hashMap?.[''];
   if (series === undefined || typeof series.sum !== 'number' || typeof series.bucketValues !== 'object') {
     for (let i = 0; i < counts.length; i++) {
-      for (let n = i === first ? 1 : 0; n < (counts[i] as number); n++) target.observe((bounds[i] as number | undefined) ?? firstValue);
+      for (let n = i === first ? 1 : 0; n < (counts[i] as number); n++) target.observe((bounds[i]) ?? firstValue);
     }
     return;
   }
