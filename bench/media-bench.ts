@@ -13,7 +13,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '../config/log.ts';
 import { PCMU, wireCodec } from '../gateway/media/audio-format.ts';
@@ -302,12 +302,17 @@ async function runOnce(load: ChildProcess, impl: Impl, codec: Codec, calls: numb
   await started;
   const cpuStart = process.cpuUsage();
   const wallStart = performance.now();
+  // How late the event loop ran callbacks: past MAX_BACKLOG_FRAMES * 20 ms, playout skips frames.
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
   const result = (await done) as LoadDone;
   const cpu = process.cpuUsage(cpuStart);
   const wallMs = performance.now() - wallStart;
   messages.push(result);
   const bins = sut.bins;
-  const diagnostics = sut instanceof CallgateMedia ? `  (${sut.diagnostics()})` : '';
+  loopDelay.disable();
+  const loop = `loop delay p50/p99/max ${(loopDelay.percentile(50) / 1e6).toFixed(0)}/${(loopDelay.percentile(99) / 1e6).toFixed(0)}/${(loopDelay.max / 1e6).toFixed(0)} ms`;
+  const diagnostics = sut instanceof CallgateMedia ? `  (${loop}; ${sut.diagnostics()})` : `  (${loop})`;
   await sut.close();
   const loss = result.sent === 0 ? NaN : Math.max(0, 1 - result.received / result.sent);
   const cpuPerCallPct = ((cpu.user + cpu.system) / 1000 / wallMs / calls) * 100;
