@@ -5,6 +5,7 @@
  * is lost too, the caller hears the goodbye prompt before the BYE and the result goes out of band.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { registry } from '../../config/metrics.ts';
 import { CallPrompts } from '../../gateway/call/call-prompts.ts';
 import { quietLog } from '../support/action-harness.ts';
 import { waitFor } from '../support/processes.ts';
@@ -32,6 +33,13 @@ afterEach(async () => {
   await gateway?.close();
   gateway = undefined;
 });
+
+/** A counter's value in this process's registry (the in-process gateway's), 0 when absent. */
+async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
+  const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
+  const value = metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+  return value?.value ?? 0;
+}
 
 function eventAt(gw: InProcessGateway, type: string, nth = 0): number {
   return gw.events.filter((e) => e.event.type === type)[nth]?.at ?? NaN;
@@ -99,6 +107,11 @@ describe('when the model connection drops mid-call', () => {
   it('should say goodbye before the BYE when the re-opened session is lost too, and send the result out of band once', { timeout: 90_000 }, async () => {
     const prompts = new CallPrompts({ log: quietLog });
     const goodbye = await prompts.get('goodbye', 'pcmu');
+    const before = {
+      prompts: await counterValue('callgate_call_apology_prompts_total', { audio: 'speech' }),
+      reopened: await counterValue('callgate_call_model_reopens_total', { cause: 'lost', outcome: 'ok' }),
+      ended: await counterValue('callgate_calls_ended_total', { tenant: 'demo', reason: 'model_lost' }),
+    };
     const gw = await startInProcessGateway({ script: SCRIPT, prompts });
     gateway = gw;
     await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
@@ -133,6 +146,10 @@ describe('when the model connection drops mid-call', () => {
     expect(ended.at - lostAt).toBeGreaterThanOrEqual(goodbye.ms * 0.9);
     expect(rtp.audibleSince(lostAt, ended.at)).toBeGreaterThan((goodbye.ms / 20) * 0.8);
     expect(gw.simulator.connections.length).toBeLessThanOrEqual(2);
+    // Counted as an operator sees it: two prompts, one successful re-open, one call lost to the model.
+    expect(await counterValue('callgate_call_apology_prompts_total', { audio: 'speech' })).toBe(before.prompts + 2);
+    expect(await counterValue('callgate_call_model_reopens_total', { cause: 'lost', outcome: 'ok' })).toBe(before.reopened + 1);
+    expect(await counterValue('callgate_calls_ended_total', { tenant: 'demo', reason: 'model_lost' })).toBe(before.ended + 1);
 
     const ledger = gw.agents.h.layer.ledger;
     const op = await waitFor(async () => {
