@@ -30,6 +30,7 @@ import type {
   TransferOutcome,
 } from './signaling-driver.ts';
 import { newBranch } from './sip-ids.ts';
+import { sipfragProgress } from './sipfrag.ts';
 import type { SipEndpoint, TransportName } from './sip-transport.ts';
 
 /** Methods callgate accepts from a peer; sent in Allow with 405 and OPTIONS answers. */
@@ -368,16 +369,19 @@ export class SipDialog implements SignalingDialog {
       respond(481);
       return;
     }
-    const frag = /^SIP\/2\.0 (\d{3})(?: (.*))?$/m.exec(request.body);
+    const progress = sipfragProgress(request.body);
     respond(200);
-    if (frag === null) return;
-    const status = Number(frag[1]);
-    const reason = (frag[2] ?? '').trim();
-    if (status < 200) {
-      this.emit({ type: 'transfer', progress: { state: status === 180 || status === 183 ? 'ringing' : 'trying', status } });
-      return;
+    if (progress === undefined) return;
+    switch (progress.state) {
+      case 'succeeded':
+        this.finishTransfer({ type: 'succeeded' });
+        return;
+      case 'failed':
+        this.finishTransfer({ type: 'failed', status: progress.status, reason: progress.reason });
+        return;
+      default:
+        this.emit({ type: 'transfer', progress });
     }
-    this.finishTransfer(status < 300 ? { type: 'succeeded' } : { type: 'failed', status, reason });
   }
 
   private finishTransfer(outcome: TransferOutcome): void {

@@ -6,7 +6,7 @@
  */
 import { CallgateError } from '../../../config/errors.ts';
 import type { SipConfig } from '../../../config/schema.ts';
-import type { TransferProgress } from '../signaling-driver.ts';
+export { sipfragProgress } from '../sipfrag.ts';
 
 export interface DrachtioConnection {
   readonly host: string;
@@ -30,16 +30,6 @@ export const MAX_RECONNECT_DELAY_MS = 30_000;
 /** Doubling back-off from `reconnectMs`, capped, so a dead sidecar is not hammered. */
 export function reconnectDelay(attempt: number, reconnectMs: number): number {
   return Math.min(MAX_RECONNECT_DELAY_MS, reconnectMs * 2 ** Math.max(0, Math.min(attempt, 16)));
-}
-
-/** The progress a REFER NOTIFY reports in its message/sipfrag body. */
-export function sipfragProgress(body: string): TransferProgress | undefined {
-  const match = /^SIP\/2\.0 (\d{3})(?: (.*))?$/m.exec(body);
-  if (match === null) return undefined;
-  const status = Number(match[1]);
-  if (status < 200) return { state: status === 180 || status === 183 ? 'ringing' : 'trying', status };
-  if (status < 300) return { state: 'succeeded', status };
-  return { state: 'failed', status, reason: (match[2] ?? '').trim() };
 }
 
 /** The called number of a drachtio request: the Request-URI user, else the To user. */
