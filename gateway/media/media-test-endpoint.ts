@@ -177,7 +177,9 @@ export class MediaTestEndpoint {
   }
 
   private onDialog(event: MediaTestDialogEvent): void {
-    if (event.type === 'reinvite' && event.media !== undefined) {
+    // A re-INVITE changes the media; so does the ACK of a call whose INVITE had no offer (the
+    // answer was only provisional until the caller's answer came with the ACK).
+    if ((event.type === 'reinvite' || event.type === 'ack') && event.media !== undefined) {
       this.applyMedia(event.media);
     } else if (event.type === 'dtmf' && event.digit !== undefined && isDtmfDigit(event.digit)) {
       this.session.injectDigit(event.digit, event.durationMs);
