@@ -41,6 +41,8 @@ export const ALLOWED_METHODS = 'INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, NOTIFY'
  * for a while. Above 64*T1 so a REFER that times out is reported by its own transaction first.
  */
 export const TRANSFER_TIMEOUT_MS = 60_000;
+/** How long a stopping callgate waits for each call's BYE to be answered. */
+export const SHUTDOWN_BYE_WAIT_MS = 2_000;
 
 /** What a dialog needs from the stack that owns the sockets and transactions. */
 export interface DialogHost {
@@ -533,13 +535,23 @@ export class SipDialog implements SignalingDialog {
   }
 
   /** Ends the dialog because the stack is stopping: BYE for answered calls, 503 for pending ones. */
+  /**
+   * Ends the call because callgate is stopping: 503 before the answer, BYE after. The BYE is
+   * waited for only briefly (a peer that never answers would hold shutdown for Timer F, 32 s);
+   * its transaction keeps retransmitting until the transports close.
+   */
   async shutdown(): Promise<void> {
     if (this.current === 'terminated') return;
     if (!this.answered) {
       this.reject(503);
       return;
     }
-    await this.sendBye('shutdown');
+    let timer: NodeJS.Timeout | undefined;
+    const bounded = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, SHUTDOWN_BYE_WAIT_MS);
+    });
+    await Promise.race([this.sendBye('shutdown'), bounded]);
+    clearTimeout(timer);
   }
 
   private clearAnswerDeadline(): void {
