@@ -135,3 +135,41 @@ describe('when two senders take turns', () => {
     expect(session.stats().dropped['unexpected-source']).toBe(10);
   });
 });
+
+describe('when several hostile senders spray valid-looking packets during a call', () => {
+  it('should keep the caller latched, play only the caller’s audio and count every other packet as dropped', async () => {
+    const { session, peer, events } = await harness.start();
+    const attackers = [await harness.peer(), await harness.peer(), await harness.peer()];
+    let seed = 99;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    let sprayed = 0;
+    const spray = async () => {
+      for (let burst = 0; burst < 40; burst++) {
+        for (let i = 0; i < 50; i++) {
+          const attacker = attackers[random() % attackers.length];
+          // The caller's SSRC half of the time, sequence numbers near the caller's or anywhere.
+          const ssrc = random() % 2 === 0 ? CALLER_SSRC : random();
+          const sequenceNumber = random() % 2 === 0 ? 1000 + (random() % 60) : random() & 0xffff;
+          const payloadType = [0, 0, 0, 101, 13, 8][random() % 6] as number;
+          attacker?.send({ payloadType, sequenceNumber, timestamp: random(), ssrc, marker: random() % 2 === 0, payload: audioPayload(HOSTILE, random() % 200) }, session.localPort);
+          sprayed++;
+        }
+        await sleep(25);
+      }
+    };
+    session.play('item', Buffer.alloc(160 * 50, 0x11));
+    await Promise.all([stream(peer, session.localPort, 50, { ssrc: CALLER_SSRC, firstSeq: 1000, firstByte: 0 }), spray()]);
+    await waitFor(() => audioEvents(events).length >= 50);
+    await sleep(60);
+    expect(latches(events)).toEqual([peer.port]);
+    expect(events.some((e) => e.type === 'ssrc-changed')).toBe(false);
+    expect(audioEvents(events).map((b) => b[0])).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    for (const attacker of attackers) expect(attacker.packets()).toHaveLength(0);
+    expect(peer.packets().length).toBeGreaterThanOrEqual(40);
+    const stats = session.stats();
+    const dropped = Object.values(stats.dropped).reduce((a, b) => a + (b ?? 0), 0);
+    // Everything that reached the socket was the caller's or was dropped and counted.
+    expect(stats.packetsIn - dropped).toBe(50);
+    expect(stats.packetsIn).toBeGreaterThan(sprayed * 0.9);
+  });
+});
