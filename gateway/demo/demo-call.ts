@@ -20,11 +20,11 @@ import { buildDemoEntries, checkDemoStory, type DemoEntry, type DemoMessage, typ
 /** The whole demo, startup to report, stays under a minute; past this it gives up and cleans up. */
 export const DEMO_TIMEOUT_MS = 58_000;
 /** What the caller says over the greeting: one sentence, no commas (a pause of 500 ms ends an utterance). */
-export const CALLER_LINE = 'Hi there I would like to book a table for four tonight please';
+export const CALLER_LINE = 'I would like a table for four tonight';
 /** The caller starts talking after hearing this much of the greeting. */
-const BARGE_IN_AFTER_MS = 2_000;
-/** The agent has finished talking when the line has been silent this long. */
-const AGENT_QUIET_MS = 900;
+const BARGE_IN_AFTER_MS = 1_500;
+/** The agent has finished talking when the line has been silent this long (its responses follow each other within 300 ms). */
+const AGENT_QUIET_MS = 700;
 /** The longest the caller waits for the agent to finish a turn. */
 const AGENT_TURN_LIMIT_MS = 30_000;
 /** The restaurant holds the first booking this long: it is still unconfirmed when the caller changes it. */
