@@ -121,6 +121,8 @@ export class CallSession {
   private rtp: RtpSession | undefined;
   private model: RealtimeSession | undefined;
   private modelFormat: AudioFormat = 'pcmu';
+  /** The codec on the wire now (the answer's, then each re-INVITE's). */
+  private wireCodec: { readonly codec: NegotiatedMedia['codec']; readonly payloadType: number } | undefined;
   /** Bumped per model session; events of an older session are ignored. */
   private generation = 0;
   private reopens = 0;
@@ -130,8 +132,6 @@ export class CallSession {
   private readonly silenced = new Set<string>();
   /** Items each response played, to end them in the playout when the response is done. */
   private readonly itemsByResponse = new Map<string, Set<string>>();
-  /** What the barge-in clear found, when the realtime client asked for the played position. */
-  private bargeClear: { readonly result: PlayoutClearResult | null } | undefined;
   private readonly deliveries: DeliveryWaiter[] = [];
   private toolChain: Promise<void> = Promise.resolve();
   private ended: Promise<void> | undefined;
@@ -221,6 +221,7 @@ export class CallSession {
     }
     rtp.setRemote(accepted.media.remote);
     rtp.setHold(accepted.media.held);
+    this.wireCodec = { codec: accepted.media.codec, payloadType: accepted.media.payloadType };
     rtp.on((event) => this.onMedia(event));
     call.dialog.on((event) => this.onDialog(event));
     this.options.delivery.attach(this.agent, this.port());
@@ -419,17 +420,13 @@ export class CallSession {
   }
 
   /**
-   * The realtime client asks for the played position exactly when the caller starts speaking, so
-   * the playout is cleared here, and the clear's count of sent milliseconds is the truncation point.
+   * What the caller heard of an item: the milliseconds handed to the network, read without
+   * clearing anything (a finished item reports its whole length, so it is not truncated). The
+   * realtime client asks when the caller starts speaking and emits speech_started in the same
+   * tick, where the playout is cleared: no frame goes out in between.
    */
   private playback(): PlaybackPosition {
-    return {
-      playedMs: (itemId: string) => {
-        const result = this.clearPlayout();
-        this.bargeClear = { result };
-        return result !== null && result.itemId === itemId ? result.sentMs : undefined;
-      },
-    };
+    return { playedMs: (itemId: string) => this.rtp?.playedMs(itemId) };
   }
 
   private onModel(event: RealtimeEvent): void {
@@ -510,8 +507,7 @@ export class CallSession {
   /** Barge-in: the model's response is cancelled (client or server), playout cleared, item truncated. */
   private onSpeechStarted(event: Extract<RealtimeEvent, { type: 'speech_started' }>): void {
     this.agent.callerSpeaking = true;
-    const cleared = this.bargeClear !== undefined ? this.bargeClear.result : this.clearPlayout();
-    this.bargeClear = undefined;
+    const cleared = this.clearPlayout();
     const speaking = this.activeResponseId !== undefined || cleared !== null;
     if (this.activeResponseId !== undefined) this.silenced.add(this.activeResponseId);
     this.emit(callEvents.callerSpeech('started'));
@@ -654,6 +650,7 @@ export class CallSession {
       case 'reinvite':
         this.rtp?.setRemote(event.media.remote);
         this.rtp?.setHold(event.media.held);
+        this.applyCodec(event.media);
         return;
       case 'ended':
         void this.end(endReasonOf(event.reason), event.reason);
@@ -661,6 +658,22 @@ export class CallSession {
       default:
         return;
     }
+  }
+
+  /**
+   * A re-INVITE that changed the codec switches the live RTP session; the model keeps the format
+   * it was configured with (changing it would mean a new session), so the media layer transcodes
+   * from here on where it passed G.711 through before. Costs CPU, keeps the call and its context.
+   */
+  private applyCodec(media: NegotiatedMedia): void {
+    const rtp = this.rtp;
+    if (rtp === undefined || media.codec === this.wireCodec?.codec && media.payloadType === this.wireCodec.payloadType) return;
+    const from = this.wireCodec?.codec ?? 'PCMU';
+    rtp.setCodec({ codec: wireCodec(media.codec, media.payloadType), ...(media.telephoneEvent !== undefined && { telephoneEventPayloadType: media.telephoneEvent.payloadType }) });
+    this.wireCodec = { codec: media.codec, payloadType: media.payloadType };
+    const passthrough = (media.codec === 'PCMU' && this.modelFormat === 'pcmu') || (media.codec === 'PCMA' && this.modelFormat === 'pcma');
+    this.emit(callEvents.codecChanged(from, media.codec, passthrough));
+    this.log.info('codec changed by re-INVITE', { from, to: media.codec, payload_type: media.payloadType, passthrough });
   }
 
   private onMedia(event: RtpSessionEvent): void {
