@@ -10,6 +10,7 @@
  * against its slot on the 20 ms grid), and CPU per call.
  *
  *   npx tsx bench/media-bench.ts [--calls 250,500,1000] [--seconds 10] [--codecs pcmu,opus] [--impls baseline,callgate]
+ *                                [--slots 10] [--slot-capacity 100]   (callgate's send slots, for experiments)
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
@@ -27,6 +28,11 @@ import { RtpPortAllocator } from '../gateway/media/rtp-port-allocator.ts';
 import { LATENESS_BIN_MS, RtpSession } from '../gateway/media/rtp-session.ts';
 
 type Codec = 'pcmu' | 'opus';
+/** Send slots per frame and their capacity (the PlayoutScheduler's defaults unless given). */
+interface SchedulingOptions {
+  slots?: number;
+  slotCapacity?: number;
+}
 type Impl = 'baseline' | 'callgate';
 
 const FRAME_MS = 20;
@@ -211,12 +217,17 @@ class BareRelay {
 class CallgateMedia {
   private readonly sessions: RtpSession[] = [];
   private readonly timer = new MonotonicMediaTimer();
-  private readonly scheduler = new PlayoutScheduler({ timer: this.timer });
+  private readonly scheduler: PlayoutScheduler;
   private readonly ports = new RtpPortAllocator({ portMin: PORT_MIN, portMax: PORT_MAX });
   private readonly logger = new Logger({ level: 'error', sink: { write: () => {} } });
   sinkBytes = 0;
 
-  constructor(private readonly codec: Codec) {}
+  constructor(
+    private readonly codec: Codec,
+    scheduling: SchedulingOptions,
+  ) {
+    this.scheduler = new PlayoutScheduler({ timer: this.timer, ...scheduling });
+  }
 
   async open(n: number): Promise<number[]> {
     for (let i = 0; i < n; i++) {
@@ -283,8 +294,8 @@ function percentile(bins: Uint32Array, p: number): number {
   return bins.length * LATENESS_BIN_MS;
 }
 
-async function runOnce(load: ChildProcess, impl: Impl, codec: Codec, calls: number, seconds: number): Promise<string> {
-  const sut = impl === 'baseline' ? new BareRelay(codec) : new CallgateMedia(codec);
+async function runOnce(load: ChildProcess, impl: Impl, codec: Codec, calls: number, seconds: number, scheduling: SchedulingOptions): Promise<string> {
+  const sut = impl === 'baseline' ? new BareRelay(codec) : new CallgateMedia(codec, scheduling);
   const ports = await sut.open(calls);
   const messages: LoadMessage[] = [];
   const waitFor = (type: LoadMessage['type']) =>
@@ -336,6 +347,9 @@ async function main(): Promise<void> {
   const seconds = Number(argument('seconds', '10'));
   const codecs = argument('codecs', 'pcmu,opus').split(',') as Codec[];
   const impls = argument('impls', 'baseline,callgate').split(',') as Impl[];
+  const scheduling: SchedulingOptions = {};
+  if (process.argv.includes('--slots')) scheduling.slots = Number(argument('slots', '10'));
+  if (process.argv.includes('--slot-capacity')) scheduling.slotCapacity = Number(argument('slot-capacity', '100'));
   const load = fork(fileURLToPath(import.meta.url), ['--role=load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   console.log(`media bench: ${seconds} s per run, loopback, load in pid ${load.pid}`);
   console.log('impl      codec        calls      loss  p50 ms  p99 ms  cpu/call  sut%  load%   sent/received');
@@ -343,7 +357,7 @@ async function main(): Promise<void> {
     for (const codec of codecs) {
       for (const calls of callCounts) {
         for (const impl of impls) {
-          console.log(await runOnce(load, impl, codec, calls, seconds));
+          console.log(await runOnce(load, impl, codec, calls, seconds, scheduling));
           await new Promise((resolve) => setTimeout(resolve, 500));
         }
       }
