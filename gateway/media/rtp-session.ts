@@ -196,6 +196,9 @@ export class RtpSession {
   };
   private readonly dropped: Partial<Record<RtpSessionDropReason, number>> = {};
   private readonly latenessBins = new Uint32Array(LATENESS_BINS);
+  /** Packets tick() prepared and flush() sends, with the time each was due. */
+  private readonly outboxPackets: Buffer[] = [];
+  private readonly outboxDue: number[] = [];
   /** Frames sent since the last flush per lateness bucket, and their summed lateness (s): prom-client sees them once a second. */
   private readonly pendingLateness = new Uint32Array(metrics.PLAYOUT_LATENESS_BUCKETS.length + 1);
   private pendingLatenessSum = 0;
@@ -429,6 +432,8 @@ export class RtpSession {
   /** Called by the PlayoutScheduler at this call's slot. */
   tick(nowMs: number): void {
     if (this.closed) return;
+    // Ticked without a flush since (a caller other than the scheduler): what waits goes out first.
+    if (this.outboxPackets.length > 0) this.flush();
     const skippedBefore = this.schedule.skippedFrames;
     const dueCount = this.schedule.takeDue(nowMs);
     // After a long stall the send side skips frames (the model's audio is delayed), but the caller's
@@ -436,11 +441,8 @@ export class RtpSession {
     for (let i = this.schedule.skippedFrames - skippedBefore; i > 0; i--) this.receiveFrame(nowMs);
     if (dueCount > 0) {
       const first = this.schedule.firstDueIndex;
-      // Measured at send time: calls ticked later in the same wake-up are later by that much.
-      const sentAt = this.options.timer.now();
       for (let index = first; index < first + dueCount; index++) {
-        const lateness = sentAt - this.schedule.dueMsOf(index);
-        this.sendFrame(index, lateness > 0 ? lateness : 0);
+        this.sendFrame(index, this.schedule.dueMsOf(index));
         this.receiveFrame(nowMs);
       }
     }
@@ -450,6 +452,35 @@ export class RtpSession {
       this.nextRtcpAt = nowMs + (this.options.rtcpIntervalMs ?? RTCP_INTERVAL_MS) * (0.5 + Math.random());
     }
     if (++this.framesSinceFlush >= METRICS_FLUSH_FRAMES) this.flushMetrics();
+  }
+
+  /**
+   * Hands the packets tick() prepared to the socket. Lateness is measured here, at the write:
+   * calls flushed later in the same wake-up are later by that much.
+   */
+  flush(): void {
+    const packets = this.outboxPackets;
+    const count = packets.length;
+    if (count === 0) return;
+    const remote = this.remote;
+    const now = this.options.timer.now();
+    const c = this.counts;
+    for (let i = 0; i < count; i++) {
+      const packet = packets[i] as Buffer;
+      if (remote && !this.closed) this.sockets.sendRtp(packet, remote);
+      const late = now - (this.outboxDue[i] as number);
+      const latenessMs = late > 0 ? late : 0;
+      c.latenessSum += latenessMs;
+      c.latenessFrames++;
+      if (latenessMs > c.latenessMax) c.latenessMax = latenessMs;
+      const bin = Math.min(LATENESS_BINS - 1, Math.floor(latenessMs / LATENESS_BIN_MS));
+      this.latenessBins[bin] = (this.latenessBins[bin] as number) + 1;
+      const bucket = metrics.latenessBucket(latenessMs / 1000);
+      this.pendingLateness[bucket] = (this.pendingLateness[bucket] as number) + 1;
+      this.pendingLatenessSum += latenessMs / 1000;
+    }
+    packets.length = 0;
+    this.outboxDue.length = 0;
   }
 
   stats(): RtpSessionStats {
@@ -497,6 +528,8 @@ export class RtpSession {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.outboxPackets.length = 0;
+    this.outboxDue.length = 0;
     this.registration.remove();
     this.flushMetrics();
     metrics.rtpSessions.dec();
@@ -685,7 +718,7 @@ export class RtpSession {
     return (this.timestampBase + (index - this.timestampIndex) * this.frameSamples) >>> 0;
   }
 
-  private sendFrame(index: number, latenessMs: number): void {
+  private sendFrame(index: number, dueMs: number): void {
     // With nowhere to send, audio stays queued: clear() must only count what really went out.
     if (!this.remote) return;
     const timestamp = this.timestampOf(index);
@@ -696,23 +729,23 @@ export class RtpSession {
         this.counts.dtmfOut++;
         metrics.dtmfEvents.inc({ direction: 'out', source: 'rtp' });
       }
-      this.sendRtp(te, dtmf.payload, dtmf.marker, dtmf.timestamp, latenessMs);
+      this.sendRtp(te, dtmf.payload, dtmf.marker, dtmf.timestamp, dueMs);
       return;
     }
     const frame = this.playout.next();
     if (frame.kind === 'idle') return;
     const marker = frame.kind === 'audio' && (frame.marker || this.forceMarker);
     this.forceMarker = false;
-    this.sendRtp(this.codec.payloadType, frame.payload, marker, timestamp, latenessMs);
+    this.sendRtp(this.codec.payloadType, frame.payload, marker, timestamp, dueMs);
     if (frame.kind === 'audio' && frame.itemDone) {
       this.rememberPlayed(frame.itemId, frame.itemSentMs);
       this.emit(rtpEvents.itemPlayed(frame.itemId, frame.itemSentMs));
     }
   }
 
-  private sendRtp(payloadType: number, payload: Buffer, marker: boolean, timestamp: number, latenessMs: number): void {
-    const remote = this.remote;
-    if (!remote) return;
+  /** Builds the packet and queues it for flush(); sequence numbers and counts advance now. */
+  private sendRtp(payloadType: number, payload: Buffer, marker: boolean, timestamp: number, dueMs: number): void {
+    if (!this.remote) return;
     // One buffer from Node's pool (header and payload): a single-element send, no header
     // allocation of its own, and nothing the caller keeps (playout frames can be views).
     const length = RTP_HEADER_BYTES + payload.length;
@@ -724,18 +757,10 @@ export class RtpSession {
     packet.writeUInt32BE(this.sendSsrc, 8);
     payload.copy(packet, RTP_HEADER_BYTES);
     this.sequence = (this.sequence + 1) & 0xffff;
-    this.sockets.sendRtp(packet, remote);
-    const c = this.counts;
-    c.packetsOut++;
-    c.bytesOut += length;
-    c.latenessSum += latenessMs;
-    c.latenessFrames++;
-    if (latenessMs > c.latenessMax) c.latenessMax = latenessMs;
-    const bin = Math.min(LATENESS_BINS - 1, Math.floor(latenessMs / LATENESS_BIN_MS));
-    this.latenessBins[bin] = (this.latenessBins[bin] as number) + 1;
-    const bucket = metrics.latenessBucket(latenessMs / 1000);
-    this.pendingLateness[bucket] = (this.pendingLateness[bucket] as number) + 1;
-    this.pendingLatenessSum += latenessMs / 1000;
+    this.outboxPackets.push(packet);
+    this.outboxDue.push(dueMs);
+    this.counts.packetsOut++;
+    this.counts.bytesOut += length;
     this.sentSinceReport = true;
     this.lastSentTimestamp = timestamp;
   }

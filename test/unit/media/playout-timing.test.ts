@@ -207,3 +207,17 @@ describe('when pacing on the real clock for 3 s', () => {
     expect(Math.abs(last.dueMs - first.dueMs - (last.index - first.index) * 20)).toBeLessThan(1e-6);
   });
 });
+
+describe('when one wake-up runs several calls', () => {
+  it('should tick every call of the wake-up before flushing any, and flush each once', () => {
+    const timer = new FakeMediaTimer();
+    const scheduler = new PlayoutScheduler({ timer, slots: 1 });
+    const log: string[] = [];
+    const calls = ['a', 'b', 'c'].map((name) => ({ tick: () => log.push(`tick ${name}`), flush: () => log.push(`flush ${name}`) }));
+    for (const call of calls) scheduler.add(call);
+    timer.run(20);
+    const firstWake = log.slice(0, 6);
+    expect(firstWake).toEqual(['tick a', 'tick b', 'tick c', 'flush a', 'flush b', 'flush c']);
+    expect(log.filter((entry) => entry.startsWith('flush')).length).toBe(log.filter((entry) => entry.startsWith('tick')).length);
+  });
+});
