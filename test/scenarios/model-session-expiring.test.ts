@@ -24,7 +24,7 @@ const SCRIPT = {
 
 /**
  * The provider's limit in this test (60 minutes in production), and the warning before it: the
- * warning comes 4 s into the session, and the renewed session's own warning after the test is over.
+ * warning comes 4 s into every session, so a renewed session is renewed again in turn.
  */
 const SESSION_LIMIT_MS = 40_000;
 const EXPIRY_WARNING_MS = 36_000;
@@ -85,17 +85,22 @@ describe('when the model session is about to reach its limit', () => {
     const told = [firstConnection, secondConnection].flatMap((c) => c.session.heard.filter((r) => r.kind === 'system_message' && r.text.includes(operationId)));
     expect(told).toHaveLength(1);
 
-    // The call goes on with the new session: a key pressed now is heard and answered there.
+    // The call goes on with a renewed session: a key pressed now is heard and answered by the live one.
     await waitFor(async () => (gw.events.some((e) => e.at > renewed.at && e.event.type === 'response' && e.event.state === 'done') || secondConnection.session.said.length === 0 ? true : undefined), 10_000, 'a quiet line');
     const pressedAt = Date.now();
     rtp.press('9');
-    await waitFor(async () => (secondConnection.session.said.some((s) => s.text === 'Still here with you.' && s.status === 'completed') ? true : undefined), 8_000, 'the answer on the new session');
-    expect(firstConnection.session.heard.some((r) => r.kind === 'dtmf' && r.digit === '9')).toBe(false);
+    const answered = await waitFor(async () => gw.simulator.connections.find((c) => c.session.said.some((s) => s.text === 'Still here with you.' && s.status === 'completed')), 8_000, 'the answer on a renewed session');
+    expect(answered).not.toBe(firstConnection);
+    expect(gw.simulator.connections.filter((c) => c.session.heard.some((r) => r.kind === 'dtmf' && r.digit === '9'))).toEqual([answered]);
     expect(rtp.audibleSince(pressedAt)).toBeGreaterThan(25);
 
     const result = await sipp;
     rtp.mute();
     expect(result.exitCode, result.stderr).toBe(0);
+    // Every renewal (a renewed session expires in turn) came at a quiet moment and cut nothing.
+    const renewals = gw.events.filter((e) => e.event.type === 'model_renewed');
+    for (const renewal of renewals) expect(gw.events.filter((e) => e.at <= renewal.at && e.event.type === 'response').at(-1)?.event).toMatchObject({ state: 'done' });
+    for (const connection of gw.simulator.connections.slice(0, renewals.length)) expect(connection.session.said.every((s) => s.status === 'completed' && s.truncatedAtMs === undefined)).toBe(true);
     // No loss, no apology: the caller never noticed.
     const types = gw.events.map((e) => e.event.type);
     expect(types).not.toContain('model_disconnected');
