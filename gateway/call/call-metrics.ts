@@ -40,7 +40,7 @@ export const callMetrics = {
   }),
   apologies: counter({
     name: 'callgate_call_apology_prompts_total',
-    help: 'Apology prompts played to callers while their model session was re-opened, by audio (speech, silence: the prompt could not be rendered)',
-    labelNames: ['audio'],
+    help: 'Apologies callgate played itself because the model was lost, by kind (reconnecting: while re-opening; goodbye: before hanging up) and audio (speech; silence: the prompt could not be rendered)',
+    labelNames: ['kind', 'audio'],
   }),
 };

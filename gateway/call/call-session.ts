@@ -379,7 +379,7 @@ export class CallSession {
     const prompt = await prompts.get(kind, this.modelFormat);
     if (this.rtp === undefined || (this.ending && kind !== 'goodbye')) return;
     const itemId = `prompt_${kind}_${++this.promptCount}`;
-    callMetrics.apologies.inc({ audio: prompt.rendered });
+    callMetrics.apologies.inc({ kind, audio: prompt.rendered });
     this.emit(callEvents.prompt(kind, prompt.rendered, prompt.ms));
     this.log.info('prompt played', { kind, audio: prompt.rendered, ms: prompt.ms });
     const played = new Promise<void>((resolve) => this.promptWaiters.set(itemId, resolve));

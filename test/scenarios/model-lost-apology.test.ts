@@ -34,11 +34,10 @@ afterEach(async () => {
   gateway = undefined;
 });
 
-/** A counter's value in this process's registry (the in-process gateway's), 0 when absent. */
+/** A counter's value in this process's registry (the in-process gateway's), summed over the labels not given; 0 when absent. */
 async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
   const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
-  const value = metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
-  return value?.value ?? 0;
+  return (metric?.values ?? []).filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l)).reduce((sum, v) => sum + v.value, 0);
 }
 
 function eventAt(gw: InProcessGateway, type: string, nth = 0): number {
@@ -108,7 +107,8 @@ describe('when the model connection drops mid-call', () => {
     const prompts = new CallPrompts({ log: quietLog });
     const goodbye = await prompts.get('goodbye', 'pcmu');
     const before = {
-      prompts: await counterValue('callgate_call_apology_prompts_total', { audio: 'speech' }),
+      reconnecting: await counterValue('callgate_call_apology_prompts_total', { kind: 'reconnecting', audio: 'speech' }),
+      goodbye: await counterValue('callgate_call_apology_prompts_total', { kind: 'goodbye', audio: 'speech' }),
       reopened: await counterValue('callgate_call_model_reopens_total', { cause: 'lost', outcome: 'ok' }),
       ended: await counterValue('callgate_calls_ended_total', { tenant: 'demo', reason: 'model_lost' }),
     };
@@ -146,8 +146,9 @@ describe('when the model connection drops mid-call', () => {
     expect(ended.at - lostAt).toBeGreaterThanOrEqual(goodbye.ms * 0.9);
     expect(rtp.audibleSince(lostAt, ended.at)).toBeGreaterThan((goodbye.ms / 20) * 0.8);
     expect(gw.simulator.connections.length).toBeLessThanOrEqual(2);
-    // Counted as an operator sees it: two prompts, one successful re-open, one call lost to the model.
-    expect(await counterValue('callgate_call_apology_prompts_total', { audio: 'speech' })).toBe(before.prompts + 2);
+    // Counted as an operator sees it: one apology of each kind, one successful re-open, one call lost to the model.
+    expect(await counterValue('callgate_call_apology_prompts_total', { kind: 'reconnecting', audio: 'speech' })).toBe(before.reconnecting + 1);
+    expect(await counterValue('callgate_call_apology_prompts_total', { kind: 'goodbye', audio: 'speech' })).toBe(before.goodbye + 1);
     expect(await counterValue('callgate_call_model_reopens_total', { cause: 'lost', outcome: 'ok' })).toBe(before.reopened + 1);
     expect(await counterValue('callgate_calls_ended_total', { tenant: 'demo', reason: 'model_lost' })).toBe(before.ended + 1);
 
