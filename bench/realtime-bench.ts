@@ -10,9 +10,9 @@
  *     to the client emitting `audio_delta` (an upper bound: it includes loopback and the
  *     simulator's framing; both processes read the same monotonic clock).
  *
- *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5]
+ *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -147,6 +147,18 @@ function cpuPressure(): string {
   }
 }
 
+/**
+ * With --pin: callgate's process on CPU 0, the simulator on CPU 1 (taskset), so that the stand-in
+ * for the cloud model, which in production runs elsewhere, does not compete with callgate for a
+ * core. Returns false (and runs unpinned) where taskset is missing or the machine has one CPU.
+ */
+function pinProcesses(simulatorPid: number | undefined): boolean {
+  if (simulatorPid === undefined || cpus().length < 2) return false;
+  const self = spawnSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+  const simulator = spawnSync('taskset', ['-p', '-c', '1', String(simulatorPid)], { stdio: 'ignore' });
+  return self.status === 0 && simulator.status === 0;
+}
+
 /** A quiet line hum (not silence) so every frame is real μ-law audio. */
 function callerFrame(): Buffer {
   const frame = Buffer.alloc(FRAME_BYTES);
@@ -161,6 +173,7 @@ async function runBench(): Promise<void> {
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--simulator'], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  const pinned = process.argv.includes('--pin') && pinProcesses(child.pid);
   const fromChild = <K extends ChildMessage['kind']>(kind: K): Promise<Extract<ChildMessage, { kind: K }>> =>
     new Promise((resolve) => {
       const onMessage = (message: ChildMessage): void => {
@@ -270,6 +283,7 @@ async function runBench(): Promise<void> {
   const lag = (ns: number): string => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS).toFixed(2);
   console.log(`event loop lag: p50=${lag(loopDelay.percentile(50))} ms p99=${lag(loopDelay.percentile(99))} ms max=${lag(loopDelay.max)} ms`);
   console.log(sendCost.describe('client CPU per outbound frame (sendAudio)'));
+  console.log(`processes: ${pinned ? 'callgate pinned to CPU 0, the simulator to CPU 1' : 'not pinned'}`);
   console.log(`machine: ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}, CPU pressure ${cpuPressure()}`);
   console.log(`frames sent per second: ${(outbound.count / seconds).toFixed(0)}; audio deltas received per second: ${(inbound.count / seconds).toFixed(0)}; dropped frames: ${dropped}`);
 
