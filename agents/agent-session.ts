@@ -41,6 +41,8 @@ export class AgentSession {
   /** Tools running right now (for the per-call limit). */
   toolsInFlight = 0;
   readonly operations = new Map<string, OwnedOperation>();
+  /** Reads whose result a tool is waiting for, to answer inside its output: not to be spoken meanwhile. */
+  readonly answeringInline = new Set<string>();
   /** Goal -> the latest operation for it. */
   private readonly goals = new Map<string, string>();
   /** Goals the conversation has set aside (results for them are held). */

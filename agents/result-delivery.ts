@@ -138,7 +138,7 @@ export class ResultDelivery {
         const drainedPending = ids.every((id) => id === '>') ? false : (reply ?? []).every(([, entries]) => entries.length === 0);
         for (const [key, entries] of reply ?? []) {
           const tenant = tenants[keys.indexOf(key)] ?? '';
-          for (const [id, fields] of entries) await this.processEvent(tenant, key, DELIVERY_GROUP, id, toRecord(fields));
+          await this.processBatch(tenant, key, entries);
         }
         if (drainedPending || reply === null) ids = keys.map(() => '>');
       } catch (error) {
@@ -147,6 +147,30 @@ export class ResultDelivery {
         await new Promise((resolve) => setTimeout(resolve, BLOCK_MS));
       }
     }
+  }
+
+  /**
+   * One read's entries: each call's in stream order, different calls at the same time, so a burst
+   * of commits across many calls (a busy hour) is not told one call after another.
+   */
+  private async processBatch(tenant: string, key: string, entries: readonly [string, string[]][]): Promise<void> {
+    const byCall = new Map<string, { id: string; fields: Record<string, string> }[]>();
+    for (const [id, raw] of entries) {
+      const fields = toRecord(raw);
+      const session = fields.session_id ?? '';
+      const queue = byCall.get(session);
+      if (queue) queue.push({ id, fields });
+      else byCall.set(session, [{ id, fields }]);
+    }
+    const outcomes = await Promise.allSettled(
+      [...byCall.values()].map(async (queue) => {
+        for (const { id, fields } of queue) await this.processEvent(tenant, key, DELIVERY_GROUP, id, fields);
+      }),
+    );
+    // A call whose event failed keeps it pending (unacknowledged, re-read after a restart or taken
+    // over by the janitor); the other calls' results are not held back by it.
+    const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /**
@@ -165,15 +189,27 @@ export class ResultDelivery {
       return;
     }
     const call = gone ? undefined : this.calls.get(op.scope.sessionId);
+    if (call?.session.answeringInline.has(op.operationId)) {
+      // A tool is about to put this read's result in its output: held, and gated again when the
+      // call is idle, by which time the tool has recorded it as told (or timed out, and it is said).
+      this.hold(op.operationId, { key: streamKey, group, id });
+      call.pending.add(op.operationId);
+      return;
+    }
     const decision = await this.decide(op, call, fields.at === undefined ? undefined : Number(fields.at));
     if (decision.decision === 'suppress' || decision.decision === 'reconcile_first') {
       await redis.xack(streamKey, group, id);
       return;
     }
-    const refs = this.unacked.get(op.operationId) ?? [];
-    refs.push({ key: streamKey, group, id });
-    this.unacked.set(op.operationId, refs);
+    this.hold(op.operationId, { key: streamKey, group, id });
     await this.act(op, call, decision, false);
+  }
+
+  /** Keeps a stream entry unacknowledged until the caller has the result (see settle). */
+  private hold(operationId: string, ref: { key: string; group: string; id: string }): void {
+    const refs = this.unacked.get(operationId) ?? [];
+    refs.push(ref);
+    this.unacked.set(operationId, refs);
   }
 
   /** The caller has the result: every stream entry held for it is acknowledged. */

@@ -15,6 +15,7 @@ import { formatIssues } from '../config/load.ts';
 import type { ActionLayer } from '../jobs/action-layer.ts';
 import type { AdmissionDecision } from '../jobs/admission/admission.ts';
 import { IdempotencyConflictError } from '../jobs/ledger/ledger-errors.ts';
+import type { Operation } from '../jobs/ledger/operation.ts';
 import type { AgentCatalogue, ToolDefinition, ToolOutput } from './agent.ts';
 import type { AgentSession } from './agent-session.ts';
 import type { AuditLog } from './audit.ts';
@@ -178,14 +179,33 @@ export class ToolRuntime {
     if (decision.type === 'busy') return { status: 'busy', message: 'That lookup is busy right now; try again shortly.', retry_after_ms: decision.retryAfterMs };
     if (decision.type === 'degraded') return { status: 'degraded', message: decision.fallback };
     const deadline = this.options.readDeadlineMs ?? READ_DEADLINE_MS;
-    const op = await this.options.actions.waitFor(session.tenantId, decision.operationId, deadline);
-    if (!op || op.state !== 'COMMITTED') {
-      const failed = op?.state === 'FAILED_FINAL' || op?.state === 'CANCELLED';
-      return failed
-        ? { status: 'failed', message: op.error?.message ?? 'The lookup failed.', error: op.error?.code ?? 'failed' }
-        : { status: 'timeout', message: `The ${tool.name} lookup is slow; tell the caller you are still checking.` };
+    session.answeringInline.add(decision.operationId);
+    let op: Operation | undefined;
+    try {
+      op = await this.options.actions.waitFor(session.tenantId, decision.operationId, deadline);
+      if (op && (op.state === 'COMMITTED' || op.state === 'FAILED_FINAL' || op.state === 'CANCELLED')) await this.toldInToolOutput(op);
+    } finally {
+      session.answeringInline.delete(decision.operationId);
     }
-    return { status: 'ok', result: op.result ?? {} };
+    if (op?.state === 'COMMITTED') return { status: 'ok', result: op.result ?? {} };
+    if (op?.state === 'FAILED_FINAL' || op?.state === 'CANCELLED') return { status: 'failed', message: op.error?.message ?? 'The lookup failed.', error: op.error?.code ?? 'failed' };
+    return { status: 'timeout', message: `The ${tool.name} lookup is slow; tell the caller you are still checking.` };
+  }
+
+  /**
+   * A read answered inside the tool output reaches the caller through the model's own reply: its
+   * result event must not be spoken again. While the tool waits, delivery holds the event
+   * (AgentSession.answeringInline); this record then makes the gate find it told (already_told).
+   * A read that outlived the deadline is not recorded: its result is delivered like any late one.
+   */
+  private async toldInToolOutput(op: Pick<Operation, 'tenantId' | 'operationId'>): Promise<void> {
+    await this.options.actions.ledger.recordDelivery(op, {
+      decision: 'told_in_tool_output',
+      reasons: ['read_answered_inline'],
+      at: Date.now(),
+      channel: 'voice',
+      delivered: true,
+    });
   }
 
   private async mutation(session: AgentSession, call: ToolCall, tool: ToolDefinition, args: Record<string, unknown>, decision: AdmissionDecision): Promise<ToolOutput> {

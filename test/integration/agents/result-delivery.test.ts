@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BOOK, booking, CANCEL_BOOKING, REFUND } from '../../support/action-harness.ts';
+import { AVAILABILITY, BOOK, booking, CANCEL_BOOKING, REFUND } from '../../support/action-harness.ts';
 import { messages, startAgentsHarness, type AgentsHarness } from '../../support/agents-harness.ts';
 import { waitFor } from '../../support/processes.ts';
 import { testRedis } from '../../support/redis.ts';
@@ -9,7 +9,7 @@ let a: AgentsHarness;
 beforeAll(async () => {
   a = await startAgentsHarness({
     tenants: {
-      'tenant-chat': { book_table: BOOK, cancel_booking: CANCEL_BOOKING, refund: REFUND },
+      'tenant-chat': { book_table: BOOK, cancel_booking: CANCEL_BOOKING, refund: REFUND, check_availability: AVAILABILITY },
     },
   });
 });
@@ -39,6 +39,28 @@ describe('when a booking commits while the caller is silent', () => {
     expect(op?.delivery?.commitToAudibleMs).toBeGreaterThanOrEqual(0);
     const audit = (await a.audit.read(session.sessionId)).map((r) => r.event.type);
     expect(audit).toEqual(['tool_requested', 'tool_answered', 'gate_decision', 'delivered']);
+  });
+});
+
+describe('when a read is answered inside the tool output', () => {
+  it('should not speak its result event again: the gate finds it told', async () => {
+    const { session, port } = a.call(TENANT);
+    const output = await a.runtime.handle(session, { callId: 'call_avail', name: 'check_availability', arguments: { restaurant: 'trattoria-roma', date: booking().date, party_size: 2 } });
+    expect(output.status).toBe('ok');
+    const redis = testRedis();
+    const key = a.delivery.streamKey(TENANT);
+    // The read's terminal transition appended its result event; let delivery read and gate it.
+    const events = await redis.xrange(key, '-', '+');
+    redis.disconnect();
+    const readEvent = events.reverse().find(([, fields]) => fields.includes(session.sessionId));
+    expect(readEvent).toBeDefined();
+    const operationId = readEvent?.[1][readEvent[1].indexOf('operation_id') + 1] ?? '';
+    // The model's reply to the tool output ends: the call is idle and held results are gated again.
+    await a.delivery.onIdle(session.sessionId);
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(port.spoken.filter((s) => s.operationId === operationId)).toEqual([]);
+    const op = await a.h.layer.ledger.get(TENANT, operationId);
+    expect(op?.delivery).toMatchObject({ decision: 'told_in_tool_output', delivered: true });
   });
 });
 
