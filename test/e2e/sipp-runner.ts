@@ -4,6 +4,7 @@
  * the message trace (what went on the wire) and the statistics sipp printed.
  */
 import { spawn } from 'node:child_process';
+import { createSocket } from 'node:dgram';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -38,9 +39,26 @@ export interface SippResult {
   readonly firstLines: string[];
 }
 
+/**
+ * A loopback port free for both TCP and UDP (sipp binds its SIP port on the transport used and
+ * its media ports over UDP; a port found free for TCP may be an RTP port of a gateway under test).
+ */
+export async function freeSipPort(): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = await freeLoopbackPort();
+    const free = await new Promise<boolean>((resolve) => {
+      const socket = createSocket('udp4');
+      socket.once('error', () => resolve(false));
+      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error('no loopback port free for both TCP and UDP');
+}
+
 export async function runSipp(run: SippRun): Promise<SippResult> {
   const dir = mkdtempSync(join(tmpdir(), 'callgate-sipp-'));
-  const localPort = await freeLoopbackPort();
+  const localPort = await freeSipPort();
   const trace = join(dir, 'messages.log');
   const timeout = run.timeoutSeconds ?? 20;
   const args = [
@@ -58,7 +76,7 @@ export async function runSipp(run: SippRun): Promise<SippResult> {
     '-timeout_error',
     '-nostdin',
     '-nr',
-    '-mp', String(await freeLoopbackPort()),
+    '-mp', String(await freeSipPort()),
     '-trace_stat', '-stf', join(dir, 'stats.csv'),
     ...(run.trace === false ? [] : ['-trace_msg', '-message_file', trace]),
     ...(run.extraArgs ?? []),
