@@ -7,6 +7,7 @@
  * job whose worker died is never redelivered to the provider; the recovery sweep finds it and
  * reconciles. Other queues allow one redelivery, which the executor turns into a fenced takeover.
  */
+import { setMaxListeners } from 'node:events';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../config/log.ts';
@@ -41,6 +42,9 @@ export class OperationWorkers {
 
   start(): void {
     const { settings, connection, prefix, log } = this.options;
+    // Every running attempt listens on the shared stop signal (and unhooks when it ends): as many
+    // listeners as jobs may run at once across the execution queues, which is not a leak.
+    setMaxListeners(EXECUTION_QUEUES.length * settings.concurrency + 10, this.abort.signal);
     const common = {
       connection,
       prefix: bullPrefix(prefix),
