@@ -645,7 +645,14 @@ export class CallSession {
   private onDialog(event: DialogEvent): void {
     switch (event.type) {
       case 'dtmf':
-        if (/^[0-9A-D*#]$/.test(event.digit)) this.rtp?.injectDigit(event.digit as DtmfDigit);
+        if (/^[0-9A-D*#]$/.test(event.digit)) this.rtp?.injectDigit(event.digit as DtmfDigit, event.durationMs);
+        return;
+      case 'ack':
+        // A delayed offer: the ACK's answer settles the media that the provisional choice stood in for.
+        if (event.media === undefined) return;
+        this.rtp?.setRemote(event.media.remote);
+        this.rtp?.setHold(event.media.held);
+        this.applyCodec(event.media);
         return;
       case 'reinvite':
         this.rtp?.setRemote(event.media.remote);
