@@ -99,6 +99,8 @@ type Listener = (event: CallEvent) => void;
 
 interface DeliveryWaiter {
   readonly operationId: string;
+  /** The tag of the response asked for to speak it (ResponseRequest.tag). */
+  readonly tag: string;
   responseId?: string;
   firstAudioAt?: number;
   readonly resolve: (outcome: SpokenOutcome) => void;
@@ -133,6 +135,9 @@ export class CallSession {
   /** Items each response played, to end them in the playout when the response is done. */
   private readonly itemsByResponse = new Map<string, Set<string>>();
   private readonly deliveries: DeliveryWaiter[] = [];
+  private deliverySeq = 0;
+  /** Set once a response_created carried a tag back: from then on only a tag ties a response to a delivery. */
+  private providerEchoesTags = false;
   private toolChain: Promise<void> = Promise.resolve();
   private ended: Promise<void> | undefined;
   private ending = false;
@@ -462,7 +467,15 @@ export class CallSession {
         this.answerOwedSince = undefined;
         this.activeResponseId = event.responseId;
         this.agent.responseActive = true;
-        const waiter = this.deliveries.find((w) => w.responseId === undefined);
+        // The response that speaks a result is the one created for its tag. Without tags from this
+        // provider (none echoed yet), the first response after the request stands in for it.
+        if (event.tag !== undefined) this.providerEchoesTags = true;
+        const waiter =
+          event.tag !== undefined
+            ? this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined)
+            : this.providerEchoesTags
+              ? undefined
+              : this.deliveries.find((w) => w.responseId === undefined);
         if (waiter !== undefined) waiter.responseId = event.responseId;
         this.emit(callEvents.response('created', event.responseId));
         return;
@@ -608,10 +621,12 @@ export class CallSession {
       deliver: async ({ operationId, message }) => {
         if (!(await this.modelReady) || this.ending || this.model === undefined) return { status: 'failed' };
         const model = this.model;
+        const tag = `deliver:${operationId}:${++this.deliverySeq}`;
         const outcome = new Promise<SpokenOutcome>((resolve) => {
           const timer = setTimeout(() => this.settleWaiter(waiter, 'failed'), DELIVERY_TIMEOUT_MS);
           const waiter: DeliveryWaiter = {
             operationId,
+            tag,
             resolve: (result) => {
               clearTimeout(timer);
               resolve(result);
@@ -620,7 +635,7 @@ export class CallSession {
           this.deliveries.push(waiter);
         });
         model.addSystemMessage(message);
-        model.createResponse();
+        model.createResponse({ tag });
         const result = await outcome;
         this.emit(callEvents.resultSpoken(operationId, result.status, result.responseId));
         return result;

@@ -76,6 +76,8 @@ export const SESSION_LIMIT_MS = 60 * 60 * 1000;
 export const SESSION_EXPIRY_WARNING_MS = 5 * 60 * 1000;
 /** The response.create metadata key that tags our creates. */
 const CREATE_TAG_KEY = 'callgate_create';
+/** The response.create metadata key that carries the caller's own tag (ResponseRequest.tag). */
+const REQUEST_TAG_KEY = 'callgate_request';
 /** The input_audio_buffer.append event around its base64 audio, as bytes. */
 const APPEND_PREFIX = Buffer.from('{"type":"input_audio_buffer.append","audio":"', 'latin1');
 const APPEND_SUFFIX = Buffer.from('"}', 'latin1');
@@ -403,7 +405,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     this.pendingCreateTag = `c${(++this.createSeq).toString(36)}`;
     const response = {
       ...(request.instructions !== undefined && { instructions: request.instructions }),
-      metadata: { [CREATE_TAG_KEY]: this.pendingCreateTag },
+      metadata: { [CREATE_TAG_KEY]: this.pendingCreateTag, ...(request.tag !== undefined && { [REQUEST_TAG_KEY]: request.tag.slice(0, 512) }) },
     };
     const eventId = this.send({ type: 'response.create', response }) ?? '';
     clearTimeout(this.createdTimer);
@@ -502,7 +504,8 @@ export class OpenAIRealtimeSession implements RealtimeSession {
         }
         this.watchResponse(event.response.id);
         this.sequencer.onResponseCreated(event.response.id, ours);
-        this.emitter.emit({ type: 'response_created', responseId: event.response.id });
+        const requestTag = event.response.metadata?.[REQUEST_TAG_KEY];
+        this.emitter.emit({ type: 'response_created', responseId: event.response.id, ...(ours && requestTag !== undefined && { tag: requestTag }) });
         return;
       }
       case 'response.output_audio.delta': {

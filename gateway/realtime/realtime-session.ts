@@ -55,6 +55,12 @@ export interface SessionConfig {
 export interface ResponseRequest {
   /** Instructions for this response only (e.g. "tell the caller the booking is confirmed"). */
   instructions?: string;
+  /**
+   * The caller's name for this response: `response_created` carries it back when the provider
+   * echoes response metadata (OpenAI and the simulator do), so the response that answers this
+   * request is told apart from the follow-up of a tool turn or one the server started itself.
+   */
+  tag?: string;
 }
 
 /** Reports how much of an assistant item the caller has actually heard (the media layer knows). */
@@ -96,7 +102,7 @@ export type RealtimeEvent =
   | { type: 'transcript_delta'; role: 'assistant' | 'user'; itemId: string; responseId?: string; delta: string }
   | { type: 'transcript_done'; role: 'assistant' | 'user'; itemId: string; responseId?: string; transcript: string }
   | { type: 'function_call'; responseId: string; itemId: string; callId: string; name: string; arguments: unknown }
-  | { type: 'response_created'; responseId: string }
+  | { type: 'response_created'; responseId: string; tag?: string }
   | {
       type: 'response_done';
       responseId: string;

@@ -149,3 +149,15 @@ describe('when the server starts a response of its own while our create is on th
     }
   });
 });
+
+describe('when responses are asked for with tags', () => {
+  it('should carry each tag back on its own response_created, and none on an untagged one', async () => {
+    harness = await startHarness({ simulator: { speechSpeed: 20 } });
+    const { client, events } = harness;
+    client.createResponse({ tag: 'deliver:op_1:1' });
+    client.createResponse();
+    client.createResponse({ tag: 'deliver:op_2:2' });
+    await waitFor('three responses', () => eventsOf(events, 'response_done').length === 3, 20_000);
+    expect(eventsOf(events, 'response_created').map((e) => e.tag)).toEqual(['deliver:op_1:1', undefined, 'deliver:op_2:2']);
+  });
+});
