@@ -317,6 +317,8 @@ export class ToolRuntime {
       }
       case 'handoff': {
         const target = String(args.agent);
+        // Already the agent on the call (a model repeating itself): nothing changes, nothing is refused.
+        if (target === session.activeAgent) return { status: 'ok', agent: target, message: `You are already the ${target} agent.` };
         const from = catalogue.get(session.activeAgent);
         if (!from?.handoffs.includes(target) || !catalogue.get(target)) {
           return { status: 'rejected', error: 'unknown_agent', message: `Cannot hand off to ${target}.`, agents: from?.handoffs ?? [] };

@@ -140,6 +140,11 @@ describe('when control tools are used', () => {
     const unknownAgent = await a.runtime.handle(session, { callId: 'c5', name: 'handoff', arguments: { agent: 'astronaut' } });
     expect(unknownAgent).toMatchObject({ status: 'rejected', error: 'unknown_agent' });
     expect(session.activeAgent).toBe('reservations');
+    // A handoff to the agent already on the call changes nothing and is not an error.
+    const same = await a.runtime.handle(session, { callId: 'c6', name: 'handoff', arguments: { agent: 'reservations' } });
+    expect(same).toMatchObject({ status: 'ok', agent: 'reservations' });
+    expect(session.activeAgent).toBe('reservations');
+    expect((await a.audit.read(session.sessionId)).filter((r) => r.event.type === 'handoff')).toEqual([]);
   });
 
   it('should redact card numbers and e-mail addresses from what the model sees', () => {
