@@ -243,6 +243,8 @@ export class ResultDelivery {
       const op = await this.options.ledger.get(call.session.tenantId, operationId);
       // Operations still running report later through their own events.
       if (!op || !(isTerminal(op.state) || op.state === 'UNKNOWN')) continue;
+      // Already judged as needing no words (superseded without effect, already told): final.
+      if (op.delivery?.decision === 'suppress') continue;
       await this.act(op, call, await this.decide(op, call), true);
     }
   }

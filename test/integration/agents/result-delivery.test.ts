@@ -97,6 +97,11 @@ describe('when the caller changes the booking time while the first booking is ru
     expect(port.spoken.filter((s) => s.operationId === first)).toHaveLength(0);
     expect(await a.h.sandbox.effects({ reference: first })).toHaveLength(0);
     expect((await a.h.layer.ledger.get(TENANT, first))?.delivery?.reasons).toContain('superseded_no_effect');
+    // Hanging up later owes nothing for it: no second decision, no message.
+    await a.delivery.onCallEnded(session.sessionId, 'hung_up');
+    const decisions = (await a.audit.read(session.sessionId)).filter((r) => r.event.type === 'gate_decision' && (r.event as { operationId?: string }).operationId === first);
+    expect(decisions).toHaveLength(1);
+    expect(await messages(a.h, first)).toEqual([]);
   });
 
   it('should tell the caller the truth when the first booking committed anyway', async () => {
