@@ -100,8 +100,9 @@ describe('when a caller dials a number no tenant owns', () => {
 describe('when an INVITE is retransmitted before the answer', () => {
   it('should create one call and answer the copy with the last response', async () => {
     app = await startTestApp({
+      // Answered late enough that the copy surely comes while 100 Trying is the last response.
       onCall: (call, self) => {
-        setTimeout(() => self.answer(call), 150);
+        setTimeout(() => self.answer(call), 1_000);
       },
     });
     const result = await runSipp({ scenario: 'uac-retransmitted-invite.xml', port: app.udpPort, transport: 'udp', service: '100' });

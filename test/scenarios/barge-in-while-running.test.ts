@@ -24,7 +24,8 @@ const SCRIPT = {
 /** The booking stays RUNNING this long (below the provider's 5 s timeout): the barge-in falls inside it. */
 const BOOKING_LATENCY_MS = 4_000;
 const CALLER_TALKS_MS = 1_200;
-const CALL_MS = 16_000;
+/** Long enough that a loaded machine still tells the result by voice before the caller hangs up. */
+const CALL_MS = 24_000;
 
 let callgate: CallgateProcess | undefined;
 let caller: CallerRtp | undefined;
@@ -74,7 +75,7 @@ describe('when the caller barges in while the booking is RUNNING', () => {
     const delivered = await waitFor(async () => {
       const op = (await cg.operations(call.session_id)).find((o) => o.action === 'book_table');
       return op?.delivery?.delivered === true ? op : undefined;
-    }, 15_000, 'the booking result to be told');
+    }, 20_000, 'the booking result to be told');
     const result = await sipp;
     // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
     rtp.mute();
