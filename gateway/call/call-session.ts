@@ -136,8 +136,6 @@ export class CallSession {
   private readonly itemsByResponse = new Map<string, Set<string>>();
   private readonly deliveries: DeliveryWaiter[] = [];
   private deliverySeq = 0;
-  /** Set once a response_created carried a tag back: from then on only a tag ties a response to a delivery. */
-  private providerEchoesTags = false;
   private toolChain: Promise<void> = Promise.resolve();
   private ended: Promise<void> | undefined;
   private ending = false;
@@ -467,15 +465,12 @@ export class CallSession {
         this.answerOwedSince = undefined;
         this.activeResponseId = event.responseId;
         this.agent.responseActive = true;
-        // The response that speaks a result is the one created for its tag. Without tags from this
-        // provider (none echoed yet), the first response after the request stands in for it.
-        if (event.tag !== undefined) this.providerEchoesTags = true;
-        const waiter =
-          event.tag !== undefined
-            ? this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined)
-            : this.providerEchoesTags
-              ? undefined
-              : this.deliveries.find((w) => w.responseId === undefined);
+        // The response that speaks a result: the one created for its tag, else the first response
+        // after the request. A server-started response may take the result's system message along
+        // (the model says it there) while the request itself is refused and, after three refusals,
+        // dropped without a response of its own; matching by tag alone would then wait for a response
+        // that never comes, so the first response still stands in until drops are reported by tag.
+        const waiter = this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined) ?? this.deliveries.find((w) => w.responseId === undefined);
         if (waiter !== undefined) waiter.responseId = event.responseId;
         this.emit(callEvents.response('created', event.responseId));
         return;
