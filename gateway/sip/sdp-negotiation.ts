@@ -139,17 +139,7 @@ export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAn
   return {
     ok: true,
     answer,
-    media: {
-      codec: chosen.codec,
-      payloadType: chosen.map.payloadType,
-      clockRate,
-      channels: chosen.map.channels ?? 1,
-      ...(dtmf !== undefined ? { telephoneEvent: { payloadType: dtmf.payloadType, clockRate: dtmf.clockRate } } : {}),
-      ptime,
-      remote: { address: connection.address, port: audio.port },
-      direction,
-      held,
-    },
+    media: negotiatedMedia(chosen, dtmf, ptime, { address: connection.address, port: audio.port }, direction, held),
   };
 }
 
@@ -256,16 +246,35 @@ export function acceptAnswer(offer: SdpSession, answer: SdpSession): { readonly 
   const nullAddress = connection.address === '0.0.0.0' || connection.address === '::';
   return {
     ok: true,
-    media: {
-      codec: chosen.codec,
-      payloadType: chosen.map.payloadType,
-      clockRate,
-      channels: chosen.map.channels ?? 1,
-      ...(dtmf !== undefined ? { telephoneEvent: { payloadType: dtmf.payloadType, clockRate: dtmf.clockRate } } : {}),
-      ptime: audio.ptime ?? offered.ptime ?? DEFAULT_PTIME_MS,
-      remote: { address: connection.address, port: audio.port },
-      direction: nullAddress && answeredDirection === 'sendrecv' ? 'recvonly' : MIRROR[answeredDirection],
-      held: nullAddress || answeredDirection === 'sendonly' || answeredDirection === 'inactive',
-    },
+    media: negotiatedMedia(
+      chosen,
+      dtmf,
+      audio.ptime ?? offered.ptime ?? DEFAULT_PTIME_MS,
+      { address: connection.address, port: audio.port },
+      nullAddress && answeredDirection === 'sendrecv' ? 'recvonly' : MIRROR[answeredDirection],
+      nullAddress || answeredDirection === 'sendonly' || answeredDirection === 'inactive',
+    ),
+  };
+}
+
+/** The media an offer/answer exchange settled, from the chosen codec and what surrounds it. */
+function negotiatedMedia(
+  chosen: { codec: AudioCodecName; map: SdpRtpMap },
+  dtmf: SdpRtpMap | undefined,
+  ptime: number,
+  remote: NegotiatedMedia['remote'],
+  direction: NegotiatedMedia['direction'],
+  held: boolean,
+): NegotiatedMedia {
+  return {
+    codec: chosen.codec,
+    payloadType: chosen.map.payloadType,
+    clockRate: chosen.map.clockRate,
+    channels: chosen.map.channels ?? 1,
+    ...(dtmf !== undefined ? { telephoneEvent: { payloadType: dtmf.payloadType, clockRate: dtmf.clockRate } } : {}),
+    ptime,
+    remote,
+    direction,
+    held,
   };
 }

@@ -145,30 +145,13 @@ export class OperationExecutor {
       ledger.renewLease(op.tenantId, op.action, op.operationId, this.options.leaseTtlMs).catch((error: unknown) => log.warn('lease renewal failed', { error }));
     }, Math.max(50, Math.floor(this.options.leaseTtlMs / 3)));
     const lease = { released: false };
-    try {
-      return await this.underLease(op, action, provider, signal, log, attempt, attemptStart, lease);
-    } finally {
-      clearInterval(renew);
-      if (!lease.released) await ledger.releaseLease(op.tenantId, op.action, op.operationId);
-    }
-  }
-
-  private async underLease(
-    op: Operation,
-    action: ActionConfig,
-    provider: Provider,
-    signal: AbortSignal,
-    log: Logger,
-    attempt: number,
-    attemptStart: number,
-    lease: { released: boolean },
-  ): Promise<ExecutionOutcome> {
-    const first = op.attempt === 0;
     this.leaseOf.set(op.operationId, lease);
     try {
       return await this.send(op, action, provider, signal, log, attempt, attemptStart, first);
     } finally {
       this.leaseOf.delete(op.operationId);
+      clearInterval(renew);
+      if (!lease.released) await ledger.releaseLease(op.tenantId, op.action, op.operationId);
     }
   }
 
