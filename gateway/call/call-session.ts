@@ -465,12 +465,10 @@ export class CallSession {
         this.answerOwedSince = undefined;
         this.activeResponseId = event.responseId;
         this.agent.responseActive = true;
-        // The response that speaks a result: the one created for its tag, else the first response
-        // after the request. A server-started response may take the result's system message along
-        // (the model says it there) while the request itself is refused and, after three refusals,
-        // dropped without a response of its own; matching by tag alone would then wait for a response
-        // that never comes, so the first response still stands in until drops are reported by tag.
-        const waiter = this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined) ?? this.deliveries.find((w) => w.responseId === undefined);
+        // The response that speaks a result is the one created for its request's tag, never merely
+        // the next one: a response the server started itself may predate the result's message.
+        // A request the model gives up on is reported by its tag (an error) and fails at once.
+        const waiter = event.tag === undefined ? undefined : this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined);
         if (waiter !== undefined) waiter.responseId = event.responseId;
         this.emit(callEvents.response('created', event.responseId));
         return;
@@ -504,9 +502,13 @@ export class CallSession {
       case 'disconnected':
         this.onModelDisconnected(event);
         return;
-      case 'error':
+      case 'error': {
         this.log.debug('model error', { code: event.code, message: event.message, provider_code: event.providerCode });
+        // A result's response that will never be created: not spoken, so it is said again when idle.
+        const dropped = event.tag === undefined ? undefined : this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined);
+        if (dropped !== undefined) this.settleWaiter(dropped, 'failed');
         return;
+      }
       default:
         return;
     }

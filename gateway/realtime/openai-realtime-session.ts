@@ -76,8 +76,6 @@ export const SESSION_LIMIT_MS = 60 * 60 * 1000;
 export const SESSION_EXPIRY_WARNING_MS = 5 * 60 * 1000;
 /** The response.create metadata key that tags our creates. */
 const CREATE_TAG_KEY = 'callgate_create';
-/** The response.create metadata key that carries the caller's own tag (ResponseRequest.tag). */
-const REQUEST_TAG_KEY = 'callgate_request';
 /** The input_audio_buffer.append event around its base64 audio, as bytes. */
 const APPEND_PREFIX = Buffer.from('{"type":"input_audio_buffer.append","audio":"', 'latin1');
 const APPEND_SUFFIX = Buffer.from('"}', 'latin1');
@@ -152,6 +150,8 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private createdTimer: NodeJS.Timeout | undefined;
   /** The tag of our response.create that has no response.created yet. */
   private pendingCreateTag: string | undefined;
+  /** The ResponseRequest.tag of that create, given back on its response_created. */
+  private pendingRequestTag: string | undefined;
   private createSeq = 0;
   /** Set once a response.created carried our tag back: from then on an untagged one is the server's. */
   private providerEchoesMetadata = false;
@@ -347,11 +347,11 @@ export class OpenAIRealtimeSession implements RealtimeSession {
 
   createResponse(request: ResponseRequest = {}): void {
     if (this.state !== 'open') {
-      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_NOT_CONNECTED', { what: 'response.create' }));
+      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_NOT_CONNECTED', { what: 'response.create' }), { tag: request.tag });
       return;
     }
     if (this.sequencer.request(request) === 'refused_full') {
-      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BUSY', { limit: this.sequencer.queuedCount, what: 'response.create' }));
+      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BUSY', { limit: this.sequencer.queuedCount, what: 'response.create' }), { tag: request.tag });
     }
   }
 
@@ -403,18 +403,27 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     // Tagged so that response.created tells our response from one the server started on its own
     // at the same moment (server VAD); the provider echoes a response's metadata.
     this.pendingCreateTag = `c${(++this.createSeq).toString(36)}`;
+    this.pendingRequestTag = request.tag;
     const response = {
       ...(request.instructions !== undefined && { instructions: request.instructions }),
-      metadata: { [CREATE_TAG_KEY]: this.pendingCreateTag, ...(request.tag !== undefined && { [REQUEST_TAG_KEY]: request.tag.slice(0, 512) }) },
+      metadata: { [CREATE_TAG_KEY]: this.pendingCreateTag },
     };
     const eventId = this.send({ type: 'response.create', response }) ?? '';
     clearTimeout(this.createdTimer);
     const timeoutMs = this.options.responseCreatedTimeoutMs ?? RESPONSE_CREATED_TIMEOUT_MS;
     this.createdTimer = setTimeout(() => {
-      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'response.create', timeoutMs }));
-      this.sequencer.onCreateTimeout(eventId);
+      const dropped = this.giveUpCreate(eventId);
+      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'response.create', timeoutMs }), { tag: dropped?.tag });
     }, timeoutMs);
     return eventId;
+  }
+
+  /** Stops waiting for a create's response.created; the sequencer may send the next one at once. */
+  private giveUpCreate(eventId: string): ResponseRequest | undefined {
+    clearTimeout(this.createdTimer);
+    this.pendingCreateTag = undefined;
+    this.pendingRequestTag = undefined;
+    return this.sequencer.onCreateFailed(eventId);
   }
 
   private dropAudio(what: string): void {
@@ -498,14 +507,15 @@ export class OpenAIRealtimeSession implements RealtimeSession {
         if (tag !== undefined) this.providerEchoesMetadata = true;
         // Without an echo from this provider yet, a created while our create is out is ours.
         const ours = tag !== undefined ? tag === this.pendingCreateTag : !this.providerEchoesMetadata;
+        const requestTag = ours ? this.pendingRequestTag : undefined;
         if (ours) {
           clearTimeout(this.createdTimer);
           this.pendingCreateTag = undefined;
+          this.pendingRequestTag = undefined;
         }
         this.watchResponse(event.response.id);
         this.sequencer.onResponseCreated(event.response.id, ours);
-        const requestTag = event.response.metadata?.[REQUEST_TAG_KEY];
-        this.emitter.emit({ type: 'response_created', responseId: event.response.id, ...(ours && requestTag !== undefined && { tag: requestTag }) });
+        this.emitter.emit({ type: 'response_created', responseId: event.response.id, ...(requestTag !== undefined && { tag: requestTag }) });
         return;
       }
       case 'response.output_audio.delta': {
@@ -557,8 +567,9 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     if (code === WIRE_ERROR.activeResponse) {
       if (error.event_id !== null) {
         clearTimeout(this.createdTimer);
-        if (!this.sequencer.onCreateRefused(error.event_id)) {
-          this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BUSY', { limit: 0, what: 'a response that was refused repeatedly' }));
+        const dropped = this.sequencer.onCreateRefused(error.event_id);
+        if (dropped !== undefined) {
+          this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BUSY', { limit: 0, what: 'a response that was refused repeatedly' }), { tag: dropped.tag });
         }
         if (!this.sequencer.isActive) {
           clearTimeout(this.retryTimer);
@@ -586,7 +597,9 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       this.removeWaiter(waiter);
       waiter.reject(rejected);
     }
-    this.emitError(rejected, code);
+    // A create refused for anything but an active response gets no response: its waiter is told.
+    const dropped = causeType === 'response.create' && error.event_id !== null ? this.giveUpCreate(error.event_id) : undefined;
+    this.emitError(rejected, { providerCode: code, tag: dropped?.tag });
   }
 
   private onSpeechStarted(itemId: string, audioStartMs: number): void {
@@ -620,7 +633,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       args = JSON.parse(rawArguments);
     } catch (error) {
       const reason = (error as Error).message;
-      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BAD_TOOL_ARGUMENTS', { callId, name, reason }), undefined, callId);
+      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BAD_TOOL_ARGUMENTS', { callId, name, reason }), { callId });
       // The model is owed an output for every call, or the tool turn never completes.
       this.sendToolOutput(callId, { error: 'the arguments were not valid JSON; ask the caller again' });
       return;
@@ -742,13 +755,14 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     this.emitError(new CallgateError('CALLGATE_ERR_MODEL_PROTOCOL', { reason: what }));
   }
 
-  private emitError(error: CallgateError, providerCode?: string, callId?: string): void {
+  private emitError(error: CallgateError, about: { providerCode?: string; callId?: string; tag?: string | undefined } = {}): void {
     this.emitter.emit({
       type: 'error',
       code: error.code,
       message: error.message,
-      ...(providerCode !== undefined && { providerCode }),
-      ...(callId !== undefined && { callId }),
+      ...(about.providerCode !== undefined && { providerCode: about.providerCode }),
+      ...(about.callId !== undefined && { callId: about.callId }),
+      ...(about.tag !== undefined && { tag: about.tag }),
     });
   }
 

@@ -114,7 +114,11 @@ export type RealtimeEvent =
   | { type: 'item_truncated'; itemId: string; audioEndMs: number }
   /** The provider's session limit is near: re-open with a context summary at the next pause. */
   | { type: 'session_expiring'; remainingMs: number }
-  | { type: 'error'; code: ErrorCode; message: string; providerCode?: string; callId?: string }
+  /**
+   * `tag` names a ResponseRequest this error gave up on: no response will be created for it
+   * (refused while busy or too often, not connected, or never answered).
+   */
+  | { type: 'error'; code: ErrorCode; message: string; providerCode?: string; callId?: string; tag?: string }
   | { type: 'disconnected'; reason: DisconnectReason; detail: string; closeCode?: number };
 
 export type RealtimeEventType = RealtimeEvent['type'];

@@ -138,10 +138,10 @@ export class ResponseSequencer {
   /**
    * The server refused one of our creates because a response is active. The request goes back to
    * the front of the queue and waits for that response to finish; not a failure.
-   * Returns false when the request was dropped after too many attempts.
+   * Returns the request when it was dropped after too many attempts (it will get no response).
    */
-  onCreateRefused(eventId: string): boolean {
-    if (this.lastCreate?.eventId !== eventId) return true;
+  onCreateRefused(eventId: string): ResponseRequest | undefined {
+    if (this.lastCreate?.eventId !== eventId) return undefined;
     const { queued } = this.lastCreate;
     this.lastCreate = undefined;
     if (this.active?.createEventId === eventId) {
@@ -150,18 +150,22 @@ export class ResponseSequencer {
       this.active = undefined;
     }
     queued.attempts += 1;
-    if (queued.attempts >= this.options.maxAttempts) return false;
+    if (queued.attempts >= this.options.maxAttempts) return queued.request;
     this.queue.unshift(queued);
-    return true;
+    return undefined;
   }
 
-  /** The create was never answered (bounded by the session's timer): stop waiting for it. */
-  onCreateTimeout(eventId: string): void {
-    if (this.active?.createEventId === eventId) {
-      this.active = undefined;
-      this.lastCreate = undefined;
-      this.pump();
-    }
+  /**
+   * The create was never answered (bounded by the session's timer) or was rejected as invalid:
+   * stop waiting for it. Returns the request given up on, which will get no response.
+   */
+  onCreateFailed(eventId: string): ResponseRequest | undefined {
+    if (this.lastCreate?.eventId !== eventId) return undefined;
+    const dropped = this.lastCreate.queued.request;
+    this.lastCreate = undefined;
+    if (this.active?.createEventId === eventId) this.active = undefined;
+    this.pump();
+    return dropped;
   }
 
   /** The active response went silent (no done within the session's bound): stop waiting for it. */

@@ -121,8 +121,12 @@ describe('when the server starts a response of its own while our create is on th
     const { port } = server.address() as { port: number };
     const client = new OpenAIRealtimeSession({ url: `ws://127.0.0.1:${port}/v1/realtime`, model: 'gpt-realtime', logger: quietLogger });
     const created: string[] = [];
+    const tags: (string | undefined)[] = [];
     const done: string[] = [];
-    client.on('response_created', (event) => created.push(event.responseId));
+    client.on('response_created', (event) => {
+      created.push(event.responseId);
+      tags.push(event.tag);
+    });
     client.on('response_done', (event) => done.push(event.responseId));
     try {
       await client.connect();
@@ -130,7 +134,7 @@ describe('when the server starts a response of its own while our create is on th
       client.createResponse({ instructions: 'first' });
       await waitFor('the first response', () => created.includes('resp_1'));
       await waitFor('the first response done', () => done.includes('resp_1'));
-      client.createResponse({ instructions: 'second' });
+      client.createResponse({ instructions: 'second', tag: 'deliver:op_2:1' });
       // The caller barges in before our create is answered: the cancel is meant for our response only.
       client.cancelResponse();
       await waitFor('our request sent again and created', () => created.includes('resp_3'), 5_000);
@@ -142,6 +146,8 @@ describe('when the server starts a response of its own while our create is on th
       // Each create carries its own tag, and the server response was never mistaken for one.
       expect(new Set(creates.map((e) => e.response?.metadata?.callgate_create)).size).toBe(3);
       expect(created).toEqual(['resp_1', 'resp_server', 'resp_3']);
+      // The server's response, created while our tagged request was out, does not carry its tag.
+      expect(tags).toEqual([undefined, undefined, 'deliver:op_2:1']);
     } finally {
       await client.close();
       for (const socket of server.clients) socket.terminate();
@@ -159,5 +165,77 @@ describe('when responses are asked for with tags', () => {
     client.createResponse({ tag: 'deliver:op_2:2' });
     await waitFor('three responses', () => eventsOf(events, 'response_done').length === 3, 20_000);
     expect(eventsOf(events, 'response_created').map((e) => e.tag)).toEqual(['deliver:op_1:1', undefined, 'deliver:op_2:2']);
+  });
+});
+
+describe('when a tagged request will get no response', () => {
+  /** A provider that answers every response.create with `reply`, or not at all. */
+  async function provider(reply: 'refuse_active' | 'reject_invalid' | 'silence'): Promise<{ port: number; creates: () => number; close: () => Promise<void> }> {
+    const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    let creates = 0;
+    server.on('connection', (socket) => {
+      socket.send(JSON.stringify({ type: 'session.created', event_id: 'e0', session: { type: 'realtime', id: 'sess_drop' } }));
+      socket.on('message', (data: Buffer) => {
+        const event = JSON.parse(data.toString()) as { type: string; event_id?: string };
+        if (event.type !== 'response.create') return;
+        creates += 1;
+        if (reply === 'silence') return;
+        const code = reply === 'refuse_active' ? 'conversation_already_has_active_response' : 'invalid_value';
+        socket.send(JSON.stringify({ type: 'error', event_id: `e_err${creates}`, error: { type: 'invalid_request_error', code, message: `refused (${code})`, param: null, event_id: event.event_id } }));
+      });
+    });
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as { port: number };
+    return {
+      port,
+      creates: () => creates,
+      close: async () => {
+        for (const socket of server.clients) socket.terminate();
+        await new Promise((resolve) => server.close(resolve));
+      },
+    };
+  }
+
+  const cases = [
+    { reply: 'refuse_active', code: 'CALLGATE_ERR_MODEL_BUSY', creates: 3 },
+    { reply: 'reject_invalid', code: 'CALLGATE_ERR_MODEL_REJECTED', creates: 1 },
+    { reply: 'silence', code: 'CALLGATE_ERR_MODEL_TIMEOUT', creates: 1 },
+  ] as const;
+  for (const { reply, code, creates } of cases) {
+    it(`should name the request in the error when the provider's answer is ${reply}`, async () => {
+      const fake = await provider(reply);
+      const client = new OpenAIRealtimeSession({ url: `ws://127.0.0.1:${fake.port}/v1/realtime`, model: 'gpt-realtime', logger: quietLogger, responseCreatedTimeoutMs: 300 });
+      const errors: { code: string; tag?: string }[] = [];
+      client.on('error', (event) => errors.push(event));
+      try {
+        await client.connect();
+        client.createResponse({ tag: 'deliver:op_9:1' });
+        await waitFor('the request given up on', () => errors.some((e) => e.tag !== undefined), 5_000);
+        expect(errors.filter((e) => e.tag !== undefined)).toEqual([expect.objectContaining({ code, tag: 'deliver:op_9:1' })]);
+        expect(fake.creates()).toBe(creates);
+        // Given up on means given up: nothing more goes out for it.
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        expect(fake.creates()).toBe(creates);
+      } finally {
+        await client.close();
+        await fake.close();
+      }
+    });
+  }
+
+  it('should name the request when it is refused for lack of room in the queue', async () => {
+    const fake = await provider('silence');
+    const client = new OpenAIRealtimeSession({ url: `ws://127.0.0.1:${fake.port}/v1/realtime`, model: 'gpt-realtime', logger: quietLogger, responseCreatedTimeoutMs: 30_000 });
+    const errors: { code: string; tag?: string }[] = [];
+    client.on('error', (event) => errors.push(event));
+    try {
+      await client.connect();
+      // One create out and unanswered, eight waiting: the tenth has no room.
+      for (let i = 1; i <= 10; i++) client.createResponse({ tag: `t${i}` });
+      expect(errors).toEqual([expect.objectContaining({ code: 'CALLGATE_ERR_MODEL_BUSY', tag: 't10' })]);
+    } finally {
+      await client.close();
+      await fake.close();
+    }
   });
 });

@@ -67,30 +67,42 @@ describe('when the server started a response on its own', () => {
     sequencer.request({ instructions: 'mine' });
     // The server's own response.created arrives first; then the refusal of our create.
     sequencer.onResponseCreated('server-r');
-    expect(sequencer.onCreateRefused('ev1')).toBe(true);
+    expect(sequencer.onCreateRefused('ev1')).toBeUndefined();
     expect(wire).toEqual(['create:1']);
     sequencer.onResponseDone('server-r', 'completed', []);
     expect(wire).toEqual(['create:1', 'create:2']);
     expect(creates[1]?.instructions).toBe('mine');
   });
 
-  it('should drop a request refused too many times', () => {
+  it('should drop a request refused too many times, and give it back so its owner can be told', () => {
     const { sequencer } = harness();
-    sequencer.request({});
-    expect(sequencer.onCreateRefused('ev1')).toBe(true);
+    sequencer.request({ tag: 'deliver:op_1:1' });
+    expect(sequencer.onCreateRefused('ev1')).toBeUndefined();
     sequencer.retry();
-    expect(sequencer.onCreateRefused('ev2')).toBe(true);
+    expect(sequencer.onCreateRefused('ev2')).toBeUndefined();
     sequencer.retry();
-    expect(sequencer.onCreateRefused('ev3')).toBe(false);
+    expect(sequencer.onCreateRefused('ev3')).toEqual({ tag: 'deliver:op_1:1' });
     expect(sequencer.isActive).toBe(false);
     expect(sequencer.queuedCount).toBe(0);
+  });
+
+  it('should give up a create that failed, hand it back once, and send the next request', () => {
+    const { sequencer, wire } = harness();
+    sequencer.request({ tag: 'a' });
+    sequencer.request({ tag: 'b' });
+    expect(sequencer.onCreateFailed('ev1')).toEqual({ tag: 'a' });
+    expect(wire).toEqual(['create:1', 'create:2']);
+    // A late answer about the first create changes nothing.
+    expect(sequencer.onCreateFailed('ev1')).toBeUndefined();
+    expect(sequencer.onCreateRefused('ev1')).toBeUndefined();
+    expect(sequencer.awaitingCreated).toBe(true);
   });
 
   it('should ignore a refusal of an event it did not send last', () => {
     const { sequencer, wire } = harness();
     sequencer.request({});
     sequencer.onResponseCreated('r1');
-    expect(sequencer.onCreateRefused('unrelated')).toBe(true);
+    expect(sequencer.onCreateRefused('unrelated')).toBeUndefined();
     sequencer.onResponseDone('r1', 'completed', []);
     expect(wire).toEqual(['create:1']);
   });
@@ -249,7 +261,7 @@ describe('when the server starts a response of its own while our create is out',
     expect(sequencer.activeResponseId).toBe('r_server');
     // The deferred cancel belonged to our create: the server's response is not cancelled.
     expect(wire).toEqual(['create:1']);
-    expect(sequencer.onCreateRefused('ev1')).toBe(true);
+    expect(sequencer.onCreateRefused('ev1')).toBeUndefined();
     expect(wire).toEqual(['create:1']);
     sequencer.onResponseDone('r_server', 'completed', []);
     expect(wire).toEqual(['create:1', 'create:2']);
@@ -262,7 +274,7 @@ describe('when the server starts a response of its own while our create is out',
     sequencer.onResponseCreated('r_server', false);
     sequencer.onResponseDone('r_server', 'completed', []);
     expect(wire).toEqual(['create:1']);
-    expect(sequencer.onCreateRefused('ev1')).toBe(true);
+    expect(sequencer.onCreateRefused('ev1')).toBeUndefined();
     sequencer.retry();
     expect(wire).toEqual(['create:1', 'create:2']);
   });
