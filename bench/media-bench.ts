@@ -11,9 +11,11 @@
  *
  *   npx tsx bench/media-bench.ts [--calls 250,500,1000] [--seconds 10] [--codecs pcmu,opus] [--impls baseline,callgate]
  *                                [--slots 10] [--slot-capacity 100]   (callgate's send slots, for experiments)
+ *                                [--load-processes 1]   (split the callers over this many load processes)
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
+import { loadavg } from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '../config/log.ts';
@@ -44,10 +46,13 @@ const LATENESS_BINS = 201;
 const OPUS_PT = 111;
 const PORT_MIN = 52000;
 const PORT_MAX = 55999;
+const LOAD_SSRC = 1000;
 
 interface StartLoad {
   readonly type: 'start';
   readonly ports: number[];
+  /** Index of ports[0] among all callers of the run (callers are split over load processes). */
+  readonly firstIndex: number;
   readonly codec: Codec;
   readonly seconds: number;
 }
@@ -80,6 +85,7 @@ async function runLoad(): Promise<void> {
   const send = (message: LoadMessage) => process.send?.(message);
   process.on('message', (raw: StartLoad) => {
     void (async () => {
+      const pt = raw.codec === 'pcmu' ? 0 : OPUS_PT;
       const payloads =
         raw.codec === 'pcmu'
           ? toneFrames(50, 8000, 160).map((pcm) => encodeUlaw(pcm))
@@ -87,17 +93,21 @@ async function runLoad(): Promise<void> {
               const opus = new OpusCodec();
               return toneFrames(50, 48000, OPUS_FRAME_SAMPLES).map((pcm) => opus.encode(pcm));
             })();
-      const pt = raw.codec === 'pcmu' ? 0 : OPUS_PT;
+      // Every caller sends the same packet for a frame (the SSRC included: each RtpSession latches
+      // its own caller by address and port), built once per frame instead of once per caller.
+      const framePacket = (frame: number) =>
+        serializeRtpPacket({ payloadType: pt, marker: frame === 0, sequenceNumber: frame, timestamp: frame * (pt === 0 ? 160 : 960), ssrc: LOAD_SSRC, payload: payloads[frame % payloads.length] as Buffer });
       const sockets: Socket[] = [];
       let received = 0;
-      for (let i = 0; i < raw.ports.length; i++) {
+      const onMessage = () => received++;
+      for (const port of raw.ports) {
         const socket = createSocket('udp4');
         await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
-        // RTCP from the media layer may land here (port+1 of a neighbouring caller): not counted.
-        socket.on('message', (data) => {
-          const type = data[1] ?? 0;
-          if (type < 192 || type > 223) received++;
-        });
+        // Connected like a phone to its one peer: no address lookup per send, and the kernel drops
+        // anything not from the peer's RTP port (RTCP from the media layer to port+1 of a
+        // neighbouring caller) without waking this process.
+        await new Promise<void>((resolve) => socket.connect(port, '127.0.0.1', () => resolve()));
+        socket.on('message', onMessage);
         sockets.push(socket);
       }
       const cpuStart = process.cpuUsage();
@@ -107,6 +117,8 @@ async function runLoad(): Promise<void> {
       const lastStep = Math.floor((end - start) / slotMs);
       let step = 0;
       let sent = 0;
+      let packetFrame = -1;
+      let packet = framePacket(0);
       send({ type: 'started' });
       await new Promise<void>((resolve) => {
         const wake = () => {
@@ -116,10 +128,16 @@ async function runLoad(): Promise<void> {
           if (due - step > LOAD_SLOTS * 3) step = due - LOAD_SLOTS * 3;
           for (; step <= due; step++) {
             const frame = Math.floor(step / LOAD_SLOTS);
+            if (frame !== packetFrame) {
+              packet = framePacket(frame);
+              packetFrame = frame;
+            }
+            // Callers keep the slot of their index over all load processes, so the spread over the
+            // frame is the same however the callers are split.
             const slot = step % LOAD_SLOTS;
-            for (let i = slot; i < sockets.length; i += LOAD_SLOTS) {
-              const data = serializeRtpPacket({ payloadType: pt, marker: frame === 0, sequenceNumber: frame, timestamp: frame * (pt === 0 ? 160 : 960), ssrc: 1000 + i, payload: payloads[frame % payloads.length] as Buffer });
-              (sockets[i] as Socket).send(data, raw.ports[i] as number, '127.0.0.1');
+            const first = (((slot - raw.firstIndex) % LOAD_SLOTS) + LOAD_SLOTS) % LOAD_SLOTS;
+            for (let i = first; i < sockets.length; i += LOAD_SLOTS) {
+              (sockets[i] as Socket).send(packet);
               sent++;
             }
           }
@@ -139,6 +157,15 @@ async function runLoad(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // System under test: the bare relay baseline.
 
+/**
+ * The relay resolves its one address at once, as callgate's sockets do. With Node's default
+ * lookup every send() of an IP literal is deferred to process.nextTick, so a frame's 1,000 writes
+ * would all happen after its send loop, where the lateness measured at each send() cannot see them.
+ */
+function loopbackLookup(_hostname: string, _options: unknown, callback: (error: Error | null, address: string, family: number) => void): void {
+  callback(null, '127.0.0.1', 4);
+}
+
 class BareRelay {
   readonly bins = new Uint32Array(LATENESS_BINS);
   private readonly sockets: Socket[] = [];
@@ -151,7 +178,7 @@ class BareRelay {
 
   async open(n: number): Promise<number[]> {
     for (let i = 0; i < n; i++) {
-      const socket = createSocket('udp4');
+      const socket = createSocket({ type: 'udp4', lookup: loopbackLookup });
       await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
       this.queues.push([]);
       this.remotes.push(undefined);
@@ -199,9 +226,10 @@ class BareRelay {
       const opus = this.transcoders[i];
       if (opus) payload = opus.encode(decodeUlaw(payload));
       const data = serializeRtpPacket({ payloadType: this.codec === 'pcmu' ? 0 : OPUS_PT, sequenceNumber: frame, timestamp: frame * 160, ssrc: 7, payload });
-      (this.sockets[i] as Socket).send(data, remote.port, '127.0.0.1');
+      // Lateness at the write, as callgate measures it (before the socket call, not after).
       const bin = Math.min(LATENESS_BINS - 1, Math.max(0, Math.floor((performance.now() - dueMs) / LATENESS_BIN_MS)));
       this.bins[bin] = (this.bins[bin] as number) + 1;
+      (this.sockets[i] as Socket).send(data, remote.port, '127.0.0.1');
     }
   }
 
@@ -294,11 +322,10 @@ function percentile(bins: Uint32Array, p: number): number {
   return bins.length * LATENESS_BIN_MS;
 }
 
-async function runOnce(load: ChildProcess, impl: Impl, codec: Codec, calls: number, seconds: number, scheduling: SchedulingOptions): Promise<string> {
+async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec, calls: number, seconds: number, scheduling: SchedulingOptions): Promise<string> {
   const sut = impl === 'baseline' ? new BareRelay(codec) : new CallgateMedia(codec, scheduling);
   const ports = await sut.open(calls);
-  const messages: LoadMessage[] = [];
-  const waitFor = (type: LoadMessage['type']) =>
+  const waitFor = (load: ChildProcess, type: LoadMessage['type']) =>
     new Promise<LoadMessage>((resolve) => {
       const check = (message: LoadMessage) => {
         if (message.type !== type) return;
@@ -307,19 +334,21 @@ async function runOnce(load: ChildProcess, impl: Impl, codec: Codec, calls: numb
       };
       load.on('message', check);
     });
-  const started = waitFor('started');
-  const done = waitFor('done');
-  load.send({ type: 'start', ports, codec, seconds } satisfies StartLoad);
+  const started = Promise.all(loads.map((load) => waitFor(load, 'started')));
+  const done = Promise.all(loads.map((load) => waitFor(load, 'done')));
+  // Contiguous shares of the callers, one per load process.
+  const share = Math.ceil(calls / loads.length);
+  loads.forEach((load, k) => load.send({ type: 'start', ports: ports.slice(k * share, (k + 1) * share), firstIndex: k * share, codec, seconds } satisfies StartLoad));
   await started;
   const cpuStart = process.cpuUsage();
   const wallStart = performance.now();
   // How late the event loop ran callbacks: past MAX_BACKLOG_FRAMES * 20 ms, playout skips frames.
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   loopDelay.enable();
-  const result = (await done) as LoadDone;
+  const results = (await done) as LoadDone[];
   const cpu = process.cpuUsage(cpuStart);
   const wallMs = performance.now() - wallStart;
-  messages.push(result);
+  const result = results.reduce((sum, r) => ({ type: 'done' as const, sent: sum.sent + r.sent, received: sum.received + r.received, cpuMicros: sum.cpuMicros + r.cpuMicros }));
   const bins = sut.bins;
   loopDelay.disable();
   const loop = `loop delay p50/p99/max ${(loopDelay.percentile(50) / 1e6).toFixed(0)}/${(loopDelay.percentile(99) / 1e6).toFixed(0)}/${(loopDelay.max / 1e6).toFixed(0)} ms`;
@@ -350,20 +379,21 @@ async function main(): Promise<void> {
   const scheduling: SchedulingOptions = {};
   if (process.argv.includes('--slots')) scheduling.slots = Number(argument('slots', '10'));
   if (process.argv.includes('--slot-capacity')) scheduling.slotCapacity = Number(argument('slot-capacity', '100'));
-  const load = fork(fileURLToPath(import.meta.url), ['--role=load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  console.log(`media bench: ${seconds} s per run, loopback, load in pid ${load.pid}`);
+  const loadProcesses = Number(argument('load-processes', '1'));
+  const loads = Array.from({ length: loadProcesses }, () => fork(fileURLToPath(import.meta.url), ['--role=load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  console.log(`media bench: ${seconds} s per run, loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log('impl      codec        calls      loss  p50 ms  p99 ms  cpu/call  sut%  load%   sent/received');
   try {
     for (const codec of codecs) {
       for (const calls of callCounts) {
         for (const impl of impls) {
-          console.log(await runOnce(load, impl, codec, calls, seconds, scheduling));
+          console.log(await runOnce(loads, impl, codec, calls, seconds, scheduling));
           await new Promise((resolve) => setTimeout(resolve, 500));
         }
       }
     }
   } finally {
-    load.kill();
+    for (const load of loads) load.kill();
   }
 }
 
