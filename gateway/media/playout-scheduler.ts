@@ -5,7 +5,9 @@
  * playout lateness low under load. Slots fill up to a capacity before the next one opens (spread
  * over the frame), because every wake-up has a fixed cost: a few calls share one wake-up.
  * Wake-ups are computed from the start time (epoch + k * slot), never chained from the previous
- * wake-up, so timer lateness never adds up.
+ * wake-up, so timer lateness never adds up. A wake-up runs in three passes over its calls: prepare
+ * what is due (tick), write it (flush), then everything that is not on the wire (afterFlush), so
+ * the last call's packet leaves after the others' writes but not after their receive-side work.
  */
 import { FRAME_MS } from './audio-format.ts';
 import { EARLY_SEND_TOLERANCE_MS } from './frame-schedule.ts';
@@ -34,6 +36,11 @@ export interface PlayoutParticipant {
    * once per call, and the ticks' work runs without a system call between every two calls.
    */
   flush?(): void;
+  /**
+   * Work of the period that does not go on the wire (the receive side, reports, metrics). Runs
+   * after every participant of the wake-up has flushed, so no call's write waits for it.
+   */
+  afterFlush?(): void;
 }
 
 export interface PlayoutSchedulerOptions {
@@ -163,12 +170,19 @@ export class PlayoutScheduler {
         } catch (error) {
           this.onError(error);
         }
-        if (participant.flush) ticked.push(participant);
+        if (participant.flush || participant.afterFlush) ticked.push(participant);
       }
     }
     for (const participant of ticked) {
       try {
         participant.flush?.();
+      } catch (error) {
+        this.onError(error);
+      }
+    }
+    for (const participant of ticked) {
+      try {
+        participant.afterFlush?.();
       } catch (error) {
         this.onError(error);
       }

@@ -178,7 +178,15 @@ export class RtpSession {
   private lastSenderReport: { ntpMiddle: number; atMs: number } | undefined;
   private sentSinceReport = false;
   private lastSentTimestamp = 0;
-  private framesSinceFlush = 0;
+  /**
+   * Ticks since metrics were last flushed; starts anywhere in the second so that calls opened
+   * together do not all flush in the same wake-up.
+   */
+  private framesSinceFlush = Math.floor(Math.random() * METRICS_FLUSH_FRAMES);
+  /** Frames the receive side owes since the last tick (played out to the model in afterFlush). */
+  private receiveDue = 0;
+  private tickedAtMs = 0;
+  private afterTickPending = false;
   private readonly counts = {
     packetsIn: 0,
     bytesIn: 0,
@@ -429,23 +437,38 @@ export class RtpSession {
     if (durationMs !== undefined) this.emit(rtpEvents.dtmfEnd(digit, durationMs, 'sip-info'));
   }
 
-  /** Called by the PlayoutScheduler at this call's slot. */
+  /**
+   * Called by the PlayoutScheduler at this call's slot: prepares the packets due by `nowMs`.
+   * Only what goes on the wire happens here; the receive side waits for afterFlush().
+   */
   tick(nowMs: number): void {
     if (this.closed) return;
-    // Ticked without a flush since (a caller other than the scheduler): what waits goes out first.
+    // Ticked again without a flush since (a caller other than the scheduler): that tick finishes first.
     if (this.outboxPackets.length > 0) this.flush();
+    if (this.afterTickPending) this.afterFlush();
     const skippedBefore = this.schedule.skippedFrames;
     const dueCount = this.schedule.takeDue(nowMs);
     // After a long stall the send side skips frames (the model's audio is delayed), but the caller's
     // audio already arrived: the model gets all of it, or the jitter buffer would overflow.
-    for (let i = this.schedule.skippedFrames - skippedBefore; i > 0; i--) this.receiveFrame(nowMs);
+    this.receiveDue += this.schedule.skippedFrames - skippedBefore + dueCount;
+    this.tickedAtMs = nowMs;
+    this.afterTickPending = true;
     if (dueCount > 0) {
       const first = this.schedule.firstDueIndex;
-      for (let index = first; index < first + dueCount; index++) {
-        this.sendFrame(index, this.schedule.dueMsOf(index));
-        this.receiveFrame(nowMs);
-      }
+      for (let index = first; index < first + dueCount; index++) this.sendFrame(index, this.schedule.dueMsOf(index));
     }
+  }
+
+  /**
+   * The rest of the tick, once every call of the wake-up has written its packets: caller audio
+   * to the model (one frame per frame sent, as the jitter buffer plays), media timeout, RTCP,
+   * metrics. Audio the model plays in answer is queued for the next tick, as it would be anyway.
+   */
+  afterFlush(): void {
+    if (this.closed || !this.afterTickPending) return;
+    this.afterTickPending = false;
+    const nowMs = this.tickedAtMs;
+    for (; this.receiveDue > 0; this.receiveDue--) this.receiveFrame(nowMs);
     this.checkMediaTimeout(nowMs);
     if (nowMs >= this.nextRtcpAt) {
       this.sendRtcpReport(nowMs);
