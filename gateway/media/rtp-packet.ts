@@ -101,17 +101,17 @@ export function parseRtpPacket(data: Buffer, maxBytes: number = MAX_RTP_PACKET_B
     if (paddingBytes === 0 || offset + paddingBytes > data.length) return drop('bad-padding');
     end -= paddingBytes;
   }
-  const packet: RtpPacket = {
-    marker: (b1 & 0x80) !== 0,
-    payloadType: b1 & 0x7f,
-    sequenceNumber: data.readUInt16BE(2),
-    timestamp: data.readUInt32BE(4),
-    ssrc: data.readUInt32BE(8),
-    csrcs,
-    paddingBytes,
-    payload: data.subarray(offset, end),
-    ...(extension ? { extension } : {}),
-  };
+  // Header fields read byte by byte and no object spread: this runs for every received packet.
+  const marker = (b1 & 0x80) !== 0;
+  const payloadType = b1 & 0x7f;
+  const sequenceNumber = ((data[2] as number) << 8) | (data[3] as number);
+  const timestamp = (((data[4] as number) << 24) | ((data[5] as number) << 16) | ((data[6] as number) << 8) | (data[7] as number)) >>> 0;
+  const ssrc = (((data[8] as number) << 24) | ((data[9] as number) << 16) | ((data[10] as number) << 8) | (data[11] as number)) >>> 0;
+  const payload = data.subarray(offset, end);
+  const packet: RtpPacket =
+    extension === undefined
+      ? { marker, payloadType, sequenceNumber, timestamp, ssrc, csrcs, paddingBytes, payload }
+      : { marker, payloadType, sequenceNumber, timestamp, ssrc, csrcs, paddingBytes, payload, extension };
   return { ok: true, packet };
 }
 

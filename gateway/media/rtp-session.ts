@@ -773,12 +773,22 @@ export class RtpSession {
     // allocation of its own, and nothing the caller keeps (playout frames can be views).
     const length = RTP_HEADER_BYTES + payload.length;
     const packet = Buffer.allocUnsafe(length);
+    const sequence = this.sequence;
+    const ssrc = this.sendSsrc;
+    // Byte stores and TypedArray#set: Buffer's checked writers and copy() cost more per packet.
     packet[0] = RTP_VERSION << 6;
     packet[1] = (marker ? 0x80 : 0) | (payloadType & 0x7f);
-    packet.writeUInt16BE(this.sequence, 2);
-    packet.writeUInt32BE(timestamp >>> 0, 4);
-    packet.writeUInt32BE(this.sendSsrc, 8);
-    payload.copy(packet, RTP_HEADER_BYTES);
+    packet[2] = sequence >>> 8;
+    packet[3] = sequence & 0xff;
+    packet[4] = timestamp >>> 24;
+    packet[5] = (timestamp >>> 16) & 0xff;
+    packet[6] = (timestamp >>> 8) & 0xff;
+    packet[7] = timestamp & 0xff;
+    packet[8] = ssrc >>> 24;
+    packet[9] = (ssrc >>> 16) & 0xff;
+    packet[10] = (ssrc >>> 8) & 0xff;
+    packet[11] = ssrc & 0xff;
+    packet.set(payload, RTP_HEADER_BYTES);
     this.sequence = (this.sequence + 1) & 0xffff;
     this.outboxPackets.push(packet);
     this.outboxDue.push(dueMs);
