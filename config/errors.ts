@@ -50,7 +50,7 @@ export const ERRORS = {
   CALLGATE_ERR_PROVIDER_NO_LOOKUP: { message: 'provider {provider} cannot look operations up' },
   CALLGATE_ERR_PROVIDER_NO_CANCEL: { message: 'provider {provider} cannot cancel a request in progress' },
   CALLGATE_ERR_PROVIDER_NO_TOKEN: { message: 'provider {provider} needs a token in environment variable {env}, which is unset' },
-  CALLGATE_ERR_PROVIDER_NO_SANDBOX: { message: 'provider {provider} uses the embedded sandbox, which is not running (sandbox.enabled is false and no baseUrl is set)' },
+  CALLGATE_ERR_PROVIDER_NO_SANDBOX: { message: 'provider {provider} uses the embedded sandbox, which is not running (sandbox.enabled is false and neither a baseUrl nor sandbox.url is set)' },
 
   // SIP signaling (gateway/sip)
   CALLGATE_ERR_SIP_PARSE: { message: 'malformed SIP message: {reason}', sipStatus: 400 },

@@ -223,6 +223,11 @@ export const sandboxSchema = z.strictObject({
   enabled: z.boolean().default(true),
   listen: listenAddress.default('127.0.0.1'),
   port: port.default(0),
+  /**
+   * Base URL of a sandbox running elsewhere (its own Deployment), for workers when `enabled` is
+   * false: the SMS sink and sandbox providers without a baseUrl use it.
+   */
+  url: z.url({ protocol: /^https?$/ }).optional(),
 });
 
 export const gatewaySchema = z.strictObject({
@@ -275,6 +280,9 @@ export const configSchema = z
     }
     if (config.rtp.portMin % 2 !== 0) {
       ctx.addIssue({ code: 'custom', path: ['rtp', 'portMin'], message: 'must be even (RTP uses even ports, RTCP the odd one above)' });
+    }
+    if (config.sandbox.enabled && config.sandbox.url !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['sandbox', 'url'], message: 'names a sandbox running elsewhere: set sandbox.enabled to false, or drop the url to use the embedded one' });
     }
     if (config.rtp.jitterMinMs > config.rtp.jitterMaxMs) {
       ctx.addIssue({ code: 'custom', path: ['rtp', 'jitterMinMs'], message: 'must not be above rtp.jitterMaxMs' });

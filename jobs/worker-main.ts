@@ -29,6 +29,8 @@ export async function startActionLayer(context: ProcessContext, options: ActionL
     context.onShutdown('sandbox', () => sandbox.close());
     sandboxUrl = sandbox.url;
     log.info('sandbox systems of record listening', { url: sandbox.url });
+  } else if (options.runWorkers && config.sandbox.url !== undefined) {
+    sandboxUrl = config.sandbox.url.replace(/\/+$/, '');
   }
   const providers = createProviders(config, { sandboxUrl });
   const layer = await ActionLayer.open({

@@ -93,6 +93,12 @@ export class OutOfBandWorker {
   constructor(private readonly options: OutOfBandWorkerOptions) {}
 
   start(): void {
+    if (this.options.sms === undefined) {
+      const wanting = [...this.options.tenants.values()].filter((t) => t.notify.sms === 'sandbox').map((t) => t.id);
+      if (wanting.length > 0) {
+        this.options.log.error('tenants send results by SMS through the sandbox sink, but no sandbox is reachable: set sandbox.enabled, or sandbox.url to the one running elsewhere', { tenants: wanting.slice(0, 20) });
+      }
+    }
     this.worker = new Worker<OutOfBandMessage>(NOTIFY_QUEUE, (job) => this.deliver(job), {
       connection: this.options.connection,
       prefix: bullPrefix(this.options.prefix),
@@ -110,6 +116,8 @@ export class OutOfBandWorker {
     const message = job.data;
     const tenant = this.options.tenants.get(message.tenantId);
     const key = `oob-${message.operationId}`;
+    // A channel the tenant asked for that cannot be used fails the job before anything is sent.
+    if (tenant?.notify.sms === 'sandbox' && this.options.sms === undefined) throw new Error('no SMS sender: no sandbox is reachable (sandbox.enabled or sandbox.url)');
     const channels: string[] = [];
     const webhookUrl = tenant?.notify.webhookUrl;
     if (webhookUrl !== undefined) {
@@ -136,7 +144,7 @@ export class OutOfBandWorker {
       deliveries.labels('webhook', 'sent').inc();
       channels.push('webhook');
     }
-    if (tenant?.notify.sms === 'sandbox' && this.options.sms) {
+    if (tenant?.notify.sms === 'sandbox' && this.options.sms !== undefined) {
       await this.options.sms.send(message, key);
       deliveries.labels('sms', 'sent').inc();
       channels.push('sms');

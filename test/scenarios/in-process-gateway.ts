@@ -1,7 +1,8 @@
 /**
  * The gateway's call path in the test process, for races that need a hand on the model: the
  * built-in SIP stack on a free loopback port, real RTP, a RealtimeSimulator the test owns (it can
- * drop connections), and the agents harness (real Redis, BullMQ workers, the sandbox over HTTP).
+ * drop connections), the agents harness (real Redis, the sandbox over HTTP) and a real worker
+ * process running the operations.
  */
 import { AuditLog } from '../../agents/audit.ts';
 import { sipSchema, type RtpConfig } from '../../config/schema.ts';
@@ -21,6 +22,7 @@ import type { CallSession } from '../../gateway/call/call-session.ts';
 import type { CallPrompts } from '../../gateway/call/call-prompts.ts';
 import { BOOK, quietLog } from '../support/action-harness.ts';
 import { startAgentsHarness, type AgentsHarness } from '../support/agents-harness.ts';
+import { startTs, waitFor } from '../support/processes.ts';
 import { testRedis } from '../support/redis.ts';
 import { stringify } from 'yaml';
 
@@ -59,8 +61,20 @@ export async function startInProcessGateway(options: InProcessGatewayOptions): P
     tenants: { demo: { book_table: { ...BOOK, provider: 'patient_bookings' } } },
     providers: (url) => ({ patient_bookings: { type: 'sandbox', service: 'bookings', baseUrl: url, timeoutMs: 10_000 } }),
     gatewayId: `gw-${Date.now()}`,
+    workers: false,
   });
   const { h } = agents;
+  // The operations run in a real worker process, as they do in production.
+  const worker = startTs('jobs/worker-main.ts', {
+    env: { CALLGATE_CONFIG: h.configPath, CALLGATE_HTTP_PORT: '0', CALLGATE_LOG_LEVEL: 'info', REDIS_URL: h.config.redis.url ?? '' },
+  });
+  try {
+    await waitFor(async () => (worker.stdout().includes('worker ready') ? true : undefined), 30_000, 'the worker process');
+  } catch (error) {
+    worker.kill();
+    await agents.close();
+    throw new Error(`${(error as Error).message}\n${worker.output().slice(-2_000)}`);
+  }
   const simulator = new RealtimeSimulator({ script: parseSimulatorScript(stringify(options.script)), speechSpeed: options.speechSpeed ?? 2, ...(options.maxSessionMs !== undefined && { maxSessionMs: options.maxSessionMs }), logger: quietLog });
   const url = await simulator.start();
   const tenants = h.config.tenants.map((t) => ({ ...t, agent: 'reservations', transferTarget: 'sip:frontdesk@127.0.0.1:5080' }));
@@ -116,6 +130,9 @@ export async function startInProcessGateway(options: InProcessGatewayOptions): P
       await driver.stop();
       registry.stop();
       await simulator.stop();
+      worker.child.kill('SIGTERM');
+      const stopped = await Promise.race([worker.exited.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 10_000))]);
+      if (!stopped) worker.kill();
       await agents.close();
       redis.disconnect();
     },

@@ -64,7 +64,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const prefix = uniquePrefix('act');
   const document = {
     redis: { url: testRedisUrl(), prefix },
-    sandbox: { enabled: false },
+    sandbox: { enabled: false, url: sandbox.url },
     http: { port: 0 },
     sip: { udpPort: 0, tcpPort: 0 },
     log: { level: 'error' },

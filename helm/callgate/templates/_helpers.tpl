@@ -42,8 +42,8 @@ app.kubernetes.io/component: {{ .component }}
 {{/*
 The configuration document the processes load. Two changes to .Values.config, mirrored by
 test/unit/ops/chart-config.test.ts: sip.driver follows drachtio.enabled (with the sidecar's
-address), and with the sandbox Deployment the embedded sandbox is off and sandbox providers
-without a baseUrl point at it.
+address), and with the sandbox Deployment the embedded sandbox is off, sandbox.url names the
+Deployment's Service (the workers' SMS sink) and sandbox providers without a baseUrl point at it.
 */}}
 {{- define "callgate.config" -}}
 {{- $config := deepCopy .Values.config -}}
@@ -57,8 +57,11 @@ without a baseUrl point at it.
 {{- $_ := set $config "sip" $sip -}}
 {{- $sandbox := get $config "sandbox" | default dict -}}
 {{- $_ := set $sandbox "enabled" false -}}
-{{- $_ := set $config "sandbox" $sandbox -}}
 {{- $sandboxUrl := printf "http://%s-sandbox:%d" (include "callgate.fullname" .) (int .Values.sandbox.port) -}}
+{{- if .Values.sandbox.enabled -}}
+{{- $_ := set $sandbox "url" $sandboxUrl -}}
+{{- end -}}
+{{- $_ := set $config "sandbox" $sandbox -}}
 {{- range $name, $provider := (get $config "providers" | default dict) -}}
 {{- if and (eq $provider.type "sandbox") (not $provider.baseUrl) -}}
 {{- if not $.Values.sandbox.enabled -}}

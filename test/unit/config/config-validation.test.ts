@@ -118,6 +118,8 @@ describe('when a configuration breaks a rule', () => {
     ],
     ['a webhook without a secret', (d) => (tenant(d).notify = { webhookUrl: 'https://example.invalid/hook' }), 'tenants[0].notify.webhookSecretEnv: a webhook needs a signing secret'],
     ['a transfer target that is not a URI', (d) => (tenant(d).transferTarget = 'frontdesk'), 'tenants[0].transferTarget:'],
+    ['a sandbox url beside the embedded sandbox', (d) => (d.sandbox = { enabled: true, url: 'http://127.0.0.1:8090' }), 'sandbox.url: names a sandbox running elsewhere'],
+    ['a sandbox url that is not http', (d) => (d.sandbox = { enabled: false, url: 'ftp://127.0.0.1/' }), 'sandbox.url:'],
     ['an unknown sandbox service', (d) => (d.providers = { bookings: { type: 'sandbox', service: 'flights' } }), 'providers.bookings.service:'],
     ['an http provider without its idempotency declaration', (d) => (d.providers = { bookings: { type: 'http', baseUrl: 'http://127.0.0.1:1' } }), 'providers.bookings.honoursIdempotencyKeys:'],
   ];

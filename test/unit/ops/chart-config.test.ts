@@ -6,8 +6,8 @@ import { CHART, readValues } from './chart-files.ts';
 
 /**
  * The configuration document templates/_helpers.tpl ("callgate.config") renders into the ConfigMap:
- * .Values.config with sip.driver following drachtio.enabled, the embedded sandbox off, and sandbox
- * providers without a baseUrl pointed at the sandbox Deployment. Keep the two in step.
+ * .Values.config with sip.driver following drachtio.enabled, the embedded sandbox off, sandbox.url
+ * and sandbox providers without a baseUrl pointed at the sandbox Deployment. Keep the two in step.
  */
 function renderConfig(values: Record<string, unknown>, fullname = 'callgate'): Record<string, unknown> {
   const config = structuredClone(values.config) as Record<string, unknown>;
@@ -21,7 +21,7 @@ function renderConfig(values: Record<string, unknown>, fullname = 'callgate'): R
     sip.driver = 'builtin';
   }
   config.sip = sip;
-  config.sandbox = { ...((config.sandbox ?? {}) as Record<string, unknown>), enabled: false };
+  config.sandbox = { ...((config.sandbox ?? {}) as Record<string, unknown>), enabled: false, ...(sandbox.enabled && { url: `http://${fullname}-sandbox:${sandbox.port}` }) };
   for (const [name, provider] of Object.entries((config.providers ?? {}) as Record<string, Record<string, unknown>>)) {
     if (provider.type === 'sandbox' && !provider.baseUrl) {
       if (!sandbox.enabled) throw new Error(`config.providers.${name} is a sandbox provider without baseUrl: enable sandbox or give a baseUrl`);
@@ -51,6 +51,7 @@ describe('when the ConfigMap is rendered from the default values', () => {
     expect([config.sip.listen, config.rtp.listen, config.http.listen]).toEqual(['0.0.0.0', '0.0.0.0', '0.0.0.0']);
     expect(config.sip.driver).toBe('builtin');
     expect(config.sandbox.enabled).toBe(false);
+    expect(config.sandbox.url).toBe('http://callgate-sandbox:8090');
     expect(config.providers.bookings).toMatchObject({ type: 'sandbox', baseUrl: 'http://callgate-sandbox:8090' });
   });
 
