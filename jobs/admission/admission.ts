@@ -123,7 +123,7 @@ export class Admission {
     let decision: AdmissionDecision;
     switch (result.type) {
       case 'admitted': {
-        await this.options.queues.enqueueExecution(executionQueueFor(action.kind, providerIdempotent), { operationId, tenantId: request.tenantId });
+        await this.options.queues.enqueueExecution(executionQueueFor(action.kind, providerIdempotent), { operationId, tenantId: request.tenantId, action: request.action });
         // Gathered and not awaited: a lost clear only makes the outbox sweep find a job that exists (a no-op).
         this.options.ledger.clearOutboxSoon(request.tenantId, operationId);
         if (request.compensates !== undefined) compensations.labels(request.action).inc();

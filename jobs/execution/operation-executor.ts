@@ -21,7 +21,7 @@ import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-erro
 import { isTerminal, operationLogFields, type Operation, type OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import { ProviderOutcomeUnknownError, ProviderUnreachableError, type Provider, type ProviderResult } from '../providers/provider.ts';
-import { executionQueueFor, type OperationQueues } from '../queues/operation-queues.ts';
+import { executionQueueFor, type OperationJobData, type OperationQueues } from '../queues/operation-queues.ts';
 import { decideRetry } from './retry-policy.ts';
 
 /** What the worker does with the job after an attempt. */
@@ -59,9 +59,37 @@ export class OperationExecutor {
     this.random = options.random ?? Math.random;
   }
 
-  async execute(tenantId: string, operationId: string, signal: AbortSignal): Promise<ExecutionOutcome> {
+  async execute(job: OperationJobData, signal: AbortSignal): Promise<ExecutionOutcome> {
     const { ledger } = this.options;
-    let op = await ledger.get(tenantId, operationId);
+    const { tenantId, operationId } = job;
+    let op: Operation | undefined;
+    const jobAction = job.action === undefined ? undefined : this.options.actionConfig(tenantId, job.action);
+    const jobProvider = jobAction === undefined ? undefined : this.options.providers.get(jobAction.provider);
+    if (job.action !== undefined && jobAction !== undefined && jobProvider !== undefined) {
+      // The job names its action: the attempt begins in the step that reads the operation, when it
+      // is due. What is not due comes back as it is and takes the general path below.
+      const attemptStart = this.now();
+      const started = await ledger.start({ tenantId, operationId, action: job.action }, jobAction.provider, {
+        now: attemptStart,
+        ttlMs: this.options.leaseTtlMs,
+        max: jobAction.maxConcurrent,
+      });
+      switch (started.type) {
+        case 'not_found':
+          return { type: 'done', note: 'operation not found' };
+        case 'no_lease':
+          return this.noLease(tenantId, job.action);
+        case 'started': {
+          const running = started.operation;
+          const log = this.options.log.child(operationLogFields(running));
+          return this.run(running, jobAction, jobProvider, signal, log, running.attempt, attemptStart, running.attempt === 1);
+        }
+        case 'as_is':
+          op = started.operation;
+          break;
+      }
+    }
+    op ??= await ledger.get(tenantId, operationId);
     if (!op) return { type: 'done', note: 'operation not found' };
     if (isTerminal(op.state) || op.state === 'UNKNOWN') return { type: 'done', state: op.state, note: 'nothing to run' };
     const log = this.options.log.child(operationLogFields(op));
@@ -131,16 +159,34 @@ export class OperationExecutor {
         fields,
         lease: { mode: 'acquire', ttlMs: this.options.leaseTtlMs, max: action.maxConcurrent },
       });
-      if (started.noLease) {
-        leaseDelays.labels(op.tenantId, op.action).inc();
-        return { type: 'delay', delayMs: Math.round(NO_LEASE_DELAY_MS * (1 + this.random())), reason: 'no_lease' };
-      }
+      if (started.noLease) return this.noLease(op.tenantId, op.action);
       attempt = started.attempt;
     } catch (error) {
       // Cancelled before start, or another worker began this attempt: the provider is not called.
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return { type: 'done', note: error.message };
       throw error;
     }
+    return this.run(op, action, provider, signal, log, attempt, attemptStart, first);
+  }
+
+  /** A job that found every lease taken waits, without spending an attempt. */
+  private noLease(tenantId: string, action: string): ExecutionOutcome {
+    leaseDelays.labels(tenantId, action).inc();
+    return { type: 'delay', delayMs: Math.round(NO_LEASE_DELAY_MS * (1 + this.random())), reason: 'no_lease' };
+  }
+
+  /** A started attempt: its lease is renewed while the provider works and given back when it ends. */
+  private async run(
+    op: Operation,
+    action: ActionConfig,
+    provider: Provider,
+    signal: AbortSignal,
+    log: Logger,
+    attempt: number,
+    attemptStart: number,
+    first: boolean,
+  ): Promise<ExecutionOutcome> {
+    const { ledger } = this.options;
     const renew = setInterval(() => {
       ledger.renewLease(op.tenantId, op.action, op.operationId, this.options.leaseTtlMs).catch((error: unknown) => log.warn('lease renewal failed', { error }));
     }, Math.max(50, Math.floor(this.options.leaseTtlMs / 3)));

@@ -92,7 +92,7 @@ export class Reconciler {
         }
         const outcome = await this.resolve(op, 'FAILED_RETRYABLE', 'reconciled_not_found', { ...fields, last_outcome_unknown: '0' }, 'not_found', log);
         if (outcome.type === 'resolved') {
-          await this.options.queues.requeueExecution(executionQueueOf(op), { operationId: op.operationId, tenantId: op.tenantId });
+          await this.options.queues.requeueExecution(executionQueueOf(op), { operationId: op.operationId, tenantId: op.tenantId, action: op.action });
         }
         return outcome;
       }

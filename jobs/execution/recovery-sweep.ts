@@ -82,7 +82,7 @@ export class RecoverySweep {
     for (const id of await ledger.outbox(tenantId, this.now() - OUTBOX_SETTLE_MS)) {
       const op = await ledger.get(tenantId, id);
       if (op?.state === 'ADMITTED') {
-        await queues.enqueueExecution(executionQueueOf(op), { operationId: id, tenantId });
+        await queues.enqueueExecution(executionQueueOf(op), { operationId: id, tenantId, action: op.action });
         outboxRecovered.labels(op.action).inc();
         report.enqueued++;
         this.options.log.warn('enqueued an admitted operation that had no job', { operation_id: id });
@@ -109,7 +109,7 @@ export class RecoverySweep {
 
   private async recover(op: Operation, queue: ReturnType<typeof executionQueueOf>): Promise<void> {
     const { ledger, queues, log } = this.options;
-    const data = { operationId: op.operationId, tenantId: op.tenantId };
+    const data = { operationId: op.operationId, tenantId: op.tenantId, action: op.action };
     if (op.state === 'RUNNING' && op.sending && !(op.providerIdempotent || op.kind === 'read')) {
       await ledger.transition(op, {
         from: ['RUNNING'],

@@ -16,6 +16,7 @@ export type ScriptReply = (string | number | null)[] | number;
 export interface LedgerCommands {
   ledgerAdmit(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerTransition(...args: (string | number)[]): Promise<ScriptReply>;
+  ledgerStart(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerSetFenced(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerLeaseRenew(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerRetryBudget(...args: (string | number)[]): Promise<ScriptReply>;

@@ -99,6 +99,13 @@ export interface TransitionOutcome {
   readonly noLease?: true;
 }
 
+/** What `start` did: began the attempt, or left the operation as it is (with what it read). */
+export type StartOutcome =
+  | { readonly type: 'started'; readonly operation: Operation }
+  | { readonly type: 'as_is'; readonly operation: Operation }
+  | { readonly type: 'no_lease' }
+  | { readonly type: 'not_found' };
+
 export interface RetryBudgetDecision {
   readonly allowed: boolean;
   readonly requests: number;
@@ -208,6 +215,44 @@ export class OperationLedger {
       throw error;
     }
     return { attempt: Number(reply[1]), eventId: reply[2] ? reply[2] : undefined };
+  }
+
+  /**
+   * Reads an operation and, in the same step, begins its next attempt if it is due: ADMITTED or
+   * FAILED_RETRYABLE within its deadlines at `attempt.now`, of `job.action` and bound to `provider`,
+   * with one of the action's leases free (taken with the move). The move is the one `transition` would make to
+   * RUNNING with a new attempt, marked sending; anything else is left as it is and returned.
+   */
+  async start(
+    job: { readonly tenantId: string; readonly operationId: string; readonly action: string },
+    provider: string,
+    attempt: { readonly now: number; readonly ttlMs: number; readonly max: number },
+  ): Promise<StartOutcome> {
+    const k = this.keys;
+    const reply = (await this.redis.ledgerStart(
+      k.operation(job.tenantId, job.operationId),
+      k.history(job.tenantId, job.operationId),
+      k.open(job.tenantId),
+      k.unknown(job.tenantId),
+      k.lease(job.tenantId, job.action),
+      attempt.now,
+      job.action,
+      provider,
+      attempt.ttlMs,
+      attempt.max,
+    )) as string[];
+    switch (reply[0]) {
+      case 'STARTED':
+        return { type: 'started', operation: fromHash(pairsToRecord(reply)) };
+      case 'AS_IS':
+        return { type: 'as_is', operation: fromHash(pairsToRecord(reply)) };
+      case 'NO_LEASE':
+        return { type: 'no_lease' };
+      case 'ERR_NOT_FOUND':
+        return { type: 'not_found' };
+      default:
+        throw new Error(`unexpected start reply ${String(reply[0])}`);
+    }
   }
 
   /** Sets fields while the operation stays in one of `states` at `attempt` (e.g. marking it sending). */
@@ -376,6 +421,13 @@ export class OperationLedger {
   private retentionSeconds(money: boolean): number {
     return (money ? this.options.moneyRetentionDays : this.options.retentionDays) * DAY_SECONDS;
   }
+}
+
+/** A script's flat field, value, ... reply after its status word, as a hash. */
+function pairsToRecord(reply: readonly string[]): Record<string, string> {
+  const record: Record<string, string> = {};
+  for (let i = 1; i + 1 < reply.length; i += 2) record[reply[i] as string] = reply[i + 1] as string;
+  return record;
 }
 
 function coalesceKeyOf(op: Operation): string {

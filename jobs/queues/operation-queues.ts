@@ -17,6 +17,11 @@ export type QueueName = ExecutionQueueName | typeof RECONCILE_QUEUE | typeof CAN
 export interface OperationJobData {
   readonly operationId: string;
   readonly tenantId: string;
+  /**
+   * The operation's action, so that a worker can begin the attempt in the step that reads the
+   * operation (the action names the lease). Jobs without it are read first.
+   */
+  readonly action?: string;
 }
 
 export interface ReconcileJobData extends OperationJobData {

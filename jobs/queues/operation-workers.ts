@@ -80,7 +80,7 @@ export class OperationWorkers {
   }
 
   private async execute(job: Job<OperationJobData>, token: string | undefined): Promise<string> {
-    const outcome = await this.options.executor.execute(job.data.tenantId, job.data.operationId, this.abort.signal);
+    const outcome = await this.options.executor.execute(job.data, this.abort.signal);
     if (outcome.type === 'delay') return this.delay(job, token, outcome.delayMs);
     return outcome.state ?? outcome.note ?? 'done';
   }

@@ -1,0 +1,76 @@
+--[[
+  Begins an attempt of an operation that is due to run, in the step that reads it: a worker that
+  knows the job's tenant and action needs no separate read before it starts. The operation moves
+  ADMITTED or FAILED_RETRYABLE -> RUNNING (attempt + 1, marked sending) only if it is still within
+  its deadlines, of the action and bound to the provider the worker expects, and one of the action's leases
+  is free (taken in the same step). Anything else changes nothing and returns the record as it is,
+  for the worker to decide on it (cancel when late, take over a lost attempt, reconcile, ...).
+
+  KEYS[1] operation hash
+  KEYS[2] operation history list
+  KEYS[3] open operations of the tenant (zset)
+  KEYS[4] UNKNOWN operations of the tenant (zset)
+  KEYS[5] concurrency leases of the action (zset: operation id -> expiry ms)
+
+  ARGV[1] now (ms)
+  ARGV[2] action the job names (the leases of KEYS[5] are this action's)
+  ARGV[3] provider the worker will call
+  ARGV[4] lease time to live (ms)
+  ARGV[5] most leases at once
+
+  Output:
+    {"STARTED", field, value, ...}   the record after the move (attempt is the new attempt)
+    {"AS_IS", field, value, ...}     not due to start here: the record, unchanged
+    {"NO_LEASE"}                     due, but every lease is taken (nothing was changed)
+    {"ERR_NOT_FOUND"}
+]]
+local record = redis.call("HGETALL", KEYS[1])
+if #record == 0 then
+  return {"ERR_NOT_FOUND"}
+end
+local h = {}
+for i = 1, #record, 2 do
+  h[record[i]] = record[i + 1]
+end
+
+local now = tonumber(ARGV[1])
+local state = h["state"]
+local due = false
+if state == "ADMITTED" then
+  due = now <= tonumber(h["admission_deadline_at"] or "0") and now <= tonumber(h["deadline_at"] or "0")
+elseif state == "FAILED_RETRYABLE" then
+  due = now <= tonumber(h["deadline_at"] or "0")
+end
+if not due or h["action"] ~= ARGV[2] or h["provider"] ~= ARGV[3] or not LEGAL[state]["RUNNING"] then
+  table.insert(record, 1, "AS_IS")
+  return record
+end
+
+local id = h["operation_id"]
+redis.call("ZREMRANGEBYSCORE", KEYS[5], "-inf", now)
+if not redis.call("ZSCORE", KEYS[5], id) and redis.call("ZCARD", KEYS[5]) >= tonumber(ARGV[5]) then
+  return {"NO_LEASE"}
+end
+redis.call("ZADD", KEYS[5], now + tonumber(ARGV[4]), id)
+
+local attempt = tonumber(h["attempt"] or "0") + 1
+local changed = {state = "RUNNING", attempt = tostring(attempt), sending = "1", sending_at = ARGV[1]}
+if attempt == 1 then changed["started_at"] = ARGV[1] end
+local flat = {}
+for k, v in pairs(changed) do
+  flat[#flat + 1] = k
+  flat[#flat + 1] = v
+  h[k] = v
+end
+redis.call("HSET", KEYS[1], unpack(flat))
+redis.call("RPUSH", KEYS[2],
+  cjson.encode({state = "RUNNING", at = now, attempt = attempt, actor = "worker", reason = attempt == 1 and "started" or "retry"}))
+redis.call("ZREM", KEYS[4], id)
+redis.call("ZADD", KEYS[3], now, id)
+
+local out = {"STARTED"}
+for k, v in pairs(h) do
+  out[#out + 1] = k
+  out[#out + 1] = v
+end
+return out

@@ -1,0 +1,89 @@
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OperationLedger } from '../../../jobs/ledger/operation-ledger.ts';
+import { newOperation } from '../../support/operations.ts';
+import { deletePrefix, testRedis, uniquePrefix } from '../../support/redis.ts';
+
+let redis: Redis;
+let ledger: OperationLedger;
+const prefix = uniquePrefix('ledger-start');
+
+beforeAll(() => {
+  redis = testRedis();
+  ledger = new OperationLedger(redis, { prefix, retentionDays: 7, moneyRetentionDays: 400 });
+});
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  redis.disconnect();
+});
+
+const LEASE = { ttlMs: 60_000, max: 2 };
+
+async function admitted(overrides: Parameters<typeof newOperation>[0] = {}) {
+  const spec = newOperation(overrides);
+  await ledger.admit(spec);
+  return spec;
+}
+
+function start(spec: { tenantId: string; operationId: string; action: string }, now = Date.now(), provider = 'bookings') {
+  return ledger.start({ tenantId: spec.tenantId, operationId: spec.operationId, action: spec.action }, provider, { now, ...LEASE });
+}
+
+describe('when a worker starts an admitted operation in the step that reads it', () => {
+  it('should return it RUNNING at attempt 1, marked sending, with a lease and a history entry', async () => {
+    const spec = await admitted({ tenantId: 'start-a' });
+    const now = Date.now();
+    const outcome = await start(spec, now);
+    expect(outcome.type).toBe('started');
+    if (outcome.type !== 'started') return;
+    expect(outcome.operation).toMatchObject({ operationId: spec.operationId, state: 'RUNNING', attempt: 1, sending: true, startedAt: now, sendingAt: now, params: { time: '21:00' } });
+    expect(await ledger.require(spec.tenantId, spec.operationId)).toEqual(outcome.operation);
+    expect(await redis.zscore(ledger.keys.lease(spec.tenantId, spec.action), spec.operationId)).toBe(String(now + LEASE.ttlMs));
+    expect((await ledger.history(spec.tenantId, spec.operationId)).at(-1)).toMatchObject({ state: 'RUNNING', attempt: 1, actor: 'worker', reason: 'started' });
+  });
+
+  it('should begin attempt 2 as a retry from FAILED_RETRYABLE, keeping the first start time', async () => {
+    const spec = await admitted({ tenantId: 'start-b' });
+    const first = await start(spec);
+    if (first.type !== 'started') throw new Error(first.type);
+    await ledger.transition(first.operation, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: 1, actor: 'worker', reason: 'test', lease: { mode: 'release' } });
+    const retry = await start(spec, Date.now() + 5);
+    expect(retry).toMatchObject({ type: 'started', operation: { state: 'RUNNING', attempt: 2, startedAt: first.operation.startedAt } });
+    expect((await ledger.history(spec.tenantId, spec.operationId)).at(-1)).toMatchObject({ state: 'RUNNING', attempt: 2, reason: 'retry' });
+  });
+});
+
+describe('when the operation is not due to start here', () => {
+  it.each([
+    ['past its admission deadline', (s: { admissionDeadlineAt: number }) => ({ now: s.admissionDeadlineAt + 1, provider: 'bookings' })],
+    ['bound to another provider', () => ({ now: Date.now(), provider: 'payments' })],
+  ])('should change nothing when %s and return it as it is', async (_what, how) => {
+    const spec = await admitted({ tenantId: 'start-c' });
+    const { now, provider } = how(spec);
+    const outcome = await start(spec, now, provider);
+    expect(outcome).toMatchObject({ type: 'as_is', operation: { state: 'ADMITTED', attempt: 0, sending: false } });
+    expect(await redis.zcard(ledger.keys.lease(spec.tenantId, spec.action))).toBe(0);
+    expect((await ledger.history(spec.tenantId, spec.operationId)).map((h) => h.state)).toEqual(['REQUESTED', 'ADMITTED']);
+  });
+
+  it('should return a RUNNING operation as it is (a redelivered job), taking no second attempt', async () => {
+    const spec = await admitted({ tenantId: 'start-d' });
+    await start(spec);
+    expect(await start(spec)).toMatchObject({ type: 'as_is', operation: { state: 'RUNNING', attempt: 1 } });
+  });
+
+  it('should answer not_found for an operation that does not exist', async () => {
+    expect(await start({ tenantId: 'start-e', operationId: 'op_missing', action: 'book_table' })).toEqual({ type: 'not_found' });
+  });
+});
+
+describe('when every lease of the action is taken', () => {
+  it('should answer no_lease and leave the operation ADMITTED at attempt 0', async () => {
+    const specs = await Promise.all([1, 2, 3].map(() => admitted({ tenantId: 'start-f' })));
+    const [a, b, c] = specs as [(typeof specs)[0], (typeof specs)[0], (typeof specs)[0]];
+    expect((await start(a)).type).toBe('started');
+    expect((await start(b)).type).toBe('started');
+    expect(await start(c)).toEqual({ type: 'no_lease' });
+    expect(await ledger.require(c.tenantId, c.operationId)).toMatchObject({ state: 'ADMITTED', attempt: 0, sending: false });
+  });
+});
