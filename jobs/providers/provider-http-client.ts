@@ -10,7 +10,7 @@
  * A reused keep-alive connection counts as "up" from the start: a reset on it may have
  * followed a request the provider read, so it is reported as unknown, never as unreachable.
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import { CallgateError } from '../../config/errors.ts';
@@ -52,19 +52,32 @@ export interface ProviderHttpResponse {
 
 export class ProviderHttpClient {
   private readonly options: ProviderHttpClientOptions;
-  private readonly base: URL;
   private readonly agent: HttpAgent;
+  private readonly secure: boolean;
+  /** Where every request goes, parsed once: requests only add their path to `basePath`. */
+  private readonly target: Pick<RequestOptions, 'protocol' | 'hostname' | 'port' | 'auth'>;
+  /** The base URL's path, ending with a slash. */
+  private readonly basePath: string;
 
   constructor(options: ProviderHttpClientOptions) {
     this.options = options;
-    this.base = new URL(options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
+    const base = new URL(options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
+    this.secure = base.protocol === 'https:';
     const agentOptions = { keepAlive: true, timeout: FREE_SOCKET_IDLE_MS };
-    this.agent = this.base.protocol === 'https:' ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
+    this.agent = this.secure ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
+    this.target = {
+      protocol: base.protocol,
+      // The brackets of an IPv6 literal belong to the URL, not to the address.
+      hostname: base.hostname.startsWith('[') ? base.hostname.slice(1, -1) : base.hostname,
+      port: base.port === '' ? undefined : Number(base.port),
+      auth: base.username === '' ? undefined : `${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`,
+    };
+    this.basePath = base.pathname;
   }
 
   send(request: ProviderHttpRequest): Promise<ProviderHttpResponse> {
     const { provider, timeoutMs } = this.options;
-    const url = new URL(request.path.replace(/^\//, ''), this.base);
+    const path = this.basePath + (request.path.startsWith('/') ? request.path.slice(1) : request.path);
     const payload = request.body === undefined ? undefined : JSON.stringify(request.body);
     const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
     if (payload !== undefined) {
@@ -81,8 +94,8 @@ export class ProviderHttpClient {
       /** True once a connection carried (or may have carried) the request. */
       let maybeSent = false;
       let settled = false;
-      const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-      const req = send(url, { method: request.method, headers, agent: this.agent });
+      const options: RequestOptions = { ...this.target, path, method: request.method, headers, agent: this.agent };
+      const req: ClientRequest = this.secure ? httpsRequest(options) : httpRequest(options);
 
       const settle = (outcome: { value: ProviderHttpResponse } | { error: Error }) => {
         if (settled) return;
@@ -110,7 +123,7 @@ export class ProviderHttpClient {
           maybeSent = true;
           return;
         }
-        socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+        socket.once(this.secure ? 'secureConnect' : 'connect', () => {
           maybeSent = true;
         });
       });
