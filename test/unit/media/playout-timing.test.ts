@@ -220,4 +220,18 @@ describe('when one wake-up runs several calls', () => {
     expect(firstWake).toEqual(['tick a', 'tick b', 'tick c', 'flush a', 'flush b', 'flush c']);
     expect(log.filter((entry) => entry.startsWith('flush')).length).toBe(log.filter((entry) => entry.startsWith('tick')).length);
   });
+
+  it('should write every call of the wake-up before any call does its receive-side work', () => {
+    const timer = new FakeMediaTimer();
+    const scheduler = new PlayoutScheduler({ timer, slots: 1 });
+    const log: string[] = [];
+    const calls = ['a', 'b', 'c'].map((name) => ({
+      tick: () => log.push(`tick ${name}`),
+      flush: () => log.push(`flush ${name}`),
+      afterFlush: () => log.push(`after ${name}`),
+    }));
+    for (const call of calls) scheduler.add(call);
+    timer.run(20);
+    expect(log.slice(0, 9)).toEqual(['tick a', 'tick b', 'tick c', 'flush a', 'flush b', 'flush c', 'after a', 'after b', 'after c']);
+  });
 });
