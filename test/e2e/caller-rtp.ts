@@ -39,6 +39,7 @@ export class CallerRtp {
   private readonly socket: Socket;
   private remote: { address: string; port: number } | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private closed = false;
   private sequence = randomBytes(2).readUInt16BE(0);
   private timestamp = randomBytes(4).readUInt32BE(0);
   private readonly ssrc = randomBytes(4).readUInt32BE(0);
@@ -104,8 +105,11 @@ export class CallerRtp {
     return this.received.filter((p) => p.at >= at && p.at < until && p.audible).length;
   }
 
+  /** Stops sending and closes the socket; closing again does nothing. */
   close(): void {
     clearInterval(this.timer);
+    if (this.closed) return;
+    this.closed = true;
     this.socket.close();
   }
 

@@ -4,11 +4,11 @@
  * nothing reaches the system of record, and nothing is told later. (The model proposes; a
  * proposal that was never made admits nothing.)
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import { dial } from './place-call.ts';
+import { startCallgate } from '../e2e/callgate-process.ts';
 
 const SCRIPT = {
   name: 'barge-in-before-admission',
@@ -27,24 +27,12 @@ const SCRIPT = {
 
 const CALLER_TALKS_MS = 1_200;
 
-let callgate: CallgateProcess | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await callgate?.stop();
-  callgate = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the caller barges in before the booking is asked for', () => {
   it('should cancel the response so that no operation is admitted and nothing is booked', { timeout: 90_000 }, async () => {
-    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
-    callgate = cg;
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: 9_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const cg = own(await startCallgate({ script: SCRIPT, agent: 'reservations' }));
+    const { rtp, sipp } = await dial(cg.sipPort, { service: '1000', holdMs: 9_000, own });
     const call = await cg.activeCall();
     await new Promise((resolve) => setTimeout(resolve, 800));
     const pressedAt = Date.now();

@@ -3,10 +3,10 @@
  * The acknowledgement is cut (its response ends cancelled), so it does not count as delivered; it
  * is said again once the caller is idle, and only then recorded as delivered.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import type { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+import { startInProcessGateway } from './in-process-gateway.ts';
 import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
@@ -24,24 +24,15 @@ const SCRIPT = {
 
 const CALLER_TALKS_MS = 1_200;
 
-let gateway: InProcessGateway | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await gateway?.close();
-  gateway = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the caller barges in during the spoken acknowledgement of a committed booking', () => {
   // Real-time speech over real RTP: one retry absorbs a scheduling stall on a loaded machine.
   it('should not count the cut acknowledgement as delivered, and say it again when the caller is idle', { timeout: 90_000, retry: 1 }, async () => {
-    const gw = await startInProcessGateway({ script: SCRIPT, speechSpeed: 1 });
-    gateway = gw;
+    const gw = own(await startInProcessGateway({ script: SCRIPT, speechSpeed: 1 }));
     // The booking takes a moment, so the agent's "One moment." is over before the result is told.
     await gw.addFault({ fault: 'latency=2000', service: 'bookings', operation: 'book' });
-    const { rtp, sipp, model } = await placeCall(gw, { holdMs: 25_000, timeoutSeconds: 60 });
-    caller = rtp;
+    const { rtp, sipp, model } = await placeCall(gw, { holdMs: 25_000, timeoutSeconds: 60, own });
     rtp.press('1');
     const call = await waitFor(async () => gw.sessions[0], 2_000, 'the call session');
     const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking');

@@ -3,11 +3,11 @@
  * The agent's response is cancelled and its audio stops at once on the wire; the booking is not
  * cancelled: it commits once and its result is spoken when the caller is idle again.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startCallgate, type CallgateProcess, type TimelineEntryView } from '../e2e/callgate-process.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import { dial } from './place-call.ts';
+import { startCallgate, type TimelineEntryView } from '../e2e/callgate-process.ts';
 
 const SCRIPT = {
   name: 'barge-in-while-running',
@@ -27,14 +27,7 @@ const CALLER_TALKS_MS = 1_200;
 /** Long enough that a loaded machine still tells the result by voice before the caller hangs up. */
 const CALL_MS = 24_000;
 
-let callgate: CallgateProcess | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await callgate?.stop();
-  callgate = undefined;
-});
+const own = closeAfterEach();
 
 function find(timeline: readonly TimelineEntryView[], source: string, type: string, match: (e: TimelineEntryView) => boolean = () => true): TimelineEntryView | undefined {
   return timeline.find((e) => e.source === source && e.type === type && match(e));
@@ -42,14 +35,9 @@ function find(timeline: readonly TimelineEntryView[], source: string, type: stri
 
 describe('when the caller barges in while the booking is RUNNING', () => {
   it('should stop the agent’s audio and cancel its response, but neither cancel nor repeat the booking', { timeout: 90_000 }, async () => {
-    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
-    callgate = cg;
+    const cg = own(await startCallgate({ script: SCRIPT, agent: 'reservations' }));
     await cg.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: CALL_MS, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const { rtp, sipp } = await dial(cg.sipPort, { service: '1000', holdMs: CALL_MS, own });
     const call = await cg.activeCall();
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     rtp.press('1');

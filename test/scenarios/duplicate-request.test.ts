@@ -3,11 +3,11 @@
  * calls book_table again with the same arguments). The second call is recognised by the
  * idempotency key: nothing new starts, the table is booked once, and the caller is told once.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import { dial } from './place-call.ts';
+import { startCallgate } from '../e2e/callgate-process.ts';
 
 const BOOKING = { restaurant: 'bistro-nord', date: '2031-11-05', time: '12:30', party_size: 2, name: 'Edsger Dijkstra' };
 const SCRIPT = {
@@ -25,25 +25,13 @@ const SCRIPT = {
 const BOOKING_LATENCY_MS = 3_000;
 const CALL_MS = 14_000;
 
-let callgate: CallgateProcess | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await callgate?.stop();
-  callgate = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the same booking is asked for twice in one call while the first runs', () => {
   it('should answer the second as a duplicate, book once and tell the caller once', { timeout: 90_000 }, async () => {
-    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
-    callgate = cg;
+    const cg = own(await startCallgate({ script: SCRIPT, agent: 'reservations' }));
     await cg.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: CALL_MS, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const { rtp, sipp } = await dial(cg.sipPort, { service: '1000', holdMs: CALL_MS, own });
     const call = await cg.activeCall();
     await new Promise((resolve) => setTimeout(resolve, 800));
     rtp.press('1');

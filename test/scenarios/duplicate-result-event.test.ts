@@ -3,11 +3,11 @@
  * replayed event). Through real SIP and RTP, the simulator, Redis, workers and the sandbox: the
  * caller is told once; the second event is suppressed as already told and recorded as such.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { testRedis } from '../support/redis.ts';
-import type { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+import { startInProcessGateway } from './in-process-gateway.ts';
 import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
@@ -21,21 +21,12 @@ const SCRIPT = {
   systemMessage: 'Your table is confirmed.',
 };
 
-let gateway: InProcessGateway | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await gateway?.close();
-  gateway = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the result event of a booking arrives twice', () => {
   it('should speak the result once and record the second as suppressed, already told', { timeout: 90_000 }, async () => {
-    const gw = await startInProcessGateway({ script: SCRIPT });
-    gateway = gw;
-    const { rtp, sipp, model } = await placeCall(gw, { holdMs: 10_000 });
-    caller = rtp;
+    const gw = own(await startInProcessGateway({ script: SCRIPT }));
+    const { rtp, sipp, model } = await placeCall(gw, { holdMs: 10_000, own });
     rtp.press('1');
     const call = await waitFor(async () => gw.sessions[0], 2_000, 'the call session');
     const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking');

@@ -4,11 +4,11 @@
  * instructions and tools; the result is routed to the concierge (who may reveal bookings) and
  * spoken on the same call, once.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { concierge } from '../../agents/sandbox/sandbox-agents.ts';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import type { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+import { startInProcessGateway } from './in-process-gateway.ts';
 import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
@@ -26,22 +26,13 @@ const SCRIPT = {
 /** The booking is held this long at the provider: the handoff happens inside it. */
 const BOOKING_LATENCY_MS = 3_000;
 
-let gateway: InProcessGateway | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await gateway?.close();
-  gateway = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the caller is handed to another agent before the booking result arrives', () => {
   it('should keep the call and the operation, reconfigure the model, and speak the result through the new agent once', { timeout: 90_000 }, async () => {
-    const gw = await startInProcessGateway({ script: SCRIPT });
-    gateway = gw;
+    const gw = own(await startInProcessGateway({ script: SCRIPT }));
     await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const { rtp, sipp, model } = await placeCall(gw, { holdMs: 12_000 });
-    caller = rtp;
+    const { rtp, sipp, model } = await placeCall(gw, { holdMs: 12_000, own });
     await new Promise((resolve) => setTimeout(resolve, 500));
     rtp.press('1');
     const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');

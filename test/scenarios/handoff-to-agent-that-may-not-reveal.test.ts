@@ -3,10 +3,10 @@
  * not reveal booking results, so the result is not spoken on the call; the caller still learns of
  * the real effect, out of band, exactly once.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import type { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+import { startInProcessGateway } from './in-process-gateway.ts';
 import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
@@ -24,22 +24,13 @@ const SCRIPT = {
 /** The booking is held this long at the provider: the handoff happens inside it. */
 const BOOKING_LATENCY_MS = 2_500;
 
-let gateway: InProcessGateway | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await gateway?.close();
-  gateway = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the caller is handed to an agent that may not reveal the booking before its result', () => {
   it('should not speak the result on the call, and send it out of band once', { timeout: 90_000 }, async () => {
-    const gw = await startInProcessGateway({ script: SCRIPT });
-    gateway = gw;
+    const gw = own(await startInProcessGateway({ script: SCRIPT }));
     await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const { rtp, sipp, model } = await placeCall(gw, { holdMs: 10_000 });
-    caller = rtp;
+    const { rtp, sipp, model } = await placeCall(gw, { holdMs: 10_000, own });
     rtp.press('1');
     const call = await waitFor(async () => gw.sessions[0], 2_000, 'the call session');
     const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking');

@@ -3,11 +3,11 @@
  * (model closed, media released), the operation finishes anyway, and its result reaches the caller
  * out of band exactly once.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import { startCallgate } from '../e2e/callgate-process.ts';
+import { dial } from './place-call.ts';
 
 const SCRIPT = {
   name: 'hangup-before-result',
@@ -25,23 +25,13 @@ const BOOKING_LATENCY_MS = 3_500;
 /** The whole call: the greeting, the key press after it, and a little of the tool turn. */
 const CALL_MS = 4_000;
 
-let callgate: CallgateProcess | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await callgate?.stop();
-  callgate = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the caller hangs up before the booking result arrives', () => {
   it('should commit the booking once and deliver its result out of band exactly once', { timeout: 90_000 }, async () => {
-    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
-    callgate = cg;
+    const cg = own(await startCallgate({ script: SCRIPT, agent: 'reservations' }));
     await cg.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: CALL_MS, timeoutSeconds: 30, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
+    const { rtp, sipp } = await dial(cg.sipPort, { service: '1000', holdMs: CALL_MS, timeoutSeconds: 30, own, hearGreeting: false });
 
     await waitFor(async () => (rtp.received.length > 0 ? true : undefined), 10_000, 'the first RTP from callgate');
     const call = await cg.activeCall();

@@ -4,11 +4,11 @@
  * is cancelled at the provider before it takes effect, and its late result is suppressed; the
  * caller is told the 20:30 booking once, and the system of record holds that one booking only.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import { dial } from './place-call.ts';
+import { startCallgate } from '../e2e/callgate-process.ts';
 
 const BOOKING = { restaurant: 'trattoria-roma', date: '2032-04-04', party_size: 2, name: 'Donald Knuth' };
 const SCRIPT = {
@@ -25,25 +25,13 @@ const SCRIPT = {
 
 const BOOKING_LATENCY_MS = 4_000;
 
-let callgate: CallgateProcess | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await callgate?.stop();
-  callgate = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the caller changes the booking time while the first booking runs', () => {
   it('should cancel and suppress the stale booking, and book and tell only the new one', { timeout: 90_000 }, async () => {
-    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
-    callgate = cg;
+    const cg = own(await startCallgate({ script: SCRIPT, agent: 'reservations' }));
     await cg.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: 16_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const { rtp, sipp } = await dial(cg.sipPort, { service: '1000', holdMs: 16_000, own });
     const call = await cg.activeCall();
     await new Promise((resolve) => setTimeout(resolve, 800));
     rtp.press('1');

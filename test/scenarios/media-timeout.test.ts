@@ -4,11 +4,11 @@
  * session closed, the RTP ports released, the registry entry closed, and a booking still running
  * goes on and reaches the caller out of band once.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
-import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+import { startInProcessGateway } from './in-process-gateway.ts';
+import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
   name: 'media-timeout',
@@ -22,27 +22,13 @@ const SCRIPT = {
 const MEDIA_TIMEOUT_MS = 1_500;
 const BOOKING_LATENCY_MS = 4_000;
 
-let gateway: InProcessGateway | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await gateway?.close();
-  gateway = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the caller’s RTP stops without a BYE', () => {
   it('should hang up after the media timeout, release the media and send the pending result out of band once', { timeout: 90_000 }, async () => {
-    const gw = await startInProcessGateway({ script: SCRIPT, rtp: { mediaTimeoutMs: MEDIA_TIMEOUT_MS } });
-    gateway = gw;
+    const gw = own(await startInProcessGateway({ script: SCRIPT, rtp: { mediaTimeoutMs: MEDIA_TIMEOUT_MS } }));
     await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const connection = gw.simulator.nextConnection(10_000);
-    const sipp = runSipp({ scenario: 'uac-external-rtp-callee-bye.xml', port: gw.sipPort, transport: 'udp', service: '7000', timeoutSeconds: 30, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-    await connection;
-
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const { rtp, sipp } = await placeCall(gw, { scenario: 'uac-external-rtp-callee-bye.xml', timeoutSeconds: 30, own });
     await new Promise((resolve) => setTimeout(resolve, 500));
     rtp.press('1');
     const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');

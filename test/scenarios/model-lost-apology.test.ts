@@ -4,14 +4,14 @@
  * summary while it plays, and the booking's result is told on the new session. When the new session
  * is lost too, the caller hears the goodbye prompt before the BYE and the result goes out of band.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { registry } from '../../config/metrics.ts';
 import { CallPrompts } from '../../gateway/call/call-prompts.ts';
 import { quietLog } from '../support/action-harness.ts';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
   name: 'model-lost-apology',
@@ -25,14 +25,7 @@ const SCRIPT = {
 /** The booking stays RUNNING this long, so the drop falls inside it (below the harness provider timeout, 1 s). */
 const BOOKING_LATENCY_MS = 800;
 
-let gateway: InProcessGateway | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await gateway?.close();
-  gateway = undefined;
-});
+const own = closeAfterEach();
 
 /** A counter's value in this process's registry (the in-process gateway's), summed over the labels not given; 0 when absent. */
 async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
@@ -49,15 +42,9 @@ describe('when the model connection drops mid-call', () => {
     const prompts = new CallPrompts({ log: quietLog });
     const apology = await prompts.get('reconnecting', 'pcmu');
     expect(apology.rendered).toBe('speech');
-    const gw = await startInProcessGateway({ script: SCRIPT, prompts });
-    gateway = gw;
+    const gw = own(await startInProcessGateway({ script: SCRIPT, prompts }));
     await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const first = gw.simulator.nextConnection(10_000);
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: gw.sipPort, transport: 'udp', service: '7000', pauseMs: 12_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-    const firstConnection = await first;
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const { rtp, sipp, model: firstConnection } = await placeCall(gw, { holdMs: 12_000, own });
     await new Promise((resolve) => setTimeout(resolve, 500));
     rtp.press('1');
     const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');
@@ -114,15 +101,9 @@ describe('when the model connection drops mid-call', () => {
       reopened: await counterValue('callgate_call_model_reopens_total', { cause: 'lost', outcome: 'ok' }),
       ended: await counterValue('callgate_calls_ended_total', { tenant: 'demo', reason: 'model_lost' }),
     };
-    const gw = await startInProcessGateway({ script: SCRIPT, prompts });
-    gateway = gw;
+    const gw = own(await startInProcessGateway({ script: SCRIPT, prompts }));
     await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const first = gw.simulator.nextConnection(10_000);
-    const sipp = runSipp({ scenario: 'uac-external-rtp-callee-bye.xml', port: gw.sipPort, transport: 'udp', service: '7000', timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-    const firstConnection = await first;
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const { rtp, sipp, model: firstConnection } = await placeCall(gw, { scenario: 'uac-external-rtp-callee-bye.xml', own });
     await new Promise((resolve) => setTimeout(resolve, 500));
     rtp.press('1');
     const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');

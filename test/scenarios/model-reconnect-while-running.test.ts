@@ -4,11 +4,12 @@
  * state), and the booking's result is spoken on the new session; nothing is lost or repeated.
  * A second loss in the same call ends it politely (BYE) and the result goes out of band instead.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import type { CallerRtp } from '../e2e/caller-rtp.ts';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
   name: 'model-reconnect',
@@ -23,17 +24,9 @@ const SCRIPT = {
 /** The booking stays RUNNING this long: the drop falls inside it (below the harness provider timeout, 1 s). */
 const BOOKING_LATENCY_MS = 800;
 
-let gateway: InProcessGateway | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await gateway?.close();
-  gateway = undefined;
-});
+const own = closeAfterEach();
 
 async function bookingRunning(gw: InProcessGateway, rtp: CallerRtp): Promise<{ sessionId: string; operationId: string }> {
-  await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
   await new Promise((resolve) => setTimeout(resolve, 500));
   rtp.press('1');
   const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');
@@ -43,14 +36,9 @@ async function bookingRunning(gw: InProcessGateway, rtp: CallerRtp): Promise<{ s
 
 describe('when the model connection drops while the booking runs', () => {
   it('should re-open the model once with the pending operation in its context and speak the result there', { timeout: 90_000 }, async () => {
-    const gw = await startInProcessGateway({ script: SCRIPT });
-    gateway = gw;
+    const gw = own(await startInProcessGateway({ script: SCRIPT }));
     await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const first = gw.simulator.nextConnection(10_000);
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: gw.sipPort, transport: 'udp', service: '7000', pauseMs: 9_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-    const firstConnection = await first;
+    const { rtp, sipp, model: firstConnection } = await placeCall(gw, { holdMs: 9_000, own });
     const { operationId } = await bookingRunning(gw, rtp);
     const ledger = gw.agents.h.layer.ledger;
     expect((await ledger.get('demo', operationId))?.state).not.toBe('COMMITTED');
@@ -93,14 +81,9 @@ describe('when the model connection drops while the booking runs', () => {
   });
 
   it('should end the call with BYE on a second loss and send the result out of band once', { timeout: 90_000 }, async () => {
-    const gw = await startInProcessGateway({ script: SCRIPT });
-    gateway = gw;
+    const gw = own(await startInProcessGateway({ script: SCRIPT }));
     await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const first = gw.simulator.nextConnection(10_000);
-    const sipp = runSipp({ scenario: 'uac-external-rtp-callee-bye.xml', port: gw.sipPort, transport: 'udp', service: '7000', timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-    const firstConnection = await first;
+    const { rtp, sipp, model: firstConnection } = await placeCall(gw, { scenario: 'uac-external-rtp-callee-bye.xml', own });
     const { operationId } = await bookingRunning(gw, rtp);
 
     const second = gw.simulator.nextConnection(10_000);

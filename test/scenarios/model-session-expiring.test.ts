@@ -4,11 +4,11 @@
  * session with the call's summary and switches at the first quiet moment, so nothing the caller
  * hears is cut, no apology is needed, the booking's result is told once, and the call goes on.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
-import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
+import { startInProcessGateway } from './in-process-gateway.ts';
+import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
   name: 'model-session-expiring',
@@ -31,26 +31,13 @@ const EXPIRY_WARNING_MS = 36_000;
 /** The booking is still RUNNING when the warning comes (below the harness provider timeout, 1 s). */
 const BOOKING_LATENCY_MS = 900;
 
-let gateway: InProcessGateway | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await gateway?.close();
-  gateway = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the model session is about to reach its limit', () => {
   it('should renew it at a quiet moment with the summary, cutting nothing and telling the result once', { timeout: 90_000 }, async () => {
-    const gw = await startInProcessGateway({ script: SCRIPT, session: { sessionLimitMs: SESSION_LIMIT_MS, expiryWarningMs: EXPIRY_WARNING_MS }, maxSessionMs: SESSION_LIMIT_MS, speechSpeed: 1 });
-    gateway = gw;
+    const gw = own(await startInProcessGateway({ script: SCRIPT, session: { sessionLimitMs: SESSION_LIMIT_MS, expiryWarningMs: EXPIRY_WARNING_MS }, maxSessionMs: SESSION_LIMIT_MS, speechSpeed: 1 }));
     await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const first = gw.simulator.nextConnection(10_000);
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: gw.sipPort, transport: 'udp', service: '7000', pauseMs: 13_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-    const firstConnection = await first;
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const { rtp, sipp, model: firstConnection } = await placeCall(gw, { holdMs: 13_000, own });
     const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');
     // The key goes in at the greeting's end: the warning (4 s after connect) finds the agent talking about the booking.
     rtp.press('1');

@@ -5,11 +5,11 @@
  *     blindly; reconciliation looks it up by our reference and finds it: refunded once.
  * Each caller is told the outcome once, on the call.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
+import { dial } from './place-call.ts';
 import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
 
 const SCRIPT = {
   name: 'retry-with-and-without-idempotency',
@@ -23,24 +23,14 @@ const SCRIPT = {
   systemMessage: 'Done.',
 };
 
-let callgate: CallgateProcess | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await callgate?.stop();
-  callgate = undefined;
-});
+const own = closeAfterEach();
 
 interface HistoryView {
   history: { state: string; actor: string; reason: string }[];
 }
 
-async function placeCall(cg: CallgateProcess, digit: '1' | '2', action: string): Promise<{ operationId: string; sessionId: string }> {
-  const rtp = await CallerRtp.open();
-  caller = rtp;
-  const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: 12_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-  await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+async function callAndAct(cg: CallgateProcess, digit: '1' | '2', action: string): Promise<{ operationId: string; sessionId: string }> {
+  const { rtp, sipp } = await dial(cg.sipPort, { service: '1000', holdMs: 12_000, own });
   const call = await cg.activeCall();
   await new Promise((resolve) => setTimeout(resolve, 800));
   rtp.press(digit);
@@ -54,33 +44,33 @@ async function placeCall(cg: CallgateProcess, digit: '1' | '2', action: string):
   rtp.mute();
   expect(result.exitCode, result.stderr).toBe(0);
   rtp.close();
-  caller = undefined;
   return { operationId: told.operation_id, sessionId: call.session_id };
 }
 
 describe('when a provider fails during a caller’s action', () => {
   it('should retry the idempotent booking into one booking, and reconcile the non-idempotent refund into one refund', { timeout: 120_000 }, async () => {
-    const cg = await startCallgate({
-      script: SCRIPT,
-      agent: 'billing',
-      overrides: (config) => {
-        const providers = config.providers as Record<string, Record<string, unknown>>;
-        providers.payments = { ...providers.payments, timeoutMs: 1_000 };
-        config.worker = { reconcileGraceMs: 500, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
-      },
-    });
-    callgate = cg;
+    const cg = own(
+      await startCallgate({
+        script: SCRIPT,
+        agent: 'billing',
+        overrides: (config) => {
+          const providers = config.providers as Record<string, Record<string, unknown>>;
+          providers.payments = { ...providers.payments, timeoutMs: 1_000 };
+          config.worker = { reconcileGraceMs: 500, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
+        },
+      }),
+    );
     await cg.addFault({ fault: 'error=503', service: 'bookings', operation: 'book', nth: 1, times: 1 });
     await cg.addFault({ fault: 'commit-then-timeout', service: 'payments', operation: 'refund', nth: 1, times: 1 });
 
-    const booking = await placeCall(cg, '1', 'book_table');
+    const booking = await callAndAct(cg, '1', 'book_table');
     const bookingHistory = (await cg.get<HistoryView>(`/v1/operations/${booking.operationId}`)).history.map((h) => h.state);
     expect(bookingHistory).toContain('FAILED_RETRYABLE');
     expect(bookingHistory.filter((s) => s === 'RUNNING').length).toBeGreaterThanOrEqual(2);
     expect(bookingHistory.at(-1)).toBe('COMMITTED');
     expect(bookingHistory).not.toContain('UNKNOWN');
 
-    const refund = await placeCall(cg, '2', 'refund');
+    const refund = await callAndAct(cg, '2', 'refund');
     const refundHistory = (await cg.get<HistoryView>(`/v1/operations/${refund.operationId}`)).history.map((h) => h.state);
     expect(refundHistory).toContain('UNKNOWN');
     expect(refundHistory.filter((s) => s === 'RUNNING')).toHaveLength(1);

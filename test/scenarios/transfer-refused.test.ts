@@ -2,11 +2,11 @@
  * The trunk refuses callgate's transfer to a person (REFER answered 603): the call is kept, the
  * agent is told the transfer failed and goes on talking, and the caller is the one who hangs up.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import { dial } from './place-call.ts';
+import { startCallgate } from '../e2e/callgate-process.ts';
 
 const SCRIPT = {
   name: 'transfer-refused',
@@ -19,24 +19,12 @@ const SCRIPT = {
 /** How long the caller stays after declining the REFER: the agent's apology is heard within it. */
 const AFTER_REFUSAL_MS = 5_000;
 
-let callgate: CallgateProcess | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await callgate?.stop();
-  callgate = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the trunk refuses the transfer to a person', () => {
   it('should keep the call, tell the agent the transfer failed, and let the agent go on speaking', { timeout: 90_000 }, async () => {
-    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
-    callgate = cg;
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const sipp = runSipp({ scenario: 'uac-transfer-refused.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: AFTER_REFUSAL_MS, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const cg = own(await startCallgate({ script: SCRIPT, agent: 'reservations' }));
+    const { rtp, sipp } = await dial(cg.sipPort, { service: '1000', scenario: 'uac-transfer-refused.xml', holdMs: AFTER_REFUSAL_MS, own });
     const call = await cg.activeCall();
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     rtp.press('3');

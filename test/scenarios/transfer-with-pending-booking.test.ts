@@ -3,11 +3,11 @@
  * through (REFER 202, NOTIFY 200, callgate's BYE); the booking is not cancelled, commits once, and
  * its result follows the caller out of band exactly once.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import { dial } from './place-call.ts';
+import { startCallgate } from '../e2e/callgate-process.ts';
 
 const SCRIPT = {
   name: 'transfer-with-pending-booking',
@@ -24,25 +24,13 @@ const SCRIPT = {
 /** Long enough that the transfer completes first; below the provider timeout (5 s). */
 const BOOKING_LATENCY_MS = 4_500;
 
-let callgate: CallgateProcess | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await callgate?.stop();
-  callgate = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the caller is transferred to a person while the booking runs', () => {
   it('should end callgate’s leg as transferred and send the booking result out of band once', { timeout: 90_000 }, async () => {
-    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
-    callgate = cg;
+    const cg = own(await startCallgate({ script: SCRIPT, agent: 'reservations' }));
     await cg.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const sipp = runSipp({ scenario: 'uac-transfer-accepted.xml', port: cg.sipPort, transport: 'udp', service: '1000', timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const { rtp, sipp } = await dial(cg.sipPort, { service: '1000', scenario: 'uac-transfer-accepted.xml', own });
     const call = await cg.activeCall();
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     rtp.press('1');

@@ -4,11 +4,11 @@
  * the system of record books the table once: one operation commits, the other fails, and each
  * caller is told their own outcome on their own call.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startCallgate, type CallgateProcess, type OperationView } from '../e2e/callgate-process.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import { startCallgate, type OperationView } from '../e2e/callgate-process.ts';
+import { dial } from './place-call.ts';
 
 const SCRIPT = {
   name: 'two-calls-same-table',
@@ -24,25 +24,15 @@ const SCRIPT = {
 const BOOKING_LATENCY_MS = 800;
 const CALL_MS = 12_000;
 
-let callgate: CallgateProcess | undefined;
-const callers: CallerRtp[] = [];
-afterEach(async () => {
-  for (const c of callers.splice(0)) c.close();
-  await callgate?.stop();
-  callgate = undefined;
-});
+const own = closeAfterEach();
 
 describe('when two callers book the only table for eight at the same time', () => {
   it('should book it once, fail the other operation, and tell each caller on their own call', { timeout: 90_000 }, async () => {
-    const cg = await startCallgate({ script: SCRIPT, agent: 'reservations' });
-    callgate = cg;
+    const cg = own(await startCallgate({ script: SCRIPT, agent: 'reservations' }));
     await cg.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const a = await CallerRtp.open();
-    const b = await CallerRtp.open();
-    callers.push(a, b);
-    const sipp = [a, b].map((rtp) => runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: CALL_MS, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] }));
-
-    await waitFor(async () => (a.audibleSince(0) >= 10 && b.audibleSince(0) >= 10 ? true : undefined), 10_000, 'both greetings');
+    const [first, second] = await Promise.all([dial(cg.sipPort, { service: '1000', holdMs: CALL_MS, own }), dial(cg.sipPort, { service: '1000', holdMs: CALL_MS, own })]);
+    const [a, b] = [first.rtp, second.rtp];
+    const sipp = [first.sipp, second.sipp];
     const sessions = await waitFor(async () => {
       const active = (await cg.get<{ active: { session_id: string }[] }>('/v1/calls')).active;
       return active.length === 2 ? active.map((c) => c.session_id) : undefined;

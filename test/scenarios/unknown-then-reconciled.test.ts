@@ -4,11 +4,11 @@
  * caller is not told anything yet (the gate says reconcile first); reconciliation finds the
  * booking, the operation commits, and only then is the caller told, once. Nothing is booked twice.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
-import { runSipp } from '../e2e/sipp-runner.ts';
+import { dial } from './place-call.ts';
+import { startCallgate } from '../e2e/callgate-process.ts';
 
 const SCRIPT = {
   name: 'unknown-then-reconciled',
@@ -22,14 +22,7 @@ const SCRIPT = {
 /** The provider call gives up this soon; the sandbox holds its answer far longer. */
 const PROVIDER_TIMEOUT_MS = 1_000;
 
-let callgate: CallgateProcess | undefined;
-let caller: CallerRtp | undefined;
-afterEach(async () => {
-  caller?.close();
-  caller = undefined;
-  await callgate?.stop();
-  callgate = undefined;
-});
+const own = closeAfterEach();
 
 describe('when the booking commits at the provider but its answer is lost', () => {
   it('should go UNKNOWN, tell nothing until reconciled, then commit and tell the caller once', { timeout: 90_000 }, async () => {
@@ -42,13 +35,8 @@ describe('when the booking commits at the provider but its answer is lost', () =
         config.worker = { reconcileGraceMs: 500, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
       },
     });
-    callgate = cg;
     await cg.addFault({ fault: 'commit-then-timeout', service: 'bookings', operation: 'book' });
-    const rtp = await CallerRtp.open();
-    caller = rtp;
-    const sipp = runSipp({ scenario: 'uac-call-external-rtp.xml', port: cg.sipPort, transport: 'udp', service: '1000', pauseMs: 14_000, timeoutSeconds: 40, extraArgs: ['-set', 'rtp_port', String(rtp.port)] });
-
-    await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 10_000, 'the greeting');
+    const { rtp, sipp } = await dial(cg.sipPort, { service: '1000', holdMs: 14_000, own });
     const call = await cg.activeCall();
     await new Promise((resolve) => setTimeout(resolve, 800));
     rtp.press('1');
