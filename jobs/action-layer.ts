@@ -55,9 +55,10 @@ export class ActionLayer {
   private constructor(
     private readonly options: ActionLayerOptions,
     private readonly producer: Redis,
+    private readonly ledgerConnection: Redis,
   ) {
     const { config } = options;
-    this.ledger = new OperationLedger(producer, {
+    this.ledger = new OperationLedger(ledgerConnection, {
       prefix: config.redis.prefix,
       retentionDays: config.ledger.retentionDays,
       moneyRetentionDays: config.ledger.moneyRetentionDays,
@@ -68,10 +69,17 @@ export class ActionLayer {
     this.outOfBand = new OutOfBandQueue(producer, config.redis.prefix);
   }
 
-  /** Connects the producer side (admission, cancellation, lookups). */
+  /** Connects the producer side (admission, cancellation, lookups): queue adds and ledger calls on a connection each. */
   static async open(options: ActionLayerOptions): Promise<ActionLayer> {
     const producer = await connect(options.redisUrl, 'producer');
-    return new ActionLayer(options, producer);
+    let ledgerConnection: Redis;
+    try {
+      ledgerConnection = await connect(options.redisUrl, 'ledger');
+    } catch (error) {
+      producer.disconnect();
+      throw error;
+    }
+    return new ActionLayer(options, producer, ledgerConnection);
   }
 
   /** Starts executing operations in this process (the worker role). */
@@ -207,5 +215,6 @@ export class ActionLayer {
     this.workerConnection?.disconnect();
     this.executionConnection?.disconnect();
     this.producer.disconnect();
+    this.ledgerConnection.disconnect();
   }
 }

@@ -7,10 +7,11 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { CallgateError } from '../../config/errors.ts';
 
 /**
- * worker: BullMQ workers (blocking commands); producer: admission, lookups, queue adds;
- * execution: the ledger calls of running jobs (no blocking commands).
+ * worker: BullMQ workers (blocking commands); producer: queue adds (BullMQ's scripts);
+ * ledger: the ledger calls of admission, cancellation and lookups; execution: the ledger calls of
+ * running jobs (no blocking commands).
  */
-export type ConnectionRole = 'worker' | 'producer' | 'execution';
+export type ConnectionRole = 'worker' | 'producer' | 'ledger' | 'execution';
 
 /** How long the startup check waits for PING before it reports Redis as unreachable. */
 const STARTUP_CHECK_TIMEOUT_MS = 3_000;
@@ -28,8 +29,13 @@ export function connectionOptions(role: ConnectionRole): RedisOptions {
       // A running job waits for Redis rather than failing its attempt; commands of concurrent jobs share writes.
       return { ...common, maxRetriesPerRequest: null, enableAutoPipelining: true };
     case 'producer':
-      // Producers serve many calls at once: commands issued in the same tick share one socket write.
+      // No auto-pipelining here: each pipeline copies every script defined on the connection, and
+      // BullMQ defines dozens on it.
       return { ...common, maxRetriesPerRequest: 2, enableOfflineQueue: false, connectTimeout: 5_000, enableAutoPipelining: false };
+    case 'ledger':
+      // Fails fast like a producer. Only the ledger's few scripts live here, so commands issued in
+      // the same tick (an admission's pointer and record, concurrent admissions) share one write.
+      return { ...common, maxRetriesPerRequest: 2, enableOfflineQueue: false, connectTimeout: 5_000, enableAutoPipelining: true };
   }
 }
 

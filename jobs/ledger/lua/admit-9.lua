@@ -61,15 +61,16 @@ if capacity >= 0 and active >= capacity then
   return {"FULL", active}
 end
 
-local fields = cjson.decode(ARGV[5])
 local flat = {}
-for k, v in pairs(fields) do
+for k, v in pairs(cjson.decode(ARGV[5])) do
   flat[#flat + 1] = k
   flat[#flat + 1] = v
 end
+-- The record's own fields come last, so they win over any of the same name.
+for _, v in ipairs({"state", "ADMITTED", "attempt", "0", "sending", "0", "params_hash", ARGV[2], "created_at", ARGV[3], "admitted_at", ARGV[3]}) do
+  flat[#flat + 1] = v
+end
 redis.call("HSET", KEYS[1], unpack(flat))
-redis.call("HSET", KEYS[1], "state", "ADMITTED", "attempt", "0", "sending", "0",
-  "params_hash", ARGV[2], "created_at", ARGV[3], "admitted_at", ARGV[3])
 redis.call("RPUSH", KEYS[2],
   cjson.encode({state = "REQUESTED", at = now, attempt = 0, actor = "admission", reason = "tool_requested"}),
   cjson.encode({state = "ADMITTED", at = now, attempt = 0, actor = "admission", reason = "admitted"}))

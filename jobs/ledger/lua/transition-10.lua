@@ -37,7 +37,8 @@
     {"ERR_ILLEGAL", current state}   current state is not expected, or the move is not legal
     {"ERR_STALE", current attempt}   the caller's attempt is not the current one
 ]]
-local state = redis.call("HGET", KEYS[1], "state")
+local current = redis.call("HMGET", KEYS[1], "state", "attempt", "operation_id", "tenant_id", "session_id")
+local state = current[1]
 if not state then
   return {"ERR_NOT_FOUND"}
 end
@@ -49,12 +50,12 @@ end
 if not expected or not LEGAL[state] or not LEGAL[state][to] then
   return {"ERR_ILLEGAL", state}
 end
-local attempt = tonumber(redis.call("HGET", KEYS[1], "attempt") or "0")
+local attempt = tonumber(current[2] or "0")
 if ARGV[2] ~= "" and tonumber(ARGV[2]) ~= attempt then
   return {"ERR_STALE", tostring(attempt)}
 end
 local now = tonumber(ARGV[4])
-local id = redis.call("HGET", KEYS[1], "operation_id")
+local id = current[3]
 if ARGV[12] == "acquire" then
   redis.call("ZREMRANGEBYSCORE", KEYS[10], "-inf", now)
   if not redis.call("ZSCORE", KEYS[10], id) and redis.call("ZCARD", KEYS[10]) >= tonumber(ARGV[14]) then
@@ -62,19 +63,36 @@ if ARGV[12] == "acquire" then
   end
   redis.call("ZADD", KEYS[10], now + tonumber(ARGV[13]), id)
 end
+
+-- One HSET and at most one HDEL for the whole change, with the effect of applying in order: the
+-- new attempt, the fields (an "" value deletes), the state and, when terminal, finished_at.
+local set = {}
+local unset = {}
 if ARGV[8] == "1" then
   attempt = attempt + 1
-  redis.call("HSET", KEYS[1], "attempt", tostring(attempt), "sending", "0")
+  set[#set + 1] = "attempt"
+  set[#set + 1] = tostring(attempt)
+  set[#set + 1] = "sending"
+  set[#set + 1] = "0"
 end
-local fields = cjson.decode(ARGV[7])
-for k, v in pairs(fields) do
-  if v == "" then
-    redis.call("HDEL", KEYS[1], k)
-  else
-    redis.call("HSET", KEYS[1], k, v)
+for k, v in pairs(cjson.decode(ARGV[7])) do
+  if v ~= "" then
+    set[#set + 1] = k
+    set[#set + 1] = v
+  elseif k ~= "state" and not (k == "finished_at" and TERMINAL[to]) then
+    unset[#unset + 1] = k
   end
 end
-redis.call("HSET", KEYS[1], "state", to)
+set[#set + 1] = "state"
+set[#set + 1] = to
+if TERMINAL[to] then
+  set[#set + 1] = "finished_at"
+  set[#set + 1] = ARGV[4]
+end
+redis.call("HSET", KEYS[1], unpack(set))
+if #unset > 0 then
+  redis.call("HDEL", KEYS[1], unpack(unset))
+end
 redis.call("RPUSH", KEYS[2],
   cjson.encode({state = to, at = now, attempt = attempt, actor = ARGV[5], reason = ARGV[6]}))
 
@@ -88,7 +106,6 @@ if ARGV[12] == "release" then
 end
 
 if TERMINAL[to] then
-  redis.call("HSET", KEYS[1], "finished_at", ARGV[4])
   redis.call("ZREM", KEYS[3], id)
   redis.call("ZREM", KEYS[5], id)
   redis.call("ZREM", KEYS[9], id)
@@ -106,8 +123,8 @@ if ARGV[9] == "1" then
   redis.call("XADD", KEYS[6], "*",
     "event_id", ARGV[11],
     "operation_id", id,
-    "tenant_id", redis.call("HGET", KEYS[1], "tenant_id"),
-    "session_id", redis.call("HGET", KEYS[1], "session_id"),
+    "tenant_id", current[4],
+    "session_id", current[5],
     "state", to,
     "attempt", tostring(attempt),
     "at", ARGV[4])
