@@ -1,9 +1,8 @@
 /**
  * The sandbox's idempotency records, as a system of record that honours Idempotency-Key keeps
- * them: per tenant and key, the hash of the first request body and, once decided, its answer.
- * Answers to 5xx and dropped requests are not stored, so a retry with the key runs again.
+ * them: per tenant and key, the fingerprint of the first request body and, once decided, its
+ * answer. Answers to 5xx and dropped requests are not stored, so a retry with the key runs again.
  */
-import { createHash } from 'node:crypto';
 
 export interface StoredAnswer {
   readonly status: number;
@@ -11,7 +10,7 @@ export interface StoredAnswer {
 }
 
 export interface IdempotencyRecord {
-  readonly bodyHash: string;
+  readonly fingerprint: string;
   readonly reference: string | undefined;
   answer: StoredAnswer | undefined;
 }
@@ -28,13 +27,13 @@ export class IdempotencyStore {
   /** Checks a request and, when it is new, reserves the key for it. */
   claim(tenant: string, key: string, body: unknown, reference: string | undefined): IdempotencyCheck {
     const k = scope(tenant, key);
-    const bodyHash = hashBody(body);
+    const fingerprint = bodyFingerprint(body);
     const record = this.records.get(k);
     if (record === undefined) {
-      this.records.set(k, { bodyHash, reference, answer: undefined });
+      this.records.set(k, { fingerprint, reference, answer: undefined });
       return { kind: 'new' };
     }
-    if (record.bodyHash !== bodyHash) return { kind: 'conflict' };
+    if (record.fingerprint !== fingerprint) return { kind: 'conflict' };
     if (record.answer === undefined) return { kind: 'in_progress' };
     return { kind: 'replay', answer: record.answer, reference: record.reference };
   }
@@ -61,9 +60,12 @@ function scope(tenant: string, key: string): string {
   return `${tenant}\u0000${key}`;
 }
 
-/** Hash of the body with object keys sorted, so key order does not make a conflict. */
-export function hashBody(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body)).digest('hex');
+/**
+ * The body as JSON with object keys sorted, so key order does not make a conflict. Kept whole, not
+ * hashed: bodies are small (the server refuses large ones), and a hash per request is a cost.
+ */
+export function bodyFingerprint(body: unknown): string {
+  return canonicalJson(body);
 }
 
 function canonicalJson(value: unknown): string {
