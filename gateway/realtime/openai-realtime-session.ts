@@ -32,6 +32,8 @@ import {
   type ResponseStatus,
   type SessionConfig,
 } from './realtime-session.ts';
+import { base64Length, encodeBase64Into } from './base64-bytes.ts';
+import { AudioDeltaReader } from './openai-audio-delta-reader.ts';
 import { ResponseSequencer } from './response-sequencer.ts';
 import { formatFromWire, serverInterruptsResponses, sessionConfigToWire } from './session-config-wire.ts';
 import { TypedEventEmitter } from './typed-event-emitter.ts';
@@ -79,6 +81,8 @@ const CREATE_TAG_KEY = 'callgate_create';
 /** The input_audio_buffer.append event around its base64 audio, as bytes. */
 const APPEND_PREFIX = Buffer.from('{"type":"input_audio_buffer.append","audio":"', 'latin1');
 const APPEND_SUFFIX = Buffer.from('"}', 'latin1');
+/** ws send options for the append event (sent as text), made once rather than per frame. */
+const TEXT_FRAME = { binary: false } as const;
 /** How many assistant items' audio lengths are remembered for truncation clamping. */
 const TRACKED_AUDIO_ITEMS = 16;
 /** How many client event ids are remembered to attribute server errors to what caused them. */
@@ -134,6 +138,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private readonly emitter: TypedEventEmitter<RealtimeEvent>;
   private readonly logger: Logger;
   private readonly sequencer: ResponseSequencer;
+  private readonly audioDeltas = new AudioDeltaReader();
   private ws: WebSocket | undefined;
   private state: State = 'idle';
   private eventSeq = 0;
@@ -296,15 +301,16 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       return;
     }
     // The hot path (50 frames a second per call): base64 needs no JSON escaping, so the event is
-    // written straight into bytes instead of building and stringifying an object. Handing ws a
-    // Buffer (sent as text) lets it mask into a single frame buffer: one plain socket write per
-    // frame rather than a corked header-and-payload pair.
-    const base64 = audio.toString('base64');
-    const bytes = Buffer.allocUnsafe(APPEND_PREFIX.length + base64.length + APPEND_SUFFIX.length);
-    APPEND_PREFIX.copy(bytes, 0);
-    bytes.write(base64, APPEND_PREFIX.length, 'latin1');
-    APPEND_SUFFIX.copy(bytes, APPEND_PREFIX.length + base64.length);
-    ws.send(bytes, { binary: false });
+    // written straight into bytes, the audio encoded in place (no object, no JSON, no string).
+    // Handing ws a Buffer (sent as text) lets it mask into a single frame buffer: one plain socket
+    // write per frame rather than a corked header-and-payload pair.
+    const audioAt = APPEND_PREFIX.length;
+    const suffixAt = audioAt + base64Length(audio.length);
+    const bytes = Buffer.allocUnsafe(suffixAt + APPEND_SUFFIX.length);
+    bytes.set(APPEND_PREFIX, 0);
+    encodeBase64Into(audio, bytes, audioAt);
+    bytes.set(APPEND_SUFFIX, suffixAt);
+    ws.send(bytes, TEXT_FRAME);
   }
 
   commitAudio(): void {
@@ -443,6 +449,13 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       this.protocolError('binary', 'a binary frame');
       return;
     }
+    // Audio deltas (most frames) are read from their bytes; anything else is parsed in full.
+    const delta = Buffer.isBuffer(data) ? this.audioDeltas.read(data) : undefined;
+    if (delta !== undefined) {
+      this.stallTimer?.refresh();
+      this.onAudioDelta(delta.responseId, delta.itemId, delta.audio);
+      return;
+    }
     let event: unknown;
     try {
       event = JSON.parse(rawText(data));
@@ -518,12 +531,9 @@ export class OpenAIRealtimeSession implements RealtimeSession {
         this.emitter.emit({ type: 'response_created', responseId: event.response.id, ...(requestTag !== undefined && { tag: requestTag }) });
         return;
       }
-      case 'response.output_audio.delta': {
-        const audio = Buffer.from(event.delta, 'base64');
-        this.trackAudio(event.item_id, audio.length);
-        this.emitter.emit({ type: 'audio_delta', responseId: event.response_id, itemId: event.item_id, audio });
+      case 'response.output_audio.delta':
+        this.onAudioDelta(event.response_id, event.item_id, Buffer.from(event.delta, 'base64'));
         return;
-      }
       case 'response.output_audio_transcript.delta':
         this.emitter.emit({ type: 'transcript_delta', role: 'assistant', itemId: event.item_id, responseId: event.response_id, delta: event.delta });
         return;
@@ -549,6 +559,11 @@ export class OpenAIRealtimeSession implements RealtimeSession {
         // Known events callgate does not act on (content parts, item lifecycle, rate limits).
         return;
     }
+  }
+
+  private onAudioDelta(responseId: string, itemId: string, audio: Buffer): void {
+    this.trackAudio(itemId, audio.length);
+    this.emitter.emit({ type: 'audio_delta', responseId, itemId, audio });
   }
 
   private applySession(session: SessionWire): void {
