@@ -352,7 +352,8 @@ async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec,
   const bins = sut.bins;
   loopDelay.disable();
   const loop = `loop delay p50/p99/max ${(loopDelay.percentile(50) / 1e6).toFixed(0)}/${(loopDelay.percentile(99) / 1e6).toFixed(0)}/${(loopDelay.max / 1e6).toFixed(0)} ms`;
-  const diagnostics = sut instanceof CallgateMedia ? `  (${loop}; ${sut.diagnostics()})` : `  (${loop})`;
+  const cpuSplit = `user/sys ${(cpu.user / 1000).toFixed(0)}/${(cpu.system / 1000).toFixed(0)} ms`;
+  const diagnostics = sut instanceof CallgateMedia ? `  (${cpuSplit}; ${loop}; ${sut.diagnostics()})` : `  (${cpuSplit}; ${loop})`;
   await sut.close();
   const loss = result.sent === 0 ? NaN : Math.max(0, 1 - result.received / result.sent);
   const cpuPerCallPct = ((cpu.user + cpu.system) / 1000 / wallMs / calls) * 100;
