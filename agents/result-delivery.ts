@@ -14,7 +14,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../config/log.ts';
-import { counter, histogram, SLOW_SECONDS_BUCKETS } from '../config/metrics.ts';
+import { counter, histogram, observeWithExemplar, SLOW_SECONDS_BUCKETS } from '../config/metrics.ts';
 import { isTerminal, operationLogFields, type Operation } from '../jobs/ledger/operation.ts';
 import type { OperationLedger } from '../jobs/ledger/operation-ledger.ts';
 import type { OutOfBandQueue } from '../jobs/notify/out-of-band.ts';
@@ -41,6 +41,7 @@ const commitToAudible = histogram({
   help: 'From the provider commit to the first audio of the spoken acknowledgement.',
   labelNames: ['action'],
   buckets: SLOW_SECONDS_BUCKETS,
+  enableExemplars: true,
 });
 
 const deliveryLag = histogram({
@@ -352,7 +353,7 @@ export class ResultDelivery {
     if (owned) owned.told = true;
     const committedAt = op.committedAt ?? op.finishedAt;
     const audibleMs = outcome.firstAudioAt !== undefined && committedAt !== undefined ? Math.max(0, outcome.firstAudioAt - committedAt) : undefined;
-    if (audibleMs !== undefined) commitToAudible.labels(op.action).observe(audibleMs / 1000);
+    if (audibleMs !== undefined) observeWithExemplar(commitToAudible, { action: op.action }, audibleMs / 1000, { session_id: op.scope.sessionId, operation_id: op.operationId });
     await this.options.ledger.recordDelivery(op, {
       decision: 'spoken',
       reasons,

@@ -1,7 +1,8 @@
 /**
  * The call layer's metrics: how long a caller waits for the answer, how many calls are up, how
  * calls end, and how often a call had to re-open its model session. SIP-level counts (offered,
- * answered, responses by code) are gateway/sip's; commit-to-audible is result delivery's.
+ * answered, responses by code) are gateway/sip's; commit-to-audible is result delivery's. The
+ * histograms carry the call's session id as an exemplar (OpenMetrics scrapes).
  */
 import { counter, gauge, histogram, FAST_SECONDS_BUCKETS } from '../../config/metrics.ts';
 
@@ -14,12 +15,14 @@ export const callMetrics = {
     help: 'From INVITE received to the call answered (media opened, 200 sent), by tenant',
     labelNames: ['tenant'],
     buckets: FAST_SECONDS_BUCKETS,
+    enableExemplars: true,
   }),
   modelReadySeconds: histogram({
     name: 'callgate_call_model_ready_seconds',
     help: 'From the answer to the model session configured (the greeting can start), by tenant',
     labelNames: ['tenant'],
     buckets: FAST_SECONDS_BUCKETS,
+    enableExemplars: true,
   }),
   active: gauge({ name: 'callgate_calls_active', help: 'Answered calls not yet ended on this gateway, by tenant', labelNames: ['tenant'] }),
   ended: counter({
@@ -32,6 +35,7 @@ export const callMetrics = {
     help: 'From the answer to the end of the call, by end reason',
     labelNames: ['reason'],
     buckets: CALL_DURATION_BUCKETS,
+    enableExemplars: true,
   }),
   modelReopens: counter({
     name: 'callgate_call_model_reopens_total',

@@ -10,6 +10,7 @@
 import { ulid } from 'ulid';
 import { isCallgateError } from '../../config/errors.ts';
 import type { Logger } from '../../config/log.ts';
+import { observeWithExemplar } from '../../config/metrics.ts';
 import type { RtpConfig } from '../../config/schema.ts';
 import type { AgentCatalogue, ToolOutput } from '../../agents/agent.ts';
 import { AgentSession } from '../../agents/agent-session.ts';
@@ -240,7 +241,7 @@ export class CallSession {
       })
       .catch((error: unknown) => this.log.warn('session registry entry failed', { error }));
     this.answeredAt = performance.now();
-    callMetrics.setupSeconds.observe({ tenant: call.tenant.id }, Math.max(0, this.answeredAt - call.receivedAt) / 1000);
+    observeWithExemplar(callMetrics.setupSeconds, { tenant: call.tenant.id }, Math.max(0, this.answeredAt - call.receivedAt) / 1000, { session_id: this.sessionId });
     callMetrics.active.inc({ tenant: call.tenant.id });
     this.emit(callEvents.answered(accepted.media.codec, accepted.media.codec !== 'opus', rtp.localPort));
     this.log.info('call answered', { codec: accepted.media.codec, rtp_port: rtp.localPort, agent: call.agent });
@@ -286,7 +287,7 @@ export class CallSession {
       return false;
     }
     if (this.ending) return false;
-    if (!reopen && this.answeredAt !== undefined) callMetrics.modelReadySeconds.observe({ tenant: this.agent.tenantId }, (performance.now() - this.answeredAt) / 1000);
+    if (!reopen && this.answeredAt !== undefined) observeWithExemplar(callMetrics.modelReadySeconds, { tenant: this.agent.tenantId }, (performance.now() - this.answeredAt) / 1000, { session_id: this.sessionId });
     this.emit(callEvents.modelReady(generation, this.agent.activeAgent));
     if (reopen) {
       // The caller already heard the apology prompt; a real model reads this as an instruction, the simulator speaks it.
@@ -765,7 +766,7 @@ export class CallSession {
     callMetrics.ended.inc({ tenant, reason });
     if (this.answeredAt !== undefined) {
       callMetrics.active.dec({ tenant });
-      callMetrics.durationSeconds.observe({ reason }, (performance.now() - this.answeredAt) / 1000);
+      observeWithExemplar(callMetrics.durationSeconds, { reason }, (performance.now() - this.answeredAt) / 1000, { session_id: this.sessionId });
     }
     await Promise.allSettled([this.model?.close(), this.rtp?.close()]);
     // A tool call that was being admitted when the caller hung up is owned before delivery looks.

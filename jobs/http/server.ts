@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { CallgateError, isCallgateError } from '../../config/errors.ts';
 import { rootLogger } from '../../config/log.ts';
-import { registry } from '../../config/metrics.ts';
+import { OPENMETRICS_CONTENT_TYPE, openMetricsText, registry, wantsOpenMetrics } from '../../config/metrics.ts';
 
 /** Request bodies above this are refused: the admin API takes small JSON documents only. */
 const MAX_BODY_BYTES = 1_048_576;
@@ -141,8 +141,11 @@ export class HttpServer {
     }
     if (method === 'GET' && url.pathname === '/metrics') {
       await Promise.all(this.refreshers.map((refresh) => refresh().catch(() => undefined)));
-      const text = await registry.metrics();
-      res.writeHead(200, { 'content-type': registry.contentType });
+      // OpenMetrics (with exemplars: a slow bucket leads to the call behind it) for a scraper that
+      // asks for it; the Prometheus text format otherwise.
+      const open = wantsOpenMetrics(req.headers.accept);
+      const text = open ? await openMetricsText() : await registry.metrics();
+      res.writeHead(200, { 'content-type': open ? OPENMETRICS_CONTENT_TYPE : registry.contentType });
       res.end(text);
       return;
     }

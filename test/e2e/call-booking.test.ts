@@ -138,5 +138,11 @@ describe('when a caller dials the demo number over SIP and presses 1 to book a t
     const html = await page.text();
     expect(html).toContain(`<td>${booking.operation_id}</td><td>book_table</td><td>COMMITTED</td><td>spoken</td>`);
     for (const type of ['answered', 'dtmf', 'tool_requested', 'operation_committed', 'gate_decision', 'delivered', 'ended']) expect(html).toContain(`<td>${type}</td>`);
+
+    // The metrics lead back to the same call: the commit-to-audible observation's exemplar names it and its operation.
+    const scrape = await fetch(`${cg.httpUrl}/metrics`, { headers: { accept: 'application/openmetrics-text;version=1.0.0' } });
+    const audible = (await scrape.text()).split('\n').filter((l) => l.startsWith('callgate_commit_to_audible_seconds_bucket{') && l.includes('action="book_table"') && l.includes(' # {'));
+    expect(audible).toHaveLength(1);
+    expect(audible[0]).toContain(`# {session_id="${call.session_id}",operation_id="${booking.operation_id}"}`);
   });
 });
