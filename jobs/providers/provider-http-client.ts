@@ -79,7 +79,8 @@ export class ProviderHttpClient {
     const { provider, timeoutMs } = this.options;
     const path = this.basePath + (request.path.startsWith('/') ? request.path.slice(1) : request.path);
     const payload = request.body === undefined ? undefined : JSON.stringify(request.body);
-    const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (request.headers !== undefined) Object.assign(headers, request.headers);
     if (payload !== undefined) {
       headers['content-type'] = 'application/json';
       headers['content-length'] = String(Buffer.byteLength(payload));
@@ -94,7 +95,8 @@ export class ProviderHttpClient {
       /** True once a connection carried (or may have carried) the request. */
       let maybeSent = false;
       let settled = false;
-      const options: RequestOptions = { ...this.target, path, method: request.method, headers, agent: this.agent };
+      const { protocol, hostname, port, auth } = this.target;
+      const options: RequestOptions = { protocol, hostname, port, auth, path, method: request.method, headers, agent: this.agent };
       const req: ClientRequest = this.secure ? httpsRequest(options) : httpRequest(options);
 
       const settle = (outcome: { value: ProviderHttpResponse } | { error: Error }) => {

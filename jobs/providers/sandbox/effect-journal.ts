@@ -32,7 +32,18 @@ export class EffectJournal {
   private concurrency: ConcurrencyReport = { tenants: {} };
 
   commit(effect: Omit<SandboxEffect, 'seq' | 'at'>): SandboxEffect {
-    const recorded: SandboxEffect = { ...effect, seq: this.effects.length + 1, at: new Date().toISOString() };
+    // Spelled out: a spread that adds properties takes V8's slow path, several µs per request.
+    const recorded: SandboxEffect = {
+      seq: this.effects.length + 1,
+      service: effect.service,
+      operation: effect.operation,
+      tenant: effect.tenant,
+      reference: effect.reference,
+      idempotencyKey: effect.idempotencyKey,
+      providerRef: effect.providerRef,
+      at: new Date().toISOString(),
+      result: effect.result,
+    };
     this.effects.push(recorded);
     return recorded;
   }

@@ -80,8 +80,14 @@ export function parseFaultSpec(text: string): FaultSpec {
   return spec;
 }
 
+const NO_FAULT: FaultSpec = Object.freeze({});
+
 export function mergeFaultSpecs(...specs: readonly FaultSpec[]): FaultSpec {
-  return Object.assign({}, ...specs) as FaultSpec;
+  // Most requests carry no fault at all: no new object for them.
+  const given = specs.filter((spec) => Object.keys(spec).length > 0);
+  if (given.length === 0) return NO_FAULT;
+  if (given.length === 1) return given[0] as FaultSpec;
+  return Object.assign({}, ...given) as FaultSpec;
 }
 
 function duration(name: string, value: string | undefined): number {
