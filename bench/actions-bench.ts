@@ -86,8 +86,12 @@ function booking(): Record<string, unknown> {
   return { restaurant: 'trattoria-roma', date, time: '19:00', party_size: 2, name: `Bench ${bookingSeq}` };
 }
 
+/** Sessions of this run: unique across runs by a random part drawn once, not once per request. */
+const RUN = randomBytes(4).toString('hex');
+let sessionSeq = 0;
 function scope(i: number) {
-  return { sessionId: `sess-${i}-${randomBytes(4).toString('hex')}`, ownerGateway: GATEWAY };
+  sessionSeq += 1;
+  return { sessionId: `sess-${i}-${RUN}-${sessionSeq}`, ownerGateway: GATEWAY };
 }
 
 /** Runs `submit(i)` for i < count with at most `window` in flight. */
