@@ -2,25 +2,31 @@
  * Realtime bridge load: N concurrent sessions of the real OpenAI client against the local
  * simulator (in a child process, so its CPU is not counted as callgate's). Each session streams
  * 20 ms μ-law frames and receives the simulator's speech (one response after another, paced in
- * real time). Prints, for callgate's process:
+ * real time). The caller side is a second child process that, like RTP reaching the media layer,
+ * hands callgate each frame over a UDP socket when its 20 ms slot comes (one datagram per tick
+ * naming the sessions whose frames are due), so that the generator's own timer granularity is not
+ * in callgate's process. Prints, for callgate's process:
  *   - CPU per session (share of one core);
- *   - outbound added latency per frame: from the frame's 20 ms slot to the socket write returning
- *     (timer lateness under load plus the client's encode and send);
+ *   - outbound added latency per frame: from the frame leaving the caller process to the socket
+ *     write returning (loopback, the event loop being busy with anything else, the client's encode
+ *     and send); the slot-to-write figure, which adds the caller process's own timer lateness, is
+ *     printed beside it;
  *   - inbound added latency per audio delta: from the simulator handing the frame to its socket
  *     to the client emitting `audio_delta` (an upper bound: it includes loopback and the
- *     simulator's framing; both processes read the same monotonic clock).
+ *     simulator's framing). All processes read the same monotonic clock.
  *
  *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin]
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createSocket } from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { WebSocketServer } from 'ws';
 import { Logger } from '../config/log.ts';
 import { OpenAIRealtimeSession } from '../gateway/realtime/openai-realtime-session.ts';
-import { SimulatorSession } from '../gateway/realtime/simulator/simulator-session.ts';
+import { AUDIO_CHUNK_MS, SimulatorSession } from '../gateway/realtime/simulator/simulator-session.ts';
 import { loadSimulatorScript } from '../gateway/realtime/simulator/simulator-script.ts';
 import { SpeechSynthesizer } from '../gateway/realtime/simulator/speech-synthesizer.ts';
 import { encodeMulaw } from '../gateway/realtime/simulator/g711.ts';
@@ -29,11 +35,16 @@ import { encodeMulaw } from '../gateway/realtime/simulator/g711.ts';
 const FRAME_MS = 20;
 const FRAME_BYTES = 160;
 /**
- * The shared sender wakes this often (Node's timer granularity); a frame waits up to this long for
- * its slot. That wait belongs to the load generator, not to callgate, and is included in the
- * outbound figure, which therefore overstates callgate's share by up to about a millisecond.
+ * The caller process wakes this often (Node's timer granularity) and sends the frames whose slots
+ * have come; the wait for its tick is the generator's, outside callgate's process.
  */
 const TICK_MS = 1;
+/** Caller datagram: the send time (µs, float64) then the due sessions' indexes (uint16 each). */
+const STAMP_BYTES = 8;
+/** Well under a loopback datagram's limit; a caller this far behind sends the rest a tick later. */
+const MAX_FRAMES_PER_DATAGRAM = 4096;
+/** Simulator deltas sent within the same millisecond as this many others count as a burst. */
+const BURST_DELTAS = 25;
 /** Event-loop sampling period; the histogram's values include it, so it is subtracted. */
 const LOOP_RESOLUTION_MS = 10;
 /** Sessions are opened in batches so the start-up burst does not dominate the warm-up. */
@@ -41,10 +52,22 @@ const CONNECT_BATCH = 50;
 
 const quiet = new Logger({ level: 'error', sink: { write: () => undefined } });
 
-type ChildMessage = { kind: 'ready'; url: string } | { kind: 'stamps'; stamps: Record<string, number[]>; cpuMicros: number };
+type ChildMessage =
+  | { kind: 'ready'; url: string }
+  | { kind: 'stamps'; stamps: Record<string, number[]>; cpuMicros: number }
+  | { kind: 'caller-ready' }
+  | { kind: 'caller-stats'; slotLatePercentiles: [number, number]; cpuMicros: number };
 
+type ParentMessage = { kind: 'dump' } | { kind: 'call'; port: number; sessions: number };
+
+/**
+ * The monotonic clock every process of the bench shares, in µs: performance.now() (uv_hrtime less
+ * this process's origin) moved onto process.hrtime's scale once, so that reading it per frame makes
+ * no BigInt garbage in the process being measured.
+ */
+const clockOffsetMicros = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
 function nowMicros(): number {
-  return Number(process.hrtime.bigint() / 1000n);
+  return performance.now() * 1000 + clockOffsetMicros;
 }
 
 function arg(name: string, fallback: number): number {
@@ -58,6 +81,9 @@ function arg(name: string, fallback: number): number {
 async function runSimulator(): Promise<void> {
   const script = await loadSimulatorScript();
   const synthesizer = new SpeechSynthesizer();
+  // The lines the sessions say, rendered before any session asks: every session waiting on one
+  // first render would otherwise start speaking in the same millisecond and stay in lockstep.
+  await Promise.all([script.greeting, script.fallback].map((line) => synthesizer.render(line, 'pcmu')));
   const stamps: Record<string, number[]> = {};
   const server = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
   server.on('connection', (socket, request) => {
@@ -95,6 +121,56 @@ async function runSimulator(): Promise<void> {
   });
   const ready: ChildMessage = { kind: 'ready', url: `ws://127.0.0.1:${port}/v1/realtime` };
   process.send?.(ready);
+}
+
+// ---- the caller process ----------------------------------------------------------------------
+
+/**
+ * Sends each session's frames on its own 20 ms grid, phases spread over the frame as RTP streams
+ * are: one datagram per tick, stamped when it leaves, naming the sessions whose slots have come.
+ */
+function runCaller(): void {
+  const started = process.cpuUsage();
+  const slotLate = new LatencyHistogram();
+  process.on('message', (message: ParentMessage) => {
+    if (message.kind === 'dump') {
+      const cpu = process.cpuUsage(started);
+      const reply: ChildMessage = { kind: 'caller-stats', slotLatePercentiles: [slotLate.percentile(50), slotLate.percentile(99)], cpuMicros: cpu.user + cpu.system };
+      process.send?.(reply);
+      return;
+    }
+    if (message.kind !== 'call') return;
+    const socket = createSocket('udp4');
+    socket.connect(message.port, '127.0.0.1', () => {
+      const gridStart = performance.now();
+      const due = Array.from({ length: message.sessions }, (_, index) => gridStart + (index * FRAME_MS) / message.sessions);
+      const tick = (): void => {
+        const now = performance.now();
+        // A fresh buffer each time: a datagram may still be queued when the next tick comes.
+        const datagram = Buffer.allocUnsafe(STAMP_BYTES + 2 * MAX_FRAMES_PER_DATAGRAM);
+        let length = STAMP_BYTES;
+        for (let index = 0; index < due.length; index++) {
+          let slot = due[index] ?? now;
+          // Frames that do not fit go in the next tick's datagram.
+          while (slot <= now && length < datagram.length) {
+            datagram.writeUInt16LE(index, length);
+            length += 2;
+            slotLate.record((now - slot) * 1000);
+            slot += FRAME_MS;
+          }
+          due[index] = slot;
+        }
+        if (length > STAMP_BYTES) {
+          datagram.writeDoubleLE(nowMicros(), 0);
+          socket.send(datagram.subarray(0, length));
+        }
+        setTimeout(tick, TICK_MS);
+      };
+      setTimeout(tick, TICK_MS);
+      const ready: ChildMessage = { kind: 'caller-ready' };
+      process.send?.(ready);
+    });
+  });
 }
 
 // ---- callgate's side --------------------------------------------------------------------------
@@ -152,15 +228,15 @@ function cpuPressure(): string {
 }
 
 /**
- * With --pin: callgate's process on CPU 0, the simulator on CPU 1 (taskset), so that the stand-in
- * for the cloud model, which in production runs elsewhere, does not compete with callgate for a
- * core. Returns false (and runs unpinned) where taskset is missing or the machine has one CPU.
+ * With --pin: callgate's process on CPU 0, the simulator and the caller on CPU 1 (taskset), so that
+ * the stand-ins for the cloud model and the callers, which in production run elsewhere, do not
+ * compete with callgate for a core. Returns false (and runs unpinned) where taskset is missing or the machine has one CPU.
  */
-function pinProcesses(simulatorPid: number | undefined): boolean {
-  if (simulatorPid === undefined || cpus().length < 2) return false;
+function pinProcesses(otherPids: (number | undefined)[]): boolean {
+  if (otherPids.includes(undefined) || cpus().length < 2) return false;
   const self = spawnSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
-  const simulator = spawnSync('taskset', ['-p', '-c', '1', String(simulatorPid)], { stdio: 'ignore' });
-  return self.status === 0 && simulator.status === 0;
+  const others = otherPids.map((pid) => spawnSync('taskset', ['-p', '-c', '1', String(pid)], { stdio: 'ignore' }));
+  return self.status === 0 && others.every((other) => other.status === 0);
 }
 
 /** A quiet line hum (not silence) so every frame is real μ-law audio. */
@@ -170,24 +246,50 @@ function callerFrame(): Buffer {
   return frame;
 }
 
+function startChild(role: '--simulator' | '--caller'): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), role], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+}
+
+function fromChild<K extends ChildMessage['kind']>(child: ChildProcess, kind: K): Promise<Extract<ChildMessage, { kind: K }>> {
+  return new Promise((resolve) => {
+    const onMessage = (message: ChildMessage): void => {
+      if (message.kind !== kind) return;
+      child.off('message', onMessage);
+      resolve(message as Extract<ChildMessage, { kind: K }>);
+    };
+    child.on('message', onMessage);
+  });
+}
+
+/** The share of the simulator's deltas sent within the same millisecond as BURST_DELTAS others or more. */
+function burstShare(stamps: Record<string, number[]>, fromMicros: number, toMicros: number): { share: number; largest: number } {
+  const perMs = new Map<number, number>();
+  let total = 0;
+  for (const sent of Object.values(stamps)) {
+    for (const at of sent) {
+      if (at < fromMicros || at > toMicros) continue;
+      const ms = Math.floor(at / 1000);
+      perMs.set(ms, (perMs.get(ms) ?? 0) + 1);
+      total++;
+    }
+  }
+  let inBursts = 0;
+  let largest = 0;
+  for (const count of perMs.values()) {
+    if (count > BURST_DELTAS) inBursts += count;
+    largest = Math.max(largest, count);
+  }
+  return { share: total === 0 ? 0 : inBursts / total, largest };
+}
+
 async function runBench(): Promise<void> {
   const sessions = arg('sessions', 500);
   const seconds = arg('seconds', 20);
   const warmup = arg('warmup', 5);
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--simulator'], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const pinned = process.argv.includes('--pin') && pinProcesses(child.pid);
-  const fromChild = <K extends ChildMessage['kind']>(kind: K): Promise<Extract<ChildMessage, { kind: K }>> =>
-    new Promise((resolve) => {
-      const onMessage = (message: ChildMessage): void => {
-        if (message.kind !== kind) return;
-        child.off('message', onMessage);
-        resolve(message as Extract<ChildMessage, { kind: K }>);
-      };
-      child.on('message', onMessage);
-    });
-  const { url } = await fromChild('ready');
+  const child = startChild('--simulator');
+  const caller = startChild('--caller');
+  const pinned = process.argv.includes('--pin') && pinProcesses([child.pid, caller.pid]);
+  const { url } = await fromChild(child, 'ready');
   const frame = callerFrame();
   const probes: SessionProbe[] = [];
   let measuring = false;
@@ -213,41 +315,59 @@ async function runBench(): Promise<void> {
         // that its process leaves the shared cores to the process being measured.
         turnDetection: null,
       });
-      client.createResponse();
-      probes.push(probe);
+      // Indexed by session, whatever order the connections complete in: the model name pairs a
+      // session's deltas with the simulator's send times.
+      probes[i + j] = probe;
     });
     await Promise.all(batch);
   }
 
-  // Each session sends on its own 20 ms grid, phases spread over the frame as RTP streams are; one
-  // shared ticker serves them all, as the media layer's playout scheduler does.
-  const gridStart = performance.now();
-  const due = probes.map((_, index) => gridStart + ((index * FRAME_MS) / probes.length));
-  let ticking = true;
-  const tick = (): void => {
-    if (!ticking) return;
-    const now = performance.now();
-    probes.forEach((probe, index) => {
-      let slot = due[index] ?? now;
-      while (slot <= now) {
-        const before = performance.now();
-        probe.client.sendAudio(frame);
-        const after = performance.now();
-        if (measuring) {
-          outbound.record((after - slot) * 1000);
-          sendCost.record((after - before) * 1000);
-        }
-        slot += FRAME_MS;
+  // Calls do not start their model's speech in the same millisecond: each session's first
+  // response is asked for at its own phase of the simulator's delta period, and the next ones
+  // follow on from it. (Started together, a batch of sessions keeps its deltas in lockstep, since
+  // every response of the script is the same length: bursts of one delta per session at once,
+  // which only the stand-in makes.)
+  const speechStart = performance.now();
+  probes.forEach((probe, index) => {
+    const phase = speechStart + (index * AUDIO_CHUNK_MS) / probes.length;
+    setTimeout(() => probe.client.createResponse(), phase - performance.now());
+  });
+
+  // Caller frames arrive over UDP, as RTP does, and are handed to the client when the loop reads
+  // them; a frame waits in the socket while the loop is busy with anything else.
+  const frames = createSocket('udp4');
+  frames.on('message', (datagram) => {
+    const sentAt = datagram.readDoubleLE(0);
+    for (let at = STAMP_BYTES; at + 2 <= datagram.length; at += 2) {
+      const probe = probes[datagram.readUInt16LE(at)];
+      if (probe === undefined) continue;
+      const before = nowMicros();
+      probe.client.sendAudio(frame);
+      const after = nowMicros();
+      if (measuring) {
+        outbound.record(after - sentAt);
+        sendCost.record(after - before);
       }
-      due[index] = slot;
-    });
-    setTimeout(tick, TICK_MS);
-  };
-  setTimeout(tick, TICK_MS);
+    }
+  });
+  await new Promise<void>((resolve) => frames.bind(0, '127.0.0.1', resolve));
+  const callerReady = fromChild(caller, 'caller-ready');
+  const call: ParentMessage = { kind: 'call', port: frames.address().port, sessions: probes.length };
+  caller.send(call);
+  await callerReady;
 
   await new Promise((resolve) => setTimeout(resolve, warmup * 1000));
   const loopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
   loopDelay.enable();
+  const gcPauses = new LatencyHistogram();
+  let gcTotalMs = 0;
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gcPauses.record(entry.duration * 1000);
+      gcTotalMs += entry.duration;
+    }
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
   const windowStart = nowMicros();
   const cpuStart = process.cpuUsage();
   const wallStart = performance.now();
@@ -258,12 +378,17 @@ async function runBench(): Promise<void> {
   const wallMs = performance.now() - wallStart;
   const windowEnd = nowMicros();
   loopDelay.disable();
+  gcObserver.disconnect();
 
-  const dumped = fromChild('stamps');
-  child.send({ kind: 'dump' });
+  const dumped = fromChild(child, 'stamps');
+  const callerDumped = fromChild(caller, 'caller-stats');
+  const dump: ParentMessage = { kind: 'dump' };
+  child.send(dump);
+  caller.send(dump);
   const { stamps, cpuMicros: childCpu } = await dumped;
-
-  ticking = false;
+  const callerStats = await callerDumped;
+  caller.kill();
+  frames.close();
   const inbound = new LatencyHistogram();
   probes.forEach((probe, index) => {
     const sent = stamps[`bench-${index}`] ?? [];
@@ -281,13 +406,18 @@ async function runBench(): Promise<void> {
   console.log(`callgate CPU: ${(cpuShare * 100).toFixed(1)} % of one core total, ${((cpuShare * 100) / probes.length).toFixed(3)} % per session`);
   const messages = outbound.count + inbound.count;
   console.log(`callgate CPU per message (frame out or delta in): ${(((cpu.user + cpu.system) / Math.max(1, messages)) * 1).toFixed(1)} µs`);
-  console.log(`simulator CPU (child, whole run): ${(childCpu / 1000 / 1000).toFixed(1)} s`);
-  console.log(outbound.describe('outbound added latency (20 ms slot -> socket write)'));
+  console.log(`simulator CPU (child, whole run): ${(childCpu / 1000 / 1000).toFixed(1)} s; caller process: ${(callerStats.cpuMicros / 1000 / 1000).toFixed(1)} s`);
+  console.log(outbound.describe('outbound added latency (frame sent by the caller process -> socket write)'));
+  const [slotP50, slotP99] = callerStats.slotLatePercentiles.map((v) => (v / 1000).toFixed(2));
+  console.log(`  plus the caller process's own lateness (20 ms slot -> frame sent, whole run): p50=${slotP50} ms p99=${slotP99} ms`);
   console.log(inbound.describe('inbound added latency (simulator send -> audio_delta emitted)'));
   const lag = (ns: number): string => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS).toFixed(2);
   console.log(`event loop lag: p50=${lag(loopDelay.percentile(50))} ms p99=${lag(loopDelay.percentile(99))} ms max=${lag(loopDelay.max)} ms`);
+  console.log(`garbage collection in the window: ${gcPauses.count} pauses, ${gcTotalMs.toFixed(1)} ms in all, ${gcPauses.describe('pause').replace(/^pause: n=\d+ /, '')}`);
+  const bursts = burstShare(stamps, windowStart, windowEnd);
+  console.log(`simulator deltas sent in a millisecond with more than ${BURST_DELTAS} others: ${(bursts.share * 100).toFixed(1)} % (most in one millisecond: ${bursts.largest})`);
   console.log(sendCost.describe('client CPU per outbound frame (sendAudio)'));
-  console.log(`processes: ${pinned ? 'callgate pinned to CPU 0, the simulator to CPU 1' : 'not pinned'}`);
+  console.log(`processes: ${pinned ? 'callgate pinned to CPU 0, the simulator and the caller to CPU 1' : 'not pinned'}`);
   console.log(`machine: ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}, CPU pressure ${cpuPressure()}`);
   console.log(`frames sent per second: ${(outbound.count / seconds).toFixed(0)}; audio deltas received per second: ${(inbound.count / seconds).toFixed(0)}; dropped frames: ${dropped}`);
 
@@ -297,6 +427,8 @@ async function runBench(): Promise<void> {
 
 if (process.argv.includes('--simulator')) {
   await runSimulator();
+} else if (process.argv.includes('--caller')) {
+  runCaller();
 } else {
   await runBench();
 }
