@@ -18,10 +18,11 @@ import {
   unknownOpened,
 } from '../action-metrics.ts';
 import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
-import { isTerminal, operationLogFields, type Operation, type OperationState } from '../ledger/operation.ts';
+import { isTerminal, type Operation, type OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import { ProviderOutcomeUnknownError, ProviderUnreachableError, type Provider, type ProviderResult } from '../providers/provider.ts';
 import { executionQueueFor, type OperationJobData, type OperationQueues } from '../queues/operation-queues.ts';
+import { OperationLogger } from './operation-logger.ts';
 import { decideRetry } from './retry-policy.ts';
 
 /** What the worker does with the job after an attempt. */
@@ -83,7 +84,7 @@ export class OperationExecutor {
           return this.noLease(tenantId, job.action);
         case 'started': {
           const running = started.operation;
-          const log = this.options.log.child(operationLogFields(running));
+          const log = new OperationLogger(this.options.log, running);
           return this.run(running, jobAction, jobProvider, signal, log, running.attempt, attemptStart, running.attempt === 1);
         }
         case 'as_is':
@@ -94,7 +95,7 @@ export class OperationExecutor {
     op ??= await ledger.get(tenantId, operationId);
     if (!op) return { type: 'done', note: 'operation not found' };
     if (isTerminal(op.state) || op.state === 'UNKNOWN') return { type: 'done', state: op.state, note: 'nothing to run' };
-    const log = this.options.log.child(operationLogFields(op));
+    const log = new OperationLogger(this.options.log, op);
     const action = this.options.actionConfig(op.tenantId, op.action);
     const provider = this.options.providers.get(op.provider);
     const now = this.now();
