@@ -79,11 +79,12 @@ if mode == "mutation" then
 elseif mode == "coalesce" then
   redis.call("SET", KEYS[8], id)
 end
-redis.call("ZADD", KEYS[4], now, id)
-redis.call("ZADD", KEYS[5], now, id)
-redis.call("ZADD", KEYS[6], now, id)
+-- Scores are given as the caller's strings: a Lua number would be printed and parsed again.
+redis.call("ZADD", KEYS[4], ARGV[3], id)
+redis.call("ZADD", KEYS[5], ARGV[3], id)
+redis.call("ZADD", KEYS[6], ARGV[3], id)
 redis.call("EXPIRE", KEYS[6], tonumber(ARGV[7]))
-redis.call("ZADD", KEYS[7], now, id)
+redis.call("ZADD", KEYS[7], ARGV[3], id)
 redis.call("ZREMRANGEBYSCORE", KEYS[9], "-inf", now - tonumber(ARGV[8]))
-redis.call("ZADD", KEYS[9], now, id)
+redis.call("ZADD", KEYS[9], ARGV[3], id)
 return {"ADMITTED", id, active}

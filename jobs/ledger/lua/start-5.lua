@@ -66,7 +66,7 @@ redis.call("HSET", KEYS[1], unpack(flat))
 redis.call("RPUSH", KEYS[2],
   cjson.encode({state = "RUNNING", at = now, attempt = attempt, actor = "worker", reason = attempt == 1 and "started" or "retry"}))
 redis.call("ZREM", KEYS[4], id)
-redis.call("ZADD", KEYS[3], now, id)
+redis.call("ZADD", KEYS[3], ARGV[1], id)
 
 local out = {"STARTED"}
 for k, v in pairs(h) do

@@ -97,7 +97,7 @@ redis.call("RPUSH", KEYS[2],
   cjson.encode({state = to, at = now, attempt = attempt, actor = ARGV[5], reason = ARGV[6]}))
 
 if to == "UNKNOWN" then
-  if state ~= "UNKNOWN" then redis.call("ZADD", KEYS[4], now, id) end
+  if state ~= "UNKNOWN" then redis.call("ZADD", KEYS[4], ARGV[4], id) end
 else
   redis.call("ZREM", KEYS[4], id)
 end
@@ -115,7 +115,7 @@ if TERMINAL[to] then
   redis.call("EXPIRE", KEYS[2], retention)
   if redis.call("GET", KEYS[7]) == id then redis.call("EXPIRE", KEYS[7], retention) end
 else
-  redis.call("ZADD", KEYS[3], now, id)
+  redis.call("ZADD", KEYS[3], ARGV[4], id)
 end
 
 local eventId = ""
