@@ -2,7 +2,8 @@
 # Installs what callgate needs on a Debian machine with Node 20, and nothing when all is there.
 #   scripts/bootstrap.sh          runtime needs: npm packages, redis-server, and espeak-ng and sox
 #                                 (the local realtime simulator speaks with them)
-#   scripts/bootstrap.sh --test   also what the tests drive: sipp (sip-tester), tshark, promtool
+#   scripts/bootstrap.sh --test   also what the tests drive: sipp (sip-tester), tshark, promtool,
+#                                 baresip (a real softphone, headless)
 # Safe to run again: each step checks first and is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,7 @@ if [ "$want_test" = 1 ]; then
   packages[sipp]=sip-tester
   packages[tshark]=tshark
   packages[promtool]=prometheus
+  packages[baresip]=baresip-core
 fi
 missing=()
 for cmd in "${!packages[@]}"; do

@@ -1,0 +1,151 @@
+/**
+ * A real softphone against callgate on its embedded defaults and the demo script: baresip
+ * (headless, loopback only) dials the demo number, hears the greeting, presses 1 on its keypad
+ * (RFC 4733, baresip's own encoder) and hears the booking confirmed. One booking is committed at
+ * the sandbox, the agent's words are in baresip's recording, and the call ends on the phone's BYE.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { freeLoopbackPort } from '../../jobs/redis/local-redis.ts';
+import { closeAfterEach } from '../support/cleanup.ts';
+import { REPO_ROOT, waitFor } from '../support/processes.ts';
+import { startCallgate, type OperationView, type TimelineEntryView } from './callgate-process.ts';
+
+const HAVE_BARESIP = spawnSync('baresip', ['-h'], { stdio: 'ignore' }).error === undefined;
+const own = closeAfterEach();
+
+/** 16-bit mono PCM WAV at 8 kHz: the phone's microphone (silence), so the caller says nothing. */
+function silenceWav(seconds: number): Buffer {
+  const data = 8000 * 2 * seconds;
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0);
+  header.writeUInt32LE(36 + data, 4);
+  header.write('WAVEfmt ', 8);
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20);
+  header.writeUInt16LE(1, 22);
+  header.writeUInt32LE(8000, 24);
+  header.writeUInt32LE(16000, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36);
+  header.writeUInt32LE(data, 40);
+  return Buffer.concat([header, Buffer.alloc(data)]);
+}
+
+/** Seconds of speech in a 16-bit PCM WAV recording: 20 ms frames whose RMS is above a quiet line. */
+function voicedSeconds(wav: Buffer): number {
+  const rate = wav.readUInt32LE(24);
+  const dataAt = wav.indexOf('data', 12) + 8;
+  const frame = Math.round(rate / 50);
+  let voiced = 0;
+  for (let at = dataAt; at + frame * 2 <= wav.length; at += frame * 2) {
+    let energy = 0;
+    for (let i = 0; i < frame; i++) energy += wav.readInt16LE(at + i * 2) ** 2;
+    if (Math.sqrt(energy / frame) > 300) voiced++;
+  }
+  return voiced / 50;
+}
+
+describe.runIf(HAVE_BARESIP || process.env.CI === 'true')('when a softphone calls the demo number and presses 1', () => {
+  it('should hear the greeting, book one table through the keypad menu and hear it confirmed', { timeout: 120_000 }, async () => {
+    const script = parse(readFileSync(join(REPO_ROOT, 'gateway/realtime/simulator/demo-script.yaml'), 'utf8')) as Record<string, unknown>;
+    const cg = own(await startCallgate({ script }));
+    const dir = mkdtempSync(join(tmpdir(), 'callgate-baresip-'));
+    own({ close: () => rmSync(dir, { recursive: true, force: true }) });
+    const sipPort = await freeLoopbackPort();
+    const controlPort = await freeLoopbackPort();
+    writeFileSync(join(dir, 'silence.wav'), silenceWav(90));
+    writeFileSync(join(dir, 'accounts'), '<sip:caller@127.0.0.1>;regint=0\n');
+    writeFileSync(
+      join(dir, 'config'),
+      [
+        'poll_method epoll',
+        // Loopback only: the address baresip binds and puts in its SDP.
+        'net_interface 127.0.0.1',
+        `sip_listen 127.0.0.1:${sipPort}`,
+        // What the phone hears is written by sndfile to <dir>/dump-*-dec.wav.
+        `snd_path ${dir}`,
+        `audio_source aufile,${join(dir, 'silence.wav')}`,
+        'audio_alert aufile,/dev/null',
+        'module_path /usr/lib/baresip/modules',
+        'module g711.so',
+        'module aufile.so',
+        'module sndfile.so',
+        'module_app account.so',
+        'module_app menu.so',
+        'module_app ctrl_tcp.so',
+        `ctrl_tcp_listen 127.0.0.1:${controlPort}`,
+        '',
+      ].join('\n'),
+    );
+    const phone = spawn('baresip', ['-f', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    phone.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    phone.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const exited = new Promise((resolve) => phone.once('exit', resolve));
+    own({
+      close: async () => {
+        phone.kill('SIGKILL');
+        await exited;
+      },
+    });
+    // baresip's output goes to a pipe and is buffered: it is ready when its control port answers.
+    const control = await waitFor(
+      () =>
+        new Promise<Socket | undefined>((resolve) => {
+          const socket = connect(controlPort, '127.0.0.1');
+          socket.once('connect', () => resolve(socket));
+          socket.once('error', () => resolve(undefined));
+        }),
+      10_000,
+      'baresip to start',
+    );
+    own({ close: () => control.destroy() });
+    let events = '';
+    control.on('data', (d: Buffer) => (events += d.toString()));
+    const command = (name: string, params = ''): void => {
+      const json = JSON.stringify({ command: name, params, token: name });
+      control.write(`${Buffer.byteLength(json)}:${json},`);
+    };
+    const explain = (error: Error): never => {
+      throw new Error(`${error.message}\nbaresip: ${output.slice(-2_000)}\nbaresip events: ${events.slice(-2_000)}`);
+    };
+
+    command('dial', `sip:1000@127.0.0.1:${cg.sipPort}`);
+    const call = await cg.activeCall(10_000).catch(explain);
+    const timeline = async (): Promise<TimelineEntryView[]> => (await cg.get<{ timeline: TimelineEntryView[] }>(`/v1/calls/${call.session_id}/timeline`)).timeline;
+    await waitFor(async () => ((await timeline()).some((e) => e.type === 'response' && e.detail.state === 'created') ? true : undefined), 10_000, 'the greeting').catch(explain);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    // The keypad: one press of 1, sent by the phone as RFC 4733 telephone-events.
+    command('sndcode', '1');
+    const booking = await waitFor(
+      async () => (await cg.get<{ operations: OperationView[] }>(`/v1/operations?session_id=${call.session_id}`)).operations.find((op) => op.action === 'book_table' && op.delivery?.delivered === true),
+      60_000,
+      'the booking to be confirmed to the caller',
+    ).catch(explain);
+    command('hangup');
+    await waitFor(async () => ((await cg.get<{ recent: { session_id: string }[] }>('/v1/calls')).recent.some((c) => c.session_id === call.session_id) ? true : undefined), 10_000, 'the call to end').catch(explain);
+
+    expect(booking.state).toBe('COMMITTED');
+    expect(booking.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
+    const effects = (await cg.get<{ effects: { reference?: string }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;
+    expect(effects.map((e) => e.reference)).toEqual([booking.operation_id]);
+    const entries = await timeline();
+    // One key press, one digit, carried in RTP; the call ended by the phone.
+    expect(entries.filter((e) => e.type === 'dtmf').map((e) => e.detail)).toEqual([{ digit: '1', source: 'rtp' }]);
+    expect(entries.find((e) => e.type === 'ended')?.detail).toMatchObject({ reason: 'caller_hung_up' });
+    // What the phone played: the greeting is about 14 s of speech; the booking and its confirmation come on top.
+    phone.kill('SIGTERM');
+    await exited;
+    const recording = readdirSync(dir).find((name) => name.endsWith('-dec.wav'));
+    expect(recording, `baresip's recording in ${dir}`).toBeDefined();
+    const heard = voicedSeconds(readFileSync(join(dir, recording ?? '')));
+    expect(heard).toBeGreaterThan(18);
+  });
+});
