@@ -16,7 +16,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
 import { loadavg } from 'node:os';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '../config/log.ts';
 import { PCMU, wireCodec } from '../gateway/media/audio-format.ts';
@@ -291,7 +291,7 @@ class CallgateMedia {
 
   /** Where callgate's missing packets went: jitter-buffer drops, skipped send slots, underruns. */
   diagnostics(): string {
-    const sum = { late: 0, discarded: 0, skipped: 0, underruns: 0, lost: 0 };
+    const sum = { late: 0, discarded: 0, skipped: 0, underruns: 0, lost: 0, depthMs: 0 };
     for (const session of this.sessions) {
       const stats = session.stats();
       sum.late += stats.late;
@@ -299,8 +299,10 @@ class CallgateMedia {
       sum.skipped += stats.playoutSkippedFrames;
       sum.underruns += stats.receiveUnderruns;
       sum.lost += stats.lost;
+      sum.depthMs += stats.jitterDepthMs;
     }
-    return `late ${sum.late} discarded ${sum.discarded} skipped ${sum.skipped} rx-underruns ${sum.underruns} seq-lost ${sum.lost}`;
+    const depth = this.sessions.length === 0 ? 0 : sum.depthMs / this.sessions.length;
+    return `late ${sum.late} discarded ${sum.discarded} skipped ${sum.skipped} rx-underruns ${sum.underruns} seq-lost ${sum.lost} jitter depth ${depth.toFixed(0)} ms`;
   }
 
   async close(): Promise<void> {
@@ -345,6 +347,16 @@ async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec,
   // How late the event loop ran callbacks: past MAX_BACKLOG_FRAMES * 20 ms, playout skips frames.
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   loopDelay.enable();
+  // Collector pauses of the run: each one delays every send due while it lasts.
+  const gc = { count: 0, sumMs: 0, maxMs: 0 };
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gc.count++;
+      gc.sumMs += entry.duration;
+      gc.maxMs = Math.max(gc.maxMs, entry.duration);
+    }
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
   const results = (await done) as LoadDone[];
   const cpu = process.cpuUsage(cpuStart);
   const wallMs = performance.now() - wallStart;
@@ -352,7 +364,8 @@ async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec,
   const bins = sut.bins;
   loopDelay.disable();
   const loop = `loop delay p50/p99/max ${(loopDelay.percentile(50) / 1e6).toFixed(0)}/${(loopDelay.percentile(99) / 1e6).toFixed(0)}/${(loopDelay.max / 1e6).toFixed(0)} ms`;
-  const cpuSplit = `user/sys ${(cpu.user / 1000).toFixed(0)}/${(cpu.system / 1000).toFixed(0)} ms`;
+  gcObserver.disconnect();
+  const cpuSplit = `user/sys ${(cpu.user / 1000).toFixed(0)}/${(cpu.system / 1000).toFixed(0)} ms; gc ${gc.count} pauses, ${gc.sumMs.toFixed(0)} ms, max ${gc.maxMs.toFixed(1)} ms`;
   const diagnostics = sut instanceof CallgateMedia ? `  (${cpuSplit}; ${loop}; ${sut.diagnostics()})` : `  (${cpuSplit}; ${loop})`;
   await sut.close();
   const loss = result.sent === 0 ? NaN : Math.max(0, 1 - result.received / result.sent);
