@@ -45,6 +45,8 @@ export async function connect(url: string, role: ConnectionRole): Promise<Redis>
   redis.on('error', () => {
     // Errors surface through commands and readiness checks; an unhandled 'error' must not crash.
   });
+  // The roles without auto-pipelining carry BullMQ's commands.
+  if (role === 'producer' || role === 'worker') coalesceWrites(redis);
   try {
     await redis.connect();
   } catch (error) {
@@ -52,6 +54,34 @@ export async function connect(url: string, role: ConnectionRole): Promise<Redis>
     throw unreachable(url, error);
   }
   return redis;
+}
+
+/**
+ * Commands written in one tick leave in one system call: the socket is corked at the first write
+ * of a tick and uncorked on the next tick, before any I/O, so no command waits on the network for
+ * it. ioredis otherwise writes each command on its own, and BullMQ's connections cannot use
+ * auto-pipelining cheaply (each pipeline copies the dozens of scripts BullMQ defines on the
+ * connection). On loopback the system call per command cost more CPU, here and in Redis, than
+ * the command. Applied to every socket the connection opens (reconnects get a new one).
+ */
+function coalesceWrites(redis: Redis): void {
+  redis.on('connect', () => {
+    const stream = redis.stream;
+    const write = stream.write.bind(stream) as (...args: unknown[]) => boolean;
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      stream.uncork();
+    };
+    stream.write = ((...args: unknown[]) => {
+      if (!corked) {
+        corked = true;
+        stream.cork();
+        process.nextTick(uncork);
+      }
+      return write(...args);
+    });
+  });
 }
 
 /** Fails with a clear error naming the URL (without its password) when Redis does not answer. */
