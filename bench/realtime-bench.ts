@@ -43,7 +43,7 @@ const TICK_MS = 1;
 const STAMP_BYTES = 8;
 /** Well under a loopback datagram's limit; a caller this far behind sends the rest a tick later. */
 const MAX_FRAMES_PER_DATAGRAM = 4096;
-/** Simulator deltas sent within the same millisecond as this many others count as a burst. */
+/** A millisecond in which the simulator sends more than this many deltas (all sessions) is a burst. */
 const BURST_DELTAS = 25;
 /** Event-loop sampling period; the histogram's values include it, so it is subtracted. */
 const LOOP_RESOLUTION_MS = 10;
@@ -230,7 +230,8 @@ function cpuPressure(): string {
 /**
  * With --pin: callgate's process on CPU 0, the simulator and the caller on CPU 1 (taskset), so that
  * the stand-ins for the cloud model and the callers, which in production run elsewhere, do not
- * compete with callgate for a core. Returns false (and runs unpinned) where taskset is missing or the machine has one CPU.
+ * compete with callgate for a core. Returns false (and runs unpinned) where taskset is missing or
+ * the machine has one CPU.
  */
 function pinProcesses(otherPids: (number | undefined)[]): boolean {
   if (otherPids.includes(undefined) || cpus().length < 2) return false;
@@ -261,7 +262,7 @@ function fromChild<K extends ChildMessage['kind']>(child: ChildProcess, kind: K)
   });
 }
 
-/** The share of the simulator's deltas sent within the same millisecond as BURST_DELTAS others or more. */
+/** The share of the simulator's deltas sent in a burst millisecond, and the most sent in one. */
 function burstShare(stamps: Record<string, number[]>, fromMicros: number, toMicros: number): { share: number; largest: number } {
   const perMs = new Map<number, number>();
   let total = 0;
@@ -415,7 +416,7 @@ async function runBench(): Promise<void> {
   console.log(`event loop lag: p50=${lag(loopDelay.percentile(50))} ms p99=${lag(loopDelay.percentile(99))} ms max=${lag(loopDelay.max)} ms`);
   console.log(`garbage collection in the window: ${gcPauses.count} pauses, ${gcTotalMs.toFixed(1)} ms in all, ${gcPauses.describe('pause').replace(/^pause: n=\d+ /, '')}`);
   const bursts = burstShare(stamps, windowStart, windowEnd);
-  console.log(`simulator deltas sent in a millisecond with more than ${BURST_DELTAS} others: ${(bursts.share * 100).toFixed(1)} % (most in one millisecond: ${bursts.largest})`);
+  console.log(`simulator deltas sent in a millisecond with more than ${BURST_DELTAS} deltas: ${(bursts.share * 100).toFixed(1)} % (most in one millisecond: ${bursts.largest})`);
   console.log(sendCost.describe('client CPU per outbound frame (sendAudio)'));
   console.log(`processes: ${pinned ? 'callgate pinned to CPU 0, the simulator and the caller to CPU 1' : 'not pinned'}`);
   console.log(`machine: ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}, CPU pressure ${cpuPressure()}`);

@@ -8,8 +8,11 @@ export interface TypedEventEmitterOptions {
 }
 
 export class TypedEventEmitter<E extends { type: string }> {
-  private readonly byType = new Map<string, Set<(event: E) => void>>();
-  private readonly any = new Set<(event: E) => void>();
+  // Listener lists are replaced on every change, never changed in place: an emit holds the lists
+  // it started with (a listener added or removed meanwhile counts from the next event), and
+  // nothing is copied per event, which matters at hundreds of audio deltas a second.
+  private readonly byType = new Map<string, readonly ((event: E) => void)[]>();
+  private any: readonly ((event: E) => void)[] = [];
   private readonly onListenerError: (error: unknown, eventType: string) => void;
 
   constructor(options: TypedEventEmitterOptions = {}) {
@@ -17,33 +20,41 @@ export class TypedEventEmitter<E extends { type: string }> {
   }
 
   on<T extends E['type']>(type: T, listener: (event: Extract<E, { type: T }>) => void): () => void {
-    let set = this.byType.get(type);
-    if (set === undefined) {
-      set = new Set();
-      this.byType.set(type, set);
-    }
     const wrapped = listener as (event: E) => void;
-    set.add(wrapped);
-    return () => set.delete(wrapped);
+    const current = this.byType.get(type) ?? [];
+    if (!current.includes(wrapped)) this.byType.set(type, [...current, wrapped]);
+    return () => {
+      const now = this.byType.get(type);
+      if (now?.includes(wrapped) === true) this.byType.set(type, now.filter((l) => l !== wrapped));
+    };
   }
 
   onAny(listener: (event: E) => void): () => void {
-    this.any.add(listener);
-    return () => this.any.delete(listener);
+    if (!this.any.includes(listener)) this.any = [...this.any, listener];
+    return () => {
+      this.any = this.any.filter((l) => l !== listener);
+    };
   }
 
   emit(event: E): void {
-    for (const listener of [...(this.byType.get(event.type) ?? []), ...this.any]) {
-      try {
-        listener(event);
-      } catch (error) {
-        this.onListenerError(error, event.type);
-      }
+    const typed = this.byType.get(event.type);
+    const any = this.any;
+    if (typed !== undefined) {
+      for (let i = 0; i < typed.length; i++) this.deliver(typed[i], event);
     }
+    for (let i = 0; i < any.length; i++) this.deliver(any[i], event);
   }
 
   removeAll(): void {
     this.byType.clear();
-    this.any.clear();
+    this.any = [];
+  }
+
+  private deliver(listener: ((event: E) => void) | undefined, event: E): void {
+    try {
+      listener?.(event);
+    } catch (error) {
+      this.onListenerError(error, event.type);
+    }
   }
 }
