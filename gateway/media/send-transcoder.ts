@@ -88,6 +88,8 @@ export class SendTranscoder {
   }
 
   private sliceBytes(audio: Buffer): Buffer[] {
+    // A chunk of exactly one frame (what a passthrough echo or a 20 ms model delta is) is the frame.
+    if (this.pendingBytes.length === 0 && audio.length === this.frameSamples) return [audio];
     const bytes = this.pendingBytes.length > 0 ? Buffer.concat([this.pendingBytes, audio]) : audio;
     const frames: Buffer[] = [];
     let offset = 0;

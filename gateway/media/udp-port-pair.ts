@@ -79,6 +79,9 @@ export class UdpPortPair {
   }
 }
 
+/** The IP literal last resolved (process-wide: most media goes to a few addresses). */
+const lastLiteral = { hostname: '', family: 0 };
+
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string, family: number) => void;
 
 /**
@@ -88,8 +91,16 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string, fam
  * host name (legal in SDP, rare) still goes through the resolver.
  */
 function literalLookup(hostname: string, options: LookupOneOptions | number, callback: LookupCallback): void {
+  // A call sends to one address for its whole life: remember the last answer instead of testing
+  // the literal again for every packet.
+  if (hostname === lastLiteral.hostname) {
+    callback(null, hostname, lastLiteral.family);
+    return;
+  }
   const family = isIP(hostname);
   if (family !== 0) {
+    lastLiteral.hostname = hostname;
+    lastLiteral.family = family;
     callback(null, hostname, family);
     return;
   }
