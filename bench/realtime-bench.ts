@@ -228,6 +228,20 @@ function cpuPressure(): string {
 }
 
 /**
+ * Linux schedstat of this process's main thread (the event loop): nanoseconds on a CPU and
+ * nanoseconds runnable but waiting for one. The wait is time the loop was ready to run and another
+ * process had the CPU: on a shared machine it lands in the latency tail without being callgate's.
+ */
+function schedStat(): { runNs: number; waitNs: number } | undefined {
+  try {
+    const [run, wait] = readFileSync('/proc/self/schedstat', 'utf8').trim().split(' ').map(Number);
+    return run === undefined || wait === undefined ? undefined : { runNs: run, waitNs: wait };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * With --pin: callgate's process on CPU 0, the simulator and the caller on CPU 1 (taskset), so that
  * the stand-ins for the cloud model and the callers, which in production run elsewhere, do not
  * compete with callgate for a core. Returns false (and runs unpinned) where taskset is missing or
@@ -370,12 +384,14 @@ async function runBench(): Promise<void> {
   });
   gcObserver.observe({ entryTypes: ['gc'] });
   const windowStart = nowMicros();
+  const schedStart = schedStat();
   const cpuStart = process.cpuUsage();
   const wallStart = performance.now();
   measuring = true;
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   measuring = false;
   const cpu = process.cpuUsage(cpuStart);
+  const schedEnd = schedStat();
   const wallMs = performance.now() - wallStart;
   const windowEnd = nowMicros();
   loopDelay.disable();
@@ -419,6 +435,10 @@ async function runBench(): Promise<void> {
   console.log(`simulator deltas sent in a millisecond with more than ${BURST_DELTAS} deltas: ${(bursts.share * 100).toFixed(1)} % (most in one millisecond: ${bursts.largest})`);
   console.log(sendCost.describe('client CPU per outbound frame (sendAudio)'));
   console.log(`processes: ${pinned ? 'callgate pinned to CPU 0, the simulator and the caller to CPU 1' : 'not pinned'}`);
+  if (schedStart !== undefined && schedEnd !== undefined) {
+    const waitedMs = (schedEnd.waitNs - schedStart.waitNs) / 1e6;
+    console.log(`callgate's event loop waited for a CPU (runnable, another process running): ${waitedMs.toFixed(0)} ms of the ${(wallMs / 1000).toFixed(0)} s window (${((waitedMs / wallMs) * 100).toFixed(2)} %)`);
+  }
   console.log(`machine: ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}, CPU pressure ${cpuPressure()}`);
   console.log(`frames sent per second: ${(outbound.count / seconds).toFixed(0)}; audio deltas received per second: ${(inbound.count / seconds).toFixed(0)}; dropped frames: ${dropped}`);
 
