@@ -22,7 +22,8 @@ import { createSocket } from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
+import { constants, monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { WebSocketServer } from 'ws';
 import { Logger } from '../config/log.ts';
 import { OpenAIRealtimeSession } from '../gateway/realtime/openai-realtime-session.ts';
@@ -376,10 +377,12 @@ async function runBench(): Promise<void> {
   loopDelay.enable();
   const gcPauses = new LatencyHistogram();
   let gcTotalMs = 0;
+  let gcMajor = 0;
   const gcObserver = new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
       gcPauses.record(entry.duration * 1000);
       gcTotalMs += entry.duration;
+      if ((entry as { detail?: { kind?: number } }).detail?.kind !== constants.NODE_PERFORMANCE_GC_MINOR) gcMajor++;
     }
   });
   gcObserver.observe({ entryTypes: ['gc'] });
@@ -430,7 +433,10 @@ async function runBench(): Promise<void> {
   console.log(inbound.describe('inbound added latency (simulator send -> audio_delta emitted)'));
   const lag = (ns: number): string => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS).toFixed(2);
   console.log(`event loop lag: p50=${lag(loopDelay.percentile(50))} ms p99=${lag(loopDelay.percentile(99))} ms max=${lag(loopDelay.max)} ms`);
-  console.log(`garbage collection in the window: ${gcPauses.count} pauses, ${gcTotalMs.toFixed(1)} ms in all, ${gcPauses.describe('pause').replace(/^pause: n=\d+ /, '')}`);
+  const newSpace = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
+  console.log(
+    `garbage collection in the window: ${gcPauses.count} pauses (${gcMajor} not scavenges), ${gcTotalMs.toFixed(1)} ms in all, ${gcPauses.describe('pause').replace(/^pause: n=\d+ /, '')}; new space ${((newSpace?.space_size ?? 0) / 1024 / 1024).toFixed(0)} MB at the end`,
+  );
   const bursts = burstShare(stamps, windowStart, windowEnd);
   console.log(`simulator deltas sent in a millisecond with more than ${BURST_DELTAS} deltas: ${(bursts.share * 100).toFixed(1)} % (most in one millisecond: ${bursts.largest})`);
   console.log(sendCost.describe('client CPU per outbound frame (sendAudio)'));
