@@ -56,14 +56,11 @@ export interface PlayoutStats {
   readonly itemsCleared: number;
 }
 
-interface QueuedFrame {
-  readonly payload: Buffer;
-  readonly ms: number;
-}
-
 interface Item {
   readonly id: string;
-  readonly frames: QueuedFrame[];
+  /** Queued frames as two parallel queues (payload, milliseconds): no object per frame. */
+  readonly payloads: Buffer[];
+  readonly frameMs: number[];
   ended: boolean;
   sentMs: number;
 }
@@ -88,11 +85,14 @@ export class Playout {
     const newest = this.items[this.items.length - 1];
     let item = newest !== undefined && newest.id === itemId && !newest.ended ? newest : this.items.find((candidate) => candidate.id === itemId && !candidate.ended);
     if (!item) {
-      item = { id: itemId, frames: [], ended: false, sentMs: 0 };
+      item = { id: itemId, payloads: [], frameMs: [], ended: false, sentMs: 0 };
       this.items.push(item);
     }
     const last = frames.length - 1;
-    for (let i = 0; i <= last; i++) item.frames.push({ payload: frames[i] as Buffer, ms: i === last ? lastFrameMs : FRAME_MS });
+    for (let i = 0; i <= last; i++) {
+      item.payloads.push(frames[i] as Buffer);
+      item.frameMs.push(i === last ? lastFrameMs : FRAME_MS);
+    }
   }
 
   /**
@@ -104,7 +104,7 @@ export class Playout {
     const item = this.items[index];
     if (!item) return null;
     item.ended = true;
-    if (item.frames.length > 0) return null;
+    if (item.payloads.length > 0) return null;
     this.items.splice(index, 1);
     return item.sentMs;
   }
@@ -112,15 +112,15 @@ export class Playout {
   /** The frame for this tick. */
   next(): PlayoutFrame {
     const item = this.items[0];
-    const frame = item?.frames.shift();
-    if (item && frame) {
-      item.sentMs += frame.ms;
+    const payload = item?.payloads.shift();
+    if (item && payload) {
+      item.sentMs += item.frameMs.shift() as number;
       const marker = !this.inSpurt;
       this.inSpurt = true;
-      const itemDone = item.ended && item.frames.length === 0;
+      const itemDone = item.ended && item.payloads.length === 0;
       if (itemDone) this.items.shift();
       this.counts.framesSent++;
-      return { kind: 'audio', payload: frame.payload, marker, itemId: item.id, itemDone, itemSentMs: item.sentMs };
+      return { kind: 'audio', payload, marker, itemId: item.id, itemDone, itemSentMs: item.sentMs };
     }
     if (item) this.counts.underruns++;
     this.inSpurt = false;
@@ -139,7 +139,7 @@ export class Playout {
     const current = this.items[0];
     if (!current) return null;
     let droppedMs = 0;
-    for (const item of this.items) for (const frame of item.frames) droppedMs += frame.ms;
+    for (const item of this.items) for (const ms of item.frameMs) droppedMs += ms;
     this.items.length = 0;
     this.counts.itemsCleared++;
     return { itemId: current.id, sentMs: current.sentMs, droppedMs };
@@ -153,7 +153,7 @@ export class Playout {
     const current = this.items[0];
     if (!current) return null;
     let queuedMs = 0;
-    for (const frame of current.frames) queuedMs += frame.ms;
+    for (const ms of current.frameMs) queuedMs += ms;
     return { itemId: current.id, sentMs: current.sentMs, queuedMs, ended: current.ended };
   }
 
@@ -169,10 +169,7 @@ export class Playout {
    */
   transform(convert: (payload: Buffer) => Buffer): void {
     for (const item of this.items) {
-      for (let i = 0; i < item.frames.length; i++) {
-        const frame = item.frames[i] as QueuedFrame;
-        item.frames[i] = { payload: convert(frame.payload), ms: frame.ms };
-      }
+      for (let i = 0; i < item.payloads.length; i++) item.payloads[i] = convert(item.payloads[i] as Buffer);
     }
   }
 
@@ -184,7 +181,7 @@ export class Playout {
   /** Milliseconds of audio queued and not yet sent. */
   queuedMs(): number {
     let ms = 0;
-    for (const item of this.items) for (const frame of item.frames) ms += frame.ms;
+    for (const item of this.items) for (const frameMs of item.frameMs) ms += frameMs;
     return ms;
   }
 

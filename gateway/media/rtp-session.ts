@@ -205,8 +205,14 @@ export class RtpSession {
   private readonly dropped: Partial<Record<RtpSessionDropReason, number>> = {};
   private readonly latenessBins = new Uint32Array(LATENESS_BINS);
   /** Packets tick() prepared and flush() sends, with the time each was due. */
-  private readonly outboxPackets: Buffer[] = [];
+  private readonly outboxPackets: Array<Buffer | undefined> = [];
   private readonly outboxDue: number[] = [];
+  /**
+   * Packets waiting in the outbox. The arrays keep their length between ticks (slots are emptied,
+   * not removed): setting an array's length to 0 drops its storage, and every frame would
+   * allocate it again.
+   */
+  private outboxCount = 0;
   /** Frames sent since the last flush per lateness bucket, and their summed lateness (s): prom-client sees them once a second. */
   private readonly pendingLateness = new Uint32Array(metrics.PLAYOUT_LATENESS_BUCKETS.length + 1);
   private pendingLatenessSum = 0;
@@ -444,7 +450,7 @@ export class RtpSession {
   tick(nowMs: number): void {
     if (this.closed) return;
     // Ticked again without a flush since (a caller other than the scheduler): that tick finishes first.
-    if (this.outboxPackets.length > 0) this.flush();
+    if (this.outboxCount > 0) this.flush();
     if (this.afterTickPending) this.afterFlush();
     const skippedBefore = this.schedule.skippedFrames;
     const dueCount = this.schedule.takeDue(nowMs);
@@ -483,13 +489,15 @@ export class RtpSession {
    */
   flush(): void {
     const packets = this.outboxPackets;
-    const count = packets.length;
+    const count = this.outboxCount;
     if (count === 0) return;
+    this.outboxCount = 0;
     const remote = this.remote;
     const now = this.options.timer.now();
     const c = this.counts;
     for (let i = 0; i < count; i++) {
       const packet = packets[i] as Buffer;
+      packets[i] = undefined;
       if (remote && !this.closed) this.sockets.sendRtp(packet, remote);
       const late = now - (this.outboxDue[i] as number);
       const latenessMs = late > 0 ? late : 0;
@@ -502,8 +510,6 @@ export class RtpSession {
       this.pendingLateness[bucket] = (this.pendingLateness[bucket] as number) + 1;
       this.pendingLatenessSum += latenessMs / 1000;
     }
-    packets.length = 0;
-    this.outboxDue.length = 0;
   }
 
   stats(): RtpSessionStats {
@@ -553,6 +559,7 @@ export class RtpSession {
     this.closed = true;
     this.outboxPackets.length = 0;
     this.outboxDue.length = 0;
+    this.outboxCount = 0;
     this.registration.remove();
     this.flushMetrics();
     metrics.rtpSessions.dec();
@@ -790,8 +797,9 @@ export class RtpSession {
     packet[11] = ssrc & 0xff;
     packet.set(payload, RTP_HEADER_BYTES);
     this.sequence = (this.sequence + 1) & 0xffff;
-    this.outboxPackets.push(packet);
-    this.outboxDue.push(dueMs);
+    this.outboxPackets[this.outboxCount] = packet;
+    this.outboxDue[this.outboxCount] = dueMs;
+    this.outboxCount++;
     this.counts.packetsOut++;
     this.counts.bytesOut += length;
     this.sentSinceReport = true;
