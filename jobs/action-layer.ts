@@ -55,10 +55,9 @@ export class ActionLayer {
   private constructor(
     private readonly options: ActionLayerOptions,
     private readonly producer: Redis,
-    private readonly ledgerConnection: Redis,
   ) {
     const { config } = options;
-    this.ledger = new OperationLedger(ledgerConnection, {
+    this.ledger = new OperationLedger(producer, {
       prefix: config.redis.prefix,
       retentionDays: config.ledger.retentionDays,
       moneyRetentionDays: config.ledger.moneyRetentionDays,
@@ -69,26 +68,18 @@ export class ActionLayer {
     this.outOfBand = new OutOfBandQueue(producer, config.redis.prefix);
   }
 
-  /** Connects the producer side (admission, cancellation, lookups): queue adds and ledger calls on a connection each. */
+  /** Connects the producer side (admission, cancellation, lookups). */
   static async open(options: ActionLayerOptions): Promise<ActionLayer> {
     const producer = await connect(options.redisUrl, 'producer');
-    let ledgerConnection: Redis;
-    try {
-      ledgerConnection = await connect(options.redisUrl, 'ledger');
-    } catch (error) {
-      producer.disconnect();
-      throw error;
-    }
-    return new ActionLayer(options, producer, ledgerConnection);
+    return new ActionLayer(options, producer);
   }
 
   /** Starts executing operations in this process (the worker role). */
   async startWorkers(): Promise<void> {
     const { config, log, providers } = this.options;
     this.workerConnection = await connect(this.options.redisUrl, 'worker');
-    // The executors' ledger calls run on their own connection: many jobs at once, no blocking
-    // commands, so their commands can share socket writes (auto-pipelining), which BullMQ's own
-    // connection must not do.
+    // The executors' ledger calls run on their own connection: many jobs at once, none blocking,
+    // and not queued behind BullMQ's commands.
     this.executionConnection = await connect(this.options.redisUrl, 'execution');
     const ledger = new OperationLedger(this.executionConnection, {
       prefix: config.redis.prefix,
@@ -215,6 +206,5 @@ export class ActionLayer {
     this.workerConnection?.disconnect();
     this.executionConnection?.disconnect();
     this.producer.disconnect();
-    this.ledgerConnection.disconnect();
   }
 }

@@ -7,11 +7,10 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { CallgateError } from '../../config/errors.ts';
 
 /**
- * worker: BullMQ workers (blocking commands); producer: queue adds (BullMQ's scripts);
- * ledger: the ledger calls of admission, cancellation and lookups; execution: the ledger calls of
- * running jobs (no blocking commands).
+ * worker: BullMQ workers (blocking commands); producer: admission, lookups, queue adds;
+ * execution: the ledger calls of running jobs (no blocking commands).
  */
-export type ConnectionRole = 'worker' | 'producer' | 'ledger' | 'execution';
+export type ConnectionRole = 'worker' | 'producer' | 'execution';
 
 /** How long the startup check waits for PING before it reports Redis as unreachable. */
 const STARTUP_CHECK_TIMEOUT_MS = 3_000;
@@ -26,16 +25,13 @@ export function connectionOptions(role: ConnectionRole): RedisOptions {
     case 'worker':
       return { ...common, maxRetriesPerRequest: null, enableReadyCheck: true };
     case 'execution':
-      // A running job waits for Redis rather than failing its attempt; commands of concurrent jobs share writes.
-      return { ...common, maxRetriesPerRequest: null, enableAutoPipelining: true };
+      // A running job waits for Redis rather than failing its attempt.
+      return { ...common, maxRetriesPerRequest: null };
     case 'producer':
-      // No auto-pipelining here: each pipeline copies every script defined on the connection, and
-      // BullMQ defines dozens on it.
+      // Producers serve many calls at once (their commands of one tick share a write, see coalesceWrites).
+      // No auto-pipelining: each pipeline copies every script defined on the connection, and BullMQ
+      // defines dozens on it.
       return { ...common, maxRetriesPerRequest: 2, enableOfflineQueue: false, connectTimeout: 5_000, enableAutoPipelining: false };
-    case 'ledger':
-      // Fails fast like a producer. Only the ledger's few scripts live here, so commands issued in
-      // the same tick (an admission's pointer and record, concurrent admissions) share one write.
-      return { ...common, maxRetriesPerRequest: 2, enableOfflineQueue: false, connectTimeout: 5_000, enableAutoPipelining: true };
   }
 }
 
@@ -45,8 +41,7 @@ export async function connect(url: string, role: ConnectionRole): Promise<Redis>
   redis.on('error', () => {
     // Errors surface through commands and readiness checks; an unhandled 'error' must not crash.
   });
-  // The roles without auto-pipelining carry BullMQ's commands.
-  if (role === 'producer' || role === 'worker') coalesceWrites(redis);
+  coalesceWrites(redis);
   try {
     await redis.connect();
   } catch (error) {
@@ -59,9 +54,9 @@ export async function connect(url: string, role: ConnectionRole): Promise<Redis>
 /**
  * Commands written in one tick leave in one system call: the socket is corked at the first write
  * of a tick and uncorked on the next tick, before any I/O, so no command waits on the network for
- * it. ioredis otherwise writes each command on its own, and BullMQ's connections cannot use
- * auto-pipelining cheaply (each pipeline copies the dozens of scripts BullMQ defines on the
- * connection). On loopback the system call per command cost more CPU, here and in Redis, than
+ * it. ioredis otherwise writes each command on its own; its auto-pipelining does the same batching
+ * with a pipeline object per tick that copies every script defined on the connection (BullMQ
+ * defines dozens). On loopback the system call per command cost more CPU, here and in Redis, than
  * the command. Applied to every socket the connection opens (reconnects get a new one).
  */
 function coalesceWrites(redis: Redis): void {
