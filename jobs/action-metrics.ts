@@ -1,6 +1,7 @@
 /**
  * Metrics of the durable action layer. The tenant label appears only where tenants are bounded by
- * configuration. docs/metrics.md holds the PromQL for UNKNOWN rate and retry rate.
+ * configuration. docs/metrics.md holds the PromQL for UNKNOWN rate and retry rate. Admission,
+ * execution-to-commit and UNKNOWN carry the operation (and its call) as an exemplar.
  */
 import { counter, FAST_SECONDS_BUCKETS, gauge, histogram, SLOW_SECONDS_BUCKETS } from '../config/metrics.ts';
 
@@ -15,6 +16,7 @@ export const admissionLatency = histogram({
   help: 'Time to admit a request: validation, ledger write and enqueue.',
   labelNames: ['action'],
   buckets: FAST_SECONDS_BUCKETS,
+  enableExemplars: true,
 });
 
 export const operationsFinished = counter({
@@ -28,6 +30,7 @@ export const executionToCommit = histogram({
   help: 'From the first attempt starting to the provider confirming the commit.',
   labelNames: ['action'],
   buckets: SLOW_SECONDS_BUCKETS,
+  enableExemplars: true,
 });
 
 export const attempts = counter({
@@ -58,6 +61,7 @@ export const unknownOpened = counter({
   name: 'callgate_unknown_opened_total',
   help: 'Operations that became UNKNOWN (the request may have reached the provider and the answer was lost).',
   labelNames: ['action'],
+  enableExemplars: true,
 });
 
 export const unknownResolved = counter({

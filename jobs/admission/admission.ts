@@ -6,6 +6,7 @@
 import type { ZodType } from 'zod';
 import { CallgateError } from '../../config/errors.ts';
 import { formatIssues } from '../../config/load.ts';
+import { observeWithExemplar } from '../../config/metrics.ts';
 import type { ActionConfig, Config, TenantConfig } from '../../config/schema.ts';
 import { admissionDecisions, admissionLatency, compensations, duplicateSuppressions } from '../action-metrics.ts';
 import { IdempotencyConflictError } from '../ledger/ledger-errors.ts';
@@ -143,7 +144,7 @@ export class Admission {
         break;
     }
     outcome(decision.type === 'busy' ? `busy_${decision.reason}` : decision.type);
-    admissionLatency.labels(request.action).observe((performance.now() - started) / 1000);
+    observeWithExemplar(admissionLatency, { action: request.action }, (performance.now() - started) / 1000, { session_id: request.scope.sessionId, operation_id: 'operationId' in decision ? decision.operationId : undefined });
     return decision;
   }
 

@@ -8,6 +8,7 @@
  */
 import type { ActionConfig } from '../../config/schema.ts';
 import type { Logger } from '../../config/log.ts';
+import { incWithExemplar, observeWithExemplar } from '../../config/metrics.ts';
 import {
   attempts,
   executionToCommit,
@@ -235,7 +236,7 @@ export class OperationExecutor {
       if (result.providerRef !== undefined) fields.provider_ref = result.providerRef;
       const outcome = await this.finish({ ...op, attempt }, { from: ['RUNNING'], to: 'COMMITTED', attempt, reason: 'provider_committed', fields }, log);
       if (outcome.type === 'done' && outcome.state === 'COMMITTED') {
-        executionToCommit.labels(op.action).observe((this.now() - (op.startedAt ?? attemptStart)) / 1000);
+        observeWithExemplar(executionToCommit, { action: op.action }, (this.now() - (op.startedAt ?? attemptStart)) / 1000, { operation_id: op.operationId, session_id: op.scope.sessionId });
       }
       return outcome;
     }
@@ -313,7 +314,7 @@ export class OperationExecutor {
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return;
       throw error;
     }
-    unknownOpened.labels(op.action).inc();
+    incWithExemplar(unknownOpened, { action: op.action }, { operation_id: op.operationId, session_id: op.scope.sessionId });
     log.warn('operation outcome unknown; reconciling', { reason });
     await this.options.queues.enqueueReconcile({ operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason }, this.options.reconcileGraceMs);
   }

@@ -11,6 +11,7 @@
  * It also refreshes the UNKNOWN gauges.
  */
 import type { Logger } from '../../config/log.ts';
+import { incWithExemplar } from '../../config/metrics.ts';
 import { outboxRecovered, unknownOldestAge, unknownOpen, unknownOpened } from '../action-metrics.ts';
 import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
 import type { Operation } from '../ledger/operation.ts';
@@ -119,7 +120,7 @@ export class RecoverySweep {
         reason: 'worker_lost_while_sending',
         fields: { error: errorJson('outcome_unknown', 'the worker died after sending') },
       });
-      unknownOpened.labels(op.action).inc();
+      incWithExemplar(unknownOpened, { action: op.action }, { operation_id: op.operationId, session_id: op.scope.sessionId });
       await queues.enqueueReconcile({ ...data, tries: 0, reason: 'worker_lost_while_sending' }, 0);
       log.warn('worker lost while sending; reconciling', { operation_id: op.operationId });
       return;

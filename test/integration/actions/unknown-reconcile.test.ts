@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registry } from '../../../config/metrics.ts';
+import { openMetricsText, registry } from '../../../config/metrics.ts';
 import { BOOK, booking, REFUND, startHarness, type Harness } from '../../support/action-harness.ts';
 import { waitFor } from '../../support/processes.ts';
 
@@ -59,6 +59,9 @@ describe('when the provider cannot look operations up', () => {
     const gauge = (await registry.getSingleMetric('callgate_operations_unknown')?.get())?.values.find((v) => v.labels.tenant === 'tenant-nolookup');
     expect(gauge?.value).toBe(1);
     expect((await h.sandbox.counts()).requests[id]).toBe(1);
+    // The UNKNOWN count leads to the operation itself: its exemplar in an OpenMetrics scrape.
+    const opened = (await openMetricsText()).split('\n').find((line) => line.startsWith('callgate_unknown_opened_total{action="refund"}'));
+    expect(opened).toContain(`# {operation_id="${id}",session_id="${op?.scope.sessionId ?? ''}"} 1 `);
   });
 });
 
