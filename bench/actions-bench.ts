@@ -8,7 +8,9 @@
  *     worker concurrency) against the sandbox at zero latency, from the first admission to the
  *     last commit as the ledger recorded it; every one must be COMMITTED with one sandbox effect;
  *   - raw BullMQ: N jobs added the same way and processed by a no-op processor at the same
- *     concurrency: the floor the action layer is built on.
+ *     concurrency: the floor the action layer is built on; with --only raw or no --only, also
+ *     BullMQ jobs that each make the operation's provider call and nothing else, which shows how
+ *     much of the gap is durability and how much the HTTP call to the system of record.
  * For calibration it also sends Redis PINGs at the admission rate: on a shared machine the
  * scheduler, not the code, can set the tail, and this row shows how much.
  * The sandbox runs as its own process, as a system of record would. Redis is REDIS_URL, or a
@@ -284,8 +286,11 @@ async function measureEndToEnd(layer: ActionLayer, redis: Redis, count: number, 
   return { count, elapsedMs, perSecond: (count / elapsedMs) * 1000, cpuMsPerItem: (cpu.user + cpu.system) / 1000 / count };
 }
 
-/** The same number of jobs through bare BullMQ: add (`window` at a time) and a no-op processor. */
-async function measureRawBullmq(redisUrl: string, prefix: string, count: number, window: number, concurrency: number): Promise<ThroughputResult> {
+/**
+ * The same number of jobs through bare BullMQ: add (`window` at a time) and a no-op processor, or,
+ * with `work`, a processor that does only that (the same provider call as an operation makes).
+ */
+async function measureRawBullmq(redisUrl: string, prefix: string, count: number, window: number, concurrency: number, work: (i: number) => Promise<void> = async () => undefined): Promise<ThroughputResult> {
   const producer = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const consumer = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue('raw', { connection: producer, prefix: `{${prefix}-raw}` });
@@ -293,7 +298,7 @@ async function measureRawBullmq(redisUrl: string, prefix: string, count: number,
   let target = 0;
   let lastCompletion = 0;
   let reached: () => void = () => undefined;
-  const worker = new Worker('raw', async () => undefined, { connection: consumer, prefix: `{${prefix}-raw}`, concurrency });
+  const worker = new Worker('raw', (job) => work(Number(job.id)), { connection: consumer, prefix: `{${prefix}-raw}`, concurrency });
   worker.on('completed', () => {
     completed++;
     if (completed === target) {
@@ -410,6 +415,22 @@ async function main(): Promise<void> {
         const ratio = endToEnd.perSecond / raw.perSecond;
         rows.push(['end to end / raw', ratio.toFixed(2), `target >= ${END_TO_END_SHARE_OF_RAW_TARGET}: ${ratio >= END_TO_END_SHARE_OF_RAW_TARGET ? 'met' : 'MISSED'}`]);
       }
+
+      // Not the issue's baseline, but the part of the gap that is callgate's: bare BullMQ jobs that
+      // each make the operation's own provider call (the same adapter, HTTP to the same sandbox),
+      // with no ledger, admission, lease or result event around it.
+      const callPrefix = `bench-call-${randomBytes(4).toString('hex')}`;
+      prefixes.push(callPrefix);
+      const provider = createProviders(benchConfig(redisUrl, callPrefix, sandbox.url, concurrency)).get('bookings');
+      if (provider === undefined) throw new Error('no bookings provider');
+      const call = async (i: number): Promise<void> => {
+        const result = await provider.execute({ operationId: `op_call_${RUN}_${i}`, idempotencyKey: `idem_call_${RUN}_${i}`, tenantId: TENANT, operation: 'book', params: booking(), signal: AbortSignal.timeout(5_000) });
+        if (result.status !== 'ok') throw new Error(`provider call failed: ${result.code}`);
+      };
+      const withCall = await otherCpuPerItem({ sandbox: sandbox.child.pid, redis: local?.pid }, operations + WARMUP, () => measureRawBullmq(redisUrl, callPrefix, operations, window, workerConcurrency, call));
+      rows.push(['BullMQ + the provider call', `${withCall.result.perSecond.toFixed(0)} jobs/s`, `${withCall.result.count} jobs, CPU ${ms(withCall.result.cpuMsPerItem)}/job (the operation's HTTP call, nothing durable)`]);
+      if (withCall.perItem !== '') rows.push(['  other processes per job', withCall.perItem, '(with warm-up)']);
+      if (endToEnd) rows.push(['end to end / (BullMQ + call)', (endToEnd.perSecond / withCall.result.perSecond).toFixed(2), 'the cost of durability over the same work']);
     }
 
     const width = Math.max(...rows.map(([name]) => name.length));
