@@ -31,4 +31,7 @@ USER node
 EXPOSE 5060/udp 5060/tcp 8080/tcp
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
-CMD ["node", "--enable-source-maps", "dist/gateway/main.js"]
+# A fixed 16 MB young generation (V8's own maximum, reserved from the start): with the default,
+# resizing one, the audio paths' short-lived garbage drove bursts of full collections (5-20 ms
+# each) into the media and realtime latency tails. Not settable through NODE_OPTIONS.
+CMD ["node", "--enable-source-maps", "--min-semi-space-size=16", "--max-semi-space-size=16", "dist/gateway/main.js"]

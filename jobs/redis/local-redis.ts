@@ -84,7 +84,9 @@ async function launch(binary: string, port: number): Promise<LocalRedis> {
       '--daemonize', 'no',
       '--loglevel', 'notice',
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    // Its own process group: Ctrl-C in a terminal (or any signal to callgate's group) must not stop
+    // Redis while callgate is still draining into it; callgate stops it last, the watchdog if callgate dies.
+    { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   const cleanupDir = () => rmSync(dir, { recursive: true, force: true });
   try {
@@ -130,6 +132,8 @@ function startWatchdog(server: ChildProcess, dir: string): ChildProcess | undefi
   try {
     const watchdog = spawn('sh', ['-c', 'cat >/dev/null; kill -9 "$1" 2>/dev/null; rm -rf "$2"', 'callgate-redis-watchdog', String(server.pid), dir], {
       stdio: ['pipe', 'ignore', 'ignore'],
+      // Out of callgate's process group too: a Ctrl-C that killed it would take Redis down early.
+      detached: true,
     });
     watchdog.on('error', () => undefined);
     watchdog.stdin?.on('error', () => undefined);

@@ -63,6 +63,44 @@ describe('when no REDIS_URL is given', () => {
     await expect(checkRedis(started.url, 500)).rejects.toThrow(/unreachable|ECONNREFUSED/i);
   });
 
+  it('should keep serving when a signal reaches the whole process group of callgate (Ctrl-C), until callgate stops it', async () => {
+    // The owner drains for a second after SIGINT, using Redis, then stops it: as callgate does.
+    const program = [
+      "import { Redis } from 'ioredis';",
+      "import { startLocalRedis } from './jobs/redis/local-redis.ts';",
+      'const local = await startLocalRedis();',
+      'const client = new Redis(local.url);',
+      "process.on('SIGINT', async () => {",
+      '  await new Promise((resolve) => setTimeout(resolve, 1000));',
+      "  const pong = await client.ping().catch((error) => String(error));",
+      '  console.log(JSON.stringify({ drained: pong }));',
+      '  client.disconnect();',
+      '  await local.stop();',
+      '  process.exit(0);',
+      '});',
+      'console.log(JSON.stringify({ pid: local.pid, url: local.url }));',
+      'setInterval(() => undefined, 1000);',
+    ].join('\n');
+    // Its own group, like a shell job: the test sends the terminal's signal to that group.
+    const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    let out = '';
+    owner.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const lines = () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { pid?: number; url?: string; drained?: string });
+    const exited = new Promise<number | null>((resolve) => owner.once('exit', (code) => resolve(code)));
+    try {
+      const deadline = Date.now() + 15_000;
+      while (lines().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const started = lines()[0];
+      expect(started?.pid).toBeGreaterThan(0);
+      process.kill(-(owner.pid ?? 0), 'SIGINT');
+      expect(await exited).toBe(0);
+      expect(lines()[1]).toEqual({ drained: 'PONG' });
+      expect(isAlive(started?.pid ?? 0)).toBe(false);
+    } finally {
+      if (owner.exitCode === null) process.kill(-(owner.pid ?? 0), 'SIGKILL');
+    }
+  });
+
   it('should start two private servers on different ports', async () => {
     const [a, b] = await Promise.all([startLocalRedis(), startLocalRedis()]);
     try {
