@@ -195,17 +195,24 @@ describe('when a caller talks and presses keys on the echo number', () => {
     expect(dropped).toBeLessThanOrEqual(MAX_LATE_FRAMES);
     expect(echoedSpeech.length).toBeGreaterThan(0);
     expect(echoedSpeech[0]?.packet.marker).toBe(true);
-    expect(echoedSpeech.slice(1).some((p) => p.packet.marker)).toBe(false);
     // Sequence numbers have no gap over everything the gateway sent (audio and events alike).
     for (let i = 1; i < wire.outbound.length; i++) {
       expect(((wire.outbound[i]?.packet.sequenceNumber ?? 0) - (wire.outbound[i - 1]?.packet.sequenceNumber ?? 0)) & 0xffff).toBe(1);
     }
-    // Timestamps advance one frame per packet while the speech is echoed.
+    // Timestamps advance one frame per packet while the speech is echoed. Where a stalled machine
+    // left the playout with nothing to send, the clock went on and the next packet starts a new
+    // talk spurt (RFC 3551): a larger step, on whole frames, with the marker; a few at most.
     const firstEcho = wire.outbound.indexOf(echoedSpeech[0] as (typeof wire.outbound)[number]);
     const lastEcho = wire.outbound.indexOf(echoedSpeech.at(-1) as (typeof wire.outbound)[number]);
+    let resumed = 0;
     for (let i = firstEcho + 1; i <= lastEcho; i++) {
-      expect(((wire.outbound[i]?.packet.timestamp ?? 0) - (wire.outbound[i - 1]?.packet.timestamp ?? 0)) >>> 0).toBe(160);
+      const step = ((wire.outbound[i]?.packet.timestamp ?? 0) - (wire.outbound[i - 1]?.packet.timestamp ?? 0)) >>> 0;
+      const marker = wire.outbound[i]?.packet.marker === true;
+      if (step === 160 && !marker) continue;
+      expect({ step: step % 160, longer: step > 160, marker }, `packet ${i} of the echo`).toEqual({ step: 0, longer: true, marker: true });
+      resumed++;
     }
+    expect(resumed).toBeLessThanOrEqual(MAX_LATE_FRAMES);
     // Paced at 20 ms: the echo of the speech takes as long as the speech, each frame after its original.
     const span = (echoedSpeech.at(-1)?.atMs ?? 0) - (echoedSpeech[0]?.atMs ?? 0);
     expect(Math.abs(span - (lastEcho - firstEcho) * 20)).toBeLessThan(100);
@@ -240,8 +247,24 @@ describe('when a caller talks and presses keys on the record number', () => {
     const wav = readWavFile(readFileSync(join(recordDir, recording.audio.file)));
 
     expect(wav).toMatchObject({ format: 7, sampleRate: 8000, bitsPerSample: 8 });
-    expect(recording.audio.frames - recording.audio.concealedFrames).toBe(speechFrames.length);
-    expect(wav?.data.subarray(0, speechFrames.length * FRAME_BYTES).equals(Buffer.concat(speechFrames))).toBe(true);
+    // Every frame as sent, in order. A frame that reached a stalled machine later than the jitter
+    // buffer allows is concealed instead (a few at most); every frame the recording counts as
+    // received is one of the sent frames, in its order.
+    const received = recording.audio.frames - recording.audio.concealedFrames;
+    expect(received).toBeGreaterThanOrEqual(speechFrames.length - MAX_LATE_FRAMES);
+    expect(received).toBeLessThanOrEqual(speechFrames.length);
+    let next = 0;
+    let matched = 0;
+    const data = wav?.data ?? Buffer.alloc(0);
+    for (let at = 0; at + FRAME_BYTES <= data.length && next < speechFrames.length; at += FRAME_BYTES) {
+      const frame = data.subarray(at, at + FRAME_BYTES);
+      let candidate = next;
+      while (candidate < speechFrames.length && candidate - next <= MAX_LATE_FRAMES && !frame.equals(speechFrames[candidate] ?? Buffer.alloc(0))) candidate++;
+      if (candidate >= speechFrames.length || candidate - next > MAX_LATE_FRAMES) continue; // a concealed frame
+      matched++;
+      next = candidate + 1;
+    }
+    expect(matched).toBe(received);
     expect(recording.digits.map(({ digit, source, durationMs }) => ({ digit, source, durationMs }))).toEqual(
       DIGITS.map(({ digit }) => ({ digit, source: 'rtp', durationMs: DIGIT_DURATION_MS })),
     );

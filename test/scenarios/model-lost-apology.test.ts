@@ -44,7 +44,9 @@ describe('when the model connection drops mid-call', () => {
     expect(apology.rendered).toBe('speech');
     const gw = own(await startInProcessGateway({ script: SCRIPT, prompts }));
     await gw.addFault({ fault: `latency=${BOOKING_LATENCY_MS}`, service: 'bookings', operation: 'book' });
-    const { rtp, sipp, model: firstConnection } = await placeCall(gw, { holdMs: 12_000, own });
+    // Held long enough that a loaded machine still speaks the result on the call: the apology, the
+    // re-open and the result's words all happen in real time.
+    const { rtp, sipp, model: firstConnection } = await placeCall(gw, { holdMs: 20_000, own });
     await new Promise((resolve) => setTimeout(resolve, 500));
     rtp.press('1');
     const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');
