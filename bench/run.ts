@@ -6,8 +6,9 @@
  *   npm run bench -- actions media     runs bench/actions-bench.ts, then bench/media-bench.ts
  *   npm run bench -- all               runs every one
  *
- * Arguments after `--` that start with `--` are passed to every benchmark run. Record the numbers
- * in bench/RESULTS.md with the command that produced them.
+ * Arguments after `--` that start with `--` are passed to every benchmark run. Each runs with the
+ * gateway's own runtime flags (those of `npm start` and the image). Record the numbers in
+ * bench/RESULTS.md with the command that produced them.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -16,6 +17,8 @@ import { fileURLToPath } from 'node:url';
 
 const BENCH_DIR = fileURLToPath(new URL('./', import.meta.url));
 const SUFFIX = '-bench.ts';
+/** The gateway's runtime flags (package.json `start`, the Dockerfile's CMD): measure what runs. */
+const GATEWAY_NODE_FLAGS = ['--min-semi-space-size=16', '--max-semi-space-size=16'];
 
 const available = readdirSync(BENCH_DIR)
   .filter((file) => file.endsWith(SUFFIX))
@@ -41,7 +44,7 @@ if (unknown.length > 0) {
 let failed = 0;
 for (const name of chosen) {
   process.stdout.write(`\n== ${name} (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
-  const run = spawnSync(process.execPath, ['--import', 'tsx', `${BENCH_DIR}${name}${SUFFIX}`, ...passOn], { stdio: 'inherit' });
+  const run = spawnSync(process.execPath, [...GATEWAY_NODE_FLAGS, '--import', 'tsx', `${BENCH_DIR}${name}${SUFFIX}`, ...passOn], { stdio: 'inherit' });
   if (run.status !== 0) {
     failed++;
     process.stderr.write(`${name} exited with ${String(run.status ?? run.signal)}\n`);
