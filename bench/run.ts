@@ -26,8 +26,9 @@ const available = readdirSync(BENCH_DIR)
   .sort();
 
 const args = process.argv.slice(2);
-const names = args.filter((a) => !a.startsWith('--'));
+// Names first, then options with their values: `actions media --seconds 5`.
 const firstOption = args.findIndex((a) => a.startsWith('--'));
+const names = firstOption < 0 ? args : args.slice(0, firstOption);
 const passOn = firstOption < 0 ? [] : args.slice(firstOption);
 
 if (names.length === 0) {
