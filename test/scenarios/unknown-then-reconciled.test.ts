@@ -35,6 +35,7 @@ describe('when the booking commits at the provider but its answer is lost', () =
         config.worker = { reconcileGraceMs: 500, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
       },
     });
+    own(cg);
     await cg.addFault({ fault: 'commit-then-timeout', service: 'bookings', operation: 'book' });
     const { rtp, sipp } = await dial(cg.sipPort, { service: '1000', holdMs: 14_000, own });
     const call = await cg.activeCall();

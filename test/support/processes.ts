@@ -15,6 +15,12 @@ export interface StartedProcess {
   kill(): void;
 }
 
+/** Every child still running; killed when the test process exits, whatever a test forgot to stop. */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
 /** Runs a TypeScript entry point of the project in a new Node process. */
 export function startTs(entry: string, options: { args?: readonly string[]; env?: NodeJS.ProcessEnv } = {}): StartedProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', entry, ...(options.args ?? [])], {
@@ -22,6 +28,8 @@ export function startTs(entry: string, options: { args?: readonly string[]; env?
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   let out = '';
   let err = '';
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
