@@ -52,6 +52,19 @@ const RELEASE = { mode: 'release' } as const;
 /** Delay before a job that found no free lease looks again; jittered so waiting jobs do not align. */
 const NO_LEASE_DELAY_MS = 100;
 
+/** An attempt this process has begun (RUNNING, lease held): what it runs with. */
+interface StartedAttempt {
+  readonly op: Operation;
+  readonly action: ActionConfig;
+  readonly provider: Provider;
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  readonly attempt: number;
+  /** When this attempt began (for execution-to-commit on a first attempt). */
+  readonly attemptStart: number;
+  readonly first: boolean;
+}
+
 export class OperationExecutor {
   private readonly now: () => number;
   private readonly random: () => number;
@@ -86,7 +99,7 @@ export class OperationExecutor {
         case 'started': {
           const running = started.operation;
           const log = new OperationLogger(this.options.log, running);
-          return this.run(running, jobAction, jobProvider, signal, log, running.attempt, attemptStart, running.attempt === 1);
+          return this.run({ op: running, action: jobAction, provider: jobProvider, signal, log, attempt: running.attempt, attemptStart, first: running.attempt === 1 });
         }
         case 'as_is':
           op = started.operation;
@@ -170,7 +183,7 @@ export class OperationExecutor {
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return { type: 'done', note: error.message };
       throw error;
     }
-    return this.run(op, action, provider, signal, log, attempt, attemptStart, first);
+    return this.run({ op, action, provider, signal, log, attempt, attemptStart, first });
   }
 
   /** A job that found every lease taken waits, without spending an attempt. */
@@ -180,16 +193,8 @@ export class OperationExecutor {
   }
 
   /** A started attempt: its lease is renewed while the provider works and given back when it ends. */
-  private async run(
-    op: Operation,
-    action: ActionConfig,
-    provider: Provider,
-    signal: AbortSignal,
-    log: Logger,
-    attempt: number,
-    attemptStart: number,
-    first: boolean,
-  ): Promise<ExecutionOutcome> {
+  private async run(started: StartedAttempt): Promise<ExecutionOutcome> {
+    const { op, log } = started;
     const { ledger } = this.options;
     const renew = setInterval(() => {
       ledger.renewLease(op.tenantId, op.action, op.operationId, this.options.leaseTtlMs).catch((error: unknown) => log.warn('lease renewal failed', { error }));
@@ -197,7 +202,7 @@ export class OperationExecutor {
     const lease = { released: false };
     this.leaseOf.set(op.operationId, lease);
     try {
-      return await this.send(op, action, provider, signal, log, attempt, attemptStart, first);
+      return await this.send(started);
     } finally {
       this.leaseOf.delete(op.operationId);
       clearInterval(renew);
@@ -205,16 +210,8 @@ export class OperationExecutor {
     }
   }
 
-  private async send(
-    op: Operation,
-    action: ActionConfig,
-    provider: Provider,
-    signal: AbortSignal,
-    log: Logger,
-    attempt: number,
-    attemptStart: number,
-    first: boolean,
-  ): Promise<ExecutionOutcome> {
+  private async send(started: StartedAttempt): Promise<ExecutionOutcome> {
+    const { op, action, provider, signal, log, attempt, attemptStart, first } = started;
     attempts.labels(op.action, first ? 'first' : 'retry').inc();
     let result: ProviderResult;
     try {
