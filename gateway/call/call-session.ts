@@ -41,6 +41,8 @@ import type { CallRegistry } from './call-registry.ts';
  * as not heard and delivery says it again when the caller is idle.
  */
 export const DELIVERY_TIMEOUT_MS = 45_000;
+/** After the model gave up a result's response, how soon a quiet call is offered it again. */
+const RETRY_AFTER_DROP_MS = 1_000;
 /** A lost model session is re-opened this many times in one call; then the call ends politely. */
 export const MAX_MODEL_REOPENS = 1;
 /** Tool calls still running at hang-up get this long to be admitted before delivery is told the call ended. */
@@ -507,7 +509,14 @@ export class CallSession {
         this.log.debug('model error', { code: event.code, message: event.message, provider_code: event.providerCode });
         // A result's response that will never be created: not spoken, so it is said again when idle.
         const dropped = event.tag === undefined ? undefined : this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined);
-        if (dropped !== undefined) this.settleWaiter(dropped, 'failed');
+        if (dropped !== undefined) {
+          this.settleWaiter(dropped, 'failed');
+          // Said again at the next quiet moment; if the line is quiet already, no event will say
+          // so, so look again shortly (once per drop, so a model that keeps refusing is not hammered).
+          setTimeout(() => {
+            if (!this.ending && !this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
+          }, RETRY_AFTER_DROP_MS).unref();
+        }
         return;
       }
       default:

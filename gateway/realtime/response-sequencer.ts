@@ -147,10 +147,13 @@ export class ResponseSequencer {
     if (this.active?.createEventId === eventId) {
       // No response.created reached us for it: the server's active response predates what we saw.
       // Waiting for a done we may never see would stall; the session retries after a short delay.
+      // Only these blind refusals count towards dropping the request: one refused because of a
+      // response the server started and we saw (the caller spoke, server VAD answered) waits for
+      // that response like any other, however often the caller speaks.
       this.active = undefined;
+      queued.attempts += 1;
+      if (queued.attempts >= this.options.maxAttempts) return queued.request;
     }
-    queued.attempts += 1;
-    if (queued.attempts >= this.options.maxAttempts) return queued.request;
     this.queue.unshift(queued);
     return undefined;
   }

@@ -98,6 +98,20 @@ describe('when the server started a response on its own', () => {
     expect(sequencer.awaitingCreated).toBe(true);
   });
 
+  it('should not give up a request refused because of responses the server started, however many', () => {
+    const { sequencer, wire } = harness();
+    sequencer.request({ tag: 'deliver:op_1:1' });
+    for (let n = 1; n <= 6; n++) {
+      // The caller spoke again: the server's own response is seen, then our create is refused.
+      sequencer.onResponseCreated(`r_server_${n}`, false);
+      expect(sequencer.onCreateRefused(`ev${n}`)).toBeUndefined();
+      sequencer.onResponseDone(`r_server_${n}`, 'completed', []);
+      expect(wire).toHaveLength(n + 1);
+    }
+    sequencer.onResponseCreated('r_ours');
+    expect(sequencer.activeResponseId).toBe('r_ours');
+  });
+
   it('should ignore a refusal of an event it did not send last', () => {
     const { sequencer, wire } = harness();
     sequencer.request({});
