@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { freeLoopbackPort } from '../../jobs/redis/local-redis.ts';
 import { REPO_ROOT, startTs, waitFor, type StartedProcess } from '../support/processes.ts';
+import { freeSipPort } from './sipp-runner.ts';
 import { deletePrefix, testRedis, testRedisUrl, uniquePrefix } from '../support/redis.ts';
 
 export interface CallgateProcess {
@@ -91,9 +92,23 @@ export function writeCallgateConfig(options: Pick<CallgateProcessOptions, 'scrip
   return { configPath, prefix: uniquePrefix('e2e') };
 }
 
+/** Ports picked free can be taken by another test before the process binds them: start again on new ones. */
+const START_ATTEMPTS = 3;
+
 export async function startCallgate(options: CallgateProcessOptions): Promise<CallgateProcess> {
-  const { configPath, prefix } = options.shared ?? writeCallgateConfig(options);
-  const sipPort = await freeLoopbackPort();
+  const setup = options.shared ?? writeCallgateConfig(options);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options, setup);
+    } catch (error) {
+      if (attempt >= START_ATTEMPTS || !(error instanceof Error) || !error.message.includes('EADDRINUSE')) throw error;
+    }
+  }
+}
+
+async function startOnce(options: CallgateProcessOptions, { configPath, prefix }: SharedSetup): Promise<CallgateProcess> {
+  // SIP listens on UDP and TCP: the port must be free for both.
+  const sipPort = await freeSipPort();
   const httpPort = await freeLoopbackPort();
   const entry = options.worker === true ? 'jobs/worker-main.ts' : 'gateway/main.ts';
   const proc = startTs(entry, {
@@ -112,7 +127,12 @@ export async function startCallgate(options: CallgateProcessOptions): Promise<Ca
   const readyLine = options.worker === true ? 'worker ready' : 'callgate ready';
   const httpUrl = `http://127.0.0.1:${httpPort}`;
   try {
-    await waitFor(async () => ((await fetch(`${httpUrl}/readyz`)).status === 200 && proc.stdout().includes(readyLine) ? true : undefined), 20_000, readyLine);
+    // A process that exits (a port taken meanwhile) fails at once instead of after the wait.
+    const exited = proc.exited.then((code) => {
+      throw new Error(`exited with ${String(code)} before ${readyLine}`);
+    });
+    exited.catch(() => undefined);
+    await Promise.race([waitFor(async () => ((await fetch(`${httpUrl}/readyz`)).status === 200 && proc.stdout().includes(readyLine) ? true : undefined), 20_000, readyLine), exited]);
   } catch (error) {
     proc.kill();
     throw new Error(`${(error as Error).message}\n${proc.output().slice(-3000)}`);
