@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { readWavFile, wavFile } from '../../gateway/media/wav-file.ts';
 import { freeLoopbackPort } from '../../jobs/redis/local-redis.ts';
 import { closeAfterEach } from '../support/cleanup.ts';
 import { REPO_ROOT, waitFor } from '../support/processes.ts';
@@ -19,34 +20,13 @@ import { startCallgate, type OperationView, type TimelineEntryView } from './cal
 const HAVE_BARESIP = spawnSync('baresip', ['-h'], { stdio: 'ignore' }).error === undefined;
 const own = closeAfterEach();
 
-/** 16-bit mono PCM WAV at 8 kHz: the phone's microphone (silence), so the caller says nothing. */
-function silenceWav(seconds: number): Buffer {
-  const data = 8000 * 2 * seconds;
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + data, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(8000, 24);
-  header.writeUInt32LE(16000, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(data, 40);
-  return Buffer.concat([header, Buffer.alloc(data)]);
-}
-
-/** Seconds of speech in a 16-bit PCM WAV recording: 20 ms frames whose RMS is above a quiet line. */
-function voicedSeconds(wav: Buffer): number {
-  const rate = wav.readUInt32LE(24);
-  const dataAt = wav.indexOf('data', 12) + 8;
+/** Seconds of speech in a 16-bit PCM recording: 20 ms frames whose RMS is above a quiet line. */
+function voicedSeconds(samples: Buffer, rate: number): number {
   const frame = Math.round(rate / 50);
   let voiced = 0;
-  for (let at = dataAt; at + frame * 2 <= wav.length; at += frame * 2) {
+  for (let at = 0; at + frame * 2 <= samples.length; at += frame * 2) {
     let energy = 0;
-    for (let i = 0; i < frame; i++) energy += wav.readInt16LE(at + i * 2) ** 2;
+    for (let i = 0; i < frame; i++) energy += samples.readInt16LE(at + i * 2) ** 2;
     if (Math.sqrt(energy / frame) > 300) voiced++;
   }
   return voiced / 50;
@@ -60,7 +40,8 @@ describe.runIf(HAVE_BARESIP || process.env.CI === 'true')('when a softphone call
     own({ close: () => rmSync(dir, { recursive: true, force: true }) });
     const sipPort = await freeLoopbackPort();
     const controlPort = await freeLoopbackPort();
-    writeFileSync(join(dir, 'silence.wav'), silenceWav(90));
+    // The phone's microphone: 90 s of 8 kHz 16-bit silence, so the caller says nothing.
+    writeFileSync(join(dir, 'silence.wav'), wavFile('pcm16', 8000, Buffer.alloc(8000 * 2 * 90)));
     writeFileSync(join(dir, 'accounts'), '<sip:caller@127.0.0.1>;regint=0\n');
     writeFileSync(
       join(dir, 'config'),
@@ -145,7 +126,9 @@ describe.runIf(HAVE_BARESIP || process.env.CI === 'true')('when a softphone call
     await exited;
     const recording = readdirSync(dir).find((name) => name.endsWith('-dec.wav'));
     expect(recording, `baresip's recording in ${dir}`).toBeDefined();
-    const heard = voicedSeconds(readFileSync(join(dir, recording ?? '')));
+    const wav = readWavFile(readFileSync(join(dir, recording ?? '')));
+    expect(wav?.bitsPerSample).toBe(16);
+    const heard = voicedSeconds(wav?.data ?? Buffer.alloc(0), wav?.sampleRate ?? 8000);
     expect(heard).toBeGreaterThan(18);
   });
 });
