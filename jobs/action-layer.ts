@@ -63,7 +63,7 @@ export class ActionLayer {
       moneyRetentionDays: config.ledger.moneyRetentionDays,
     });
     this.queues = new OperationQueues(producer, config.redis.prefix);
-    this.admission = new Admission({ config, ledger: this.ledger, queues: this.queues, providers: options.providers, schemas: options.schemas });
+    this.admission = new Admission({ config, ledger: this.ledger, queues: this.queues, providers: options.providers, schemas: options.schemas, log: options.log });
     this.cancellation = new Cancellation({ ledger: this.ledger, queues: this.queues, providers: options.providers });
     this.outOfBand = new OutOfBandQueue(producer, config.redis.prefix);
   }
@@ -201,6 +201,7 @@ export class ActionLayer {
     await this.workers?.close();
     await this.outOfBandWorker?.close();
     await this.outOfBand.close();
+    await this.admission.drain();
     await this.ledger.flushOutbox().catch(() => undefined);
     await this.queues.close();
     this.workerConnection?.disconnect();

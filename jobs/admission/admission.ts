@@ -2,11 +2,17 @@
  * Admission: turns a validated request into an operation, or into a typed refusal, fast. The
  * ledger record is written first (with the capacity check and duplicate detection in the same Lua
  * step), then the job is enqueued; an outbox sweep covers a crash between the two.
+ *
+ * The decision is given once the ledger has answered: from then on the operation is durable and
+ * its job certain (the outbox holds it until the enqueue lands, and the sweep enqueues what a crash
+ * or a failed enqueue left behind), so the caller does not wait for the second round trip, and a
+ * failed enqueue never turns an admitted operation into an error the model would repeat.
  */
 import type { ZodType } from 'zod';
 import { CallgateError } from '../../config/errors.ts';
 import { formatIssues } from '../../config/load.ts';
 import { observeWithExemplar } from '../../config/metrics.ts';
+import type { Logger } from '../../config/log.ts';
 import type { ActionConfig, Config, TenantConfig } from '../../config/schema.ts';
 import { admissionDecisions, admissionLatency, compensations, duplicateSuppressions } from '../action-metrics.ts';
 import { IdempotencyConflictError } from '../ledger/ledger-errors.ts';
@@ -14,7 +20,7 @@ import { newOperationId } from '../ledger/operation-id.ts';
 import type { ConversationScope, OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import type { Provider } from '../providers/provider.ts';
-import { executionQueueFor, type OperationQueues } from '../queues/operation-queues.ts';
+import { executionQueueFor, type ExecutionQueueName, type OperationJobData, type OperationQueues } from '../queues/operation-queues.ts';
 import { admissionMode, capacityFor, decideWhenFull, type BusyReason } from './backpressure.ts';
 import { deriveCoalesceKeyOf, deriveIdempotencyKeyOf, normalizeArguments, paramsHashOf } from './idempotency.ts';
 
@@ -52,11 +58,15 @@ export interface AdmissionOptions {
   /** Argument schemas by action name; requests failing them are refused before anything is written. */
   readonly schemas?: ReadonlyMap<string, ZodType>;
   readonly now?: () => number;
+  /** Where a failed enqueue is reported (the outbox sweep enqueues it later). */
+  readonly log?: Logger;
 }
 
 export class Admission {
   private readonly tenants: ReadonlyMap<string, TenantConfig>;
   private readonly now: () => number;
+  /** Enqueues of admitted operations still on their way to Redis. */
+  private readonly enqueues = new Set<Promise<void>>();
 
   constructor(private readonly options: AdmissionOptions) {
     this.tenants = new Map(options.config.tenants.map((t) => [t.id, t]));
@@ -124,9 +134,7 @@ export class Admission {
     let decision: AdmissionDecision;
     switch (result.type) {
       case 'admitted': {
-        await this.options.queues.enqueueExecution(executionQueueFor(action.kind, providerIdempotent), { operationId, tenantId: request.tenantId, action: request.action });
-        // Gathered and not awaited: a lost clear only makes the outbox sweep find a job that exists (a no-op).
-        this.options.ledger.clearOutboxSoon(request.tenantId, operationId);
+        this.enqueue(executionQueueFor(action.kind, providerIdempotent), { operationId, tenantId: request.tenantId, action: request.action });
         if (request.compensates !== undefined) compensations.labels(request.action).inc();
         decision = { type: 'started', operationId, idempotencyKey, queued: result.activeBefore >= action.maxConcurrent };
         break;
@@ -146,6 +154,30 @@ export class Admission {
     outcome(decision.type === 'busy' ? `busy_${decision.reason}` : decision.type);
     observeWithExemplar(admissionLatency, { action: request.action }, (performance.now() - started) / 1000, { session_id: request.scope.sessionId, operation_id: 'operationId' in decision ? decision.operationId : undefined });
     return decision;
+  }
+
+  /** Resolves when every enqueue started so far has landed or failed (before closing the queues). */
+  async drain(): Promise<void> {
+    while (this.enqueues.size > 0) await Promise.all(this.enqueues);
+  }
+
+  /**
+   * Enqueues an admitted operation without holding up its decision. Once the job exists the
+   * operation leaves the outbox (gathered and not awaited: a lost clear only makes the sweep find a
+   * job that exists, a no-op). A failed enqueue leaves it in the outbox for the sweep.
+   */
+  private enqueue(queue: ExecutionQueueName, job: OperationJobData): void {
+    const { queues, ledger, log } = this.options;
+    const pending = queues
+      .enqueueExecution(queue, job)
+      .then(
+        () => ledger.clearOutboxSoon(job.tenantId, job.operationId),
+        (error: unknown) => {
+          log?.warn('enqueue failed; the outbox sweep will enqueue the operation', { operation_id: job.operationId, error: error instanceof Error ? error.message : String(error) });
+        },
+      )
+      .finally(() => this.enqueues.delete(pending));
+    this.enqueues.add(pending);
   }
 
   /** Checks ids, shape and size, and the action's schema; returns the arguments and their canonical JSON. */

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paramsHash } from '../../../jobs/admission/idempotency.ts';
+import { Logger } from '../../../config/log.ts';
 import { newOperationId } from '../../../jobs/ledger/operation-id.ts';
+import { bullPrefix } from '../../../jobs/queues/operation-queues.ts';
 import { BOOK, booking, startHarness, type Harness } from '../../support/action-harness.ts';
+import { testRedis } from '../../support/redis.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -49,5 +52,47 @@ describe('when a process crashes between the ledger write and the enqueue', () =
     expect((await h.sandbox.counts()).effects[operationId]).toBe(1);
     expect((await h.sandbox.counts()).requests[operationId]).toBe(1);
     expect(await h.layer.ledger.outbox('tenant-outbox', Date.now())).not.toContain(operationId);
+  });
+});
+
+describe('when the enqueue fails after the ledger admitted the operation', () => {
+  let failing: Harness;
+  const logged: string[] = [];
+  beforeAll(async () => {
+    failing = await startHarness({
+      tenants: { 'tenant-enqueue': { book_table: BOOK } },
+      worker: { sweepIntervalMs: 600_000 },
+      log: new Logger({ level: 'warn', sink: { write: (line: string) => void logged.push(line) } }),
+    });
+  });
+  afterAll(async () => failing.close());
+
+  it('should answer started, keep the operation in the outbox, and have the sweep run it once', async () => {
+    // BullMQ counts every job it adds in the queue's id key: a key that is not a number makes
+    // Redis refuse the add, a real enqueue failure after the ledger write.
+    const redis = testRedis();
+    const idKey = `${bullPrefix(failing.prefix)}:ops-mutations:id`;
+    await redis.set(idKey, 'not-a-number');
+    try {
+      const decision = await failing.layer.admit({ tenantId: 'tenant-enqueue', action: 'book_table', args: booking(), scope: failing.scope() });
+      expect(decision.type).toBe('started');
+      if (decision.type !== 'started') return;
+      await failing.layer.admission.drain();
+      expect(logged.some((line) => line.includes('enqueue failed') && line.includes(decision.operationId))).toBe(true);
+      expect((await failing.layer.get('tenant-enqueue', decision.operationId)).state).toBe('ADMITTED');
+      expect(await failing.layer.queues.jobState('ops-mutations', decision.operationId)).toBe('missing');
+      expect(await failing.layer.ledger.outbox('tenant-enqueue', Date.now())).toContain(decision.operationId);
+
+      await redis.del(idKey);
+      await new Promise((resolve) => setTimeout(resolve, 1_200)); // past the outbox's settle time
+      await failing.layer.sweepNow();
+      const op = await failing.layer.waitFor('tenant-enqueue', decision.operationId, 10_000);
+      expect(op?.state).toBe('COMMITTED');
+      expect((await failing.sandbox.counts()).requests[decision.operationId]).toBe(1);
+      expect(await failing.layer.ledger.outbox('tenant-enqueue', Date.now())).not.toContain(decision.operationId);
+    } finally {
+      await redis.del(idKey);
+      redis.disconnect();
+    }
   });
 });
