@@ -102,8 +102,6 @@ export const ledgerSchema = z.strictObject({
   retentionDays: z.int().min(7).default(30),
   /** Money-moving operations are kept longer (refund disputes arrive months later). */
   moneyRetentionDays: z.int().min(7).default(400),
-  /** How often the outbox sweep looks for admitted operations that have no job. */
-  outboxSweepMs: z.int().min(100).default(5000),
 });
 
 export const providerSchema = z.discriminatedUnion('type', [
