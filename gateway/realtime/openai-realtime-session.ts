@@ -32,7 +32,7 @@ import {
   type ResponseStatus,
   type SessionConfig,
 } from './realtime-session.ts';
-import { base64Length, encodeBase64Into } from './base64-bytes.ts';
+import { AudioAppendWriter } from './openai-audio-append-writer.ts';
 import { AudioDeltaReader } from './openai-audio-delta-reader.ts';
 import { ResponseSequencer } from './response-sequencer.ts';
 import { formatFromWire, serverInterruptsResponses, sessionConfigToWire } from './session-config-wire.ts';
@@ -78,9 +78,6 @@ export const SESSION_LIMIT_MS = 60 * 60 * 1000;
 export const SESSION_EXPIRY_WARNING_MS = 5 * 60 * 1000;
 /** The response.create metadata key that tags our creates. */
 const CREATE_TAG_KEY = 'callgate_create';
-/** The input_audio_buffer.append event around its base64 audio, as bytes. */
-const APPEND_PREFIX = Buffer.from('{"type":"input_audio_buffer.append","audio":"', 'latin1');
-const APPEND_SUFFIX = Buffer.from('"}', 'latin1');
 /** ws send options for the append event (sent as text), made once rather than per frame. */
 const TEXT_FRAME = { binary: false } as const;
 /** How many assistant items' audio lengths are remembered for truncation clamping. */
@@ -139,6 +136,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private readonly logger: Logger;
   private readonly sequencer: ResponseSequencer;
   private readonly audioDeltas = new AudioDeltaReader();
+  private readonly audioAppends = new AudioAppendWriter();
   private ws: WebSocket | undefined;
   private state: State = 'idle';
   private eventSeq = 0;
@@ -300,17 +298,14 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       this.dropAudio('audio (send buffer full)');
       return;
     }
-    // The hot path (50 frames a second per call): base64 needs no JSON escaping, so the event is
-    // written straight into bytes, the audio encoded in place (no object, no JSON, no string).
-    // Handing ws a Buffer (sent as text) lets it mask into a single frame buffer: one plain socket
-    // write per frame rather than a corked header-and-payload pair.
-    const audioAt = APPEND_PREFIX.length;
-    const suffixAt = audioAt + base64Length(audio.length);
-    const bytes = Buffer.allocUnsafe(suffixAt + APPEND_SUFFIX.length);
-    bytes.set(APPEND_PREFIX, 0);
-    encodeBase64Into(audio, bytes, audioAt);
-    bytes.set(APPEND_SUFFIX, suffixAt);
-    ws.send(bytes, TEXT_FRAME);
+    // The hot path (50 frames a second per call): the event is written straight into bytes, in
+    // the buffer of the previous frame. Handing ws a Buffer (sent as text) lets it mask into a
+    // single frame buffer of its own: one plain socket write per frame rather than a corked
+    // header-and-payload pair, and our buffer is free again once send returns. Unless ws or the
+    // socket still holds bytes (ws queues a send, or sends a frame whose mask is all zeros
+    // unmasked, and the kernel did not take it): those may be ours, so the next frame gets a new one.
+    ws.send(this.audioAppends.write(audio), TEXT_FRAME);
+    if (ws.bufferedAmount > 0) this.audioAppends.release();
   }
 
   commitAudio(): void {

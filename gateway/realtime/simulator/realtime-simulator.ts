@@ -54,6 +54,9 @@ export interface SimulatorConnection {
   terminate(): void;
   /** Closes with a code and reason, as a server going away does. */
   close(code: number, reason: string): void;
+  /** Stops reading the client's frames (a stalled link or model): the client's sends back up. */
+  pauseReading(): void;
+  resumeReading(): void;
 }
 
 export class RealtimeSimulator {
@@ -153,6 +156,8 @@ export class RealtimeSimulator {
       handshake,
       terminate: () => socket.terminate(),
       close: (code, reason) => socket.close(code, reason),
+      pauseReading: () => socket.pause(),
+      resumeReading: () => socket.resume(),
     };
     this.connections.push(connection);
     socket.on('message', (data: RawData, isBinary: boolean) => {

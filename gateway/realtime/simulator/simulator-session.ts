@@ -4,7 +4,7 @@
  * truncation only within the audio produced, the real error codes) so the client is tested against
  * the same refusals it meets in the cloud, and it records what it said and heard for assertions.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { DTMF_MESSAGE_PATTERN, bytesPerMs, type AudioFormat } from '../realtime-session.ts';
 import { WIRE_ERROR, type ClientEvent, type ItemWire, type ResponseWire, type ServerEvent, type SessionWire } from '../openai-protocol.ts';
 import { formatFromWire } from '../session-config-wire.ts';
@@ -134,6 +134,8 @@ export class SimulatorSession {
   private session: SessionWire;
   private vad: EnergyVad | undefined;
   private inputBytes = 0;
+  /** All caller audio appended, kept as a digest while the wire is recorded (tests). */
+  private readonly inputAudio = createHash('sha256');
   private bufferBytes = 0;
   private speechStartMs = 0;
   private speechItemId: string | undefined;
@@ -194,6 +196,11 @@ export class SimulatorSession {
   /** The effective session configuration, as session.updated reported it. */
   get configuration(): SessionWire {
     return this.session;
+  }
+
+  /** SHA-256 (hex) of the caller audio appended so far, in order; empty-input digest without recordWire. */
+  inputAudioDigest(): string {
+    return this.inputAudio.copy().digest('hex');
   }
 
   /** Client event types received, in order (audio appends included). */
@@ -366,7 +373,8 @@ export class SimulatorSession {
       this.error({ code: WIRE_ERROR.missingParameter, message: "Missing required parameter: 'audio'.", param: 'audio', eventId });
       return;
     }
-    if (this.vad === undefined) {
+    const recorded = this.options.recordWire !== false;
+    if (this.vad === undefined && !recorded) {
       // Without turn detection only the length matters; skip decoding (many calls in one process).
       const length = base64Length(audio);
       this.inputBytes += length;
@@ -374,8 +382,10 @@ export class SimulatorSession {
       return;
     }
     const bytes = Buffer.from(audio, 'base64');
+    if (recorded) this.inputAudio.update(bytes);
     this.inputBytes += bytes.length;
     this.bufferBytes += bytes.length;
+    if (this.vad === undefined) return;
     const format = this.inputFormat();
     const samples = format === 'pcmu' ? decodeMulaw(bytes) : format === 'pcma' ? decodeAlaw(bytes) : decodePcm16(bytes);
     for (const transition of this.vad.push(samples)) {
