@@ -13,9 +13,17 @@
  *     printed beside it;
  *   - inbound added latency per audio delta: from the simulator handing the frame to its socket
  *     to the client emitting `audio_delta` (an upper bound: it includes loopback and the
- *     simulator's framing). All processes read the same monotonic clock.
+ *     simulator's framing); printed beside it, the simulator's own part (handing the frame to ws
+ *     until its socket write returned) and the rest, from that write to the emit, which is the
+ *     kernel's delivery and callgate's process. All processes read the same monotonic clock;
+ *   - young-generation garbage per message (from V8's heap statistics around each GC), which the
+ *     noise of a shared machine does not move, unlike the latencies.
  *
  *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin]
+ *
+ * callgate's side is this process (the children are started without its node flags), so it is
+ * profiled with node's own flags, e.g.
+ *   node --min-semi-space-size=16 --max-semi-space-size=16 --cpu-prof --import tsx bench/realtime-bench.ts
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
@@ -23,7 +31,7 @@ import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { constants, monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
-import { getHeapSpaceStatistics } from 'node:v8';
+import { GCProfiler, getHeapSpaceStatistics } from 'node:v8';
 import { WebSocketServer } from 'ws';
 import { Logger } from '../config/log.ts';
 import { OpenAIRealtimeSession } from '../gateway/realtime/openai-realtime-session.ts';
@@ -55,9 +63,15 @@ const quiet = new Logger({ level: 'error', sink: { write: () => undefined } });
 
 type ChildMessage =
   | { kind: 'ready'; url: string }
-  | { kind: 'stamps'; stamps: Record<string, number[]>; cpuMicros: number }
+  | { kind: 'stamps'; stamps: Record<string, DeltaStamps>; cpuMicros: number }
   | { kind: 'caller-ready' }
   | { kind: 'caller-stats'; slotLatePercentiles: [number, number]; cpuMicros: number };
+
+/** The simulator's send times of one session's audio deltas (µs): handed to ws, and ws's socket write returned. */
+interface DeltaStamps {
+  sent: number[];
+  written: number[];
+}
 
 type ParentMessage = { kind: 'dump' } | { kind: 'call'; port: number; sessions: number };
 
@@ -85,12 +99,12 @@ async function runSimulator(): Promise<void> {
   // The lines the sessions say, rendered before any session asks: every session waiting on one
   // first render would otherwise start speaking in the same millisecond and stay in lockstep.
   await Promise.all([script.greeting, script.fallback].map((line) => synthesizer.render(line, 'pcmu')));
-  const stamps: Record<string, number[]> = {};
+  const stamps: Record<string, DeltaStamps> = {};
   const server = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
   server.on('connection', (socket, request) => {
     const model = new URL(request.url ?? '/', 'ws://x').searchParams.get('model') ?? 'unknown';
-    const sent: number[] = [];
-    stamps[model] = sent;
+    const delta: DeltaStamps = { sent: [], written: [] };
+    stamps[model] = delta;
     const session = new SimulatorSession({
       script,
       synthesizer,
@@ -102,8 +116,14 @@ async function runSimulator(): Promise<void> {
         send: (text) => {
           if (socket.readyState !== socket.OPEN) return;
           // The event literal starts with its type, so this needs no parse.
-          if (text.startsWith('{"type":"response.output_audio.delta"')) sent.push(nowMicros());
+          if (!text.startsWith('{"type":"response.output_audio.delta"')) {
+            socket.send(text);
+            return;
+          }
+          delta.sent.push(nowMicros());
+          // ws frames and writes the text before send returns (no compression, nothing queued).
           socket.send(text);
+          delta.written.push(nowMicros());
         },
         close: (code, reason) => socket.close(code, reason),
       },
@@ -278,10 +298,10 @@ function fromChild<K extends ChildMessage['kind']>(child: ChildProcess, kind: K)
 }
 
 /** The share of the simulator's deltas sent in a burst millisecond, and the most sent in one. */
-function burstShare(stamps: Record<string, number[]>, fromMicros: number, toMicros: number): { share: number; largest: number } {
+function burstShare(stamps: Record<string, DeltaStamps>, fromMicros: number, toMicros: number): { share: number; largest: number } {
   const perMs = new Map<number, number>();
   let total = 0;
-  for (const sent of Object.values(stamps)) {
+  for (const { sent } of Object.values(stamps)) {
     for (const at of sent) {
       if (at < fromMicros || at > toMicros) continue;
       const ms = Math.floor(at / 1000);
@@ -296,6 +316,27 @@ function burstShare(stamps: Record<string, number[]>, fromMicros: number, toMicr
     largest = Math.max(largest, count);
   }
   return { share: total === 0 ? 0 : inBursts / total, largest };
+}
+
+/** New-space usage (bytes) now. */
+function newSpaceUsed(): number {
+  return getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_used_size ?? 0;
+}
+
+/**
+ * Bytes allocated in the young generation between `usedAtStart` and `usedAtEnd`: what each GC
+ * found in new space less what the previous one left there (its survivors), plus the growth
+ * after the last one. Objects too large for new space are not counted (none on the hot paths).
+ */
+function youngAllocation(statistics: ReturnType<GCProfiler['stop']>, usedAtStart: number, usedAtEnd: number): number {
+  const newSpace = (spaces: { spaceName: string; spaceUsedSize: number }[]): number => spaces.find((space) => space.spaceName === 'new_space')?.spaceUsedSize ?? 0;
+  let allocated = 0;
+  let left = usedAtStart;
+  for (const gc of statistics?.statistics ?? []) {
+    allocated += Math.max(0, newSpace(gc.beforeGC.heapSpaceStatistics) - left);
+    left = newSpace(gc.afterGC.heapSpaceStatistics);
+  }
+  return allocated + Math.max(0, usedAtEnd - left);
 }
 
 async function runBench(): Promise<void> {
@@ -386,6 +427,9 @@ async function runBench(): Promise<void> {
     }
   });
   gcObserver.observe({ entryTypes: ['gc'] });
+  const gcProfiler = new GCProfiler();
+  gcProfiler.start();
+  const youngAtStart = newSpaceUsed();
   const windowStart = nowMicros();
   const schedStart = schedStat();
   const cpuStart = process.cpuUsage();
@@ -397,6 +441,8 @@ async function runBench(): Promise<void> {
   const schedEnd = schedStat();
   const wallMs = performance.now() - wallStart;
   const windowEnd = nowMicros();
+  const youngAtEnd = newSpaceUsed();
+  const youngAllocated = youngAllocation(gcProfiler.stop(), youngAtStart, youngAtEnd);
   loopDelay.disable();
   gcObserver.disconnect();
 
@@ -410,13 +456,19 @@ async function runBench(): Promise<void> {
   caller.kill();
   frames.close();
   const inbound = new LatencyHistogram();
+  const simulatorSend = new LatencyHistogram();
+  const afterWrite = new LatencyHistogram();
   probes.forEach((probe, index) => {
-    const sent = stamps[`bench-${index}`] ?? [];
+    const { sent, written } = stamps[`bench-${index}`] ?? { sent: [], written: [] };
     const count = Math.min(sent.length, probe.receivedCount);
     for (let k = 0; k < count; k++) {
       const sentAt = sent[k] ?? 0;
+      const writtenAt = written[k] ?? sentAt;
       const receivedAt = probe.received[k] ?? 0;
-      if (sentAt >= windowStart && sentAt <= windowEnd) inbound.record(receivedAt - sentAt);
+      if (sentAt < windowStart || sentAt > windowEnd) continue;
+      inbound.record(receivedAt - sentAt);
+      simulatorSend.record(writtenAt - sentAt);
+      afterWrite.record(receivedAt - writtenAt);
     }
   });
   const dropped = probes.reduce((sum, probe) => sum + probe.client.droppedAudioFrames, 0);
@@ -424,13 +476,18 @@ async function runBench(): Promise<void> {
 
   console.log(`realtime bench: ${probes.length} sessions, ${seconds} s measured after ${warmup} s warm-up`);
   console.log(`callgate CPU: ${(cpuShare * 100).toFixed(1)} % of one core total, ${((cpuShare * 100) / probes.length).toFixed(3)} % per session`);
-  const messages = outbound.count + inbound.count;
-  console.log(`callgate CPU per message (frame out or delta in): ${(((cpu.user + cpu.system) / Math.max(1, messages)) * 1).toFixed(1)} µs`);
+  const messages = Math.max(1, outbound.count + inbound.count);
+  console.log(
+    `callgate CPU per message (frame out or delta in): ${((cpu.user + cpu.system) / messages).toFixed(1)} µs (user ${(cpu.user / messages).toFixed(1)}, system ${(cpu.system / messages).toFixed(1)})`,
+  );
+  console.log(`callgate young-generation garbage: ${(youngAllocated / 1024 / 1024 / (wallMs / 1000)).toFixed(1)} MB/s, ${(youngAllocated / messages).toFixed(0)} bytes per message`);
   console.log(`simulator CPU (child, whole run): ${(childCpu / 1000 / 1000).toFixed(1)} s; caller process: ${(callerStats.cpuMicros / 1000 / 1000).toFixed(1)} s`);
   console.log(outbound.describe('outbound added latency (frame sent by the caller process -> socket write)'));
   const [slotP50, slotP99] = callerStats.slotLatePercentiles.map((v) => (v / 1000).toFixed(2));
   console.log(`  plus the caller process's own lateness (20 ms slot -> frame sent, whole run): p50=${slotP50} ms p99=${slotP99} ms`);
   console.log(inbound.describe('inbound added latency (simulator send -> audio_delta emitted)'));
+  console.log(`  of which the simulator's own send (ws framing and its socket write): ${simulatorSend.describe('').replace(/^: n=\d+ /, '')}`);
+  console.log(`  and from its socket write returning to the emit (kernel and callgate's process): ${afterWrite.describe('').replace(/^: n=\d+ /, '')}`);
   const lag = (ns: number): string => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS).toFixed(2);
   console.log(`event loop lag: p50=${lag(loopDelay.percentile(50))} ms p99=${lag(loopDelay.percentile(99))} ms max=${lag(loopDelay.max)} ms`);
   const newSpace = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
