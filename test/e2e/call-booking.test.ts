@@ -3,6 +3,7 @@ import { waitFor } from '../support/processes.ts';
 import { CallerRtp } from './caller-rtp.ts';
 import { startCallgate, type CallgateProcess } from './callgate-process.ts';
 import { runSipp } from './sipp-runner.ts';
+import { sandboxMessages } from '../support/sandbox-messages.ts';
 
 /** A short greeting, and key 1 books a table (one mutating tool call). */
 const BOOKING_SCRIPT = {
@@ -104,7 +105,7 @@ describe('when a caller dials the demo number over SIP and presses 1 to book a t
     expect(effects).toHaveLength(1);
     expect(effects[0]?.reference).toBe(booking.operation_id);
     // Told on the call, so nothing goes out of band.
-    expect((await cg.get<{ messages: unknown[] }>(`${cg.sandboxUrl}/admin/messages?operation_id=${booking.operation_id}`)).messages).toEqual([]);
+    expect(await sandboxMessages(cg.sandboxUrl, booking.operation_id)).toEqual([]);
 
     // The wire back to the caller: PCMU from one SSRC, and speech after the key press (the agent's answer).
     const audio = rtp.received.filter((p) => p.payloadType === 0);

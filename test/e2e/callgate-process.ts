@@ -23,6 +23,8 @@ export interface CallgateProcess {
   /** The first call the session registry lists as active. */
   activeCall(timeoutMs?: number): Promise<CallView>;
   operations(sessionId: string): Promise<OperationView[]>;
+  /** Waits until the call's operation picked by `which` has its result delivered (spoken or sent), and returns it. */
+  delivered(sessionId: string, which: (op: OperationView) => boolean, timeoutMs?: number): Promise<OperationView>;
   timeline(sessionId: string): Promise<TimelineEntryView[]>;
   /** Adds a sandbox fault rule (e.g. `latency=3000` for bookings/book). */
   addFault(rule: { fault: string; service?: string; operation?: string; nth?: number; times?: number }): Promise<void>;
@@ -156,6 +158,12 @@ async function startOnce(options: CallgateProcessOptions, { configPath, prefix }
     },
     async operations(sessionId) {
       return (await get<{ operations: OperationView[] }>(`/v1/operations?session_id=${sessionId}`)).operations;
+    },
+    async delivered(sessionId, which, timeoutMs = 15_000) {
+      return waitFor(async () => {
+        const op = (await get<{ operations: OperationView[] }>(`/v1/operations?session_id=${sessionId}`)).operations.find(which);
+        return op?.delivery?.delivered === true ? op : undefined;
+      }, timeoutMs, 'the result to be delivered');
     },
     async timeline(sessionId) {
       return (await get<{ timeline: TimelineEntryView[] }>(`/v1/calls/${sessionId}/timeline`)).timeline;

@@ -46,7 +46,7 @@ describe('when the caller barges in during the spoken acknowledgement of a commi
     const ledger = gw.agents.h.layer.ledger;
     expect((await ledger.get('demo', operationId))?.delivery?.delivered).not.toBe(true);
 
-    await waitFor(async () => ((await ledger.get('demo', operationId))?.delivery?.delivered === true ? true : undefined), 20_000, 'the acknowledgement said again');
+    await gw.delivered(operationId, 20_000);
     expect(heardResult()).toBe(2);
     expect((await ledger.get('demo', operationId))?.delivery).toMatchObject({ decision: 'spoken', channel: 'voice', delivered: true });
     const audit = (await gw.agents.audit.read(call.sessionId)).map((r) => r.event.type);

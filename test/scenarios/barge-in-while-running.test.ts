@@ -8,6 +8,7 @@ import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { dial } from './place-call.ts';
 import { startCallgate, type TimelineEntryView } from '../e2e/callgate-process.ts';
+import { sandboxMessages } from '../support/sandbox-messages.ts';
 
 const SCRIPT = {
   name: 'barge-in-while-running',
@@ -60,10 +61,7 @@ describe('when the caller barges in while the booking is RUNNING', () => {
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, talkedAt + CALLER_TALKS_MS - Date.now())));
     expect(rtp.audibleSince(bargeIn.at + 200, talkedAt + CALLER_TALKS_MS)).toBe(0);
 
-    const delivered = await waitFor(async () => {
-      const op = (await cg.operations(call.session_id)).find((o) => o.action === 'book_table');
-      return op?.delivery?.delivered === true ? op : undefined;
-    }, 20_000, 'the booking result to be told');
+    const delivered = await cg.delivered(call.session_id, (o) => o.action === 'book_table', 20_000);
     const result = await sipp;
     // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
     rtp.mute();
@@ -74,7 +72,7 @@ describe('when the caller barges in while the booking is RUNNING', () => {
     expect(delivered.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
     const effects = (await cg.get<{ effects: { reference?: string }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;
     expect(effects.map((e) => e.reference)).toEqual([delivered.operation_id]);
-    expect((await cg.get<{ messages: unknown[] }>(`${cg.sandboxUrl}/admin/messages?operation_id=${delivered.operation_id}`)).messages).toEqual([]);
+    expect(await sandboxMessages(cg.sandboxUrl, delivered.operation_id)).toEqual([]);
 
     const timeline = await cg.timeline(call.session_id);
     expect(timeline.filter((e) => e.source === 'operation').map((e) => e.type)).toEqual(['operation_requested', 'operation_admitted', 'operation_running', 'operation_committed']);

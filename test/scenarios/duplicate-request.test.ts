@@ -41,10 +41,7 @@ describe('when the same booking is asked for twice in one call while the first r
     expect(second.detail).toMatchObject({ name: 'book_table', status: 'duplicate', operationId: first.operation_id });
     expect((await cg.operations(call.session_id)).find((op) => op.operation_id === first.operation_id)?.state).not.toBe('COMMITTED');
 
-    const told = await waitFor(async () => {
-      const op = (await cg.operations(call.session_id)).find((o) => o.operation_id === first.operation_id);
-      return op?.delivery?.delivered === true ? op : undefined;
-    }, 15_000, 'the result to be told');
+    const told = await cg.delivered(call.session_id, (o) => o.operation_id === first.operation_id);
     const result = await sipp;
     // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
     rtp.mute();

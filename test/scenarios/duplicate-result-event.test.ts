@@ -31,7 +31,7 @@ describe('when the result event of a booking arrives twice', () => {
     const call = await waitFor(async () => gw.sessions[0], 2_000, 'the call session');
     const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking');
     const ledger = gw.agents.h.layer.ledger;
-    await waitFor(async () => ((await ledger.get('demo', operationId))?.delivery?.delivered === true ? true : undefined), 15_000, 'the result told');
+    await gw.delivered(operationId);
 
     // The same event again, as a redelivery would bring it.
     const decisionsOf = async () => (await gw.agents.audit.read(call.sessionId)).flatMap((r) => (r.event.type === 'gate_decision' ? [r.event] : []));

@@ -12,6 +12,7 @@ import type { SippResult } from '../e2e/sipp-runner.ts';
 import type { Closable } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { dial } from './place-call.ts';
+import { messagesOnceSettled } from '../support/sandbox-messages.ts';
 
 export interface CrashCallOptions {
   /** How long the sandbox holds the booking (below the provider timeout, 5 s). */
@@ -99,11 +100,7 @@ export async function expectDeliveredOutOfBandOnce(worker: CallgateProcess, sess
   expect(delivered.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band' });
   expect(delivered.delivery?.reasons).toContain('gateway_gone');
 
-  const messagesOf = async () => (await worker.get<{ messages: { deliveries: number }[] }>(`${worker.sandboxUrl}/admin/messages?operation_id=${operationId}`)).messages;
-  await waitFor(async () => ((await messagesOf()).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
-  // Long enough for a second delivery to show if the janitor or the gateway sent it again.
-  await new Promise((resolve) => setTimeout(resolve, 1_500));
-  expect((await messagesOf()).map((m) => m.deliveries)).toEqual([1]);
+  expect((await messagesOnceSettled(worker.sandboxUrl, operationId)).map((m) => m.deliveries)).toEqual([1]);
   const effects = (await worker.get<{ effects: { reference?: string }[] }>(`${worker.sandboxUrl}/admin/effects?service=bookings`)).effects;
   expect(effects.map((e) => e.reference)).toEqual([operationId]);
   return delivered;

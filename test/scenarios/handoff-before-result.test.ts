@@ -51,10 +51,7 @@ describe('when the caller is handed to another agent before the booking result a
     const tools = (model.session.configuration.tools ?? []).map((t) => (t as { name?: string }).name);
     expect(tools.sort()).toEqual(concierge.tools.map((t) => t.name).sort());
 
-    const op = await waitFor(async () => {
-      const current = await ledger.get('demo', operationId);
-      return current?.delivery?.delivered === true ? current : undefined;
-    }, 15_000, 'the result to be told');
+    const op = await gw.delivered(operationId);
     const result = await sipp;
     // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
     rtp.mute();

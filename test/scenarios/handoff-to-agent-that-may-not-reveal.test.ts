@@ -8,6 +8,7 @@ import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { startInProcessGateway } from './in-process-gateway.ts';
 import { placeCall } from './place-call.ts';
+import { messagesOnceSettled } from '../support/sandbox-messages.ts';
 
 const SCRIPT = {
   name: 'handoff-to-agent-that-may-not-reveal',
@@ -37,14 +38,11 @@ describe('when the caller is handed to an agent that may not reveal the booking 
     rtp.press('2');
     await waitFor(async () => (call.agent.activeAgent === 'billing' ? true : undefined), 8_000, 'the handoff to billing');
 
-    const messages = async () => ((await (await fetch(`${gw.sandboxUrl}/admin/messages?operation_id=${operationId}`)).json()) as { messages: { deliveries: number }[] }).messages;
-    await waitFor(async () => ((await messages()).length > 0 ? true : undefined), 15_000, 'the out-of-band message');
-    const ledger = gw.agents.h.layer.ledger;
-    const op = await ledger.get('demo', operationId);
+    const messages = await messagesOnceSettled(gw.sandboxUrl, operationId, { timeoutMs: 15_000 });
+    const op = await gw.agents.h.layer.ledger.get('demo', operationId);
     expect(op?.state).toBe('COMMITTED');
     expect(op?.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band', reasons: ['handoff_agent_may_not_reveal', 'committed'] });
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect(await messages()).toEqual([expect.objectContaining({ deliveries: 1 })]);
+    expect(messages).toEqual([expect.objectContaining({ deliveries: 1 })]);
     expect(model.session.heard.filter((r) => r.kind === 'system_message' && r.text.includes(operationId))).toHaveLength(0);
     const result = await sipp;
     expect(result.exitCode, result.stderr).toBe(0);

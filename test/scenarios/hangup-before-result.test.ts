@@ -8,6 +8,7 @@ import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { startCallgate } from '../e2e/callgate-process.ts';
 import { dial } from './place-call.ts';
+import { messagesOnceSettled } from '../support/sandbox-messages.ts';
 
 const SCRIPT = {
   name: 'hangup-before-result',
@@ -48,19 +49,13 @@ describe('when the caller hangs up before the booking result arrives', () => {
     expect(result.exitCode, result.stderr).toBe(0);
     expect((await cg.operations(call.session_id)).find((op) => op.operation_id === started.operation_id)?.state).not.toBe('COMMITTED');
 
-    const delivered = await waitFor(async () => {
-      const op = (await cg.operations(call.session_id)).find((o) => o.operation_id === started.operation_id);
-      return op?.delivery?.delivered === true ? op : undefined;
-    }, 15_000, 'the result to be delivered');
+    const delivered = await cg.delivered(call.session_id, (o) => o.operation_id === started.operation_id);
     expect(delivered.state).toBe('COMMITTED');
     expect(delivered.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band' });
     expect(delivered.delivery?.reasons).toContain('caller_hung_up');
 
     // The out-of-band message lands at the sandbox once, and stays once.
-    const messagesOf = async () => (await cg.get<{ messages: { deliveries: number; body: Record<string, unknown> }[] }>(`${cg.sandboxUrl}/admin/messages?operation_id=${started.operation_id}`)).messages;
-    await waitFor(async () => ((await messagesOf()).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    const messages = await messagesOf();
+    const messages = await messagesOnceSettled(cg.sandboxUrl, started.operation_id);
     expect(messages).toHaveLength(1);
     expect(messages[0]?.deliveries).toBe(1);
     const effects = (await cg.get<{ effects: { reference?: string }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;

@@ -20,6 +20,7 @@ import { CallRegistry } from '../../gateway/call/call-registry.ts';
 import { callTimeline, type TimelineEntry } from '../../gateway/call/calls-api.ts';
 import type { CallSession } from '../../gateway/call/call-session.ts';
 import type { CallPrompts } from '../../gateway/call/call-prompts.ts';
+import type { Operation } from '../../jobs/ledger/operation.ts';
 import { BOOK, quietLog } from '../support/action-harness.ts';
 import { startAgentsHarness, type AgentsHarness } from '../support/agents-harness.ts';
 import { startTs, waitFor } from '../support/processes.ts';
@@ -39,6 +40,8 @@ export interface InProcessGateway {
   readonly sessions: CallSession[];
   addFault(rule: { fault: string; service?: string; operation?: string }): Promise<void>;
   timeline(session: CallSession): Promise<TimelineEntry[]>;
+  /** Waits until the ledger records the operation's result as delivered (spoken or sent), and returns it. */
+  delivered(operationId: string, timeoutMs?: number): Promise<Operation>;
   close(): Promise<void>;
 }
 
@@ -124,6 +127,12 @@ export async function startInProcessGateway(options: InProcessGatewayOptions): P
       const record = await registry.get(session.sessionId);
       if (record === undefined) return [];
       return callTimeline({ registry, audit, ledger: h.layer.ledger }, record);
+    },
+    async delivered(operationId, timeoutMs = 15_000) {
+      return waitFor(async () => {
+        const op = await h.layer.ledger.get('demo', operationId);
+        return op?.delivery?.delivered === true ? op : undefined;
+      }, timeoutMs, 'the result to be delivered');
     },
     async close() {
       await calls.stop();

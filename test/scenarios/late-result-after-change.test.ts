@@ -9,6 +9,7 @@ import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { dial } from './place-call.ts';
 import { startCallgate } from '../e2e/callgate-process.ts';
+import { sandboxMessages } from '../support/sandbox-messages.ts';
 
 const BOOKING = { restaurant: 'trattoria-roma', date: '2032-04-04', party_size: 2, name: 'Donald Knuth' };
 const SCRIPT = {
@@ -63,6 +64,6 @@ describe('when the caller changes the booking time while the first booking runs'
     // The system of record holds one booking: 20:30.
     const effects = (await cg.get<{ effects: { operation: string; reference?: string; result: { time?: string } }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;
     expect(effects.map((e) => [e.operation, e.reference, e.result.time])).toEqual([['book', newer.operation_id, '20:30']]);
-    for (const op of [older, newer]) expect((await cg.get<{ messages: unknown[] }>(`${cg.sandboxUrl}/admin/messages?operation_id=${op.operation_id}`)).messages).toEqual([]);
+    for (const op of [older, newer]) expect(await sandboxMessages(cg.sandboxUrl, op.operation_id)).toEqual([]);
   });
 });

@@ -9,6 +9,7 @@ import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { startInProcessGateway } from './in-process-gateway.ts';
 import { placeCall } from './place-call.ts';
+import { messagesOnceSettled } from '../support/sandbox-messages.ts';
 
 const SCRIPT = {
   name: 'media-timeout',
@@ -50,16 +51,9 @@ describe('when the caller’s RTP stops without a BYE', () => {
     expect(gw.ports.inUse).toBe(0);
     expect(await gw.registry.get(call.sessionId)).toMatchObject({ state: 'ended', endReason: 'media_timeout' });
 
-    const ledger = gw.agents.h.layer.ledger;
-    const op = await waitFor(async () => {
-      const current = await ledger.get('demo', operationId);
-      return current?.delivery?.delivered === true ? current : undefined;
-    }, 15_000, 'the result to be delivered');
+    const op = await gw.delivered(operationId);
     expect(op.state).toBe('COMMITTED');
     expect(op.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band' });
-    const messagesOf = async () => ((await (await fetch(`${gw.sandboxUrl}/admin/messages?operation_id=${operationId}`)).json()) as { messages: unknown[] }).messages;
-    await waitFor(async () => ((await messagesOf()).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect(await messagesOf()).toHaveLength(1);
+    expect(await messagesOnceSettled(gw.sandboxUrl, operationId)).toHaveLength(1);
   });
 });

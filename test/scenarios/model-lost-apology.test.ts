@@ -12,6 +12,7 @@ import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
 import { placeCall } from './place-call.ts';
+import { messagesOnceSettled, sandboxMessages } from '../support/sandbox-messages.ts';
 
 const SCRIPT = {
   name: 'model-lost-apology',
@@ -69,11 +70,7 @@ describe('when the model connection drops mid-call', () => {
     expect(instructions).toContain('The active agent is reservations');
     expect(instructions).toContain(operationId);
 
-    const ledger = gw.agents.h.layer.ledger;
-    const op = await waitFor(async () => {
-      const current = await ledger.get('demo', operationId);
-      return current?.delivery?.delivered === true ? current : undefined;
-    }, 20_000, 'the result to be delivered');
+    const op = await gw.delivered(operationId, 20_000);
     expect(op.state).toBe('COMMITTED');
     expect(op.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
     expect(secondConnection.session.heard.some((r) => r.kind === 'system_message' && r.text.includes(operationId))).toBe(true);
@@ -137,21 +134,14 @@ describe('when the model connection drops mid-call', () => {
     expect(await counterValue('callgate_call_model_reopens_total', { cause: 'lost', outcome: 'ok' })).toBe(before.reopened + 1);
     expect(await counterValue('callgate_calls_ended_total', { tenant: 'demo', reason: 'model_lost' })).toBe(before.ended + 1);
 
-    const ledger = gw.agents.h.layer.ledger;
-    const op = await waitFor(async () => {
-      const current = await ledger.get('demo', operationId);
-      return current?.delivery?.delivered === true ? current : undefined;
-    }, 15_000, 'the result to be delivered');
+    const op = await gw.delivered(operationId);
     expect(op.state).toBe('COMMITTED');
-    const messagesOf = async () => ((await (await fetch(`${gw.sandboxUrl}/admin/messages?operation_id=${operationId}`)).json()) as { messages: unknown[] }).messages;
     if (op.delivery?.channel === 'out_of_band') {
-      await waitFor(async () => ((await messagesOf()).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      expect(await messagesOf()).toHaveLength(1);
+      expect(await messagesOnceSettled(gw.sandboxUrl, operationId)).toHaveLength(1);
     } else {
       // Committed and told on the re-opened session before it was lost: nothing goes out of band.
       expect(op.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
-      expect(await messagesOf()).toEqual([]);
+      expect(await sandboxMessages(gw.sandboxUrl, operationId)).toEqual([]);
     }
   });
 });

@@ -10,6 +10,7 @@ import { waitFor } from '../support/processes.ts';
 import type { CallerRtp } from '../e2e/caller-rtp.ts';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
 import { placeCall } from './place-call.ts';
+import { messagesOnceSettled } from '../support/sandbox-messages.ts';
 
 const SCRIPT = {
   name: 'model-reconnect',
@@ -51,10 +52,7 @@ describe('when the model connection drops while the booking runs', () => {
     expect(instructions).toContain('The active agent is reservations');
     expect(instructions).toContain(operationId);
 
-    const op = await waitFor(async () => {
-      const current = await ledger.get('demo', operationId);
-      return current?.delivery?.delivered === true ? current : undefined;
-    }, 15_000, 'the result to be delivered');
+    const op = await gw.delivered(operationId);
     expect(op.state).toBe('COMMITTED');
     expect(op.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
     // Spoken by the re-opened session, which heard the result as a system message.
@@ -104,16 +102,9 @@ describe('when the model connection drops while the booking runs', () => {
     expect(gw.events.filter((e) => e.event.type === 'ended')).toHaveLength(1);
     expect(gw.simulator.connections.length).toBeLessThanOrEqual(2);
 
-    const ledger = gw.agents.h.layer.ledger;
-    const op = await waitFor(async () => {
-      const current = await ledger.get('demo', operationId);
-      return current?.delivery?.delivered === true ? current : undefined;
-    }, 15_000, 'the result to be delivered');
+    const op = await gw.delivered(operationId);
     expect(op.state).toBe('COMMITTED');
     expect(op.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band' });
-    const messagesOf = async () => ((await (await fetch(`${gw.sandboxUrl}/admin/messages?operation_id=${operationId}`)).json()) as { messages: unknown[] }).messages;
-    await waitFor(async () => ((await messagesOf()).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect(await messagesOf()).toHaveLength(1);
+    expect(await messagesOnceSettled(gw.sandboxUrl, operationId)).toHaveLength(1);
   });
 });

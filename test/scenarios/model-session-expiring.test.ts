@@ -62,11 +62,7 @@ describe('when the model session is about to reach its limit', () => {
     expect(instructions).toContain(operationId);
 
     // The result is told once, on whichever session was live when it came.
-    const ledger = gw.agents.h.layer.ledger;
-    const op = await waitFor(async () => {
-      const current = await ledger.get('demo', operationId);
-      return current?.delivery?.delivered === true ? current : undefined;
-    }, 15_000, 'the result to be delivered');
+    const op = await gw.delivered(operationId);
     expect(op.state).toBe('COMMITTED');
     expect(op.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
     const told = [firstConnection, secondConnection].flatMap((c) => c.session.heard.filter((r) => r.kind === 'system_message' && r.text.includes(operationId)));

@@ -7,7 +7,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import { closeAfterEach } from '../support/cleanup.ts';
-import { waitFor } from '../support/processes.ts';
 import { dial } from './place-call.ts';
 import { startCallgate, type CallgateProcess } from '../e2e/callgate-process.ts';
 
@@ -34,10 +33,7 @@ async function callAndAct(cg: CallgateProcess, digit: '1' | '2', action: string)
   const call = await cg.activeCall();
   await new Promise((resolve) => setTimeout(resolve, 800));
   rtp.press(digit);
-  const told = await waitFor(async () => {
-    const op = (await cg.operations(call.session_id)).find((o) => o.action === action);
-    return op?.delivery?.delivered === true ? op : undefined;
-  }, 25_000, `the ${action} result to be told`);
+  const told = await cg.delivered(call.session_id, (o) => o.action === action, 25_000);
   expect(told).toMatchObject({ state: 'COMMITTED', delivery: { decision: 'spoken', channel: 'voice' } });
   const result = await sipp;
   // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.

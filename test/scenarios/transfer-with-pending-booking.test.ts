@@ -8,6 +8,7 @@ import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { dial } from './place-call.ts';
 import { startCallgate } from '../e2e/callgate-process.ts';
+import { messagesOnceSettled } from '../support/sandbox-messages.ts';
 
 const SCRIPT = {
   name: 'transfer-with-pending-booking',
@@ -51,18 +52,12 @@ describe('when the caller is transferred to a person while the booking runs', ()
       expect.stringMatching(/^received BYE /),
     ]);
 
-    const delivered = await waitFor(async () => {
-      const op = (await cg.operations(call.session_id)).find((o) => o.operation_id === booking.operation_id);
-      return op?.delivery?.delivered === true ? op : undefined;
-    }, 15_000, 'the booking result to be delivered');
+    const delivered = await cg.delivered(call.session_id, (o) => o.operation_id === booking.operation_id);
     expect(delivered.state).toBe('COMMITTED');
     expect(delivered.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band' });
     expect(delivered.delivery?.reasons).toContain('transferred_to_human');
 
-    const messagesOf = async () => (await cg.get<{ messages: { deliveries: number }[] }>(`${cg.sandboxUrl}/admin/messages?operation_id=${booking.operation_id}`)).messages;
-    await waitFor(async () => ((await messagesOf()).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    expect((await messagesOf()).map((m) => m.deliveries)).toEqual([1]);
+    expect((await messagesOnceSettled(cg.sandboxUrl, booking.operation_id)).map((m) => m.deliveries)).toEqual([1]);
     const effects = (await cg.get<{ effects: { reference?: string }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;
     expect(effects.map((e) => e.reference)).toEqual([booking.operation_id]);
 

@@ -9,6 +9,7 @@ import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { startCallgate, type OperationView } from '../e2e/callgate-process.ts';
 import { dial } from './place-call.ts';
+import { sandboxMessages } from '../support/sandbox-messages.ts';
 
 const SCRIPT = {
   name: 'two-calls-same-table',
@@ -61,7 +62,7 @@ describe('when two callers book the only table for eight at the same time', () =
       expect(op.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
       const spoken = (await cg.timeline(op.session_id)).filter((e) => e.type === 'result_spoken');
       expect(spoken.map((e) => e.detail)).toEqual([expect.objectContaining({ operationId: op.operation_id, status: 'completed' })]);
-      expect((await cg.get<{ messages: unknown[] }>(`${cg.sandboxUrl}/admin/messages?operation_id=${op.operation_id}`)).messages).toEqual([]);
+      expect(await sandboxMessages(cg.sandboxUrl, op.operation_id)).toEqual([]);
     }
   });
 });

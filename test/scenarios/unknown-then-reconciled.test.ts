@@ -6,7 +6,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import { closeAfterEach } from '../support/cleanup.ts';
-import { waitFor } from '../support/processes.ts';
 import { dial } from './place-call.ts';
 import { startCallgate } from '../e2e/callgate-process.ts';
 
@@ -42,10 +41,7 @@ describe('when the booking commits at the provider but its answer is lost', () =
     await new Promise((resolve) => setTimeout(resolve, 800));
     rtp.press('1');
 
-    const told = await waitFor(async () => {
-      const op = (await cg.operations(call.session_id)).find((o) => o.action === 'book_table');
-      return op?.delivery?.delivered === true ? op : undefined;
-    }, 25_000, 'the reconciled result to be told');
+    const told = await cg.delivered(call.session_id, (o) => o.action === 'book_table', 25_000);
     const result = await sipp;
     // The call is over: the phone stops sending, or its stray RTP could reach the next call on that port.
     rtp.mute();

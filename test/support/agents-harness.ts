@@ -12,6 +12,8 @@ import { SANDBOX_AGENTS } from '../../agents/sandbox/sandbox-agents.ts';
 import { ToolRuntime } from '../../agents/tool-runtime.ts';
 import { quietLog, startHarness, type Harness, type HarnessOptions } from './action-harness.ts';
 import { testRedis } from './redis.ts';
+import type { SinkMessage } from '../../jobs/providers/sandbox/message-sink.ts';
+import { sandboxMessages } from './sandbox-messages.ts';
 
 export interface Spoken {
   readonly operationId: string;
@@ -100,7 +102,6 @@ export async function startAgentsHarness(options: HarnessOptions & { gatewayId?:
   };
 }
 
-export async function messages(h: Harness, operationId: string): Promise<{ deliveries: number; body: Record<string, unknown> }[]> {
-  const response = await fetch(`${h.sandbox.url}/admin/messages?operation_id=${operationId}`);
-  return ((await response.json()) as { messages: { deliveries: number; body: Record<string, unknown> }[] }).messages;
+export function messages(h: Harness, operationId: string): Promise<SinkMessage[]> {
+  return sandboxMessages(h.sandbox.url, operationId);
 }

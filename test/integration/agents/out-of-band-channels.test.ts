@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signWebhook } from '../../../jobs/notify/out-of-band.ts';
 import { BOOK, startHarness, type Harness } from '../../support/action-harness.ts';
 import { waitFor } from '../../support/processes.ts';
+import { sandboxMessages } from '../../support/sandbox-messages.ts';
 
 const SECRET = 'whsec_test_0123456789';
 let h: Harness;
@@ -22,18 +23,8 @@ afterAll(async () => {
   delete process.env.CALLGATE_TEST_WEBHOOK_SECRET;
 });
 
-interface SinkMessage {
-  channel: string;
-  body: Record<string, unknown>;
-  raw?: string;
-  signature?: string;
-  deliveries: number;
-}
 
-async function sink(operationId: string): Promise<SinkMessage[]> {
-  const response = await fetch(`${h.sandbox.url}/admin/messages?operation_id=${operationId}`);
-  return ((await response.json()) as { messages: SinkMessage[] }).messages;
-}
+const sink = (operationId: string) => sandboxMessages(h.sandbox.url, operationId);
 
 const message = (tenantId: string, operationId: string) => ({
   operationId,

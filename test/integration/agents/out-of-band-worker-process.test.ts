@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { BOOK, startHarness, type Harness } from '../../support/action-harness.ts';
 import { startTs, waitFor, type StartedProcess } from '../../support/processes.ts';
+import { messagesOnceSettled } from '../../support/sandbox-messages.ts';
 
 let h: Harness;
 const workers: StartedProcess[] = [];
@@ -35,10 +36,7 @@ describe('when a worker process sends a result by SMS through a sandbox running 
     const message = { operationId: 'op_OOBPROC1', tenantId: 'tenant-sms', sessionId: 'sess-oob-proc', caller: '+15550123', state: 'COMMITTED', text: 'Your table is booked.', reasons: ['caller_hung_up'] };
     await h.layer.outOfBand.enqueue(message);
     await h.layer.outOfBand.enqueue(message);
-    const sink = async () => ((await (await fetch(`${h.sandbox.url}/admin/messages?operation_id=op_OOBPROC1`)).json()) as { messages: { channel: string; deliveries: number; body: { to: string } }[] }).messages;
-    await waitFor(async () => ((await sink()).length > 0 ? true : undefined), 15_000, 'the SMS');
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    const sent = await sink();
+    const sent = await messagesOnceSettled(h.sandbox.url, 'op_OOBPROC1', { timeoutMs: 15_000 });
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({ channel: 'sms', deliveries: 1, body: { to: '+15550123' } });
     worker.child.kill('SIGTERM');
