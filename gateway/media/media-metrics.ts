@@ -2,39 +2,78 @@
  * Process-wide media metrics (all calls together); each RtpSession keeps its own counts in
  * `stats()` and adds them here. Per-call numbers stay out of Prometheus labels: a label per call
  * would be unbounded cardinality.
+ *
+ * Sessions add what they counted once a second to plain sums (`addMediaCounts`, `addDrops`,
+ * `addLateness`); prom-client gets the sums when the metrics are read, through each metric's
+ * collect(). A thousand calls cost one set of prom-client updates per scrape instead of a
+ * thousand a second (label lookups and histogram bookkeeping cost about 10 µs per session flush).
  */
 import type { Histogram } from 'prom-client';
 import { counter, gauge, histogram } from '../../config/metrics.ts';
+import type { RtpSessionDropReason } from './rtp-session-stats.ts';
 
-export const rtpPackets = counter<'direction'>({ name: 'callgate_rtp_packets_total', help: 'RTP packets, by direction (in, out)', labelNames: ['direction'] });
-export const rtpBytes = counter<'direction'>({ name: 'callgate_rtp_bytes_total', help: 'RTP bytes (whole datagrams), by direction', labelNames: ['direction'] });
+/** Counts a session adds to the process metrics (differences since its last flush). */
+export interface MediaCounts {
+  packetsIn: number;
+  bytesIn: number;
+  packetsOut: number;
+  bytesOut: number;
+  lost: number;
+  late: number;
+  duplicates: number;
+  discarded: number;
+  concealed: number;
+  underruns: number;
+  playoutUnderruns: number;
+  skipped: number;
+  rtcpIn: number;
+  rtcpOut: number;
+}
+
+export function emptyMediaCounts(): MediaCounts {
+  return { packetsIn: 0, bytesIn: 0, packetsOut: 0, bytesOut: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, concealed: 0, underruns: 0, playoutUnderruns: 0, skipped: 0, rtcpIn: 0, rtcpOut: 0 };
+}
+
+/** What sessions added and prom-client has not seen yet. */
+const unpublished = emptyMediaCounts();
+const unpublishedDrops: Partial<Record<RtpSessionDropReason, number>> = {};
+let dropsPending = false;
+
+export const rtpPackets = counter<'direction'>({ name: 'callgate_rtp_packets_total', help: 'RTP packets, by direction (in, out)', labelNames: ['direction'], collect: publishMediaCounts });
+export const rtpBytes = counter<'direction'>({ name: 'callgate_rtp_bytes_total', help: 'RTP bytes (whole datagrams), by direction', labelNames: ['direction'], collect: publishMediaCounts });
 export const rtpDropped = counter<'reason'>({
   name: 'callgate_rtp_dropped_packets_total',
   help: 'Received RTP/RTCP datagrams dropped before the jitter buffer, by reason',
   labelNames: ['reason'],
+  collect: publishMediaCounts,
 });
-export const rtpLost = counter({ name: 'callgate_rtp_lost_packets_total', help: 'Received frames missing at playout time (sequence gaps)' });
-export const rtpLate = counter({ name: 'callgate_rtp_late_packets_total', help: 'Packets that arrived after their playout slot' });
+export const rtpLost = counter({ name: 'callgate_rtp_lost_packets_total', help: 'Received frames missing at playout time (sequence gaps)', collect: publishMediaCounts });
+export const rtpLate = counter({ name: 'callgate_rtp_late_packets_total', help: 'Packets that arrived after their playout slot', collect: publishMediaCounts });
 export const rtpDiscarded = counter<'reason'>({
   name: 'callgate_rtp_discarded_packets_total',
   help: 'Packets the jitter buffer threw away, by reason (duplicate, overflow)',
   labelNames: ['reason'],
+  collect: publishMediaCounts,
 });
-export const rtpConcealed = counter({ name: 'callgate_rtp_concealed_frames_total', help: 'Lost frames replaced by concealment' });
+export const rtpConcealed = counter({ name: 'callgate_rtp_concealed_frames_total', help: 'Lost frames replaced by concealment', collect: publishMediaCounts });
 export const rtpJitter = histogram({
   name: 'callgate_rtp_jitter_seconds',
   help: 'Interarrival jitter of received streams (RFC 3550), sampled per RTCP interval',
   buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32],
 });
-export const jitterUnderruns = counter({ name: 'callgate_rtp_receive_underruns_total', help: 'Ticks where the receive jitter buffer ran dry' });
-export const playoutUnderruns = counter({ name: 'callgate_rtp_playout_underruns_total', help: 'Send ticks where model audio was not ready in time' });
+export const jitterUnderruns = counter({ name: 'callgate_rtp_receive_underruns_total', help: 'Ticks where the receive jitter buffer ran dry', collect: publishMediaCounts });
+export const playoutUnderruns = counter({ name: 'callgate_rtp_playout_underruns_total', help: 'Send ticks where model audio was not ready in time', collect: publishMediaCounts });
 /** Upper bounds of the playout lateness buckets, in seconds (an implicit +Inf bucket follows). */
 export const PLAYOUT_LATENESS_BUCKETS: readonly number[] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08];
 export const playoutLateness = histogram({
   name: 'callgate_rtp_playout_lateness_seconds',
   help: 'How late each sent frame left against its 20 ms schedule',
   buckets: [...PLAYOUT_LATENESS_BUCKETS],
+  collect: publishMediaCounts,
 });
+/** Sent frames per lateness bucket (as `latenessBucket` numbers them) and their summed lateness in seconds, not yet in prom-client. */
+const unpublishedLateness = new Float64Array(PLAYOUT_LATENESS_BUCKETS.length + 1);
+let unpublishedLatenessSum = 0;
 
 /** Index of the bucket a value falls in (PLAYOUT_LATENESS_BUCKETS.length: above the last bound). */
 export function latenessBucket(seconds: number): number {
@@ -85,7 +124,11 @@ function firstNonEmpty(counts: ArrayLike<number>): number {
   for (let i = 0; i < counts.length; i++) if ((counts[i] as number) > 0) return i;
   return 0;
 }
-export const playoutSkipped = counter({ name: 'callgate_rtp_playout_skipped_frames_total', help: 'Frames skipped after a stall longer than the catch-up allowance' });
+export const playoutSkipped = counter({
+  name: 'callgate_rtp_playout_skipped_frames_total',
+  help: 'Frames skipped after a stall longer than the catch-up allowance',
+  collect: publishMediaCounts,
+});
 export const dtmfEvents = counter<'direction' | 'source'>({
   name: 'callgate_dtmf_events_total',
   help: 'DTMF digits, by direction (in, out) and source (rtp, sip-info)',
@@ -93,4 +136,67 @@ export const dtmfEvents = counter<'direction' | 'source'>({
 });
 export const mediaTimeouts = counter({ name: 'callgate_rtp_media_timeouts_total', help: 'Calls ended because no RTP arrived for rtp.mediaTimeoutMs' });
 export const rtpSessions = gauge({ name: 'callgate_rtp_sessions', help: 'Open RTP sessions' });
-export const rtcpPackets = counter<'direction'>({ name: 'callgate_rtcp_packets_total', help: 'RTCP compound packets, by direction', labelNames: ['direction'] });
+export const rtcpPackets = counter<'direction'>({ name: 'callgate_rtcp_packets_total', help: 'RTCP compound packets, by direction', labelNames: ['direction'], collect: publishMediaCounts });
+
+/** A session's counts since its last flush (`current - flushed`, field by field) join the unpublished sums. */
+export function addMediaCounts(current: MediaCounts, flushed: MediaCounts): void {
+  const u = unpublished;
+  u.packetsIn += current.packetsIn - flushed.packetsIn;
+  u.bytesIn += current.bytesIn - flushed.bytesIn;
+  u.packetsOut += current.packetsOut - flushed.packetsOut;
+  u.bytesOut += current.bytesOut - flushed.bytesOut;
+  u.lost += current.lost - flushed.lost;
+  u.late += current.late - flushed.late;
+  u.duplicates += current.duplicates - flushed.duplicates;
+  u.discarded += current.discarded - flushed.discarded;
+  u.concealed += current.concealed - flushed.concealed;
+  u.underruns += current.underruns - flushed.underruns;
+  u.playoutUnderruns += current.playoutUnderruns - flushed.playoutUnderruns;
+  u.skipped += current.skipped - flushed.skipped;
+  u.rtcpIn += current.rtcpIn - flushed.rtcpIn;
+  u.rtcpOut += current.rtcpOut - flushed.rtcpOut;
+}
+
+export function addDrops(reason: RtpSessionDropReason, count: number): void {
+  if (count <= 0) return;
+  unpublishedDrops[reason] = (unpublishedDrops[reason] ?? 0) + count;
+  dropsPending = true;
+}
+
+/** Sent frames per lateness bucket and their summed lateness (seconds), for the playout lateness histogram. */
+export function addLateness(counts: ArrayLike<number>, sumSeconds: number): void {
+  for (let i = 0; i < counts.length && i < unpublishedLateness.length; i++) unpublishedLateness[i] = (unpublishedLateness[i] as number) + (counts[i] as number);
+  unpublishedLatenessSum += sumSeconds;
+}
+
+/**
+ * Moves everything sessions added into prom-client. Every media metric calls it when read, so a
+ * scrape (or a test's `get()`) sees all that sessions flushed; the second call of a scrape finds
+ * nothing left and costs nothing.
+ */
+export function publishMediaCounts(): void {
+  const u = unpublished;
+  if (u.packetsIn > 0) rtpPackets.inc({ direction: 'in' }, u.packetsIn);
+  if (u.bytesIn > 0) rtpBytes.inc({ direction: 'in' }, u.bytesIn);
+  if (u.packetsOut > 0) rtpPackets.inc({ direction: 'out' }, u.packetsOut);
+  if (u.bytesOut > 0) rtpBytes.inc({ direction: 'out' }, u.bytesOut);
+  if (u.lost > 0) rtpLost.inc(u.lost);
+  if (u.late > 0) rtpLate.inc(u.late);
+  if (u.duplicates > 0) rtpDiscarded.inc({ reason: 'duplicate' }, u.duplicates);
+  if (u.discarded > 0) rtpDiscarded.inc({ reason: 'overflow' }, u.discarded);
+  if (u.concealed > 0) rtpConcealed.inc(u.concealed);
+  if (u.underruns > 0) jitterUnderruns.inc(u.underruns);
+  if (u.playoutUnderruns > 0) playoutUnderruns.inc(u.playoutUnderruns);
+  if (u.skipped > 0) playoutSkipped.inc(u.skipped);
+  if (u.rtcpIn > 0) rtcpPackets.inc({ direction: 'in' }, u.rtcpIn);
+  if (u.rtcpOut > 0) rtcpPackets.inc({ direction: 'out' }, u.rtcpOut);
+  Object.assign(u, emptyMediaCounts());
+  if (dropsPending) {
+    for (const [reason, count] of Object.entries(unpublishedDrops) as Array<[RtpSessionDropReason, number]>) if (count > 0) rtpDropped.inc({ reason }, count);
+    for (const reason of Object.keys(unpublishedDrops) as RtpSessionDropReason[]) delete unpublishedDrops[reason];
+    dropsPending = false;
+  }
+  addObservations(playoutLateness, PLAYOUT_LATENESS_BUCKETS, unpublishedLateness, unpublishedLatenessSum);
+  unpublishedLateness.fill(0);
+  unpublishedLatenessSum = 0;
+}

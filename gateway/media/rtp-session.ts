@@ -23,7 +23,7 @@ import { Playout, type PlayoutClearResult, type PlayoutPosition } from './playou
 import type { PlayoutRegistration, PlayoutScheduler } from './playout-scheduler.ts';
 import { ReceiveStatistics } from './receive-statistics.ts';
 import { ReceiveTranscoder } from './receive-transcoder.ts';
-import { parseRtcpCompound, serializeRtcpReport } from './rtcp-packet.ts';
+import { parseRtcpCompound, serializeRtcpReport, type RtcpReportBlock } from './rtcp-packet.ts';
 import { RTP_HEADER_BYTES, RTP_VERSION, parseRtpPacket, type RtpPacket } from './rtp-packet.ts';
 import type { RtpPortAllocator } from './rtp-port-allocator.ts';
 import { rtpEvents, type RtpEndpoint, type RtpSessionEvent } from './rtp-session-events.ts';
@@ -217,7 +217,7 @@ export class RtpSession {
   private readonly pendingLateness = new Uint32Array(metrics.PLAYOUT_LATENESS_BUCKETS.length + 1);
   private pendingLatenessSum = 0;
   /** What was last added to the process-wide metrics, to flush only differences. */
-  private flushed = { packetsIn: 0, bytesIn: 0, packetsOut: 0, bytesOut: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, concealed: 0, underruns: 0, playoutUnderruns: 0, skipped: 0, rtcpIn: 0, rtcpOut: 0 };
+  private flushed = metrics.emptyMediaCounts();
   private readonly flushedDrops: Partial<Record<RtpSessionDropReason, number>> = {};
   /** Receive and send statistics of streams the session left behind (codec or SSRC changes). */
   private retired = { rtpLost: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, concealed: 0, underruns: 0 };
@@ -864,23 +864,27 @@ export class RtpSession {
   private sendRtcpReport(now: number): void {
     if (!this.remote) return;
     const latched = this.latched;
-    const block =
-      latched === undefined || this.receiveStats.packetsReceived === 0
+    // Fields written out rather than spread: a spread beside other fields takes V8's slow clone path.
+    const report = latched === undefined || this.receiveStats.packetsReceived === 0 ? undefined : this.receiveStats.report();
+    const sr = this.lastSenderReport;
+    const block: RtcpReportBlock | undefined =
+      latched === undefined || report === undefined
         ? undefined
         : {
             ssrc: latched.ssrc,
-            ...this.receiveStats.report(),
-            lastSenderReport: this.lastSenderReport?.ntpMiddle ?? 0,
-            delaySinceLastSenderReport: this.lastSenderReport ? Math.floor(((now - this.lastSenderReport.atMs) / 1000) * 65536) : 0,
+            extendedHighestSequence: report.extendedHighestSequence,
+            cumulativeLost: report.cumulativeLost,
+            fractionLost: report.fractionLost,
+            jitter: report.jitter,
+            lastSenderReport: sr?.ntpMiddle ?? 0,
+            delaySinceLastSenderReport: sr ? Math.floor(((now - sr.atMs) / 1000) * 65536) : 0,
           };
     if (block) metrics.rtpJitter.observe(this.receiveStats.jitterMs / 1000);
     const data = serializeRtcpReport({
       ssrc: this.sendSsrc,
       cname: this.options.cname ?? `callgate@${this.localAddress}`,
-      ...(this.sentSinceReport
-        ? { sender: { wallClockMs: Date.now(), rtpTimestamp: this.lastSentTimestamp, packets: this.counts.packetsOut, octets: this.counts.bytesOut } }
-        : {}),
-      ...(block ? { block } : {}),
+      sender: this.sentSinceReport ? { wallClockMs: Date.now(), rtpTimestamp: this.lastSentTimestamp, packets: this.counts.packetsOut, octets: this.counts.bytesOut } : undefined,
+      block,
     });
     this.sentSinceReport = false;
     // RTCP goes to the port above the (latched) RTP port (RFC 3550 §11).
@@ -907,15 +911,16 @@ export class RtpSession {
     this.encodingItem = undefined;
   }
 
+  /** Adds what changed since the last flush to the process metrics (plain sums; prom-client reads them when scraped). */
   private flushMetrics(): void {
     this.framesSinceFlush = 0;
-    metrics.addObservations(metrics.playoutLateness, metrics.PLAYOUT_LATENESS_BUCKETS, this.pendingLateness, this.pendingLatenessSum);
+    metrics.addLateness(this.pendingLateness, this.pendingLatenessSum);
     this.pendingLateness.fill(0);
     this.pendingLatenessSum = 0;
     const jb = this.jitterBuffer.stats();
     const playout = this.playout.stats();
     const r = this.retired;
-    const now = {
+    const now: metrics.MediaCounts = {
       packetsIn: this.counts.packetsIn,
       bytesIn: this.counts.bytesIn,
       packetsOut: this.counts.packetsOut,
@@ -931,26 +936,10 @@ export class RtpSession {
       rtcpIn: this.counts.rtcpIn,
       rtcpOut: this.counts.rtcpOut,
     };
-    const f = this.flushed;
-    // Only what changed reaches prom-client: label lookups cost more than the whole idle tick.
-    if (now.packetsIn > f.packetsIn) metrics.rtpPackets.inc({ direction: 'in' }, now.packetsIn - f.packetsIn);
-    if (now.bytesIn > f.bytesIn) metrics.rtpBytes.inc({ direction: 'in' }, now.bytesIn - f.bytesIn);
-    if (now.packetsOut > f.packetsOut) metrics.rtpPackets.inc({ direction: 'out' }, now.packetsOut - f.packetsOut);
-    if (now.bytesOut > f.bytesOut) metrics.rtpBytes.inc({ direction: 'out' }, now.bytesOut - f.bytesOut);
-    if (now.lost > f.lost) metrics.rtpLost.inc(now.lost - f.lost);
-    if (now.late > f.late) metrics.rtpLate.inc(now.late - f.late);
-    if (now.duplicates > f.duplicates) metrics.rtpDiscarded.inc({ reason: 'duplicate' }, now.duplicates - f.duplicates);
-    if (now.discarded > f.discarded) metrics.rtpDiscarded.inc({ reason: 'overflow' }, now.discarded - f.discarded);
-    if (now.concealed > f.concealed) metrics.rtpConcealed.inc(now.concealed - f.concealed);
-    if (now.underruns > f.underruns) metrics.jitterUnderruns.inc(now.underruns - f.underruns);
-    if (now.playoutUnderruns > f.playoutUnderruns) metrics.playoutUnderruns.inc(now.playoutUnderruns - f.playoutUnderruns);
-    if (now.skipped > f.skipped) metrics.playoutSkipped.inc(now.skipped - f.skipped);
-    if (now.rtcpIn > f.rtcpIn) metrics.rtcpPackets.inc({ direction: 'in' }, now.rtcpIn - f.rtcpIn);
-    if (now.rtcpOut > f.rtcpOut) metrics.rtcpPackets.inc({ direction: 'out' }, now.rtcpOut - f.rtcpOut);
+    metrics.addMediaCounts(now, this.flushed);
     this.flushed = now;
     for (const [reason, count] of Object.entries(this.dropped) as Array<[RtpSessionDropReason, number]>) {
-      const delta = count - (this.flushedDrops[reason] ?? 0);
-      if (delta > 0) metrics.rtpDropped.inc({ reason }, delta);
+      metrics.addDrops(reason, count - (this.flushedDrops[reason] ?? 0));
       this.flushedDrops[reason] = count;
     }
   }

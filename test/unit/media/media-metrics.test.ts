@@ -1,6 +1,20 @@
 import { Histogram } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { PLAYOUT_LATENESS_BUCKETS, addObservations, latenessBucket } from '../../../gateway/media/media-metrics.ts';
+import {
+  PLAYOUT_LATENESS_BUCKETS,
+  addDrops,
+  addLateness,
+  addMediaCounts,
+  addObservations,
+  emptyMediaCounts,
+  latenessBucket,
+  playoutLateness,
+  publishMediaCounts,
+  rtpBytes,
+  rtpDropped,
+  rtpLost,
+  rtpPackets,
+} from '../../../gateway/media/media-metrics.ts';
 
 function histogram(name: string): Histogram {
   return new Histogram({ name, help: 'test', buckets: [...PLAYOUT_LATENESS_BUCKETS], registers: [] });
@@ -35,5 +49,39 @@ describe('when sessions add their playout lateness once a second', () => {
     const bulk = histogram('idle_seconds');
     addObservations(bulk, PLAYOUT_LATENESS_BUCKETS, new Uint32Array(PLAYOUT_LATENESS_BUCKETS.length + 1), 0);
     expect((await bulk.get()).values.every((row) => row.value === 0)).toBe(true);
+  });
+});
+
+describe('when sessions add their counts to the process metrics', () => {
+  it('should show every addition at the next read of any media metric, once', async () => {
+    const read = async (metric: { get(): Promise<{ values: Array<{ labels: object; value: number; metricName?: string }> }> }, labels: object = {}, name?: string) =>
+      (await metric.get()).values.filter((v) => (name === undefined || v.metricName === name) && Object.entries(labels).every(([k, value]) => (v.labels as Record<string, unknown>)[k] === value)).reduce((sum, v) => sum + v.value, 0);
+    const before = {
+      in: await read(rtpPackets, { direction: 'in' }),
+      bytesOut: await read(rtpBytes, { direction: 'out' }),
+      lost: await read(rtpLost),
+      probation: await read(rtpDropped, { reason: 'ssrc-probation' }),
+      lateness: await read(playoutLateness, {}, 'callgate_rtp_playout_lateness_seconds_count'),
+    };
+    const flushed = emptyMediaCounts();
+    const now = { ...emptyMediaCounts(), packetsIn: 50, bytesOut: 8600, lost: 2 };
+    addMediaCounts(now, flushed);
+    addMediaCounts({ ...now, packetsIn: 70 }, now);
+    addDrops('ssrc-probation', 3);
+    addDrops('ssrc-probation', 0);
+    const counts = new Uint32Array(PLAYOUT_LATENESS_BUCKETS.length + 1);
+    counts[0] = 40;
+    counts[3] = 2;
+    addLateness(counts, 0.01);
+    // Read through another metric first: one read publishes everything.
+    expect((await read(rtpLost)) - before.lost).toBe(2);
+    expect((await read(rtpPackets, { direction: 'in' })) - before.in).toBe(70);
+    expect((await read(rtpBytes, { direction: 'out' })) - before.bytesOut).toBe(8600);
+    expect((await read(rtpDropped, { reason: 'ssrc-probation' })) - before.probation).toBe(3);
+    expect((await read(playoutLateness, {}, 'callgate_rtp_playout_lateness_seconds_count')) - before.lateness).toBe(42);
+    // Nothing is published twice.
+    expect((await read(rtpPackets, { direction: 'in' })) - before.in).toBe(70);
+    publishMediaCounts();
+    expect((await read(rtpLost)) - before.lost).toBe(2);
   });
 });
