@@ -168,6 +168,8 @@ function loopbackLookup(_hostname: string, _options: unknown, callback: (error: 
 
 class BareRelay {
   readonly bins = new Uint32Array(LATENESS_BINS);
+  /** Datagrams read plus datagrams written, for the CPU cost per packet. */
+  packetsHandled = 0;
   private readonly sockets: Socket[] = [];
   private readonly queues: Buffer[][] = [];
   private readonly remotes: Array<{ port: number } | undefined> = [];
@@ -185,6 +187,7 @@ class BareRelay {
       // The same libopus at 8 kHz that callgate uses: Opus on the wire, PCMU on the model side.
       if (this.codec === 'opus') this.transcoders.push(new OpusCodec({ sampleRate: 8000 }));
       socket.on('message', (data, from) => {
+        this.packetsHandled++;
         this.remotes[i] = { port: from.port };
         const parsed = parseRtpPacket(data);
         if (!parsed.ok) return;
@@ -230,6 +233,7 @@ class BareRelay {
       const bin = Math.min(LATENESS_BINS - 1, Math.max(0, Math.floor((performance.now() - dueMs) / LATENESS_BIN_MS)));
       this.bins[bin] = (this.bins[bin] as number) + 1;
       (this.sockets[i] as Socket).send(data, remote.port, '127.0.0.1');
+      this.packetsHandled++;
     }
   }
 
@@ -285,6 +289,16 @@ class CallgateMedia {
     for (const session of this.sessions) {
       const bins = session.latenessHistogram();
       for (let i = 0; i < LATENESS_BINS; i++) total[i] = (total[i] as number) + (bins[i] as number);
+    }
+    return total;
+  }
+
+  /** Datagrams read plus datagrams written, for the CPU cost per packet. */
+  get packetsHandled(): number {
+    let total = 0;
+    for (const session of this.sessions) {
+      const stats = session.stats();
+      total += stats.packetsIn + stats.packetsOut;
     }
     return total;
   }
@@ -365,7 +379,10 @@ async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec,
   loopDelay.disable();
   const loop = `loop delay p50/p99/max ${(loopDelay.percentile(50) / 1e6).toFixed(0)}/${(loopDelay.percentile(99) / 1e6).toFixed(0)}/${(loopDelay.max / 1e6).toFixed(0)} ms`;
   gcObserver.disconnect();
-  const cpuSplit = `user/sys ${(cpu.user / 1000).toFixed(0)}/${(cpu.system / 1000).toFixed(0)} ms; gc ${gc.count} pauses, ${gc.sumMs.toFixed(0)} ms, max ${gc.maxMs.toFixed(1)} ms`;
+  // CPU per packet read or written: unlike CPU per call, it does not fall when a starved process
+  // leaves packets unread in the socket, so runs on a busy machine stay comparable.
+  const perPacket = `${((cpu.user + cpu.system) / Math.max(1, sut.packetsHandled)).toFixed(2)} µs/packet`;
+  const cpuSplit = `${perPacket}; user/sys ${(cpu.user / 1000).toFixed(0)}/${(cpu.system / 1000).toFixed(0)} ms; gc ${gc.count} pauses, ${gc.sumMs.toFixed(0)} ms, max ${gc.maxMs.toFixed(1)} ms`;
   const diagnostics = sut instanceof CallgateMedia ? `  (${cpuSplit}; ${loop}; ${sut.diagnostics()})` : `  (${cpuSplit}; ${loop})`;
   await sut.close();
   const loss = result.sent === 0 ? NaN : Math.max(0, 1 - result.received / result.sent);
