@@ -86,14 +86,14 @@ export class HttpProvider implements Provider {
   }
 
   async lookup(request: Omit<ProviderRequest, 'params'>): Promise<LookupResult> {
+    return this.lookupAt(`operations/${encodeURIComponent(request.operationId)}`, request);
+  }
+
+  /** One lookup GET at `path`: the provider's answer, or unknown when the provider could not be asked. */
+  protected async lookupAt(path: string, request: Omit<ProviderRequest, 'params'>): Promise<LookupResult> {
     return this.measure('lookup', async () => {
       try {
-        const response = await this.client.send({
-          method: 'GET',
-          path: `operations/${encodeURIComponent(request.operationId)}`,
-          headers: this.headers(request),
-          signal: request.signal,
-        });
+        const response = await this.client.send({ method: 'GET', path, headers: this.headers(request), signal: request.signal });
         return lookupAnswer(response);
       } catch (error) {
         if (error instanceof ProviderOutcomeUnknownError || error instanceof ProviderUnreachableError) {

@@ -6,8 +6,7 @@
  * bookings also by idempotency key, for a request that reached the sandbox under another id.
  */
 import { HttpProvider } from './http-provider.ts';
-import { lookupAnswer } from './provider-answer.ts';
-import { ProviderOutcomeUnknownError, ProviderUnreachableError, type LookupResult, type ProviderRequest } from './provider.ts';
+import type { LookupResult, ProviderRequest } from './provider.ts';
 
 export type SandboxServiceName = 'bookings' | 'payments';
 
@@ -36,19 +35,6 @@ export class SandboxProvider extends HttpProvider {
   override async lookup(request: Omit<ProviderRequest, 'params'>): Promise<LookupResult> {
     const byId = await super.lookup(request);
     if (byId.status !== 'not_found' || !this.honoursIdempotencyKeys) return byId;
-    try {
-      const response = await this.client.send({
-        method: 'GET',
-        path: `operations?idempotency_key=${encodeURIComponent(request.idempotencyKey)}`,
-        headers: this.headers(request),
-        signal: request.signal,
-      });
-      return lookupAnswer(response);
-    } catch (error) {
-      if (error instanceof ProviderOutcomeUnknownError || error instanceof ProviderUnreachableError) {
-        return { status: 'unknown', reason: error.message };
-      }
-      throw error;
-    }
+    return this.lookupAt(`operations?idempotency_key=${encodeURIComponent(request.idempotencyKey)}`, request);
   }
 }
