@@ -1,6 +1,9 @@
-/** Builders for operations in ledger tests. */
+/** Builders for operations in ledger tests, and a ledger of a test file's own. */
+import type { Redis } from 'ioredis';
 import { ulid } from 'ulid';
-import type { NewOperation } from '../../jobs/ledger/operation-ledger.ts';
+import { afterAll } from 'vitest';
+import { OperationLedger, type NewOperation } from '../../jobs/ledger/operation-ledger.ts';
+import { deletePrefix, testRedis, uniquePrefix } from './redis.ts';
 
 export function newOperation(overrides: Partial<NewOperation> = {}): NewOperation {
   const now = Date.now();
@@ -24,4 +27,19 @@ export function newOperation(overrides: Partial<NewOperation> = {}): NewOperatio
     budgetWindowMs: 60_000,
     ...overrides,
   };
+}
+
+/**
+ * A ledger on the run's Redis under a prefix of its own, for a test file: its keys are deleted
+ * and its connection closed after the file's tests.
+ */
+export function testLedger(name: string): { readonly redis: Redis; readonly ledger: OperationLedger; readonly prefix: string } {
+  const redis = testRedis();
+  const prefix = uniquePrefix(name);
+  const ledger = new OperationLedger(redis, { prefix, retentionDays: 7, moneyRetentionDays: 400 });
+  afterAll(async () => {
+    await deletePrefix(redis, prefix);
+    redis.disconnect();
+  });
+  return { redis, ledger, prefix };
 }

@@ -1,21 +1,7 @@
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OperationLedger } from '../../../jobs/ledger/operation-ledger.ts';
-import { newOperation } from '../../support/operations.ts';
-import { deletePrefix, testRedis, uniquePrefix } from '../../support/redis.ts';
+import { describe, expect, it } from 'vitest';
+import { newOperation, testLedger } from '../../support/operations.ts';
 
-let redis: Redis;
-let ledger: OperationLedger;
-const prefix = uniquePrefix('ledger-start');
-
-beforeAll(() => {
-  redis = testRedis();
-  ledger = new OperationLedger(redis, { prefix, retentionDays: 7, moneyRetentionDays: 400 });
-});
-afterAll(async () => {
-  await deletePrefix(redis, prefix);
-  redis.disconnect();
-});
+const { redis, ledger } = testLedger('ledger-start');
 
 const LEASE = { ttlMs: 60_000, max: 2 };
 

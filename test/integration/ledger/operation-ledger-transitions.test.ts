@@ -1,24 +1,10 @@
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { registry } from '../../../config/metrics.ts';
 import { IllegalTransitionError, StaleAttemptError } from '../../../jobs/ledger/ledger-errors.ts';
 import { isLegalTransition, OPERATION_STATES, type OperationState } from '../../../jobs/ledger/operation.ts';
-import { OperationLedger } from '../../../jobs/ledger/operation-ledger.ts';
-import { newOperation } from '../../support/operations.ts';
-import { deletePrefix, testRedis, uniquePrefix } from '../../support/redis.ts';
+import { newOperation, testLedger } from '../../support/operations.ts';
 
-let redis: Redis;
-let ledger: OperationLedger;
-const prefix = uniquePrefix('ledger');
-
-beforeAll(() => {
-  redis = testRedis();
-  ledger = new OperationLedger(redis, { prefix, retentionDays: 7, moneyRetentionDays: 400 });
-});
-afterAll(async () => {
-  await deletePrefix(redis, prefix);
-  redis.disconnect();
-});
+const { redis, ledger } = testLedger('ledger');
 
 /** Admits an operation and forces it into `state` (test setup only; the scripts are what is under test). */
 async function inState(state: OperationState, attempt = 1) {
