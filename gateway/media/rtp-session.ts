@@ -14,7 +14,7 @@ import { rootLogger, type Logger } from '../../config/log.ts';
 import { FRAME_MS, samplesPerFrame, type ModelAudioFormat, type WireCodec } from './audio-format.ts';
 import { DtmfReceiver } from './dtmf-receiver.ts';
 import { DtmfSender } from './dtmf-sender.ts';
-import { FrameSchedule } from './frame-schedule.ts';
+import { FrameSchedule, MAX_CATCH_UP_FRAMES } from './frame-schedule.ts';
 import { concealG711Frame } from './g711-concealment.ts';
 import { JitterBuffer } from './jitter-buffer.ts';
 import type { MediaTimer } from './media-timer.ts';
@@ -264,6 +264,8 @@ export class RtpSession {
       onRtp: (data, from) => ref.session?.receiveRtp(data, from),
       onRtcp: (data, from) => ref.session?.receiveRtcp(data, from),
       onError: (error) => ref.session?.logger.debug('media socket error', { error }),
+      // A tick builds up to this many packets and its flush sends them.
+      maxUnsentPackets: MAX_CATCH_UP_FRAMES,
     });
     try {
       ref.session = new RtpSession(options, sockets);
@@ -776,10 +778,11 @@ export class RtpSession {
   /** Builds the packet and queues it for flush(); sequence numbers and counts advance now. */
   private sendRtp(payloadType: number, payload: Buffer, marker: boolean, timestamp: number, dueMs: number): void {
     if (!this.remote) return;
-    // One buffer from Node's pool (header and payload): a single-element send, no header
-    // allocation of its own, and nothing the caller keeps (playout frames can be views).
+    // One buffer for header and payload: a single-element send, no header allocation of its own,
+    // and nothing the caller keeps (playout frames can be views). The socket's ring hands back a
+    // buffer sent before once the kernel has it, so a packet allocates nothing.
     const length = RTP_HEADER_BYTES + payload.length;
-    const packet = Buffer.allocUnsafe(length);
+    const packet = this.sockets.rtpPacketBuffer(length, this.remote);
     const sequence = this.sequence;
     const ssrc = this.sendSsrc;
     // Byte stores and TypedArray#set: Buffer's checked writers and copy() cost more per packet.

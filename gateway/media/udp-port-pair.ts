@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 import { CallgateError, isCallgateError } from '../../config/errors.ts';
 import type { RtpPortAllocator } from './rtp-port-allocator.ts';
 import type { RtpEndpoint } from './rtp-session-events.ts';
+import { SendBufferRing } from './send-buffer-ring.ts';
 
 /** Ports tried before giving up on binding: enough to step over a few held by other processes. */
 const MAX_BIND_ATTEMPTS = 16;
@@ -20,6 +21,8 @@ export interface UdpPortPairOptions {
   readonly onRtcp: (data: Buffer, from: RemoteInfo) => void;
   /** Socket errors after binding (ICMP unreachable and the like): counted, never thrown. */
   readonly onError: (error: Error) => void;
+  /** RTP packets built before the first of them is sent, at most (see `rtpPacketBuffer`). */
+  readonly maxUnsentPackets: number;
 }
 
 export class UdpPortPair {
@@ -27,13 +30,17 @@ export class UdpPortPair {
   private readonly allocator: RtpPortAllocator;
   private readonly rtp: Socket;
   private readonly rtcp: Socket;
+  private readonly rtpBuffers: SendBufferRing;
+  /** The last remote address found to be an IP literal (sent to at once, see rtpPacketBuffer). */
+  private literalRemote = '';
   private closed = false;
 
-  private constructor(allocator: RtpPortAllocator, port: number, rtp: Socket, rtcp: Socket) {
+  private constructor(allocator: RtpPortAllocator, port: number, rtp: Socket, rtcp: Socket, maxUnsentPackets: number) {
     this.allocator = allocator;
     this.port = port;
     this.rtp = rtp;
     this.rtcp = rtcp;
+    this.rtpBuffers = new SendBufferRing(() => rtp.getSendQueueCount(), maxUnsentPackets + 1);
   }
 
   static async bind(options: UdpPortPairOptions): Promise<UdpPortPair> {
@@ -57,12 +64,27 @@ export class UdpPortPair {
       rtcp.on('message', options.onRtcp);
       rtp.on('error', options.onError);
       rtcp.on('error', options.onError);
-      return new UdpPortPair(options.allocator, port, rtp, rtcp);
+      return new UdpPortPair(options.allocator, port, rtp, rtcp, options.maxUnsentPackets);
     }
     throw new CallgateError('CALLGATE_ERR_LISTEN_FAILED', { address: `${options.address} (RTP)`, reason: String(lastError) }, { cause: lastError });
   }
 
-  /** One datagram; the buffer must not be reused (the kernel may send it later). */
+  /**
+   * A buffer to build an RTP datagram for `to` in, to be given to sendRtp() before
+   * `maxUnsentPackets` more are taken. It may be one sent before: only while the socket has
+   * nothing queued, and only for an IP literal, which is sent within the send() call; a host name
+   * is looked up first, so its datagram waits in Node with the buffer, and gets a fresh one.
+   */
+  rtpPacketBuffer(length: number, to: RtpEndpoint): Buffer {
+    if (this.closed) return Buffer.allocUnsafe(length);
+    if (to.address !== this.literalRemote) {
+      if (isIP(to.address) === 0) return Buffer.allocUnsafe(length);
+      this.literalRemote = to.address;
+    }
+    return this.rtpBuffers.take(length);
+  }
+
+  /** One datagram; the buffer must not be changed afterwards (the kernel may send it later), except as rtpPacketBuffer() allows. */
   sendRtp(data: Buffer | readonly Buffer[], to: RtpEndpoint): void {
     if (!this.closed) this.rtp.send(data, to.port, to.address);
   }
