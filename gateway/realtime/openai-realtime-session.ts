@@ -685,20 +685,29 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   // ---- transport ---------------------------------------------------------------------------
 
   private startKeepalive(): void {
-    const interval = this.options.pingIntervalMs ?? PING_INTERVAL_MS;
-    const pongTimeout = this.options.pongTimeoutMs ?? PONG_TIMEOUT_MS;
-    this.pingTimer = setInterval(() => {
-      const ws = this.ws;
-      if (ws === undefined) return;
-      if (this.awaitingPongSince !== undefined && Date.now() - this.awaitingPongSince >= pongTimeout) {
-        this.networkFailure = `no pong within ${pongTimeout} ms`;
-        ws.terminate();
-        return;
-      }
-      if (this.awaitingPongSince === undefined) this.awaitingPongSince = Date.now();
-      ws.ping();
-    }, Math.min(interval, pongTimeout));
+    const period = Math.min(this.options.pingIntervalMs ?? PING_INTERVAL_MS, this.options.pongTimeoutMs ?? PONG_TIMEOUT_MS);
+    // The first check comes at a random point of the first period, the others a period apart:
+    // sessions opened together (a burst of calls) would otherwise ping in the same millisecond
+    // every period, a socket write each and their pongs to read, while every call waits.
+    this.pingTimer = setTimeout(() => {
+      this.keepalive();
+      this.pingTimer = setInterval(() => this.keepalive(), period);
+      this.pingTimer.unref();
+    }, Math.random() * period);
     this.pingTimer.unref();
+  }
+
+  private keepalive(): void {
+    const ws = this.ws;
+    if (ws === undefined) return;
+    const pongTimeout = this.options.pongTimeoutMs ?? PONG_TIMEOUT_MS;
+    if (this.awaitingPongSince !== undefined && Date.now() - this.awaitingPongSince >= pongTimeout) {
+      this.networkFailure = `no pong within ${pongTimeout} ms`;
+      ws.terminate();
+      return;
+    }
+    if (this.awaitingPongSince === undefined) this.awaitingPongSince = Date.now();
+    ws.ping();
   }
 
   private startExpiryWarning(): void {
