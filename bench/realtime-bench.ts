@@ -17,7 +17,9 @@
  *     until its socket write returned) and the rest, from that write to the emit, which is the
  *     kernel's delivery and callgate's process. All processes read the same monotonic clock;
  *   - young-generation garbage per message (from V8's heap statistics around each GC), which the
- *     noise of a shared machine does not move, unlike the latencies.
+ *     noise of a shared machine moves far less than the latencies (a starved callgate handles
+ *     fewer frames out per delta in, and a delta makes more garbage than a frame, so compare runs
+ *     that sent all their frames).
  *
  *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin]
  *
