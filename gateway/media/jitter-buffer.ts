@@ -6,6 +6,7 @@
  * the clock and the tick.
  */
 import { FRAME_MS } from './audio-format.ts';
+import { PayloadStore } from './payload-store.ts';
 
 export interface JitterBufferOptions {
   readonly minDepthMs: number;
@@ -38,6 +39,8 @@ export type JitterFrame =
   | { readonly kind: 'buffering' }
   /** Playing, and the next frame has not arrived: the buffer ran dry. */
   | { readonly kind: 'underrun' };
+
+type PlayedFrame = Extract<JitterFrame, { kind: 'frame' }>;
 
 /** Frames without data are shared constants: a tick that plays nothing allocates nothing. */
 const BUFFERING: JitterFrame = { kind: 'buffering' };
@@ -108,8 +111,10 @@ export class JitterBuffer {
     this.minFrames = Math.max(1, Math.ceil(options.minDepthMs / FRAME_MS));
     this.maxFrames = Math.max(this.minFrames, Math.floor(options.maxDepthMs / FRAME_MS));
     // Everything held lies within the window [next, highest]: at most maxFrames + slack frames,
-    // plus a jump not yet confirmed. Twice that, so two entries never share a slot.
-    this.entries = new SequenceRing(2 * (this.maxFrames + SHRINK_SLACK_FRAMES + MAX_SEQUENCE_JUMP + 1));
+    // plus a jump not yet confirmed. Twice that, so two entries never share a slot. At most
+    // maxFrames + slack entries are held at once (one more while an insert overflows), which is
+    // what the payload store holds without growing.
+    this.entries = new SequenceRing(2 * (this.maxFrames + SHRINK_SLACK_FRAMES + MAX_SEQUENCE_JUMP + 1), this.maxFrames + SHRINK_SLACK_FRAMES + 2);
   }
 
   push(packet: JitterPacket, nowMs: number): JitterPushResult {
@@ -167,15 +172,14 @@ export class JitterBuffer {
       this.bufferingSinceMs = undefined;
     }
     this.shrinkIfDeep();
-    const entry = this.entries.get(this.next);
-    if (entry) {
-      this.entries.delete(this.next);
+    const frame = this.entries.take(this.next);
+    if (frame) {
       this.advance(true);
       this.counts.played++;
-      if (!entry.filler) this.previousPayload = entry.payload;
-      this.previousWasReal = !entry.filler;
+      if (!frame.filler) this.previousPayload = frame.payload;
+      this.previousWasReal = !frame.filler;
       this.noteCleanTick();
-      return { kind: 'frame', payload: entry.payload, sequenceNumber: entry.sequenceNumber, filler: entry.filler === true };
+      return frame;
     }
     if (this.entries.size === 0) {
       this.counts.underruns++;
@@ -316,19 +320,30 @@ export class JitterBuffer {
 /**
  * The buffered packets by extended sequence number: a Map's interface on a ring of slots, since
  * the keys held always lie within a window smaller than the ring (per-packet path: no hashing,
- * no allocation).
+ * no allocation). A packet is kept as numbers and its payload bytes, copied into a PayloadStore,
+ * not as the packet object: what the buffer holds then lives in a few long-lived arrays instead of
+ * young objects and whole datagrams that every scavenge would copy (50-200 ms of audio per call).
  */
 class SequenceRing {
-  private readonly packets: Array<JitterPacket | undefined>;
   private readonly keys: Float64Array;
+  private readonly sequenceNumbers: Uint16Array;
+  private readonly fillers: Uint8Array;
+  private readonly payloadLengths: Uint16Array;
+  /** Slot in the payload store, or -1 for an empty payload. */
+  private readonly payloadSlots: Int32Array;
+  private readonly payloads: PayloadStore;
   private readonly mask: number;
   private count = 0;
 
-  constructor(minSlots: number) {
+  constructor(minSlots: number, heldAtOnce: number) {
     let slots = 1;
     while (slots < minSlots) slots *= 2;
-    this.packets = new Array<JitterPacket | undefined>(slots).fill(undefined);
     this.keys = new Float64Array(slots).fill(Number.NaN);
+    this.sequenceNumbers = new Uint16Array(slots);
+    this.fillers = new Uint8Array(slots);
+    this.payloadLengths = new Uint16Array(slots);
+    this.payloadSlots = new Int32Array(slots).fill(-1);
+    this.payloads = new PayloadStore(heldAtOnce);
     this.mask = slots - 1;
   }
 
@@ -340,35 +355,54 @@ class SequenceRing {
     return this.keys[key & this.mask] === key;
   }
 
-  get(key: number): JitterPacket | undefined {
-    const slot = key & this.mask;
-    return this.keys[slot] === key ? this.packets[slot] : undefined;
-  }
-
+  /** The packet's payload is copied: the caller may reuse or drop it. */
   set(key: number, packet: JitterPacket): void {
     const slot = key & this.mask;
-    if (this.packets[slot] === undefined) this.count++;
+    if (Number.isNaN(this.keys[slot])) this.count++;
+    else this.releasePayload(slot);
     this.keys[slot] = key;
-    this.packets[slot] = packet;
+    this.sequenceNumbers[slot] = packet.sequenceNumber;
+    this.fillers[slot] = packet.filler === true ? 1 : 0;
+    this.payloadLengths[slot] = packet.payload.length;
+    this.payloadSlots[slot] = packet.payload.length === 0 ? -1 : this.payloads.put(packet.payload);
+  }
+
+  /** Removes the entry and returns it as a frame, its payload in a buffer of its own; undefined when absent. */
+  take(key: number): PlayedFrame | undefined {
+    const slot = key & this.mask;
+    if (this.keys[slot] !== key) return undefined;
+    const payloadSlot = this.payloadSlots[slot] as number;
+    const payload = payloadSlot < 0 ? EMPTY : this.payloads.copyOut(payloadSlot, this.payloadLengths[slot] as number);
+    const frame: PlayedFrame = { kind: 'frame', payload, sequenceNumber: this.sequenceNumbers[slot] as number, filler: this.fillers[slot] === 1 };
+    this.delete(key);
+    return frame;
   }
 
   delete(key: number): boolean {
     const slot = key & this.mask;
     if (this.keys[slot] !== key) return false;
+    this.releasePayload(slot);
     this.keys[slot] = Number.NaN;
-    this.packets[slot] = undefined;
     this.count--;
     return true;
   }
 
   clear(): void {
     if (this.count === 0) return;
-    this.packets.fill(undefined);
     this.keys.fill(Number.NaN);
+    this.payloadSlots.fill(-1);
+    this.payloads.clear();
     this.count = 0;
+  }
+
+  private releasePayload(slot: number): void {
+    const payloadSlot = this.payloadSlots[slot] as number;
+    if (payloadSlot >= 0) this.payloads.release(payloadSlot);
+    this.payloadSlots[slot] = -1;
   }
 }
 
+const EMPTY = Buffer.alloc(0);
 /** Extended sequence numbers can go below 0 (reordering at the very start of a stream). */
 function ringIndex(extended: number): number {
   return ((extended % PLAYED_MEMORY) + PLAYED_MEMORY) % PLAYED_MEMORY;

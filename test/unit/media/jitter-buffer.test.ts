@@ -201,3 +201,19 @@ describe('when the timestamps jump with the sequence numbers continuous', () => 
     expect(jb.stats().jitterMs).toBeLessThan(5);
   });
 });
+
+describe('when the datagram a packet came in is reused after push', () => {
+  it('should play the bytes that were pushed, not what the datagram holds later', () => {
+    const jb = new JitterBuffer({ minDepthMs: 20, maxDepthMs: 200, clockRate: 8000 });
+    const datagram = Buffer.alloc(172, 0x11);
+    jb.push({ sequenceNumber: 1, timestamp: 160, payload: datagram.subarray(12) }, 0);
+    datagram.fill(0x22);
+    jb.push({ sequenceNumber: 2, timestamp: 320, payload: datagram.subarray(12) }, 20);
+    const first = jb.pop(20);
+    const second = jb.pop(40);
+    expect(first).toMatchObject({ kind: 'frame', sequenceNumber: 1 });
+    expect(second).toMatchObject({ kind: 'frame', sequenceNumber: 2 });
+    expect(first.kind === 'frame' && first.payload.equals(Buffer.alloc(160, 0x11))).toBe(true);
+    expect(second.kind === 'frame' && second.payload.equals(Buffer.alloc(160, 0x22))).toBe(true);
+  });
+});
