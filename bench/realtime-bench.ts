@@ -21,15 +21,19 @@
  *     fewer frames out per delta in, and a delta makes more garbage than a frame, so compare runs
  *     that sent all their frames).
  *
- *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin]
+ *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin] [--profile DIR]
  *
- * callgate's side is this process (the children are started without its node flags), so it is
- * profiled with node's own flags, e.g.
- *   node --min-semi-space-size=16 --max-semi-space-size=16 --cpu-prof --import tsx bench/realtime-bench.ts
+ * --profile DIR writes a CPU profile and an allocation sample (every allocation, garbage
+ * included) of callgate's process over the measured window only, for Chrome DevTools. They slow
+ * the process down: take the numbers from runs without it. callgate's side is this process (the
+ * children are started without its node flags), so node's own flags (--trace-gc-nvp, ...) go on
+ * its command line: node --min-semi-space-size=16 --max-semi-space-size=16 <flags> --import tsx bench/realtime-bench.ts
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { constants, monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
@@ -91,6 +95,11 @@ function arg(name: string, fallback: number): number {
   const index = process.argv.indexOf(`--${name}`);
   const value = index >= 0 ? Number(process.argv[index + 1]) : NaN;
   return Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
+function textArg(name: string): string | undefined {
+  const index = process.argv.indexOf(`--${name}`);
+  return index >= 0 ? process.argv[index + 1] : undefined;
 }
 
 // ---- the simulator process ------------------------------------------------------------------
@@ -341,6 +350,35 @@ function youngAllocation(statistics: ReturnType<GCProfiler['stop']>, usedAtStart
   return allocated + Math.max(0, usedAtEnd - left);
 }
 
+/** CPU samples this often (µs): finer than node's default 1 ms, for a loop whose work is µs. */
+const PROFILE_SAMPLE_MICROS = 200;
+/** An allocation sample every this many bytes on average (V8's default, 32 KB, misses small paths). */
+const PROFILE_ALLOCATION_BYTES = 4096;
+
+/**
+ * Starts profiling this process (callgate's side); the returned function stops and writes
+ * realtime-<pid>.cpuprofile and realtime-<pid>.heapprofile into `dir`, and gives their paths.
+ */
+async function startWindowProfile(dir: string): Promise<() => Promise<string[]>> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: PROFILE_SAMPLE_MICROS });
+  await session.post('Profiler.start');
+  // The flags keep samples of objects a GC collected: garbage is what this bench is about.
+  await session.post('HeapProfiler.startSampling', { samplingInterval: PROFILE_ALLOCATION_BYTES, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true });
+  return async () => {
+    const { profile: cpu } = await session.post('Profiler.stop');
+    const { profile: heap } = await session.post('HeapProfiler.stopSampling');
+    session.disconnect();
+    mkdirSync(dir, { recursive: true });
+    const paths = [join(dir, `realtime-${process.pid}.cpuprofile`), join(dir, `realtime-${process.pid}.heapprofile`)];
+    writeFileSync(paths[0] ?? '', JSON.stringify(cpu));
+    writeFileSync(paths[1] ?? '', JSON.stringify(heap));
+    return paths;
+  };
+}
+
 async function runBench(): Promise<void> {
   const sessions = arg('sessions', 500);
   const seconds = arg('seconds', 20);
@@ -429,6 +467,8 @@ async function runBench(): Promise<void> {
     }
   });
   gcObserver.observe({ entryTypes: ['gc'] });
+  const profileDir = textArg('profile');
+  const stopProfile = profileDir === undefined ? undefined : await startWindowProfile(profileDir);
   const gcProfiler = new GCProfiler();
   gcProfiler.start();
   const youngAtStart = newSpaceUsed();
@@ -445,6 +485,7 @@ async function runBench(): Promise<void> {
   const windowEnd = nowMicros();
   const youngAtEnd = newSpaceUsed();
   const youngAllocated = youngAllocation(gcProfiler.stop(), youngAtStart, youngAtEnd);
+  const profiles = await stopProfile?.();
   loopDelay.disable();
   gcObserver.disconnect();
 
@@ -505,6 +546,7 @@ async function runBench(): Promise<void> {
     console.log(`callgate's event loop waited for a CPU (runnable, another process running): ${waitedMs.toFixed(0)} ms of the ${(wallMs / 1000).toFixed(0)} s window (${((waitedMs / wallMs) * 100).toFixed(2)} %)`);
   }
   console.log(`machine: ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}, CPU pressure ${cpuPressure()}`);
+  if (profiles !== undefined) console.log(`profiles of the window (slowed by profiling): ${profiles.join(', ')}`);
   console.log(`frames sent per second: ${(outbound.count / seconds).toFixed(0)}; audio deltas received per second: ${(inbound.count / seconds).toFixed(0)}; dropped frames: ${dropped}`);
 
   await Promise.all(probes.map((probe) => probe.client.close()));
