@@ -286,6 +286,50 @@ function pinProcesses(otherPids: (number | undefined)[]): boolean {
   return self.status === 0 && others.every((other) => other.status === 0);
 }
 
+/** A gap between the stall monitor's ticks longer than this is a stall. */
+const STALL_MS = 10;
+const STALL_TICK_MS = 2;
+
+/**
+ * Where the event loop's long stalls went: each gap of more than STALL_MS between 2 ms ticks is
+ * split by the main thread's schedstat into time on a CPU (callgate's own work: JavaScript, a
+ * collector pause, system calls) and time runnable but waiting for one (the machine's).
+ */
+class StallMonitor {
+  private readonly timer: NodeJS.Timeout;
+  private last = performance.now();
+  private lastSched = schedStat();
+  stalls = 0;
+  stalledMs = 0;
+  runningMs = 0;
+  waitingMs = 0;
+  longestMs = 0;
+
+  constructor() {
+    this.timer = setInterval(() => this.tick(), STALL_TICK_MS);
+  }
+
+  private tick(): void {
+    const now = performance.now();
+    const sched = schedStat();
+    const gap = now - this.last;
+    if (gap > STALL_MS && sched !== undefined && this.lastSched !== undefined) {
+      this.stalls++;
+      this.stalledMs += gap;
+      this.longestMs = Math.max(this.longestMs, gap);
+      this.runningMs += (sched.runNs - this.lastSched.runNs) / 1e6;
+      this.waitingMs += (sched.waitNs - this.lastSched.waitNs) / 1e6;
+    }
+    this.last = now;
+    this.lastSched = sched;
+  }
+
+  stop(): string {
+    clearInterval(this.timer);
+    return `${this.stalls} stalls over ${STALL_MS} ms (longest ${this.longestMs.toFixed(1)} ms), ${this.stalledMs.toFixed(0)} ms in all: on a CPU ${this.runningMs.toFixed(0)} ms, waiting for one ${this.waitingMs.toFixed(0)} ms`;
+  }
+}
+
 /** A quiet line hum (not silence) so every frame is real μ-law audio. */
 function callerFrame(): Buffer {
   const frame = Buffer.alloc(FRAME_BYTES);
@@ -456,6 +500,7 @@ async function runBench(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, warmup * 1000));
   const loopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
   loopDelay.enable();
+  const stallMonitor = new StallMonitor();
   const gcPauses = new LatencyHistogram();
   let gcTotalMs = 0;
   let gcMajor = 0;
@@ -533,6 +578,7 @@ async function runBench(): Promise<void> {
   console.log(`  and from its socket write returning to the emit (kernel and callgate's process): ${afterWrite.describe('').replace(/^: n=\d+ /, '')}`);
   const lag = (ns: number): string => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS).toFixed(2);
   console.log(`event loop lag: p50=${lag(loopDelay.percentile(50))} ms p99=${lag(loopDelay.percentile(99))} ms max=${lag(loopDelay.max)} ms`);
+  console.log(`event loop stalls: ${stallMonitor.stop()}`);
   const newSpace = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
   console.log(
     `garbage collection in the window: ${gcPauses.count} pauses (${gcMajor} not scavenges), ${gcTotalMs.toFixed(1)} ms in all, ${gcPauses.describe('pause').replace(/^pause: n=\d+ /, '')}; new space ${((newSpace?.space_size ?? 0) / 1024 / 1024).toFixed(0)} MB at the end`,
