@@ -15,6 +15,13 @@ export interface JitterBufferOptions {
   readonly clockRate: number;
   /** Makes a stand-in for one lost frame from the frame before it (G.711); none: losses are gaps. */
   readonly conceal?: (previous: Buffer) => Buffer;
+  /**
+   * How the buffer gets shallower when it is deeper than its target: `discard` (the default) drops
+   * the oldest frame, as a player that runs in real time must; `play` hands it out early through
+   * popSurplus(), for a consumer that takes audio faster than real time (a speech model buffers
+   * it), so that nothing the caller said is lost to a burst.
+   */
+  readonly shrink?: 'discard' | 'play';
 }
 
 export interface JitterPacket {
@@ -56,6 +63,8 @@ export interface JitterBufferStats {
   readonly concealed: number;
   /** Frames dropped to shrink the buffer (overflow or a depth above target). */
   readonly discarded: number;
+  /** Frames handed out ahead of their slot to shrink the buffer (shrink: 'play'). */
+  readonly hurried: number;
   readonly underruns: number;
   readonly resyncs: number;
   /** RFC 3550 interarrival jitter, in milliseconds. */
@@ -104,7 +113,9 @@ export class JitterBuffer {
   private underrunBoostFrames = 0;
   private cleanTicks = 0;
   private ticksSinceShrink = 0;
-  private counts = { buffered: 0, played: 0, duplicates: 0, late: 0, lost: 0, concealed: 0, discarded: 0, underruns: 0, resyncs: 0 };
+  /** A shrink came due in 'play' mode: popSurplus() hands out the oldest frame. */
+  private surplusDue = false;
+  private counts = { buffered: 0, played: 0, duplicates: 0, late: 0, lost: 0, concealed: 0, discarded: 0, hurried: 0, underruns: 0, resyncs: 0 };
 
   constructor(options: JitterBufferOptions) {
     this.options = options;
@@ -172,6 +183,24 @@ export class JitterBuffer {
       this.bufferingSinceMs = undefined;
     }
     this.shrinkIfDeep();
+    return this.playNext();
+  }
+
+  /**
+   * With shrink 'play': when the buffer has been deeper than its target for a shrink's interval,
+   * the oldest frame, handed out now on top of this tick's pop() (at most one per interval, like
+   * a discard); undefined otherwise.
+   */
+  popSurplus(): JitterFrame | undefined {
+    if (!this.surplusDue) return undefined;
+    this.surplusDue = false;
+    if (this.state !== 'playing' || this.entries.size === 0) return undefined;
+    this.counts.hurried++;
+    return this.playNext();
+  }
+
+  /** The frame at the playout point, or what stands for it, and the point moves on. */
+  private playNext(): JitterFrame {
     const frame = this.entries.take(this.next);
     if (frame) {
       this.advance(true);
@@ -216,6 +245,7 @@ export class JitterBuffer {
       lost: c.lost,
       concealed: c.concealed,
       discarded: c.discarded,
+      hurried: c.hurried,
       underruns: c.underruns,
       resyncs: c.resyncs,
       jitterMs: this.jitter,
@@ -232,10 +262,12 @@ export class JitterBuffer {
     this.lastTransit = undefined;
     this.previousPayload = undefined;
     this.previousWasReal = false;
+    this.surplusDue = false;
   }
 
   private restart(sequenceNumber: number): void {
     this.entries.clear();
+    this.surplusDue = false;
     this.played.fill(-1);
     this.next = sequenceNumber;
     this.highest = sequenceNumber;
@@ -297,7 +329,8 @@ export class JitterBuffer {
   private shrinkIfDeep(): void {
     this.ticksSinceShrink++;
     if (this.span() > this.targetFrames() + SHRINK_SLACK_FRAMES && this.ticksSinceShrink >= SHRINK_INTERVAL_TICKS) {
-      this.discardOldest();
+      if (this.options.shrink === 'play') this.surplusDue = true;
+      else this.discardOldest();
       this.ticksSinceShrink = 0;
     }
   }

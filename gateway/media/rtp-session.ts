@@ -16,7 +16,7 @@ import { DtmfReceiver } from './dtmf-receiver.ts';
 import { DtmfSender } from './dtmf-sender.ts';
 import { FrameSchedule, MAX_CATCH_UP_FRAMES } from './frame-schedule.ts';
 import { concealG711Frame } from './g711-concealment.ts';
-import { JitterBuffer } from './jitter-buffer.ts';
+import { JitterBuffer, type JitterFrame } from './jitter-buffer.ts';
 import type { MediaTimer } from './media-timer.ts';
 import * as metrics from './media-metrics.ts';
 import { Playout, type PlayoutClearResult, type PlayoutPosition } from './playout.ts';
@@ -123,6 +123,9 @@ function newJitterBuffer(config: RtpConfig, codec: WireCodec): JitterBuffer {
     minDepthMs: config.jitterMinMs,
     maxDepthMs: config.jitterMaxMs,
     clockRate: codec.clockRate,
+    // The caller's audio goes to a speech model, which takes it faster than real time: the buffer
+    // shrinks by handing frames out early, never by dropping what the caller said.
+    shrink: 'play',
     ...(law ? { conceal: (previous: Buffer) => concealG711Frame(previous, law) } : {}),
   });
 }
@@ -810,7 +813,12 @@ export class RtpSession {
   }
 
   private receiveFrame(nowMs: number): void {
-    const frame = this.jitterBuffer.pop(nowMs);
+    this.deliverFrame(this.jitterBuffer.pop(nowMs));
+    const surplus = this.jitterBuffer.popSurplus();
+    if (surplus !== undefined) this.deliverFrame(surplus);
+  }
+
+  private deliverFrame(frame: JitterFrame): void {
     if (frame.kind === 'frame' && !frame.filler) {
       this.deliver(frame.payload, false);
     } else if (frame.kind === 'frame' || frame.kind === 'concealed') {

@@ -217,3 +217,60 @@ describe('when the datagram a packet came in is reused after push', () => {
     expect(second.kind === 'frame' && second.payload.equals(Buffer.alloc(160, 0x22))).toBe(true);
   });
 });
+
+describe('when the buffer is deeper than its target', () => {
+  /** Steady packets, then a stall: the next 6 arrive together (a process that was not scheduled). */
+  function burstAfterStall(jb: JitterBuffer, ticks: number, surplus: boolean): string[] {
+    const arrivals: Array<[number, number]> = [];
+    for (let seq = 0; seq < ticks; seq++) arrivals.push([seq, seq >= 20 && seq < 26 ? 26 * FRAME : seq * FRAME]);
+    const ordered = arrivals.sort((a, b) => a[1] - b[1]);
+    const out: string[] = [];
+    let i = 0;
+    for (let tick = 0; tick < ticks; tick++) {
+      const now = tick * FRAME;
+      for (; i < ordered.length && (ordered[i] as [number, number])[1] <= now; i++) {
+        const [seq, at] = ordered[i] as [number, number];
+        jb.push(packet(seq), at);
+      }
+      out.push(describeFrame(jb.pop(now)));
+      const extra = surplus ? jb.popSurplus() : undefined;
+      if (extra !== undefined) out.push(describeFrame(extra));
+    }
+    return out;
+  }
+
+  it("should drop the oldest frame to shrink by default, as a real-time player must", () => {
+    const jb = buffer(20, 200);
+    const out = burstAfterStall(jb, 400, false);
+    expect(jb.stats().discarded).toBeGreaterThan(0);
+    expect(jb.stats().hurried).toBe(0);
+    const played = out.filter((f) => f.startsWith('#')).map((f) => Number(f.slice(1)));
+    // What was discarded never came out: gaps in the sequence.
+    const missing = Array.from({ length: Math.max(...played) }, (_, n) => n).filter((n) => !played.includes(n));
+    expect(missing).toHaveLength(jb.stats().discarded);
+  });
+
+  it("should hand the frames out early with shrink 'play', in order, and lose none", () => {
+    const jb = new JitterBuffer({ minDepthMs: 20, maxDepthMs: 200, clockRate: 8000, shrink: 'play' });
+    const out = burstAfterStall(jb, 400, true);
+    const stats = jb.stats();
+    expect(stats.discarded).toBe(0);
+    expect(stats.hurried).toBeGreaterThan(0);
+    const played = out.filter((f) => f.startsWith('#')).map((f) => Number(f.slice(1)));
+    // Every frame the buffer held went out once, in sequence order; only the tail is still held.
+    expect(played).toEqual(Array.from({ length: played.length }, (_, n) => n));
+    expect(played.length + jb.depthFrames()).toBe(400);
+    // The extra frames brought the depth back to its target.
+    expect(jb.depthFrames()).toBeLessThanOrEqual(stats.targetDepthMs / FRAME + 2);
+  });
+
+  it('should offer no surplus while the buffer is at its target', () => {
+    const jb = new JitterBuffer({ minDepthMs: 20, maxDepthMs: 200, clockRate: 8000, shrink: 'play' });
+    for (let tick = 0; tick < 200; tick++) {
+      jb.push(packet(tick), tick * FRAME);
+      jb.pop(tick * FRAME);
+      expect(jb.popSurplus()).toBeUndefined();
+    }
+    expect(jb.stats().hurried).toBe(0);
+  });
+});
