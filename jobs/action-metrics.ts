@@ -13,7 +13,7 @@ export const admissionDecisions = counter({
 
 export const admissionLatency = histogram({
   name: 'callgate_admission_duration_seconds',
-  help: 'Time to admit a request: validation, ledger write and enqueue.',
+  help: 'Time to admit a request: validation and the ledger write, until the decision (the enqueue follows it; the outbox covers it).',
   labelNames: ['action'],
   buckets: FAST_SECONDS_BUCKETS,
   enableExemplars: true,
