@@ -22,6 +22,7 @@ export interface MediaCounts {
   late: number;
   duplicates: number;
   discarded: number;
+  hurried: number;
   concealed: number;
   underruns: number;
   playoutUnderruns: number;
@@ -31,7 +32,7 @@ export interface MediaCounts {
 }
 
 export function emptyMediaCounts(): MediaCounts {
-  return { packetsIn: 0, bytesIn: 0, packetsOut: 0, bytesOut: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, concealed: 0, underruns: 0, playoutUnderruns: 0, skipped: 0, rtcpIn: 0, rtcpOut: 0 };
+  return { packetsIn: 0, bytesIn: 0, packetsOut: 0, bytesOut: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, hurried: 0, concealed: 0, underruns: 0, playoutUnderruns: 0, skipped: 0, rtcpIn: 0, rtcpOut: 0 };
 }
 
 /** What sessions added and prom-client has not seen yet. */
@@ -56,6 +57,11 @@ export const rtpDiscarded = counter<'reason'>({
   collect: publishMediaCounts,
 });
 export const rtpConcealed = counter({ name: 'callgate_rtp_concealed_frames_total', help: 'Lost frames replaced by concealment', collect: publishMediaCounts });
+export const rtpHurried = counter({
+  name: 'callgate_rtp_hurried_frames_total',
+  help: 'Caller frames handed to the model ahead of their slot to bring the receive jitter buffer back to its target depth (after a burst)',
+  collect: publishMediaCounts,
+});
 export const rtpJitter = histogram({
   name: 'callgate_rtp_jitter_seconds',
   help: 'Interarrival jitter of received streams (RFC 3550), sampled per RTCP interval',
@@ -149,6 +155,7 @@ export function addMediaCounts(current: MediaCounts, flushed: MediaCounts): void
   u.late += current.late - flushed.late;
   u.duplicates += current.duplicates - flushed.duplicates;
   u.discarded += current.discarded - flushed.discarded;
+  u.hurried += current.hurried - flushed.hurried;
   u.concealed += current.concealed - flushed.concealed;
   u.underruns += current.underruns - flushed.underruns;
   u.playoutUnderruns += current.playoutUnderruns - flushed.playoutUnderruns;
@@ -185,6 +192,7 @@ export function publishMediaCounts(): void {
   if (u.duplicates > 0) rtpDiscarded.inc({ reason: 'duplicate' }, u.duplicates);
   if (u.discarded > 0) rtpDiscarded.inc({ reason: 'overflow' }, u.discarded);
   if (u.concealed > 0) rtpConcealed.inc(u.concealed);
+  if (u.hurried > 0) rtpHurried.inc(u.hurried);
   if (u.underruns > 0) jitterUnderruns.inc(u.underruns);
   if (u.playoutUnderruns > 0) playoutUnderruns.inc(u.playoutUnderruns);
   if (u.skipped > 0) playoutSkipped.inc(u.skipped);

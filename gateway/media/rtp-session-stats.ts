@@ -27,6 +27,8 @@ export interface RtpSessionStats {
   readonly late: number;
   readonly duplicates: number;
   readonly discarded: number;
+  /** Caller frames handed to the model ahead of their slot to bring the jitter buffer back to its target. */
+  readonly hurried: number;
   readonly concealed: number;
   readonly receiveUnderruns: number;
   readonly jitterDepthMs: number;

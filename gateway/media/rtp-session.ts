@@ -223,7 +223,7 @@ export class RtpSession {
   private flushed = metrics.emptyMediaCounts();
   private readonly flushedDrops: Partial<Record<RtpSessionDropReason, number>> = {};
   /** Receive and send statistics of streams the session left behind (codec or SSRC changes). */
-  private retired = { rtpLost: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, concealed: 0, underruns: 0 };
+  private retired = { rtpLost: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, hurried: 0, concealed: 0, underruns: 0 };
 
   private constructor(options: RtpSessionOptions, sockets: UdpPortPair) {
     this.options = options;
@@ -533,6 +533,7 @@ export class RtpSession {
       late: jb.late + r.late,
       duplicates: jb.duplicates + r.duplicates,
       discarded: jb.discarded + r.discarded,
+      hurried: jb.hurried + r.hurried,
       concealed: jb.concealed + r.concealed,
       receiveUnderruns: jb.underruns + r.underruns,
       jitterDepthMs: jb.targetDepthMs,
@@ -847,6 +848,7 @@ export class RtpSession {
       late: r.late + jb.late,
       duplicates: r.duplicates + jb.duplicates,
       discarded: r.discarded + jb.discarded,
+      hurried: r.hurried + jb.hurried,
       concealed: r.concealed + jb.concealed,
       underruns: r.underruns + jb.underruns,
     };
@@ -940,6 +942,7 @@ export class RtpSession {
       late: jb.late + r.late,
       duplicates: jb.duplicates + r.duplicates,
       discarded: jb.discarded + r.discarded,
+      hurried: jb.hurried + r.hurried,
       concealed: jb.concealed + r.concealed,
       underruns: jb.underruns + r.underruns,
       playoutUnderruns: playout.underruns,

@@ -12,6 +12,7 @@ import {
   publishMediaCounts,
   rtpBytes,
   rtpDropped,
+  rtpHurried,
   rtpLost,
   rtpPackets,
 } from '../../../gateway/media/media-metrics.ts';
@@ -60,13 +61,14 @@ describe('when sessions add their counts to the process metrics', () => {
       in: await read(rtpPackets, { direction: 'in' }),
       bytesOut: await read(rtpBytes, { direction: 'out' }),
       lost: await read(rtpLost),
+      hurried: await read(rtpHurried),
       probation: await read(rtpDropped, { reason: 'ssrc-probation' }),
       lateness: await read(playoutLateness, {}, 'callgate_rtp_playout_lateness_seconds_count'),
     };
     const flushed = emptyMediaCounts();
-    const now = { ...emptyMediaCounts(), packetsIn: 50, bytesOut: 8600, lost: 2 };
+    const now = { ...emptyMediaCounts(), packetsIn: 50, bytesOut: 8600, lost: 2, hurried: 1 };
     addMediaCounts(now, flushed);
-    addMediaCounts({ ...now, packetsIn: 70 }, now);
+    addMediaCounts({ ...now, packetsIn: 70, hurried: 4 }, now);
     addDrops('ssrc-probation', 3);
     addDrops('ssrc-probation', 0);
     const counts = new Uint32Array(PLAYOUT_LATENESS_BUCKETS.length + 1);
@@ -75,6 +77,7 @@ describe('when sessions add their counts to the process metrics', () => {
     addLateness(counts, 0.01);
     // Read through another metric first: one read publishes everything.
     expect((await read(rtpLost)) - before.lost).toBe(2);
+    expect((await read(rtpHurried)) - before.hurried).toBe(4);
     expect((await read(rtpPackets, { direction: 'in' })) - before.in).toBe(70);
     expect((await read(rtpBytes, { direction: 'out' })) - before.bytesOut).toBe(8600);
     expect((await read(rtpDropped, { reason: 'ssrc-probation' })) - before.probation).toBe(3);
