@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Logger } from '../../../config/log.ts';
 import { REFUND, startHarness, type Harness } from '../../support/action-harness.ts';
+import { waitFor } from '../../support/processes.ts';
 
 const lines: Record<string, unknown>[] = [];
 let h: Harness;
@@ -19,7 +20,10 @@ describe('when an operation is executed, goes UNKNOWN and is reconciled', () => 
     const op = await h.layer.waitFor('tenant-logs', decision.operationId, 15_000);
     expect(op?.state).toBe('COMMITTED');
 
-    const about = lines.filter((line) => line.operation_id === decision.operationId);
+    const linesAbout = () => lines.filter((line) => line.operation_id === decision.operationId);
+    // The reconciler logs its resolution after the transition the wait above saw.
+    await waitFor(async () => (linesAbout().some((line) => line.msg === 'operation reconciled') ? true : undefined), 5_000, 'the reconciler to log its resolution');
+    const about = linesAbout();
     // The executor's "outcome unknown" and the reconciler's resolution, at least.
     expect(about.map((line) => line.msg)).toEqual(expect.arrayContaining(['operation outcome unknown; reconciling', 'operation reconciled']));
     for (const line of about) {
