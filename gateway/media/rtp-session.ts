@@ -16,7 +16,7 @@ import { DtmfReceiver } from './dtmf-receiver.ts';
 import { DtmfSender } from './dtmf-sender.ts';
 import { FrameSchedule, MAX_CATCH_UP_FRAMES } from './frame-schedule.ts';
 import { concealG711Frame } from './g711-concealment.ts';
-import { JitterBuffer, type JitterFrame } from './jitter-buffer.ts';
+import { JitterBuffer, type JitterBufferStats, type JitterFrame } from './jitter-buffer.ts';
 import type { MediaTimer } from './media-timer.ts';
 import * as metrics from './media-metrics.ts';
 import { Playout, type PlayoutClearResult, type PlayoutPosition } from './playout.ts';
@@ -130,6 +130,9 @@ function newJitterBuffer(config: RtpConfig, codec: WireCodec): JitterBuffer {
   });
 }
 
+/** Receive-side counts of the jitter buffer, summed over the buffers a session has had. */
+type ReceivedCounts = Pick<JitterBufferStats, 'lost' | 'late' | 'duplicates' | 'discarded' | 'hurried' | 'concealed' | 'underruns'>;
+
 export class RtpSession {
   readonly localPort: number;
   readonly localAddress: string;
@@ -223,7 +226,7 @@ export class RtpSession {
   private flushed = metrics.emptyMediaCounts();
   private readonly flushedDrops: Partial<Record<RtpSessionDropReason, number>> = {};
   /** Receive and send statistics of streams the session left behind (codec or SSRC changes). */
-  private retired = { rtpLost: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, hurried: 0, concealed: 0, underruns: 0 };
+  private retired: ReceivedCounts & { rtpLost: number } = { rtpLost: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, hurried: 0, concealed: 0, underruns: 0 };
 
   private constructor(options: RtpSessionOptions, sockets: UdpPortPair) {
     this.options = options;
@@ -519,6 +522,7 @@ export class RtpSession {
 
   stats(): RtpSessionStats {
     const jb = this.jitterBuffer.stats();
+    const received = this.receivedCounts(jb);
     const playout = this.playout.stats();
     const c = this.counts;
     const r = this.retired;
@@ -530,12 +534,12 @@ export class RtpSession {
       dropped: { ...this.dropped },
       lost: this.receiveStats.cumulativeLost + r.rtpLost,
       jitterMs: this.receiveStats.jitterMs,
-      late: jb.late + r.late,
-      duplicates: jb.duplicates + r.duplicates,
-      discarded: jb.discarded + r.discarded,
-      hurried: jb.hurried + r.hurried,
-      concealed: jb.concealed + r.concealed,
-      receiveUnderruns: jb.underruns + r.underruns,
+      late: received.late,
+      duplicates: received.duplicates,
+      discarded: received.discarded,
+      hurried: received.hurried,
+      concealed: received.concealed,
+      receiveUnderruns: received.underruns,
       jitterDepthMs: jb.targetDepthMs,
       playoutUnderruns: playout.underruns,
       playoutLatenessMaxMs: c.latenessMax,
@@ -838,20 +842,23 @@ export class RtpSession {
     this.retired = { ...this.retired, rtpLost: this.retired.rtpLost + this.receiveStats.cumulativeLost };
   }
 
+  /** The jitter buffer's counts plus those of the buffers it replaced: they never go backwards. */
+  private receivedCounts(jb = this.jitterBuffer.stats()): ReceivedCounts {
+    const r = this.retired;
+    return {
+      lost: jb.lost + r.lost,
+      late: jb.late + r.late,
+      duplicates: jb.duplicates + r.duplicates,
+      discarded: jb.discarded + r.discarded,
+      hurried: jb.hurried + r.hurried,
+      concealed: jb.concealed + r.concealed,
+      underruns: jb.underruns + r.underruns,
+    };
+  }
+
   /** Counts of a jitter buffer being replaced, kept so stats() and metrics never go backwards. */
   private retireJitterBuffer(): void {
-    const jb = this.jitterBuffer.stats();
-    const r = this.retired;
-    this.retired = {
-      rtpLost: r.rtpLost,
-      lost: r.lost + jb.lost,
-      late: r.late + jb.late,
-      duplicates: r.duplicates + jb.duplicates,
-      discarded: r.discarded + jb.discarded,
-      hurried: r.hurried + jb.hurried,
-      concealed: r.concealed + jb.concealed,
-      underruns: r.underruns + jb.underruns,
-    };
+    this.retired = { ...this.receivedCounts(), rtpLost: this.retired.rtpLost };
   }
 
   private deliver(payload: Buffer, concealed: boolean): void {
@@ -930,21 +937,20 @@ export class RtpSession {
     metrics.addLateness(this.pendingLateness, this.pendingLatenessSum);
     this.pendingLateness.fill(0);
     this.pendingLatenessSum = 0;
-    const jb = this.jitterBuffer.stats();
+    const received = this.receivedCounts();
     const playout = this.playout.stats();
-    const r = this.retired;
     const now: metrics.MediaCounts = {
       packetsIn: this.counts.packetsIn,
       bytesIn: this.counts.bytesIn,
       packetsOut: this.counts.packetsOut,
       bytesOut: this.counts.bytesOut,
-      lost: jb.lost + r.lost,
-      late: jb.late + r.late,
-      duplicates: jb.duplicates + r.duplicates,
-      discarded: jb.discarded + r.discarded,
-      hurried: jb.hurried + r.hurried,
-      concealed: jb.concealed + r.concealed,
-      underruns: jb.underruns + r.underruns,
+      lost: received.lost,
+      late: received.late,
+      duplicates: received.duplicates,
+      discarded: received.discarded,
+      hurried: received.hurried,
+      concealed: received.concealed,
+      underruns: received.underruns,
       playoutUnderruns: playout.underruns,
       skipped: this.schedule.skippedFrames,
       rtcpIn: this.counts.rtcpIn,
