@@ -59,10 +59,10 @@ interface StartedAttempt {
   readonly provider: Provider;
   readonly signal: AbortSignal;
   readonly log: Logger;
+  /** The attempt's number: 1 for the first. */
   readonly attempt: number;
   /** When this attempt began (for execution-to-commit on a first attempt). */
   readonly attemptStart: number;
-  readonly first: boolean;
 }
 
 export class OperationExecutor {
@@ -99,7 +99,7 @@ export class OperationExecutor {
         case 'started': {
           const running = started.operation;
           const log = new OperationLogger(this.options.log, running);
-          return this.run({ op: running, action: jobAction, provider: jobProvider, signal, log, attempt: running.attempt, attemptStart, first: running.attempt === 1 });
+          return this.run({ op: running, action: jobAction, provider: jobProvider, signal, log, attempt: running.attempt, attemptStart });
         }
         case 'as_is':
           op = started.operation;
@@ -183,7 +183,7 @@ export class OperationExecutor {
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return { type: 'done', note: error.message };
       throw error;
     }
-    return this.run({ op, action, provider, signal, log, attempt, attemptStart, first });
+    return this.run({ op, action, provider, signal, log, attempt, attemptStart });
   }
 
   /** A job that found every lease taken waits, without spending an attempt. */
@@ -211,8 +211,8 @@ export class OperationExecutor {
   }
 
   private async send(started: StartedAttempt): Promise<ExecutionOutcome> {
-    const { op, action, provider, signal, log, attempt, attemptStart, first } = started;
-    attempts.labels(op.action, first ? 'first' : 'retry').inc();
+    const { op, action, provider, signal, log, attempt, attemptStart } = started;
+    attempts.labels(op.action, attempt === 1 ? 'first' : 'retry').inc();
     let result: ProviderResult;
     try {
       result = await executeUntilDeadline(provider, op, signal, Math.max(1, op.deadlineAt - this.now()));
