@@ -14,6 +14,7 @@
  *   npx tsx bench/media-bench.ts [--calls 250,500,1000] [--seconds 10] [--warmup 2] [--codecs pcmu,opus] [--impls baseline,callgate]
  *                                [--slots 10] [--slot-capacity 100]   (callgate's send slots, for experiments)
  *                                [--load-processes 1]   (split the callers over this many load processes)
+ *                                [--pin [--sut-cpu 0]]   (this process's main thread on that CPU, the load on the other: see pin.ts)
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
@@ -30,6 +31,7 @@ import { PlayoutScheduler } from '../gateway/media/playout-scheduler.ts';
 import { parseRtpPacket, serializeRtpPacket } from '../gateway/media/rtp-packet.ts';
 import { RtpPortAllocator } from '../gateway/media/rtp-port-allocator.ts';
 import { LATENESS_BIN_MS, RtpSession } from '../gateway/media/rtp-session.ts';
+import { describePinning, pinningFromArgs, pinProcesses } from './pin.ts';
 
 type Codec = 'pcmu' | 'opus';
 /** Send slots per frame and their capacity (the PlayoutScheduler's defaults unless given). */
@@ -435,7 +437,9 @@ async function main(): Promise<void> {
   if (process.argv.includes('--slot-capacity')) scheduling.slotCapacity = Number(argument('slot-capacity', '100'));
   const loadProcesses = Number(argument('load-processes', '1'));
   const loads = Array.from({ length: loadProcesses }, () => fork(fileURLToPath(import.meta.url), ['--role=load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-  console.log(`media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const pinning = pinningFromArgs(process.argv);
+  const pinned = pinning !== undefined && pinProcesses(pinning, loads.map((load) => load.pid));
+  console.log(`media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; ${describePinning(pinning, pinned, 'the load')}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log('impl      codec        calls      loss  p50 ms  p99 ms  cpu/call  sut%  load%   sent/received');
   try {
     for (const codec of codecs) {

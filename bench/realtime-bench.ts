@@ -21,7 +21,7 @@
  *     fewer frames out per delta in, and a delta makes more garbage than a frame, so compare runs
  *     that sent all their frames).
  *
- *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin] [--profile DIR]
+ *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin [--sut-cpu 0]] [--profile DIR]
  *
  * --profile DIR writes a CPU profile and an allocation sample (every allocation, garbage
  * included) of callgate's process over the measured window only, for Chrome DevTools. They slow
@@ -29,7 +29,7 @@
  * children are started without its node flags), so node's own flags (--trace-gc-nvp, ...) go on
  * its command line: node --min-semi-space-size=16 --max-semi-space-size=16 <flags> --import tsx bench/realtime-bench.ts
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -45,6 +45,7 @@ import { AUDIO_CHUNK_MS, SimulatorSession } from '../gateway/realtime/simulator/
 import { loadSimulatorScript } from '../gateway/realtime/simulator/simulator-script.ts';
 import { SpeechSynthesizer } from '../gateway/realtime/simulator/speech-synthesizer.ts';
 import { encodeMulaw } from '../gateway/realtime/simulator/g711.ts';
+import { describePinning, niceFromArgs, pinningFromArgs, pinProcesses } from './pin.ts';
 
 /** One RTP packet of G.711 at 8 kHz. */
 const FRAME_MS = 20;
@@ -273,19 +274,6 @@ function schedStat(): { runNs: number; waitNs: number } | undefined {
   }
 }
 
-/**
- * With --pin: callgate's process on CPU 0, the simulator and the caller on CPU 1 (taskset), so that
- * the stand-ins for the cloud model and the callers, which in production run elsewhere, do not
- * compete with callgate for a core. Returns false (and runs unpinned) where taskset is missing or
- * the machine has one CPU.
- */
-function pinProcesses(otherPids: (number | undefined)[]): boolean {
-  if (otherPids.includes(undefined) || cpus().length < 2) return false;
-  const self = spawnSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
-  const others = otherPids.map((pid) => spawnSync('taskset', ['-p', '-c', '1', String(pid)], { stdio: 'ignore' }));
-  return self.status === 0 && others.every((other) => other.status === 0);
-}
-
 /** A gap between the stall monitor's ticks longer than this is a stall. */
 const STALL_MS = 10;
 const STALL_TICK_MS = 2;
@@ -429,7 +417,9 @@ async function runBench(): Promise<void> {
   const warmup = arg('warmup', 5);
   const child = startChild('--simulator');
   const caller = startChild('--caller');
-  const pinned = process.argv.includes('--pin') && pinProcesses([child.pid, caller.pid]);
+  const pinning = pinningFromArgs(process.argv);
+  const pinned = pinning !== undefined && pinProcesses(pinning, [child.pid, caller.pid]);
+  const nice = niceFromArgs(process.argv);
   const { url } = await fromChild(child, 'ready');
   const frame = callerFrame();
   const probes: SessionProbe[] = [];
@@ -586,7 +576,7 @@ async function runBench(): Promise<void> {
   const bursts = burstShare(stamps, windowStart, windowEnd);
   console.log(`simulator deltas sent in a millisecond with more than ${BURST_DELTAS} deltas: ${(bursts.share * 100).toFixed(1)} % (most in one millisecond: ${bursts.largest})`);
   console.log(sendCost.describe('client CPU per outbound frame (sendAudio)'));
-  console.log(`processes: ${pinned ? 'callgate pinned to CPU 0, the simulator and the caller to CPU 1' : 'not pinned'}`);
+  console.log(`processes: ${describePinning(pinning, pinned, 'the simulator and the caller')}${nice === undefined ? '' : `; callgate at nice ${nice}`}`);
   if (schedStart !== undefined && schedEnd !== undefined) {
     const waitedMs = (schedEnd.waitNs - schedStart.waitNs) / 1e6;
     console.log(`callgate's event loop waited for a CPU (runnable, another process running): ${waitedMs.toFixed(0)} ms of the ${(wallMs / 1000).toFixed(0)} s window (${((waitedMs / wallMs) * 100).toFixed(2)} %)`);

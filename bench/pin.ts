@@ -1,0 +1,53 @@
+/**
+ * CPU pinning for the benchmarks (--pin [--sut-cpu N]): the process under test's main thread on
+ * one CPU (0 unless given), and the stand-ins for what in production runs on other machines
+ * (callers, the cloud model) on the other, with all their threads, so that they do not take
+ * callgate's core from it in the middle of a frame. Unpinned on this 2-core machine the kernel now
+ * and then runs a stand-in on callgate's core, and those moments, not callgate's own work, set the
+ * p99 (media: 13.5-40 ms unpinned against 3.5-6 ms pinned, in back-to-back runs of the same code).
+ * See bench/RESULTS.md for the kernel thread that also takes one of the CPUs now and then.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpus, setPriority } from 'node:os';
+
+export interface Pinning {
+  /** The CPU of the process under test's main thread; the stand-ins get another. */
+  readonly sutCpu: number;
+  readonly otherCpu: number;
+}
+
+/** The pinning asked for on the command line (--pin, --sut-cpu N), or undefined for none. */
+export function pinningFromArgs(argv: readonly string[]): Pinning | undefined {
+  if (!argv.includes('--pin')) return undefined;
+  const at = argv.indexOf('--sut-cpu');
+  const sutCpu = at < 0 ? 0 : Number(argv[at + 1]);
+  return { sutCpu, otherCpu: sutCpu === 0 ? 1 : 0 };
+}
+
+/** Returns false (and leaves everything unpinned) where taskset is missing or there is one CPU. */
+export function pinProcesses(pinning: Pinning, otherPids: readonly (number | undefined)[]): boolean {
+  if (otherPids.includes(undefined) || cpus().length < 2 || pinning.sutCpu >= cpus().length) return false;
+  const self = spawnSync('taskset', ['-p', '-c', String(pinning.sutCpu), String(process.pid)], { stdio: 'ignore' });
+  const others = otherPids.map((pid) => spawnSync('taskset', ['-a', '-p', '-c', String(pinning.otherCpu), String(pid)], { stdio: 'ignore' }));
+  return self.status === 0 && others.every((other) => other.status === 0);
+}
+
+export function describePinning(pinning: Pinning | undefined, pinned: boolean, others: string): string {
+  return pinning && pinned ? `callgate pinned to CPU ${pinning.sutCpu}, ${others} to CPU ${pinning.otherCpu}` : 'not pinned';
+}
+
+/**
+ * --nice N: this thread's nice value, set after the stand-ins were started so they keep theirs.
+ * Returns the value set, or undefined (none asked, or not allowed here).
+ */
+export function niceFromArgs(argv: readonly string[]): number | undefined {
+  const at = argv.indexOf('--nice');
+  if (at < 0) return undefined;
+  const nice = Number(argv[at + 1]);
+  try {
+    setPriority(nice);
+    return nice;
+  } catch {
+    return undefined;
+  }
+}
