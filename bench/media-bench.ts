@@ -15,6 +15,7 @@
  *                                [--slots 10] [--slot-capacity 100]   (callgate's send slots, for experiments)
  *                                [--load-processes 1]   (split the callers over this many load processes)
  *                                [--pin [--sut-cpu 0]]   (this process's main thread on that CPU, the load on the other: see pin.ts)
+ *                                [--nice N]   (this process's main thread at that nice value, as gateway.nice sets the gateway's)
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
@@ -31,7 +32,7 @@ import { PlayoutScheduler } from '../gateway/media/playout-scheduler.ts';
 import { parseRtpPacket, serializeRtpPacket } from '../gateway/media/rtp-packet.ts';
 import { RtpPortAllocator } from '../gateway/media/rtp-port-allocator.ts';
 import { LATENESS_BIN_MS, RtpSession } from '../gateway/media/rtp-session.ts';
-import { describePinning, pinningFromArgs, pinProcesses } from './pin.ts';
+import { describePinning, niceFromArgs, pinningFromArgs, pinProcesses } from './pin.ts';
 
 type Codec = 'pcmu' | 'opus';
 /** Send slots per frame and their capacity (the PlayoutScheduler's defaults unless given). */
@@ -439,7 +440,8 @@ async function main(): Promise<void> {
   const loads = Array.from({ length: loadProcesses }, () => fork(fileURLToPath(import.meta.url), ['--role=load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   const pinning = pinningFromArgs(process.argv);
   const pinned = pinning !== undefined && pinProcesses(pinning, loads.map((load) => load.pid));
-  console.log(`media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; ${describePinning(pinning, pinned, 'the load')}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const nice = niceFromArgs(process.argv);
+  console.log(`media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; ${describePinning(pinning, pinned, 'this process (relay and callgate)', 'the load')}${nice === undefined ? '' : `, this process at nice ${nice}`}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log('impl      codec        calls      loss  p50 ms  p99 ms  cpu/call  sut%  load%   sent/received');
   try {
     for (const codec of codecs) {

@@ -8,7 +8,8 @@
  * See bench/RESULTS.md for the kernel thread that also takes one of the CPUs now and then.
  */
 import { spawnSync } from 'node:child_process';
-import { cpus, setPriority } from 'node:os';
+import { cpus } from 'node:os';
+import { setThreadNice } from '../gateway/process-priority.ts';
 
 export interface Pinning {
   /** The CPU of the process under test's main thread; the stand-ins get another. */
@@ -32,22 +33,18 @@ export function pinProcesses(pinning: Pinning, otherPids: readonly (number | und
   return self.status === 0 && others.every((other) => other.status === 0);
 }
 
-export function describePinning(pinning: Pinning | undefined, pinned: boolean, others: string): string {
-  return pinning && pinned ? `callgate pinned to CPU ${pinning.sutCpu}, ${others} to CPU ${pinning.otherCpu}` : 'not pinned';
+export function describePinning(pinning: Pinning | undefined, pinned: boolean, self: string, others: string): string {
+  return pinning && pinned ? `${self} pinned to CPU ${pinning.sutCpu}, ${others} to CPU ${pinning.otherCpu}` : 'not pinned';
 }
 
 /**
- * --nice N: this thread's nice value, set after the stand-ins were started so they keep theirs.
- * Returns the value set, or undefined (none asked, or not allowed here).
+ * --nice N: this thread's nice value, as gateway.nice sets the gateway's (gateway/process-priority.ts),
+ * after the stand-ins were started so they keep theirs. Returns the value set, or undefined (none
+ * asked, or not allowed here).
  */
 export function niceFromArgs(argv: readonly string[]): number | undefined {
   const at = argv.indexOf('--nice');
   if (at < 0) return undefined;
-  const nice = Number(argv[at + 1]);
-  try {
-    setPriority(nice);
-    return nice;
-  } catch {
-    return undefined;
-  }
+  const outcome = setThreadNice(Number(argv[at + 1]));
+  return outcome.applied ? outcome.nice : undefined;
 }

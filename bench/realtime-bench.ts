@@ -21,7 +21,7 @@
  *     fewer frames out per delta in, and a delta makes more garbage than a frame, so compare runs
  *     that sent all their frames).
  *
- *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin [--sut-cpu 0]] [--profile DIR]
+ *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin [--sut-cpu 0]] [--nice N] [--profile DIR]
  *
  * --profile DIR writes a CPU profile and an allocation sample (every allocation, garbage
  * included) of callgate's process over the measured window only, for Chrome DevTools. They slow
@@ -576,7 +576,7 @@ async function runBench(): Promise<void> {
   const bursts = burstShare(stamps, windowStart, windowEnd);
   console.log(`simulator deltas sent in a millisecond with more than ${BURST_DELTAS} deltas: ${(bursts.share * 100).toFixed(1)} % (most in one millisecond: ${bursts.largest})`);
   console.log(sendCost.describe('client CPU per outbound frame (sendAudio)'));
-  console.log(`processes: ${describePinning(pinning, pinned, 'the simulator and the caller')}${nice === undefined ? '' : `; callgate at nice ${nice}`}`);
+  console.log(`processes: ${describePinning(pinning, pinned, 'callgate', 'the simulator and the caller')}${nice === undefined ? '' : `; callgate at nice ${nice}`}`);
   if (schedStart !== undefined && schedEnd !== undefined) {
     const waitedMs = (schedEnd.waitNs - schedStart.waitNs) / 1e6;
     console.log(`callgate's event loop waited for a CPU (runnable, another process running): ${waitedMs.toFixed(0)} ms of the ${(wallMs / 1000).toFixed(0)} s window (${((waitedMs / wallMs) * 100).toFixed(2)} %)`);

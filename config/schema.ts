@@ -236,6 +236,12 @@ export const gatewaySchema = z.strictObject({
   deadAfterMs: z.int().min(500).default(10_000),
   /** How long SIGTERM waits for calls and jobs to finish. */
   drainMs: z.int().min(0).default(10_000),
+  /**
+   * Scheduling priority (nice value) of the gateway's event loop thread, which carries SIP, RTP
+   * and the model streams. Negative values let the caller's audio go ahead of neighbours on the
+   * same core; they need CAP_SYS_NICE (or root). Unset: the priority is left as started.
+   */
+  nice: z.int().min(-20).max(19).optional(),
 });
 
 export const workerSchema = z.strictObject({

@@ -5,6 +5,7 @@
 import { startProcess } from '../jobs/process-runtime.ts';
 import { startActionLayer } from '../jobs/worker-main.ts';
 import { startCallGateway } from './call/start-call-gateway.ts';
+import { applyGatewayNice } from './process-priority.ts';
 
 type Role = 'all' | 'gateway' | 'worker';
 
@@ -21,6 +22,8 @@ const role = parseRole(process.argv.slice(2), process.env);
 const context = await startProcess(role);
 const layer = await startActionLayer(context, { runWorkers: role !== 'gateway' });
 if (role !== 'worker') {
+  // After Redis (a private redis-server is a child process) and before the listeners open.
+  applyGatewayNice(context.config.gateway.nice, context.log);
   try {
     await startCallGateway(context, layer);
   } catch (error) {

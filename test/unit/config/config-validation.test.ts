@@ -54,6 +54,8 @@ describe('when a configuration breaks a rule', () => {
     ['an unknown nested key', (d) => (tenant(d).agnet = 'x'), 'tenants[0].agnet: unknown key'],
     ['a port out of range', (d) => (d.http = { port: 70000 }), 'http.port:'],
     ['a port of the wrong type', (d) => (d.sip = { udpPort: 'five' }), 'sip.udpPort:'],
+    ['a nice value the kernel has no such priority for', (d) => (d.gateway = { nice: -21 }), 'gateway.nice:'],
+    ['a fractional nice value', (d) => (d.gateway = { nice: 2.5 }), 'gateway.nice:'],
     ['an odd RTP base port', (d) => (d.rtp = { portMin: 20001 }), 'rtp.portMin: must be even'],
     ['an inverted RTP range', (d) => (d.rtp = { portMin: 30000, portMax: 20000 }), 'rtp.portMin: must not be above rtp.portMax'],
     ['a SIP port inside the RTP range', (d) => (d.sip = { udpPort: 20010 }), 'sip.udpPort: must be outside the RTP port range'],
