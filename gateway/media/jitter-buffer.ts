@@ -400,12 +400,12 @@ class SequenceRing {
     this.payloadSlots[slot] = packet.payload.length === 0 ? -1 : this.payloads.put(packet.payload);
   }
 
-  /** Removes the entry and returns it as a frame, its payload in a buffer of its own; undefined when absent. */
+  /** Removes the entry and returns it as a frame, its payload bytes the consumer's to keep (never written again); undefined when absent. */
   take(key: number): PlayedFrame | undefined {
     const slot = key & this.mask;
     if (this.keys[slot] !== key) return undefined;
     const payloadSlot = this.payloadSlots[slot] as number;
-    const payload = payloadSlot < 0 ? EMPTY : this.payloads.copyOut(payloadSlot, this.payloadLengths[slot] as number);
+    const payload = payloadSlot < 0 ? EMPTY : this.payloads.view(payloadSlot, this.payloadLengths[slot] as number);
     const frame: PlayedFrame = { kind: 'frame', payload, sequenceNumber: this.sequenceNumbers[slot] as number, filler: this.fillers[slot] === 1 };
     this.delete(key);
     return frame;

@@ -12,7 +12,7 @@ describe('when a jitter buffer keeps payload bytes in its store', () => {
         const slots = [...held.keys()];
         const slot = slots[Math.floor(random() * slots.length)] as number;
         const expected = held.get(slot) as Buffer;
-        expect(store.copyOut(slot, expected.length).equals(expected)).toBe(true);
+        expect(store.view(slot, expected.length).equals(expected)).toBe(true);
         store.release(slot);
         held.delete(slot);
         continue;
@@ -26,7 +26,7 @@ describe('when a jitter buffer keeps payload bytes in its store', () => {
       // The caller's buffer may be reused at once: the store holds its own copy.
       payload.fill(0);
     }
-    for (const [slot, expected] of held) expect(store.copyOut(slot, expected.length).equals(expected)).toBe(true);
+    for (const [slot, expected] of held) expect(store.view(slot, expected.length).equals(expected)).toBe(true);
   });
 
   it('should hand out each slot once until it is released or the store is cleared', () => {
@@ -36,6 +36,28 @@ describe('when a jitter buffer keeps payload bytes in its store', () => {
     store.clear();
     const again = [store.put(Buffer.alloc(10, 4)), store.put(Buffer.alloc(10, 5))];
     expect(new Set(again).size).toBe(2);
-    expect(store.copyOut(again[0] as number, 10).equals(Buffer.alloc(10, 4))).toBe(true);
+    expect(store.view(again[0] as number, 10).equals(Buffer.alloc(10, 4))).toBe(true);
+  });
+
+  it('should never change the bytes of a view handed out, whatever is put, released or cleared after it', () => {
+    const random = seededRandom(7);
+    const store = new PayloadStore(4);
+    const handedOut: Array<{ view: Buffer; expected: Buffer }> = [];
+    const held: Array<{ slot: number; payload: Buffer }> = [];
+    for (let step = 0; step < 3000; step++) {
+      if (held.length > 0 && random() < 0.5) {
+        const { slot, payload } = held.splice(Math.floor(random() * held.length), 1)[0] as { slot: number; payload: Buffer };
+        handedOut.push({ view: store.view(slot, payload.length), expected: payload });
+        store.release(slot);
+      } else if (random() < 0.01) {
+        store.clear();
+        held.length = 0;
+      } else {
+        const payload = Buffer.from(Array.from({ length: random() < 0.9 ? 160 : 1 + Math.floor(random() * 1400) }, () => Math.floor(random() * 256)));
+        held.push({ slot: store.put(payload), payload });
+      }
+    }
+    expect(handedOut.length).toBeGreaterThan(1000);
+    for (const { view, expected } of handedOut) expect(view.equals(expected)).toBe(true);
   });
 });
