@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PayloadStore } from '../../../gateway/media/payload-store.ts';
+import { PayloadArena, PayloadStore } from '../../../gateway/media/payload-store.ts';
 import { seededRandom } from './seeded-random.ts';
 
 describe('when a jitter buffer keeps payload bytes in its store', () => {
@@ -39,9 +39,12 @@ describe('when a jitter buffer keeps payload bytes in its store', () => {
     expect(store.view(again[0] as number, 10).equals(Buffer.alloc(10, 4))).toBe(true);
   });
 
-  it('should never change the bytes of a view handed out, whatever is put, released or cleared after it', () => {
+  it('should never change the bytes of a view handed out, whatever this or another store puts, releases or clears after it', () => {
     const random = seededRandom(7);
-    const store = new PayloadStore(4);
+    const arena = new PayloadArena();
+    const store = new PayloadStore(4, arena);
+    // Another call's jitter buffer writing into the same chunks.
+    const other = new PayloadStore(4, arena);
     const handedOut: Array<{ view: Buffer; expected: Buffer }> = [];
     const held: Array<{ slot: number; payload: Buffer }> = [];
     for (let step = 0; step < 3000; step++) {
@@ -55,6 +58,7 @@ describe('when a jitter buffer keeps payload bytes in its store', () => {
       } else {
         const payload = Buffer.from(Array.from({ length: random() < 0.9 ? 160 : 1 + Math.floor(random() * 1400) }, () => Math.floor(random() * 256)));
         held.push({ slot: store.put(payload), payload });
+        other.release(other.put(Buffer.alloc(160, step & 0xff)));
       }
     }
     expect(handedOut.length).toBeGreaterThan(1000);
