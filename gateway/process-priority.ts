@@ -8,6 +8,12 @@
  * Linux sets a nice value per thread: this sets the calling thread's, which is the event loop when
  * called from main. Threads that exist already (the collector's helpers, libuv's pool) keep theirs;
  * processes started later (none by the gateway) would inherit it.
+ *
+ * The kernel weighs a thread's nice value within its scheduling group (the container's cgroup, or
+ * a login session's autogroup): it puts the loop ahead of the process's own other threads, and
+ * moves the group's share of the core towards the loop's core. It does not reach past the group:
+ * a gateway pod that must not share its cores at all needs whole CPUs (requests equal to limits,
+ * with the kubelet's static CPU manager), which the Helm chart's README describes.
  */
 import { getPriority, setPriority } from 'node:os';
 import type { Logger } from '../config/log.ts';
