@@ -21,7 +21,7 @@
  *     fewer frames out per delta in, and a delta makes more garbage than a frame, so compare runs
  *     that sent all their frames).
  *
- *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin [--sut-cpu 0]] [--nice N] [--profile DIR]
+ *   npx tsx bench/realtime-bench.ts [--sessions 500] [--seconds 20] [--warmup 5] [--pin [--sut-cpu 0]] [--nice N] [--send-in-receive] [--profile DIR]
  *
  * --profile DIR writes a CPU profile and an allocation sample (every allocation, garbage
  * included) of callgate's process over the measured window only, for Chrome DevTools. They slow
@@ -467,7 +467,7 @@ async function runBench(): Promise<void> {
   // Caller frames arrive over UDP, as RTP does, and are handed to the client when the loop reads
   // them; a frame waits in the socket while the loop is busy with anything else.
   const frames = createSocket('udp4');
-  frames.on('message', (datagram) => {
+  const sendFrames = (datagram: Buffer): void => {
     const sentAt = datagram.readDoubleLE(0);
     for (let at = STAMP_BYTES; at + 2 <= datagram.length; at += 2) {
       const probe = probes[datagram.readUInt16LE(at)];
@@ -480,6 +480,20 @@ async function runBench(): Promise<void> {
         sendCost.record(after - before);
       }
     }
+  };
+  // The gateway hands caller audio to the model from the media layer's playout scheduler, not
+  // inside the receive callback (gateway/media/playout-scheduler.ts): frames received in a loop
+  // turn are sent after that turn's reads, so the model's audio that arrived meanwhile is not
+  // queued behind a burst of sends. --send-in-receive sends inside the callback instead.
+  const sendInReceive = process.argv.includes('--send-in-receive');
+  const received: Buffer[] = [];
+  const sendReceived = (): void => {
+    for (let i = 0; i < received.length; i++) sendFrames(received[i] as Buffer);
+    received.length = 0;
+  };
+  frames.on('message', (datagram) => {
+    if (sendInReceive) return sendFrames(datagram);
+    if (received.push(datagram) === 1) setImmediate(sendReceived);
   });
   await new Promise<void>((resolve) => frames.bind(0, '127.0.0.1', resolve));
   const callerReady = fromChild(caller, 'caller-ready');
