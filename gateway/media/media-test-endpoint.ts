@@ -98,6 +98,13 @@ function modelFormatFor(codec: WireCodecName): ModelAudioFormat {
   return { encoding: 'pcm16', sampleRate: 48000 };
 }
 
+/**
+ * Recorded frames are joined into a buffer of their own every this many (a second of 20 ms frames).
+ * A caller frame is a view of the jitter buffer's store, whose 8 KB chunks are shared by all calls
+ * (payload-store.ts): a recording that kept every frame of a long call would keep a chunk per frame.
+ */
+const RECORD_JOIN_FRAMES = 50;
+
 export class MediaTestEndpoint {
   private readonly call: MediaTestCall;
   private readonly options: MediaTestEndpointOptions;
@@ -105,7 +112,10 @@ export class MediaTestEndpoint {
   private readonly startedAt: number;
   private codec: WireCodecName = 'PCMU';
   private model: ModelAudioFormat = { encoding: 'pcmu' };
+  /** Recorded audio, joined about once a second (see RECORD_JOIN_FRAMES), and the frames not joined yet. */
   private readonly audio: Buffer[] = [];
+  private pendingAudio: Buffer[] = [];
+  private recordedFrames = 0;
   private concealedFrames = 0;
   private readonly digits: MediaTestDigit[] = [];
   private readonly latches: Array<{ address: string; port: number; ssrc: number }> = [];
@@ -192,7 +202,7 @@ export class MediaTestEndpoint {
     switch (event.type) {
       case 'audio':
         if (this.options.mode === 'echo') this.session.play(ECHO_ITEM, event.audio);
-        else this.audio.push(event.audio);
+        else this.record(event.audio);
         if (event.concealed) this.concealedFrames++;
         return;
       case 'dtmf':
@@ -219,6 +229,18 @@ export class MediaTestEndpoint {
     }
   }
 
+  private record(frame: Buffer): void {
+    this.recordedFrames++;
+    this.pendingAudio.push(frame);
+    if (this.pendingAudio.length >= RECORD_JOIN_FRAMES) this.joinPendingAudio();
+  }
+
+  private joinPendingAudio(): void {
+    if (this.pendingAudio.length === 0) return;
+    this.audio.push(Buffer.concat(this.pendingAudio));
+    this.pendingAudio = [];
+  }
+
   private finish(): Promise<void> {
     this.finished ??= (async () => {
       let stats: RtpSessionStats | undefined;
@@ -235,13 +257,14 @@ export class MediaTestEndpoint {
     const name = this.call.callId.replace(/[^A-Za-z0-9._-]/g, '_');
     await mkdir(this.options.recordDir, { recursive: true });
     const sampleRate = this.model.encoding === 'pcm16' ? this.model.sampleRate : 8000;
+    this.joinPendingAudio();
     const audio = Buffer.concat(this.audio);
     const wav = `${name}.wav`;
     const recording: MediaTestRecording = {
       callId: this.call.callId,
       mode: this.options.mode,
       codec: this.codec,
-      audio: { file: wav, encoding: this.model.encoding, sampleRate, frames: this.audio.length, concealedFrames: this.concealedFrames },
+      audio: { file: wav, encoding: this.model.encoding, sampleRate, frames: this.recordedFrames, concealedFrames: this.concealedFrames },
       digits: this.digits,
       latches: this.latches,
       ssrcChanges: this.ssrcChanges,
@@ -249,6 +272,6 @@ export class MediaTestEndpoint {
     };
     await writeFile(join(this.options.recordDir, wav), wavFile(this.model.encoding, sampleRate, audio));
     await writeFile(join(this.options.recordDir, `${name}.json`), `${JSON.stringify(recording, null, 2)}\n`);
-    this.options.logger.info('media test call recorded', { sip_call_id: this.call.callId, file: join(this.options.recordDir, wav), frames: this.audio.length, digits: this.digits.length });
+    this.options.logger.info('media test call recorded', { sip_call_id: this.call.callId, file: join(this.options.recordDir, wav), frames: this.recordedFrames, digits: this.digits.length });
   }
 }

@@ -119,6 +119,36 @@ describe('when the caller of the record number presses keys by SIP INFO and RTP,
   });
 });
 
+describe('when a recorded call lasts longer than a second while another call runs beside it', () => {
+  it('should write every frame once, in order, with the bytes that were sent', async () => {
+    // 120 frames cross two of the recording's once-a-second joins; the echo call beside it keeps
+    // writing its own frames into the jitter buffers' shared chunks meanwhile.
+    const caller = await peer();
+    const other = await peer();
+    const { call, port, recording, recordDir } = await answer('record', { remote: { address: '127.0.0.1', port: caller.port } });
+    const echo = await answer('echo', { remote: { address: '127.0.0.1', port: other.port } });
+    const payload = (i: number): Buffer => Buffer.from(Array.from({ length: 160 }, (_, k) => (i * 7 + k) & 0xff));
+    await Promise.all([
+      stream(caller, port, 120, { ssrc: 5, firstSeq: 1, firstByte: 0, payload }),
+      stream(other, echo.port, 120, { ssrc: 6, firstSeq: 1, firstByte: 0x80 }),
+    ]);
+    await sleep(300);
+    call.send({ type: 'ended' });
+    await waitFor(() => {
+      try {
+        return recording().audio.frames > 0;
+      } catch {
+        return false;
+      }
+    });
+    const written = recording();
+    expect(written.audio).toMatchObject({ encoding: 'pcmu', frames: 120, concealedFrames: 0 });
+    const wav = readWavFile(readFileSync(join(recordDir, written.audio.file)));
+    expect(wav?.data.equals(Buffer.concat(Array.from({ length: 120 }, (_, i) => payload(i))))).toBe(true);
+    expect(other.packets().length).toBeGreaterThan(100);
+  });
+});
+
 describe('when the caller of the echo number sends no RTP at all', () => {
   it('should hang up at the media timeout', async () => {
     const caller = await peer();
