@@ -238,8 +238,9 @@ export const gatewaySchema = z.strictObject({
   drainMs: z.int().min(0).default(10_000),
   /**
    * Scheduling priority (nice value) of the gateway's event loop thread, which carries SIP, RTP
-   * and the model streams. Negative values let the caller's audio go ahead of neighbours on the
-   * same core; they need CAP_SYS_NICE (or root). Unset: the priority is left as started.
+   * and the model streams. A negative value puts the loop ahead of the other threads of its
+   * scheduling group (its cgroup or session), not of other containers; below the value the process
+   * started with it needs CAP_SYS_NICE (or a matching RLIMIT_NICE). Unset: left as started.
    */
   nice: z.int().min(-20).max(19).optional(),
 });

@@ -68,6 +68,8 @@ export interface CallgateProcessOptions {
   readonly worker?: boolean;
   /** Changes to the configuration document after the test's own (e.g. shorter worker timings). */
   readonly overrides?: (config: Record<string, unknown>) => void;
+  /** A command that execs the process (e.g. setpriv with fewer capabilities). */
+  readonly commandPrefix?: readonly string[];
 }
 
 export interface SharedSetup {
@@ -114,6 +116,7 @@ async function startOnce(options: CallgateProcessOptions, { configPath, prefix }
   const httpPort = await freeLoopbackPort();
   const entry = options.worker === true ? 'jobs/worker-main.ts' : 'gateway/main.ts';
   const proc = startTs(entry, {
+    ...(options.commandPrefix !== undefined && { prefix: options.commandPrefix }),
     args: options.role === undefined || options.worker === true ? [] : ['--role', options.role],
     env: {
       CALLGATE_CONFIG: configPath,

@@ -1,13 +1,21 @@
 /**
  * gateway.nice: the gateway process sets its event loop thread's scheduling priority at startup,
- * and a process that is not allowed to raise it says so and runs on.
+ * gives the processes it starts later the priority it started with, and when it is not allowed to
+ * raise its priority it says so and runs on.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/processes.ts';
 import { startCallgate, type CallgateProcess } from './callgate-process.ts';
+
+/** What processes started from this test begin with (0 unless the whole run was started niced). */
+const STARTED_AT = getPriority();
+const IS_ROOT = process.getuid?.() === 0;
+/** Root runs with CAP_SYS_NICE; this drops it (from the bounding set, so files stay readable). */
+const WITHOUT_CAP_SYS_NICE = ['setpriv', '--bounding-set=-sys_nice', '--inh-caps=-sys_nice'];
+const SCRIPT = { name: 'gateway-priority', greeting: 'Hello.', fallback: 'Anything else?' };
 
 /** The nice value of one thread, from /proc (field 19 of stat, counted after the command name). */
 function threadNice(pid: number, tid: number): number {
@@ -16,59 +24,76 @@ function threadNice(pid: number, tid: number): number {
   return Number(fields[16]);
 }
 
-/** What processes started from this test begin with (0 unless the whole run was started niced). */
-const STARTED_AT = getPriority();
+function logLine(callgate: CallgateProcess, message: string): Record<string, unknown> | undefined {
+  const line = callgate.proc
+    .stdout()
+    .split('\n')
+    .find((l) => l.includes(message));
+  return line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>);
+}
+
+let callgate: CallgateProcess | undefined;
+afterEach(async () => {
+  await callgate?.stop();
+  callgate = undefined;
+});
+
+function withNice(nice: number) {
+  return (config: Record<string, unknown>): void => {
+    (config.gateway as Record<string, unknown>).nice = nice;
+  };
+}
 
 describe('when gateway.nice is configured', () => {
-  let callgate: CallgateProcess;
-  beforeAll(async () => {
-    callgate = await startCallgate({
-      script: { name: 'gateway-priority', greeting: 'Hello.', fallback: 'Anything else?' },
-      overrides: (config) => {
-        (config.gateway as Record<string, unknown>).nice = 4;
-      },
-    });
-  }, 40_000);
-  afterAll(async () => callgate?.stop());
-
-  it('should run the event loop thread at that priority and leave the threads started before it alone', () => {
-    const pid = callgate.proc.child.pid as number;
-    expect(threadNice(pid, pid)).toBe(4);
+  it('should run the event loop thread at that priority and leave the threads started before it alone', async () => {
+    // A lower priority than the run's: allowed for any user.
+    const nice = Math.min(19, STARTED_AT + 4);
+    const cg = await startCallgate({ script: SCRIPT, overrides: withNice(nice) });
+    callgate = cg;
+    const pid = cg.proc.child.pid as number;
+    expect(threadNice(pid, pid)).toBe(nice);
     const others = readdirSync(`/proc/${pid}/task`)
       .map(Number)
       .filter((tid) => tid !== pid);
     expect(others.length).toBeGreaterThan(0);
     expect(others.some((tid) => threadNice(pid, tid) === STARTED_AT)).toBe(true);
-    const line = callgate.proc
-      .stdout()
-      .split('\n')
-      .find((l) => l.includes('scheduling priority set'));
-    expect(JSON.parse(line ?? '{}')).toMatchObject({ level: 'info', nice: 4, previous_nice: STARTED_AT });
-  });
+    expect(logLine(cg, 'scheduling priority set')).toMatchObject({ level: 'info', nice, previous_nice: STARTED_AT });
+  }, 40_000);
 });
 
-describe('when the process may not raise its priority', () => {
-  it('should report the refusal as an outcome and keep running at the priority it had', () => {
-    // The same user without CAP_SYS_NICE (root drops it from the bounding set, so the repository
-    // stays readable wherever it was cloned) asks for -5: the kernel refuses.
-    expect(STARTED_AT).toBeGreaterThan(-5);
+describe('when the gateway may not raise its priority', () => {
+  it.skipIf(!IS_ROOT)('should log the refusal and run on at the priority it was started with', async () => {
+    const cg = await startCallgate({ script: SCRIPT, overrides: withNice(STARTED_AT - 5), commandPrefix: WITHOUT_CAP_SYS_NICE });
+    callgate = cg;
+    // startCallgate returned: /readyz answers and the process logged "callgate ready".
+    const pid = cg.proc.child.pid as number;
+    expect(threadNice(pid, pid)).toBe(STARTED_AT);
+    expect(logLine(cg, 'scheduling priority not set')).toMatchObject({ level: 'warn', nice: STARTED_AT - 5, current_nice: STARTED_AT, code: 'EACCES' });
+    expect(logLine(cg, 'scheduling priority set')).toBeUndefined();
+    expect((await cg.get<{ active: unknown[] }>('/v1/calls')).active).toEqual([]);
+  }, 40_000);
+});
+
+describe('when the gateway starts a process after raising its priority', () => {
+  it.skipIf(!IS_ROOT)('should give that process the priority the gateway started with', () => {
+    // The child node raises its loop's priority, starts a process that inherits it, and releases it.
     const script = `
-      import { setThreadNice } from './gateway/process-priority.ts';
-      import { getPriority } from 'node:os';
-      const outcome = setThreadNice(-5);
-      console.log(JSON.stringify({ outcome, after: getPriority() }));
+      import { spawn } from 'node:child_process';
+      import { readFileSync } from 'node:fs';
+      import { applyGatewayNice, releaseInheritedPriority } from './gateway/process-priority.ts';
+      const quiet = { info() {}, warn() {} };
+      const niceOf = (pid) => { const s = readFileSync('/proc/' + pid + '/stat', 'utf8'); return Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[16]); };
+      applyGatewayNice(${STARTED_AT - 3}, quiet);
+      const kept = spawn('sleep', ['5']);
+      const released = spawn('sleep', ['5']);
+      releaseInheritedPriority(released.pid);
+      console.log(JSON.stringify({ kept: niceOf(kept.pid), released: niceOf(released.pid) }));
+      kept.kill();
+      released.kill();
     `;
-    const node = [process.execPath, '--import', 'tsx', '--input-type=module', '-e', script];
-    // A user other than root has no CAP_SYS_NICE to drop.
-    const command = process.getuid?.() === 0 ? ['setpriv', '--bounding-set=-sys_nice', '--inh-caps=-sys_nice', ...node] : node;
-    const run = spawnSync(command[0] as string, command.slice(1), {
-      cwd: REPO_ROOT,
-      encoding: 'utf8',
-      timeout: 20_000,
-    });
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 20_000 });
     expect(run.status, run.stderr).toBe(0);
-    const result = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}') as { outcome: Record<string, unknown>; after: number };
-    expect(result.outcome).toMatchObject({ applied: false, nice: -5, previous: STARTED_AT, code: 'EACCES' });
-    expect(result.after).toBe(STARTED_AT);
+    const result = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}') as { kept: number; released: number };
+    expect(result).toEqual({ kept: STARTED_AT - 3, released: STARTED_AT });
   });
 });

@@ -22,8 +22,10 @@ process.once('exit', () => {
 });
 
 /** Runs a TypeScript entry point of the project in a new Node process. */
-export function startTs(entry: string, options: { args?: readonly string[]; env?: NodeJS.ProcessEnv } = {}): StartedProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...(options.args ?? [])], {
+/** `prefix`: a command that execs node in its own process (setpriv, nice), so the PID is node's. */
+export function startTs(entry: string, options: { args?: readonly string[]; env?: NodeJS.ProcessEnv; prefix?: readonly string[] } = {}): StartedProcess {
+  const command = [...(options.prefix ?? []), process.execPath, '--import', 'tsx', entry, ...(options.args ?? [])];
+  const child = spawn(command[0] as string, command.slice(1), {
     cwd: REPO_ROOT,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { CallgateError } from '../../../config/errors.ts';
+import { releaseInheritedPriority } from '../../process-priority.ts';
 import { bytesPerMs, type AudioFormat } from '../realtime-session.ts';
 
 /** espeak-ng renders a sentence in tens of ms; a child this slow is stuck. */
@@ -85,6 +86,9 @@ export class SpeechSynthesizer {
         stdio: ['pipe', 'pipe', 'pipe'],
       });
       const sox = spawn(this.soxPath, ['-V1', '-t', 'wav', '-', '-t', 'raw', ...SOX_OUTPUT[format], '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      // Rendering can wait: not at the event loop's raised priority (gateway.nice).
+      releaseInheritedPriority(espeak.pid);
+      releaseInheritedPriority(sox.pid);
       const chunks: Buffer[] = [];
       const problems: string[] = [];
       let settled = false;
