@@ -4,7 +4,8 @@
  * (callers, the cloud model) on the other, with all their threads, so that they do not take
  * callgate's core from it in the middle of a frame. Unpinned on this 2-core machine the kernel now
  * and then runs a stand-in on callgate's core, and those moments, not callgate's own work, set the
- * p99 (media: 13.5-40 ms unpinned against 3.5-6 ms pinned, in back-to-back runs of the same code).
+ * p99 (media at 500 calls: 13.5-17 ms unpinned against 3.5-6 ms pinned, in back-to-back runs of
+ * the same code; bench/RESULTS.md).
  * See bench/RESULTS.md for the kernel thread that also takes one of the CPUs now and then.
  */
 import { spawnSync } from 'node:child_process';
@@ -46,5 +47,7 @@ export function niceFromArgs(argv: readonly string[]): number | undefined {
   const at = argv.indexOf('--nice');
   if (at < 0) return undefined;
   const outcome = setThreadNice(Number(argv[at + 1]));
+  // A run must not be taken for a niced one when it was not.
+  if (!outcome.applied) process.stderr.write(`--nice ${String(argv[at + 1])} not applied: ${outcome.message}\n`);
   return outcome.applied ? outcome.nice : undefined;
 }

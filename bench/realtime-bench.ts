@@ -482,9 +482,10 @@ async function runBench(): Promise<void> {
     }
   };
   // The gateway hands caller audio to the model from the media layer's playout scheduler, not
-  // inside the receive callback (gateway/media/playout-scheduler.ts): frames received in a loop
-  // turn are sent after that turn's reads, so the model's audio that arrived meanwhile is not
-  // queued behind a burst of sends. --send-in-receive sends inside the callback instead.
+  // inside the receive callback (gateway/media/playout-scheduler.ts; only after a stall longer than
+  // the jitter buffer's maximum does the receive path hand frames over itself): frames received in
+  // a loop turn are sent after that turn's reads, so the model's audio that arrived meanwhile is
+  // not queued behind a burst of sends. --send-in-receive sends inside the callback instead.
   const sendInReceive = process.argv.includes('--send-in-receive');
   const received: Buffer[] = [];
   const sendReceived = (): void => {
