@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { PayloadArena, PayloadStore } from '../../../gateway/media/payload-store.ts';
+import { PayloadArena } from '../../../gateway/media/payload-arena.ts';
+import { PayloadStore } from '../../../gateway/media/payload-store.ts';
 import { seededRandom } from './seeded-random.ts';
 
 describe('when a jitter buffer keeps payload bytes in its store', () => {
