@@ -32,7 +32,7 @@ import { PlayoutScheduler } from '../gateway/media/playout-scheduler.ts';
 import { parseRtpPacket, serializeRtpPacket } from '../gateway/media/rtp-packet.ts';
 import { RtpPortAllocator } from '../gateway/media/rtp-port-allocator.ts';
 import { LATENESS_BIN_MS, RtpSession } from '../gateway/media/rtp-session.ts';
-import { describePinning, niceFromArgs, pinningFromArgs, pinProcesses } from './pin.ts';
+import { placeProcesses } from './pin.ts';
 
 type Codec = 'pcmu' | 'opus';
 /** Send slots per frame and their capacity (the PlayoutScheduler's defaults unless given). */
@@ -438,10 +438,8 @@ async function main(): Promise<void> {
   if (process.argv.includes('--slot-capacity')) scheduling.slotCapacity = Number(argument('slot-capacity', '100'));
   const loadProcesses = Number(argument('load-processes', '1'));
   const loads = Array.from({ length: loadProcesses }, () => fork(fileURLToPath(import.meta.url), ['--role=load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-  const pinning = pinningFromArgs(process.argv);
-  const pinned = pinning !== undefined && pinProcesses(pinning, loads.map((load) => load.pid));
-  const nice = niceFromArgs(process.argv);
-  console.log(`media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; ${describePinning(pinning, pinned, 'this process (relay and callgate)', 'the load')}${nice === undefined ? '' : `, this process at nice ${nice}`}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const placement = placeProcesses(process.argv, loads.map((load) => load.pid), 'this process (relay and callgate)', 'the load');
+  console.log(`media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; ${placement}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log('impl      codec        calls      loss  p50 ms  p99 ms  cpu/call  sut%  load%   sent/received');
   try {
     for (const codec of codecs) {

@@ -12,14 +12,27 @@ import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { setThreadNice } from '../gateway/process-priority.ts';
 
-export interface Pinning {
+interface Pinning {
   /** The CPU of the process under test's main thread; the stand-ins get another. */
   readonly sutCpu: number;
   readonly otherCpu: number;
 }
 
-/** The pinning asked for on the command line (--pin, --sut-cpu N), or undefined for none. */
-export function pinningFromArgs(argv: readonly string[]): Pinning | undefined {
+/**
+ * Applies what the command line asks for (--pin [--sut-cpu N], --nice N) to this process and the
+ * stand-ins already started, and says what took effect, for the run's header. `self` and `others`
+ * name them there.
+ */
+export function placeProcesses(argv: readonly string[], otherPids: readonly (number | undefined)[], self: string, others: string): string {
+  const pinning = pinningFromArgs(argv);
+  const pinned = pinning !== undefined && pinProcesses(pinning, otherPids);
+  // After the stand-ins were started, so they keep their own priority.
+  const nice = niceFromArgs(argv);
+  const placement = pinning && pinned ? `${self} pinned to CPU ${pinning.sutCpu}, ${others} to CPU ${pinning.otherCpu}` : 'not pinned';
+  return nice === undefined ? placement : `${placement}; ${self} at nice ${nice}`;
+}
+
+function pinningFromArgs(argv: readonly string[]): Pinning | undefined {
   if (!argv.includes('--pin')) return undefined;
   const at = argv.indexOf('--sut-cpu');
   const sutCpu = at < 0 ? 0 : Number(argv[at + 1]);
@@ -27,23 +40,18 @@ export function pinningFromArgs(argv: readonly string[]): Pinning | undefined {
 }
 
 /** Returns false (and leaves everything unpinned) where taskset is missing or there is one CPU. */
-export function pinProcesses(pinning: Pinning, otherPids: readonly (number | undefined)[]): boolean {
+function pinProcesses(pinning: Pinning, otherPids: readonly (number | undefined)[]): boolean {
   if (otherPids.includes(undefined) || cpus().length < 2 || pinning.sutCpu >= cpus().length) return false;
   const self = spawnSync('taskset', ['-p', '-c', String(pinning.sutCpu), String(process.pid)], { stdio: 'ignore' });
   const others = otherPids.map((pid) => spawnSync('taskset', ['-a', '-p', '-c', String(pinning.otherCpu), String(pid)], { stdio: 'ignore' }));
   return self.status === 0 && others.every((other) => other.status === 0);
 }
 
-export function describePinning(pinning: Pinning | undefined, pinned: boolean, self: string, others: string): string {
-  return pinning && pinned ? `${self} pinned to CPU ${pinning.sutCpu}, ${others} to CPU ${pinning.otherCpu}` : 'not pinned';
-}
-
 /**
- * --nice N: this thread's nice value, as gateway.nice sets the gateway's (gateway/process-priority.ts),
- * after the stand-ins were started so they keep theirs. Returns the value set, or undefined (none
- * asked, or not allowed here).
+ * --nice N: this thread's nice value, as gateway.nice sets the gateway's (gateway/process-priority.ts).
+ * Returns the value set, or undefined (none asked, or not allowed here).
  */
-export function niceFromArgs(argv: readonly string[]): number | undefined {
+function niceFromArgs(argv: readonly string[]): number | undefined {
   const at = argv.indexOf('--nice');
   if (at < 0) return undefined;
   const outcome = setThreadNice(Number(argv[at + 1]));

@@ -45,7 +45,7 @@ import { AUDIO_CHUNK_MS, SimulatorSession } from '../gateway/realtime/simulator/
 import { loadSimulatorScript } from '../gateway/realtime/simulator/simulator-script.ts';
 import { SpeechSynthesizer } from '../gateway/realtime/simulator/speech-synthesizer.ts';
 import { encodeMulaw } from '../gateway/realtime/simulator/g711.ts';
-import { describePinning, niceFromArgs, pinningFromArgs, pinProcesses } from './pin.ts';
+import { placeProcesses } from './pin.ts';
 
 /** One RTP packet of G.711 at 8 kHz. */
 const FRAME_MS = 20;
@@ -417,9 +417,7 @@ async function runBench(): Promise<void> {
   const warmup = arg('warmup', 5);
   const child = startChild('--simulator');
   const caller = startChild('--caller');
-  const pinning = pinningFromArgs(process.argv);
-  const pinned = pinning !== undefined && pinProcesses(pinning, [child.pid, caller.pid]);
-  const nice = niceFromArgs(process.argv);
+  const placement = placeProcesses(process.argv, [child.pid, caller.pid], 'callgate', 'the simulator and the caller');
   const { url } = await fromChild(child, 'ready');
   const frame = callerFrame();
   const probes: SessionProbe[] = [];
@@ -591,7 +589,7 @@ async function runBench(): Promise<void> {
   const bursts = burstShare(stamps, windowStart, windowEnd);
   console.log(`simulator deltas sent in a millisecond with more than ${BURST_DELTAS} deltas: ${(bursts.share * 100).toFixed(1)} % (most in one millisecond: ${bursts.largest})`);
   console.log(sendCost.describe('client CPU per outbound frame (sendAudio)'));
-  console.log(`processes: ${describePinning(pinning, pinned, 'callgate', 'the simulator and the caller')}${nice === undefined ? '' : `; callgate at nice ${nice}`}`);
+  console.log(`processes: ${placement}`);
   if (schedStart !== undefined && schedEnd !== undefined) {
     const waitedMs = (schedEnd.waitNs - schedStart.waitNs) / 1e6;
     console.log(`callgate's event loop waited for a CPU (runnable, another process running): ${waitedMs.toFixed(0)} ms of the ${(wallMs / 1000).toFixed(0)} s window (${((waitedMs / wallMs) * 100).toFixed(2)} %)`);
