@@ -69,7 +69,8 @@ describe('when the caller barges in while the booking is RUNNING', () => {
 
     // The booking: committed once, never cancelled, told by voice after the barge-in.
     expect(delivered.state).toBe('COMMITTED');
-    expect(delivered.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
+    // The gate's reasons and the call's timeline say why, when a loaded machine sends it out of band.
+    expect(delivered.delivery, JSON.stringify({ delivery: delivered.delivery, timeline: await cg.timeline(call.session_id) })).toMatchObject({ decision: 'spoken', channel: 'voice' });
     const effects = (await cg.get<{ effects: { reference?: string }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;
     expect(effects.map((e) => e.reference)).toEqual([delivered.operation_id]);
     expect(await sandboxMessages(cg.sandboxUrl, delivered.operation_id)).toEqual([]);
