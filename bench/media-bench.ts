@@ -13,6 +13,7 @@
  *
  *   npx tsx bench/media-bench.ts [--calls 250,500,1000] [--seconds 10] [--warmup 2] [--codecs pcmu,opus] [--impls baseline,callgate]
  *                                [--slots 10] [--slot-capacity 100]   (callgate's send slots, for experiments)
+ *                                [--rtp-sockets auto|native|node]   (callgate's RTP sockets, rtp.sockets: native module or dgram)
  *                                [--load-processes 1]   (split the callers over this many load processes)
  *                                [--pin [--sut-cpu 0]]   (this process's main thread on that CPU, the load on the other: see pin.ts)
  *                                [--nice N]   (this process's main thread at that nice value, as gateway.nice sets the gateway's)
@@ -23,9 +24,11 @@ import { loadavg } from 'node:os';
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '../config/log.ts';
+import type { RtpConfig } from '../config/schema.ts';
 import { PCMU, wireCodec } from '../gateway/media/audio-format.ts';
 import { decodeUlaw, encodeUlaw } from '../gateway/media/g711.ts';
 import { MonotonicMediaTimer } from '../gateway/media/media-timer.ts';
+import { rtpSocketsEngine } from '../gateway/media/native-rtp-sockets.ts';
 import { MAX_BACKLOG_FRAMES, MAX_CATCH_UP_FRAMES } from '../gateway/media/frame-schedule.ts';
 import { OPUS_FRAME_SAMPLES, OpusCodec } from '../gateway/media/opus-codec.ts';
 import { PlayoutScheduler } from '../gateway/media/playout-scheduler.ts';
@@ -35,10 +38,11 @@ import { LATENESS_BIN_MS, RtpSession } from '../gateway/media/rtp-session.ts';
 import { placeProcesses } from './pin.ts';
 
 type Codec = 'pcmu' | 'opus';
-/** Send slots per frame and their capacity (the PlayoutScheduler's defaults unless given). */
+/** Send slots per frame and their capacity (the PlayoutScheduler's defaults unless given), and callgate's RTP sockets. */
 interface SchedulingOptions {
   slots?: number;
   slotCapacity?: number;
+  sockets: RtpConfig['sockets'];
 }
 type Impl = 'baseline' | 'callgate';
 
@@ -272,17 +276,20 @@ class CallgateMedia {
   private readonly logger = new Logger({ level: 'error', sink: { write: () => {} } });
   sinkBytes = 0;
 
+  private readonly sockets: RtpConfig['sockets'];
+
   constructor(
     private readonly codec: Codec,
-    scheduling: SchedulingOptions,
+    { sockets, ...scheduling }: SchedulingOptions,
   ) {
+    this.sockets = sockets;
     this.scheduler = new PlayoutScheduler({ timer: this.timer, ...scheduling });
   }
 
   async open(n: number): Promise<number[]> {
     for (let i = 0; i < n; i++) {
       const session = await RtpSession.open({
-        config: { listen: '127.0.0.1', portMin: PORT_MIN, portMax: PORT_MAX, mediaTimeoutMs: 600_000, comfortSilence: false, jitterMinMs: 20, jitterMaxMs: 200 },
+        config: { listen: '127.0.0.1', portMin: PORT_MIN, portMax: PORT_MAX, mediaTimeoutMs: 600_000, comfortSilence: false, jitterMinMs: 20, jitterMaxMs: 200, sockets: this.sockets },
         ports: this.ports,
         scheduler: this.scheduler,
         timer: this.timer,
@@ -433,13 +440,15 @@ async function main(): Promise<void> {
   const warmupSeconds = Number(argument('warmup', '2'));
   const codecs = argument('codecs', 'pcmu,opus').split(',') as Codec[];
   const impls = argument('impls', 'baseline,callgate').split(',') as Impl[];
-  const scheduling: SchedulingOptions = {};
+  const sockets = argument('rtp-sockets', 'auto') as RtpConfig['sockets'];
+  const scheduling: SchedulingOptions = { sockets };
   if (process.argv.includes('--slots')) scheduling.slots = Number(argument('slots', '10'));
   if (process.argv.includes('--slot-capacity')) scheduling.slotCapacity = Number(argument('slot-capacity', '100'));
   const loadProcesses = Number(argument('load-processes', '1'));
   const loads = Array.from({ length: loadProcesses }, () => fork(fileURLToPath(import.meta.url), ['--role=load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   const placement = placeProcesses(process.argv, loads.map((load) => load.pid), 'this process (relay and callgate)', 'the load');
-  console.log(`media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; ${placement}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const engine = rtpSocketsEngine(sockets) === undefined ? 'dgram' : 'the native module';
+  console.log(`media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; callgate's RTP sockets: ${engine}; ${placement}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log('impl      codec        calls      loss  p50 ms  p99 ms  cpu/call  sut%  load%   sent/received');
   try {
     for (const codec of codecs) {

@@ -72,6 +72,7 @@ export const ERRORS = {
   CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED: { message: 'no free RTP port in {portMin}-{portMax}', sipStatus: 503 },
   CALLGATE_ERR_MEDIA_CODEC: { message: 'codec {codec} failed: {reason}' },
   CALLGATE_ERR_MEDIA_TIMEOUT: { message: 'no RTP received for {timeoutMs} ms' },
+  CALLGATE_ERR_NATIVE_RTP_UNAVAILABLE: { message: 'rtp.sockets is native but the native RTP module cannot be loaded: {reason}' },
 
   // realtime model (gateway/realtime)
   CALLGATE_ERR_MODEL_CONNECT: { message: 'cannot connect to the realtime model at {url}: {reason}' },

@@ -19,6 +19,7 @@ import { concealG711Frame } from './g711-concealment.ts';
 import { JitterBuffer, type JitterBufferStats, type JitterFrame } from './jitter-buffer.ts';
 import type { MediaTimer } from './media-timer.ts';
 import * as metrics from './media-metrics.ts';
+import { rtpSocketsEngine } from './native-rtp-sockets.ts';
 import { Playout, type PlayoutClearResult, type PlayoutPosition } from './playout.ts';
 import type { PlayoutRegistration, PlayoutScheduler } from './playout-scheduler.ts';
 import { ReceiveStatistics } from './receive-statistics.ts';
@@ -272,6 +273,7 @@ export class RtpSession {
       onError: (error) => ref.session?.logger.debug('media socket error', { error }),
       // A tick builds up to this many packets and its flush sends them.
       maxUnsentPackets: MAX_CATCH_UP_FRAMES,
+      native: rtpSocketsEngine(options.config.sockets),
     });
     try {
       ref.session = new RtpSession(options, sockets);

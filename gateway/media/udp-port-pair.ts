@@ -1,12 +1,15 @@
 /**
  * The socket edge of a call's media: an RTP socket on an even port and an RTCP socket on the
  * port above, bound on the configured address. A port that some other process holds is skipped
- * (it goes back to the allocator) and the next one is tried.
+ * (it goes back to the allocator) and the next one is tried. The RTP socket is a native one
+ * (native-rtp-sockets.ts) when the pair is given the native module, a dgram socket otherwise;
+ * RTCP, a packet every few seconds, is always dgram.
  */
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { lookup as dnsLookup, type LookupOneOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import { CallgateError, isCallgateError } from '../../config/errors.ts';
+import type { NativeRtpSocket, NativeRtpSockets } from './native-rtp-sockets.ts';
 import type { RtpPortAllocator } from './rtp-port-allocator.ts';
 import type { RtpEndpoint } from './rtp-session-events.ts';
 import { SendBufferRing } from './send-buffer-ring.ts';
@@ -23,24 +26,34 @@ export interface UdpPortPairOptions {
   readonly onError: (error: Error) => void;
   /** RTP packets built before the first of them is sent, at most (see `rtpPacketBuffer`). */
   readonly maxUnsentPackets: number;
+  /** RTP through the native module (see rtpSocketsEngine); dgram when absent. */
+  readonly native?: NativeRtpSockets;
+}
+
+/** What the pair needs of its RTP socket, dgram or native. */
+interface RtpChannel {
+  send(data: Buffer | readonly Buffer[], port: number, address: string): void;
+  /** Datagrams handed to the socket and not yet to the kernel. */
+  queued(): number;
+  close(): Promise<void>;
 }
 
 export class UdpPortPair {
   readonly port: number;
   private readonly allocator: RtpPortAllocator;
-  private readonly rtp: Socket;
+  private readonly rtp: RtpChannel;
   private readonly rtcp: Socket;
   private readonly rtpBuffers: SendBufferRing;
   /** The last remote address found to be an IP literal (sent to at once, see rtpPacketBuffer). */
   private literalRemote = '';
   private closed = false;
 
-  private constructor(allocator: RtpPortAllocator, port: number, rtp: Socket, rtcp: Socket, maxUnsentPackets: number) {
+  private constructor(allocator: RtpPortAllocator, port: number, rtp: RtpChannel, rtcp: Socket, maxUnsentPackets: number) {
     this.allocator = allocator;
     this.port = port;
     this.rtp = rtp;
     this.rtcp = rtcp;
-    this.rtpBuffers = new SendBufferRing(() => rtp.getSendQueueCount(), maxUnsentPackets + 1);
+    this.rtpBuffers = new SendBufferRing(() => rtp.queued(), maxUnsentPackets + 1);
   }
 
   static async bind(options: UdpPortPairOptions): Promise<UdpPortPair> {
@@ -48,21 +61,19 @@ export class UdpPortPair {
     for (let attempt = 0; attempt < MAX_BIND_ATTEMPTS; attempt++) {
       const port = options.allocator.allocate();
       const type = options.address.includes(':') ? 'udp6' : 'udp4';
-      const rtp = createSocket({ type, lookup: literalLookup });
       const rtcp = createSocket({ type, lookup: literalLookup });
+      let rtp: RtpChannel | undefined;
       try {
-        await bindSocket(rtp, port, options.address);
+        rtp = options.native === undefined ? await dgramChannel(type, port, options) : nativeChannel(options.native, port, options);
         await bindSocket(rtcp, port + 1, options.address);
       } catch (error) {
         lastError = error;
-        await Promise.all([closeSocket(rtp), closeSocket(rtcp)]);
+        await Promise.all([rtp?.close(), closeSocket(rtcp)]);
         options.allocator.release(port);
         if (isCallgateError(error)) throw error;
         continue;
       }
-      rtp.on('message', options.onRtp);
       rtcp.on('message', options.onRtcp);
-      rtp.on('error', options.onError);
       rtcp.on('error', options.onError);
       return new UdpPortPair(options.allocator, port, rtp, rtcp, options.maxUnsentPackets);
     }
@@ -96,9 +107,58 @@ export class UdpPortPair {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([closeSocket(this.rtp), closeSocket(this.rtcp)]);
+    await Promise.all([this.rtp.close(), closeSocket(this.rtcp)]);
     this.allocator.release(this.port);
   }
+}
+
+async function dgramChannel(type: 'udp4' | 'udp6', port: number, options: UdpPortPairOptions): Promise<RtpChannel> {
+  const socket = createSocket({ type, lookup: literalLookup });
+  try {
+    await bindSocket(socket, port, options.address);
+  } catch (error) {
+    await closeSocket(socket);
+    throw error;
+  }
+  socket.on('message', options.onRtp);
+  socket.on('error', options.onError);
+  return {
+    send: (data, toPort, address) => socket.send(data, toPort, address),
+    queued: () => socket.getSendQueueCount(),
+    close: () => closeSocket(socket),
+  };
+}
+
+function nativeChannel(native: NativeRtpSockets, port: number, options: UdpPortPairOptions): RtpChannel {
+  const socket: NativeRtpSocket = native.open(options.address, port, options.onRtp);
+  const family = options.address.includes(':') ? 6 : 4;
+  // Host names (legal in SDP, rare) are looked up once; their packets are dropped until then.
+  // '' marks a name being looked up or not found; the caller's own packets latch a literal soon.
+  const named = new Map<string, string>();
+  return {
+    send: (data, toPort, address) => {
+      let to = address;
+      if (named.size > 0) {
+        to = named.get(address) ?? address;
+        if (to === '') return;
+      }
+      const refused = socket.send(data, toPort, to);
+      if (refused === 0) return;
+      if (refused === 'EINVAL' && isIP(to) === 0) {
+        named.set(address, '');
+        dnsLookup(address, { family }, (error, found) => {
+          if (error === null) named.set(address, found);
+          else options.onError(error);
+        });
+        return;
+      }
+      // As dgram reports a failed send: an error event, counted by the session, never thrown.
+      options.onError(Object.assign(new Error(`send ${refused} ${address}:${toPort}`), { code: refused }));
+    },
+    // Sent within send(): a buffer is the kernel's copy as soon as send() returns.
+    queued: () => 0,
+    close: async () => socket.close(),
+  };
 }
 
 /** The IP literal last resolved (process-wide: most media goes to a few addresses). */

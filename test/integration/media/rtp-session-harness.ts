@@ -36,7 +36,7 @@ export class RtpSessionHarness {
   }
 
   config(overrides: Partial<RtpConfig> = {}): RtpConfig {
-    return { listen: '127.0.0.1', portMin: this.portMin, portMax: this.portMin + 39, mediaTimeoutMs: 5000, comfortSilence: false, jitterMinMs: 20, jitterMaxMs: 200, ...overrides };
+    return { listen: '127.0.0.1', portMin: this.portMin, portMax: this.portMin + 39, mediaTimeoutMs: 5000, comfortSilence: false, jitterMinMs: 20, jitterMaxMs: 200, sockets: 'auto', ...overrides };
   }
 
   async start(options: Partial<RtpSessionOptions> = {}, rtp: Partial<RtpConfig> = {}): Promise<SessionHarness> {

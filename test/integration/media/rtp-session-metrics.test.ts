@@ -38,7 +38,7 @@ describe('when a call carries media', () => {
     const peer = await RtpPeer.open();
     cleanup.push(peer);
     const session = await RtpSession.open({
-      config: { listen: '127.0.0.1', portMin: PORT_BASE, portMax: PORT_BASE + 9, mediaTimeoutMs: 5000, comfortSilence: false, jitterMinMs: 20, jitterMaxMs: 200 },
+      config: { listen: '127.0.0.1', portMin: PORT_BASE, portMax: PORT_BASE + 9, mediaTimeoutMs: 5000, comfortSilence: false, jitterMinMs: 20, jitterMaxMs: 200, sockets: 'auto' },
       ports: new RtpPortAllocator({ portMin: PORT_BASE, portMax: PORT_BASE + 9 }),
       scheduler: new PlayoutScheduler({ timer: new MonotonicMediaTimer() }),
       timer: new MonotonicMediaTimer(),

@@ -19,7 +19,7 @@ const TELEPHONE_EVENT = 101;
 const quietLogger = new Logger({ level: 'error', sink: { write: () => {} } });
 
 function config(overrides: Partial<RtpConfig> = {}): RtpConfig {
-  return { listen: '127.0.0.1', portMin: PORT_BASE, portMax: PORT_BASE + 39, mediaTimeoutMs: 5000, comfortSilence: false, jitterMinMs: 20, jitterMaxMs: 200, ...overrides };
+  return { listen: '127.0.0.1', portMin: PORT_BASE, portMax: PORT_BASE + 39, mediaTimeoutMs: 5000, comfortSilence: false, jitterMinMs: 20, jitterMaxMs: 200, sockets: 'auto', ...overrides };
 }
 
 interface Harness {

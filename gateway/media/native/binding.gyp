@@ -1,0 +1,10 @@
+{
+  "targets": [
+    {
+      "target_name": "rtp_udp",
+      "sources": ["rtp_udp.c"],
+      "cflags": ["-O2", "-Wall", "-Wextra", "-Werror"],
+      "defines": ["NAPI_VERSION=8"]
+    }
+  ]
+}
