@@ -1,5 +1,6 @@
 # One image for both roles: CALLGATE_ROLE=gateway|worker|all (default all).
-# Build stage: compiles TypeScript and the native modules (@discordjs/opus) against this Node.
+# Build stage: compiles TypeScript and the native modules (@discordjs/opus, callgate's RTP sockets)
+# against this Node.
 FROM node:20-bookworm AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -10,6 +11,8 @@ COPY jobs ./jobs
 COPY agents ./agents
 COPY gateway ./gateway
 RUN npm run build \
+ && npm run build:native \
+ && cp --parents gateway/media/native/build/Release/rtp_udp.node dist/ \
  && cp config/*.yaml dist/config/ \
  && find jobs -name '*.lua' -exec cp --parents {} dist/ \; \
  && find gateway -name '*.yaml' -exec cp --parents {} dist/ \; \

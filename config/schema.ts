@@ -61,9 +61,9 @@ export const rtpSchema = z.strictObject({
   jitterMinMs: z.int().min(0).default(20),
   jitterMaxMs: z.int().min(20).default(200),
   /**
-   * RTP sockets: `native` through callgate's native module (batched receive, direct sends; about
-   * half the CPU per packet), `node` through Node's dgram, `auto` native where the module is built
-   * (npm run build:native) and dgram with a warning where it is not.
+   * RTP sockets: `native` through callgate's native module (batched receive, direct sends: less
+   * CPU per packet, see bench/RESULTS.md), `node` through Node's dgram, `auto` native where the
+   * module is built (npm run build:native) and dgram with a warning where it is not.
    */
   sockets: z.enum(['auto', 'native', 'node']).default('auto'),
 });

@@ -59,3 +59,12 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_hash" ]; then
   npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_hash" > "$stamp"
 fi
+
+# callgate's native RTP sockets (gateway/media/native): rebuilt when its sources are newer than the
+# module. Without a C compiler the gateway still runs, on Node's dgram (rtp.sockets: auto).
+native=gateway/media/native
+if [ ! -f "$native/build/Release/rtp_udp.node" ] \
+   || [ -n "$(find "$native/rtp_udp.c" "$native/binding.gyp" -newer "$native/build/Release/rtp_udp.node" 2>/dev/null)" ]; then
+  say "building the native RTP module"
+  npm run --silent build:native >/dev/null
+fi
