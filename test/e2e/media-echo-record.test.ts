@@ -46,9 +46,13 @@ const FRAME_BYTES = 160;
 const SILENCE_BEFORE_DIGITS_MS = 1_400;
 const BETWEEN_DIGITS_MS = 500;
 const TAIL_MS = 800;
-/** A media range of its own: the capture filter and the port checks rely on it. */
+/**
+ * A media range of its own: the capture filter and the port checks rely on it. Its lower half is
+ * the gateway on the native RTP sockets (the default), its upper half the one on Node's dgram.
+ */
 const RTP_PORT_MIN = 47_000 + 100 * (process.pid % 20);
 const RTP_PORT_MAX = RTP_PORT_MIN + 98;
+const NODE_SOCKETS_PORT_MIN = RTP_PORT_MIN + 50;
 const ECHO_NUMBER = '9100';
 const RECORD_NUMBER = '9101';
 
@@ -60,19 +64,32 @@ let callgate: CallgateProcess | undefined;
 let workDir = '';
 let recordDir = '';
 
-beforeAll(async () => {
-  workDir = mkdtempSync(join(tmpdir(), 'callgate-media-e2e-'));
-  recordDir = join(workDir, 'recordings');
-  callgate = await startCallgate({
+function startMediaGateway(rtp: { portMin: number; portMax: number; sockets?: string }): Promise<CallgateProcess> {
+  return startCallgate({
     script: { name: 'e2e-media', greeting: 'Hello.', fallback: 'Sorry?' },
     overrides: (config) => {
-      config.rtp = { ...(config.rtp as Record<string, unknown>), portMin: RTP_PORT_MIN, portMax: RTP_PORT_MAX };
+      config.rtp = { ...(config.rtp as Record<string, unknown>), ...rtp };
       const tenants = config.tenants as Array<Record<string, unknown>>;
       const trunk = { allowFrom: ['127.0.0.1/32'] };
       tenants.push({ id: 'echo-test', numbers: [ECHO_NUMBER], agent: 'concierge', trunk, mediaTest: { mode: 'echo' } });
       tenants.push({ id: 'record-test', numbers: [RECORD_NUMBER], agent: 'concierge', trunk, mediaTest: { mode: 'record', recordDir } });
     },
   });
+}
+
+/** The RTP sockets the gateway said it uses when it began taking calls. */
+function rtpSocketsOf(cg: CallgateProcess): unknown {
+  const line = cg.proc
+    .stdout()
+    .split('\n')
+    .find((l) => l.includes('calls accepted'));
+  return line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>).rtp_sockets;
+}
+
+beforeAll(async () => {
+  workDir = mkdtempSync(join(tmpdir(), 'callgate-media-e2e-'));
+  recordDir = join(workDir, 'recordings');
+  callgate = await startMediaGateway({ portMin: RTP_PORT_MIN, portMax: NODE_SOCKETS_PORT_MIN - 2 });
 }, 60_000);
 
 afterAll(async () => {
@@ -105,8 +122,7 @@ interface CallOnTheWire {
   readonly outbound: Array<{ atMs: number; packet: RtpPacket }>;
 }
 
-async function callAndCapture(number: string): Promise<CallOnTheWire> {
-  const cg = callgate;
+async function callAndCapture(number: string, cg: CallgateProcess | undefined = callgate): Promise<CallOnTheWire> {
   if (cg === undefined) throw new Error('callgate did not start');
   const capture = await WireCapture.start(RTP_PORT_MIN, RTP_PORT_MAX + 1);
   let datagrams: CapturedDatagram[];
@@ -157,79 +173,98 @@ const MULAW_SILENCE = new Set([0xff, 0x7f, 0xfe, 0x7e]);
 
 describe('when a caller talks and presses keys on the echo number', () => {
   it('should send every speech frame back byte for byte, paced, with continuous sequence numbers and timestamps, and each key back once with the length it was held', { timeout: 60_000 }, async () => {
-    expect(speechFrames).toHaveLength(163);
+    expect(callgate === undefined ? undefined : rtpSocketsOf(callgate)).toBe('native');
     const wire = await callAndCapture(ECHO_NUMBER);
-    expect(wire.gatewayPort).toBeGreaterThan(0);
+    expect(wire.gatewayPort).toBeLessThan(NODE_SOCKETS_PORT_MIN);
+    expectEchoed(wire);
+  });
 
-    // What sipp put on the wire: the WAV's frames in order, then the captures' key presses.
-    const sentSpeech = wire.inbound.filter((p) => p.packet.payloadType === 0);
-    const sentKeys = wire.inbound.filter((p) => p.packet.payloadType === 101);
-    expect(sentSpeech.map((p) => p.packet.payload.toString('hex'))).toEqual(speechFrames.map((f) => f.toString('hex')));
-    expect(sentKeys).toHaveLength(DIGITS.length * PACKETS_PER_DIGIT);
-
-    // What came back: one SSRC, the speech first, byte for byte.
-    const echo = wire.outbound.filter((p) => p.packet.payloadType === 0);
-    expect(new Set(wire.outbound.map((p) => p.packet.ssrc)).size).toBe(1);
-    // Byte for byte and in order. A frame that reached the gateway later than its jitter buffer
-    // allows (this machine stalled: the suite runs test files in parallel) is dropped, not
-    // reordered or altered; at most a few of those are tolerated, and every other frame must match.
-    const expected = speechFrames.map((f) => f.toString('hex'));
-    const echoedSpeech: typeof echo = [];
-    const matchedSent: number[] = [];
-    let next = 0;
-    for (const packet of echo) {
-      const hex = packet.packet.payload.toString('hex');
-      let at = next;
-      while (at < expected.length && at - next <= MAX_LATE_FRAMES && expected[at] !== hex) at++;
-      if (at >= expected.length || expected[at] !== hex) {
-        if (next >= expected.length) break; // past the speech: the silence and keys that follow
-        // Inside the speech only silence may stand where a late frame was: never other audio.
-        expect([...packet.packet.payload].every((b) => MULAW_SILENCE.has(b)), `echoed frame ${hex.slice(0, 16)}... is neither sent speech nor silence`).toBe(true);
-        continue;
-      }
-      echoedSpeech.push(packet);
-      matchedSent.push(at);
-      next = at + 1;
-    }
-    const dropped = expected.length - echoedSpeech.length;
-    expect(dropped).toBeLessThanOrEqual(MAX_LATE_FRAMES);
-    expect(echoedSpeech.length).toBeGreaterThan(0);
-    expect(echoedSpeech[0]?.packet.marker).toBe(true);
-    // Sequence numbers have no gap over everything the gateway sent (audio and events alike).
-    for (let i = 1; i < wire.outbound.length; i++) {
-      expect(((wire.outbound[i]?.packet.sequenceNumber ?? 0) - (wire.outbound[i - 1]?.packet.sequenceNumber ?? 0)) & 0xffff).toBe(1);
-    }
-    // Timestamps advance one frame per packet while the speech is echoed. Where a stalled machine
-    // left the playout with nothing to send, the clock went on and the next packet starts a new
-    // talk spurt (RFC 3551): a larger step, on whole frames, with the marker; a few at most.
-    const firstEcho = wire.outbound.indexOf(echoedSpeech[0] as (typeof wire.outbound)[number]);
-    const lastEcho = wire.outbound.indexOf(echoedSpeech.at(-1) as (typeof wire.outbound)[number]);
-    let resumed = 0;
-    for (let i = firstEcho + 1; i <= lastEcho; i++) {
-      const step = ((wire.outbound[i]?.packet.timestamp ?? 0) - (wire.outbound[i - 1]?.packet.timestamp ?? 0)) >>> 0;
-      const marker = wire.outbound[i]?.packet.marker === true;
-      if (step === 160 && !marker) continue;
-      expect({ step: step % 160, longer: step > 160, marker }, `packet ${i} of the echo`).toEqual({ step: 0, longer: true, marker: true });
-      resumed++;
-    }
-    expect(resumed).toBeLessThanOrEqual(MAX_LATE_FRAMES);
-    // Paced at 20 ms: the echo of the speech takes as long as the speech, each frame after its original.
-    const span = (echoedSpeech.at(-1)?.atMs ?? 0) - (echoedSpeech[0]?.atMs ?? 0);
-    expect(Math.abs(span - (lastEcho - firstEcho) * 20)).toBeLessThan(100);
-    const delays = echoedSpeech.map((p, i) => p.atMs - (sentSpeech[matchedSent[i] ?? 0]?.atMs ?? 0));
-    expect(Math.min(...delays)).toBeGreaterThan(0);
-    expect(Math.max(...delays)).toBeLessThan(500);
-
-    // The keys came back as RFC 4733 events: each once, in order, held 280 ms, three end packets.
-    const keysBack = pressesOf(wire.outbound.filter((p) => p.packet.payloadType === 101).map((p) => p.packet));
-    expect(keysBack.map((k) => k.digit)).toEqual(DIGITS.map((d) => d.digit));
-    for (const key of keysBack) {
-      expect(key.markers).toBe(1);
-      expect(key.ends).toBe(3);
-      expect(Math.max(...key.durations)).toBe((DIGIT_DURATION_MS * 8000) / 1000);
+  it('should do the same on Node\'s dgram sockets (rtp.sockets: node)', { timeout: 90_000 }, async () => {
+    const cg = await startMediaGateway({ portMin: NODE_SOCKETS_PORT_MIN, portMax: RTP_PORT_MAX, sockets: 'node' });
+    try {
+      expect(rtpSocketsOf(cg)).toBe('node');
+      const wire = await callAndCapture(ECHO_NUMBER, cg);
+      expect(wire.gatewayPort).toBeGreaterThanOrEqual(NODE_SOCKETS_PORT_MIN);
+      expectEchoed(wire);
+    } finally {
+      await cg.stop();
     }
   });
 });
+
+/** The echo of the call's speech and keys: every frame back byte for byte, paced, keys once each. */
+function expectEchoed(wire: CallOnTheWire): void {
+  expect(speechFrames).toHaveLength(163);
+  expect(wire.gatewayPort).toBeGreaterThan(0);
+
+  // What sipp put on the wire: the WAV's frames in order, then the captures' key presses.
+  const sentSpeech = wire.inbound.filter((p) => p.packet.payloadType === 0);
+  const sentKeys = wire.inbound.filter((p) => p.packet.payloadType === 101);
+  expect(sentSpeech.map((p) => p.packet.payload.toString('hex'))).toEqual(speechFrames.map((f) => f.toString('hex')));
+  expect(sentKeys).toHaveLength(DIGITS.length * PACKETS_PER_DIGIT);
+
+  // What came back: one SSRC, the speech first, byte for byte.
+  const echo = wire.outbound.filter((p) => p.packet.payloadType === 0);
+  expect(new Set(wire.outbound.map((p) => p.packet.ssrc)).size).toBe(1);
+  // Byte for byte and in order. A frame that reached the gateway later than its jitter buffer
+  // allows (this machine stalled: the suite runs test files in parallel) is dropped, not
+  // reordered or altered; at most a few of those are tolerated, and every other frame must match.
+  const expected = speechFrames.map((f) => f.toString('hex'));
+  const echoedSpeech: typeof echo = [];
+  const matchedSent: number[] = [];
+  let next = 0;
+  for (const packet of echo) {
+    const hex = packet.packet.payload.toString('hex');
+    let at = next;
+    while (at < expected.length && at - next <= MAX_LATE_FRAMES && expected[at] !== hex) at++;
+    if (at >= expected.length || expected[at] !== hex) {
+      if (next >= expected.length) break; // past the speech: the silence and keys that follow
+      // Inside the speech only silence may stand where a late frame was: never other audio.
+      expect([...packet.packet.payload].every((b) => MULAW_SILENCE.has(b)), `echoed frame ${hex.slice(0, 16)}... is neither sent speech nor silence`).toBe(true);
+      continue;
+    }
+    echoedSpeech.push(packet);
+    matchedSent.push(at);
+    next = at + 1;
+  }
+  const dropped = expected.length - echoedSpeech.length;
+  expect(dropped).toBeLessThanOrEqual(MAX_LATE_FRAMES);
+  expect(echoedSpeech.length).toBeGreaterThan(0);
+  expect(echoedSpeech[0]?.packet.marker).toBe(true);
+  // Sequence numbers have no gap over everything the gateway sent (audio and events alike).
+  for (let i = 1; i < wire.outbound.length; i++) {
+    expect(((wire.outbound[i]?.packet.sequenceNumber ?? 0) - (wire.outbound[i - 1]?.packet.sequenceNumber ?? 0)) & 0xffff).toBe(1);
+  }
+  // Timestamps advance one frame per packet while the speech is echoed. Where a stalled machine
+  // left the playout with nothing to send, the clock went on and the next packet starts a new
+  // talk spurt (RFC 3551): a larger step, on whole frames, with the marker; a few at most.
+  const firstEcho = wire.outbound.indexOf(echoedSpeech[0] as (typeof wire.outbound)[number]);
+  const lastEcho = wire.outbound.indexOf(echoedSpeech.at(-1) as (typeof wire.outbound)[number]);
+  let resumed = 0;
+  for (let i = firstEcho + 1; i <= lastEcho; i++) {
+    const step = ((wire.outbound[i]?.packet.timestamp ?? 0) - (wire.outbound[i - 1]?.packet.timestamp ?? 0)) >>> 0;
+    const marker = wire.outbound[i]?.packet.marker === true;
+    if (step === 160 && !marker) continue;
+    expect({ step: step % 160, longer: step > 160, marker }, `packet ${i} of the echo`).toEqual({ step: 0, longer: true, marker: true });
+    resumed++;
+  }
+  expect(resumed).toBeLessThanOrEqual(MAX_LATE_FRAMES);
+  // Paced at 20 ms: the echo of the speech takes as long as the speech, each frame after its original.
+  const span = (echoedSpeech.at(-1)?.atMs ?? 0) - (echoedSpeech[0]?.atMs ?? 0);
+  expect(Math.abs(span - (lastEcho - firstEcho) * 20)).toBeLessThan(100);
+  const delays = echoedSpeech.map((p, i) => p.atMs - (sentSpeech[matchedSent[i] ?? 0]?.atMs ?? 0));
+  expect(Math.min(...delays)).toBeGreaterThan(0);
+  expect(Math.max(...delays)).toBeLessThan(500);
+
+  // The keys came back as RFC 4733 events: each once, in order, held 280 ms, three end packets.
+  const keysBack = pressesOf(wire.outbound.filter((p) => p.packet.payloadType === 101).map((p) => p.packet));
+  expect(keysBack.map((k) => k.digit)).toEqual(DIGITS.map((d) => d.digit));
+  for (const key of keysBack) {
+    expect(key.markers).toBe(1);
+    expect(key.ends).toBe(3);
+    expect(Math.max(...key.durations)).toBe((DIGIT_DURATION_MS * 8000) / 1000);
+  }
+}
 
 describe('when a caller talks and presses keys on the record number', () => {
   it('should keep the speech exactly as sent and each digit once, in order, with the duration it was held', { timeout: 60_000 }, async () => {
