@@ -63,9 +63,9 @@ export function nativeRtpSockets(): NativeRtpSockets | Error {
  * The native module for `rtp.sockets`, or undefined for dgram: `node` never loads it, `auto` uses
  * it when it loads, `native` throws CALLGATE_ERR_NATIVE_RTP_UNAVAILABLE when it does not.
  */
-export function rtpSocketsEngine(choice: RtpConfig['sockets']): NativeRtpSockets | undefined {
+export function rtpSocketsEngine(choice: RtpConfig['sockets'], load: () => NativeRtpSockets | Error = nativeRtpSockets): NativeRtpSockets | undefined {
   if (choice === 'node') return undefined;
-  const native = nativeRtpSockets();
+  const native = load();
   if (native instanceof NativeRtpSockets) return native;
   if (choice === 'native') throw new CallgateError('CALLGATE_ERR_NATIVE_RTP_UNAVAILABLE', { reason: native.message }, { cause: native });
   return undefined;
