@@ -14,6 +14,7 @@
  *   npx tsx bench/media-bench.ts [--calls 250,500,1000] [--seconds 10] [--warmup 2] [--codecs pcmu,opus] [--impls baseline,callgate]
  *                                [--slots 10] [--slot-capacity 100]   (callgate's send slots, for experiments)
  *                                [--rtp-sockets auto|native|node]   (callgate's RTP sockets, rtp.sockets: native module or dgram)
+ *                                [--load-sockets native|node]   (the callers' sockets; native when the module is built)
  *                                [--load-processes 1]   (split the callers over this many load processes)
  *                                [--pin [--sut-cpu 0]]   (this process's main thread on that CPU, the load on the other: see pin.ts)
  *                                [--nice N]   (this process's main thread at that nice value, as gateway.nice sets the gateway's)
@@ -28,7 +29,7 @@ import type { RtpConfig } from '../config/schema.ts';
 import { PCMU, wireCodec } from '../gateway/media/audio-format.ts';
 import { decodeUlaw, encodeUlaw } from '../gateway/media/g711.ts';
 import { MonotonicMediaTimer } from '../gateway/media/media-timer.ts';
-import { rtpSocketsEngine } from '../gateway/media/native-rtp-sockets.ts';
+import { nativeRtpSockets, rtpSocketsEngine } from '../gateway/media/native-rtp-sockets.ts';
 import { MAX_BACKLOG_FRAMES, MAX_CATCH_UP_FRAMES } from '../gateway/media/frame-schedule.ts';
 import { OPUS_FRAME_SAMPLES, OpusCodec } from '../gateway/media/opus-codec.ts';
 import { PlayoutScheduler } from '../gateway/media/playout-scheduler.ts';
@@ -43,6 +44,8 @@ interface SchedulingOptions {
   slots?: number;
   slotCapacity?: number;
   sockets: RtpConfig['sockets'];
+  /** The callers' sockets in the load process: native (callgate's module) or dgram. */
+  loadNative: boolean;
 }
 type Impl = 'baseline' | 'callgate';
 
@@ -63,9 +66,16 @@ interface StartLoad {
   /** Index of ports[0] among all callers of the run (callers are split over load processes). */
   readonly firstIndex: number;
   readonly codec: Codec;
+  /** Callers on callgate's native RTP sockets instead of dgram (--load-sockets). */
+  readonly nativeSockets: boolean;
   /** Streams run this long before the measured window (see WARMUP in main). */
   readonly warmupSeconds: number;
   readonly seconds: number;
+}
+/** One caller's socket in the load process. */
+interface Caller {
+  send(packet: Buffer): void;
+  close(): void;
 }
 interface LoadStarted {
   readonly type: 'started';
@@ -112,18 +122,30 @@ async function runLoad(): Promise<void> {
       // its own caller by address and port), built once per frame instead of once per caller.
       const framePacket = (frame: number) =>
         serializeRtpPacket({ payloadType: pt, marker: frame === 0, sequenceNumber: frame, timestamp: frame * (pt === 0 ? 160 : 960), ssrc: LOAD_SSRC, payload: payloads[frame % payloads.length] as Buffer });
-      const sockets: Socket[] = [];
+      const sockets: Caller[] = [];
       let received = 0;
-      const onMessage = () => received++;
+      const native = raw.nativeSockets ? nativeRtpSockets() : undefined;
+      if (native instanceof Error) throw native;
       for (const port of raw.ports) {
+        if (native !== undefined) {
+          // The callers on callgate's native sockets, so that the load's own CPU (Node's dgram
+          // costs about 6 µs per datagram each way) is not what limits the run at 1,000 calls.
+          // Not connected: RTCP from the media layer to port+1 of a neighbouring caller is not
+          // counted.
+          const socket = native.open('127.0.0.1', 0, (_data, from) => {
+            if (from.port === port) received++;
+          });
+          sockets.push({ send: (packet) => socket.send(packet, port, '127.0.0.1'), close: () => socket.close() });
+          continue;
+        }
         const socket = createSocket('udp4');
         await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
         // Connected like a phone to its one peer: no address lookup per send, and the kernel drops
         // anything not from the peer's RTP port (RTCP from the media layer to port+1 of a
         // neighbouring caller) without waking this process.
         await new Promise<void>((resolve) => socket.connect(port, '127.0.0.1', () => resolve()));
-        socket.on('message', onMessage);
-        sockets.push(socket);
+        socket.on('message', () => received++);
+        sockets.push({ send: (packet) => socket.send(packet), close: () => socket.close() });
       }
       let cpuStart = process.cpuUsage();
       const start = performance.now() + 50;
@@ -159,7 +181,7 @@ async function runLoad(): Promise<void> {
             const slot = step % LOAD_SLOTS;
             const first = (((slot - raw.firstIndex) % LOAD_SLOTS) + LOAD_SLOTS) % LOAD_SLOTS;
             for (let i = first; i < sockets.length; i += LOAD_SLOTS) {
-              (sockets[i] as Socket).send(packet);
+              (sockets[i] as Caller).send(packet);
               sent++;
             }
           }
@@ -280,7 +302,7 @@ class CallgateMedia {
 
   constructor(
     private readonly codec: Codec,
-    { sockets, ...scheduling }: SchedulingOptions,
+    { sockets, loadNative: _load, ...scheduling }: SchedulingOptions,
   ) {
     this.sockets = sockets;
     this.scheduler = new PlayoutScheduler({ timer: this.timer, ...scheduling });
@@ -380,7 +402,7 @@ async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec,
   const done = Promise.all(loads.map((load) => waitFor(load, 'done')));
   // Contiguous shares of the callers, one per load process.
   const share = Math.ceil(calls / loads.length);
-  loads.forEach((load, k) => load.send({ type: 'start', ports: ports.slice(k * share, (k + 1) * share), firstIndex: k * share, codec, warmupSeconds, seconds } satisfies StartLoad));
+  loads.forEach((load, k) => load.send({ type: 'start', ports: ports.slice(k * share, (k + 1) * share), firstIndex: k * share, codec, nativeSockets: scheduling.loadNative, warmupSeconds, seconds } satisfies StartLoad));
   await started;
   // The streams' first seconds (every session's first packets, code not yet optimized, the heap
   // growing to hold the calls: scavenges of 20-50 ms at 500 calls) are not the steady state the
@@ -441,14 +463,15 @@ async function main(): Promise<void> {
   const codecs = argument('codecs', 'pcmu,opus').split(',') as Codec[];
   const impls = argument('impls', 'baseline,callgate').split(',') as Impl[];
   const sockets = argument('rtp-sockets', 'auto') as RtpConfig['sockets'];
-  const scheduling: SchedulingOptions = { sockets };
+  const loadSockets = argument('load-sockets', nativeRtpSockets() instanceof Error ? 'node' : 'native');
+  const scheduling: SchedulingOptions = { sockets, loadNative: loadSockets === 'native' };
   if (process.argv.includes('--slots')) scheduling.slots = Number(argument('slots', '10'));
   if (process.argv.includes('--slot-capacity')) scheduling.slotCapacity = Number(argument('slot-capacity', '100'));
   const loadProcesses = Number(argument('load-processes', '1'));
   const loads = Array.from({ length: loadProcesses }, () => fork(fileURLToPath(import.meta.url), ['--role=load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   const placement = placeProcesses(process.argv, loads.map((load) => load.pid), 'this process (relay and callgate)', 'the load');
   const engine = rtpSocketsEngine(sockets) === undefined ? 'dgram' : 'the native module';
-  console.log(`media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; callgate's RTP sockets: ${engine}; ${placement}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; callgate's RTP sockets: ${engine}, the callers': ${loadSockets === 'native' ? 'the native module' : 'dgram'}; ${placement}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log('impl      codec        calls      loss  p50 ms  p99 ms  cpu/call  sut%  load%   sent/received');
   try {
     for (const codec of codecs) {

@@ -448,9 +448,14 @@ static void on_poll_closed(uv_handle_t *handle) {
   free(s);
 }
 
+/* At the end of the environment (the process, or a worker thread): the sockets still open are
+   closed with it, and the poll handle before the loop is. */
 static void finalize_state(napi_env env, void *data, void *hint) {
   (void)hint;
   state_t *s = (state_t *)data;
+  for (int fd = 0; fd < s->remotes_len; fd++) {
+    if (s->remotes[fd].owned) close(fd);
+  }
   if (s->on_batch != NULL) napi_delete_reference(env, s->on_batch);
   if (s->meta_ref != NULL) napi_delete_reference(env, s->meta_ref);
   if (s->poll_open) {
