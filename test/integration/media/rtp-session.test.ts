@@ -182,71 +182,74 @@ describe('when the model speaks in talk spurts', () => {
   });
 });
 
-describe('when the caller is behind NAT (symmetric RTP)', () => {
-  it('should latch to the source of the first valid packet and ignore a stray sender', async () => {
-    const { session, peer, events } = await start({ remote: { address: '127.0.0.1', port: 9 } });
-    const stray = await RtpPeer.open();
-    open.push(stray);
-    await speak(peer, session.localPort, 3);
-    await waitFor(() => events.some((e) => e.type === 'remote-latched'));
-    for (let i = 0; i < 5; i++) stray.send({ payloadType: 0, sequenceNumber: i, timestamp: i * 160, ssrc: 0xbad, payload: audioPayload(99) }, session.localPort);
-    await sleep(60);
-    session.play('item', Buffer.alloc(160 * 3, 0x11));
-    await waitFor(() => peer.packets().length >= 3);
-    expect(session.remoteEndpoint).toEqual({ address: '127.0.0.1', port: peer.port });
-    expect(stray.packets()).toHaveLength(0);
-    expect(session.stats().dropped['unexpected-source']).toBe(5);
-    expect(audioEvents(events).some((b) => b[0] === 99)).toBe(false);
+// The socket edge on both RTP socket engines (rtp.sockets): the native module and Node's dgram.
+describe.each(['native', 'node'] as const)('on %s RTP sockets', (sockets) => {
+  describe('when the caller is behind NAT (symmetric RTP)', () => {
+    it('should latch to the source of the first valid packet and ignore a stray sender', async () => {
+      const { session, peer, events } = await start({ remote: { address: '127.0.0.1', port: 9 } }, { sockets });
+      const stray = await RtpPeer.open();
+      open.push(stray);
+      await speak(peer, session.localPort, 3);
+      await waitFor(() => events.some((e) => e.type === 'remote-latched'));
+      for (let i = 0; i < 5; i++) stray.send({ payloadType: 0, sequenceNumber: i, timestamp: i * 160, ssrc: 0xbad, payload: audioPayload(99) }, session.localPort);
+      await sleep(60);
+      session.play('item', Buffer.alloc(160 * 3, 0x11));
+      await waitFor(() => peer.packets().length >= 3);
+      expect(session.remoteEndpoint).toEqual({ address: '127.0.0.1', port: peer.port });
+      expect(stray.packets()).toHaveLength(0);
+      expect(session.stats().dropped['unexpected-source']).toBe(5);
+      expect(audioEvents(events).some((b) => b[0] === 99)).toBe(false);
+    });
+
+    // Moving the latch (new SSRC, NAT rebinding, hostile senders): rtp-session-latching.test.ts.
   });
 
-  // Moving the latch (new SSRC, NAT rebinding, hostile senders): rtp-session-latching.test.ts.
-});
+  describe('when hostile or broken packets arrive', () => {
+    it('should drop and count each kind and keep the call working', async () => {
+      const { session, peer, events } = await start({}, { sockets });
+      const port = session.localPort;
+      await speak(peer, port, 3);
+      const valid = (seq: number) => serializeRtpPacket({ payloadType: 0, sequenceNumber: seq, timestamp: seq * 160, ssrc: 0xcafe, payload: audioPayload(seq) });
+      peer.sendRaw(Buffer.from('8000', 'hex'), port);
+      const wrongVersion = valid(1003);
+      wrongVersion[0] = 0x40;
+      peer.sendRaw(wrongVersion, port);
+      peer.send({ payloadType: 96, sequenceNumber: 1003, timestamp: 1, ssrc: 0xcafe, payload: audioPayload(1) }, port);
+      peer.sendRaw(Buffer.alloc(4000, 0x80), port);
+      peer.sendRaw(Buffer.alloc(0), port);
+      peer.send({ payloadType: 0, sequenceNumber: 50000, timestamp: 123, ssrc: 0xcafe, payload: audioPayload(7) }, port);
+      peer.sendRaw(Buffer.from('a0000001000000000000cafeff40', 'hex'), port);
+      await sleep(50);
+      await speak(peer, port, 5, { firstSeq: 1003 });
+      await waitFor(() => audioEvents(events).length >= 8);
+      const dropped = session.stats().dropped;
+      expect(dropped).toMatchObject({ truncated: 2, 'bad-version': 1, 'unknown-payload-type': 1, 'too-large': 1, 'sequence-jump': 1, 'bad-padding': 1 });
+      expect(audioEvents(events).map((b) => b[0])).toEqual([0, 1, 2, 0, 1, 2, 3, 4]);
+    });
 
-describe('when hostile or broken packets arrive', () => {
-  it('should drop and count each kind and keep the call working', async () => {
-    const { session, peer, events } = await start();
-    const port = session.localPort;
-    await speak(peer, port, 3);
-    const valid = (seq: number) => serializeRtpPacket({ payloadType: 0, sequenceNumber: seq, timestamp: seq * 160, ssrc: 0xcafe, payload: audioPayload(seq) });
-    peer.sendRaw(Buffer.from('8000', 'hex'), port);
-    const wrongVersion = valid(1003);
-    wrongVersion[0] = 0x40;
-    peer.sendRaw(wrongVersion, port);
-    peer.send({ payloadType: 96, sequenceNumber: 1003, timestamp: 1, ssrc: 0xcafe, payload: audioPayload(1) }, port);
-    peer.sendRaw(Buffer.alloc(4000, 0x80), port);
-    peer.sendRaw(Buffer.alloc(0), port);
-    peer.send({ payloadType: 0, sequenceNumber: 50000, timestamp: 123, ssrc: 0xcafe, payload: audioPayload(7) }, port);
-    peer.sendRaw(Buffer.from('a0000001000000000000cafeff40', 'hex'), port);
-    await sleep(50);
-    await speak(peer, port, 5, { firstSeq: 1003 });
-    await waitFor(() => audioEvents(events).length >= 8);
-    const dropped = session.stats().dropped;
-    expect(dropped).toMatchObject({ truncated: 2, 'bad-version': 1, 'unknown-payload-type': 1, 'too-large': 1, 'sequence-jump': 1, 'bad-padding': 1 });
-    expect(audioEvents(events).map((b) => b[0])).toEqual([0, 1, 2, 0, 1, 2, 3, 4]);
-  });
-
-  it('should survive a flood of random datagrams and still carry audio', async () => {
-    const { session, peer, events } = await start();
-    let seed = 42;
-    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % 256;
-    for (let i = 0; i < 2000; i++) {
-      const data = Buffer.from(Array.from({ length: next() * 2 }, next));
-      if (i % 3 === 0 && data.length >= 2) data[0] = 0x80;
-      peer.sendRaw(data, session.localPort);
-      // Paced in bursts of 50, so the kernel's socket buffer (not the session) sees them all.
-      if (i % 50 === 49) await sleep(2);
-    }
-    await sleep(100);
-    await speak(peer, session.localPort, 5, { ssrc: 0xcafe });
-    await sleep(100);
-    const stats = session.stats();
-    const dropped = Object.values(stats.dropped).reduce((a, b) => a + (b ?? 0), 0);
-    expect(stats.packetsIn).toBeGreaterThan(1500);
-    // Every datagram was either used or counted; the session is still alive and ticking.
-    expect(dropped).toBeGreaterThan(0);
-    session.play('item', Buffer.alloc(320, 0x22));
-    await waitFor(() => peer.packets().some((p) => p.ssrc === session.ssrc));
-    expect(events.some((e) => e.type === 'closed')).toBe(false);
+    it('should survive a flood of random datagrams and still carry audio', async () => {
+      const { session, peer, events } = await start({}, { sockets });
+      let seed = 42;
+      const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % 256;
+      for (let i = 0; i < 2000; i++) {
+        const data = Buffer.from(Array.from({ length: next() * 2 }, next));
+        if (i % 3 === 0 && data.length >= 2) data[0] = 0x80;
+        peer.sendRaw(data, session.localPort);
+        // Paced in bursts of 50, so the kernel's socket buffer (not the session) sees them all.
+        if (i % 50 === 49) await sleep(2);
+      }
+      await sleep(100);
+      await speak(peer, session.localPort, 5, { ssrc: 0xcafe });
+      await sleep(100);
+      const stats = session.stats();
+      const dropped = Object.values(stats.dropped).reduce((a, b) => a + (b ?? 0), 0);
+      expect(stats.packetsIn).toBeGreaterThan(1500);
+      // Every datagram was either used or counted; the session is still alive and ticking.
+      expect(dropped).toBeGreaterThan(0);
+      session.play('item', Buffer.alloc(320, 0x22));
+      await waitFor(() => peer.packets().some((p) => p.ssrc === session.ssrc));
+      expect(events.some((e) => e.type === 'closed')).toBe(false);
+    });
   });
 });
 
