@@ -41,6 +41,10 @@ const M_PORT = 3;
 const M_FAMILY = 4;
 const M_ADDRESS = 5;
 
+/**
+ * A datagram and its sender. `from` is the same object for a socket while its sender does not
+ * change (only `size` is updated): copy what is kept, as RtpSession does with address and port.
+ */
 export type DatagramHandler = (data: Buffer, from: RemoteInfo) => void;
 
 /** The native module, loaded and started once per process (or the reason it could not be). */
@@ -79,6 +83,9 @@ export class NativeRtpSockets {
   private readonly slotBytes: number;
   /** Open sockets by file descriptor. */
   private readonly sockets: (NativeRtpSocket | undefined)[] = [];
+  /** Batches handed over so far; the one being dispatched while `dispatching`. */
+  private batch = 0;
+  private dispatching = false;
 
   constructor(binding: NativeBinding) {
     this.binding = binding;
@@ -95,17 +102,31 @@ export class NativeRtpSockets {
     const socket = new NativeRtpSocket(this.binding, fd, onMessage, () => {
       this.sockets[fd] = undefined;
     });
+    // A socket opened by a handler may take the descriptor of one closed in the same batch: the
+    // rest of that batch was read from the old socket and is not the new one's.
+    if (this.dispatching) socket.openedInBatch = this.batch;
     this.sockets[fd] = socket;
     return socket;
   }
 
   private dispatch(data: Buffer, count: number): void {
+    this.batch++;
+    this.dispatching = true;
+    try {
+      this.deliver(data, count);
+    } finally {
+      this.dispatching = false;
+    }
+  }
+
+  private deliver(data: Buffer, count: number): void {
     const meta = this.meta;
+    const batch = this.batch;
     for (let i = 0; i < count; i++) {
       const base = i * this.metaInts;
       const socket = this.sockets[meta[base + M_FD] as number];
-      // Closed since the batch was read.
-      if (socket === undefined) continue;
+      // Closed since the batch was read, or opened on the closed one's descriptor since.
+      if (socket === undefined || socket.openedInBatch === batch) continue;
       const offset = meta[base + M_OFFSET] as number;
       const length = meta[base + M_LENGTH] as number;
       // Longer than its slot: the first SLOT_BYTES bytes, which is still too large for RTP.
@@ -147,6 +168,8 @@ export class NativeRtpSocket {
   lastSource: RemoteInfo | undefined;
   lastPort = -1;
   readonly lastWords = new Int32Array(4);
+  /** The batch being dispatched when this socket was opened (see NativeRtpSockets.open). */
+  openedInBatch = -1;
   private readonly binding: NativeBinding;
   private readonly onMessage: DatagramHandler;
   private readonly onClose: () => void;

@@ -106,6 +106,15 @@ static napi_value throw_type(napi_env env, const char *message) {
   return NULL;
 }
 
+/* An address argument: a string that fits and holds no NUL (which C would read as its end, and
+   so take "127.0.0.1\0junk" for 127.0.0.1). */
+static int get_address(napi_env env, napi_value value, char *out, size_t size) {
+  size_t length = 0;
+  if (napi_get_value_string_utf8(env, value, out, size, &length) != napi_ok) return -1;
+  if (length >= size - 1 || strlen(out) != length) return 0;
+  return 1;
+}
+
 static state_t *get_state(napi_env env) {
   void *data = NULL;
   napi_get_instance_data(env, &data);
@@ -308,15 +317,14 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   bool ipv6 = false;
   char address[64];
-  size_t address_len = 0;
   uint32_t port = 0;
-  if (argc < 3 || napi_get_value_bool(env, argv[0], &ipv6) != napi_ok ||
-      napi_get_value_string_utf8(env, argv[1], address, sizeof address, &address_len) != napi_ok ||
+  int address_ok = argc < 3 ? -1 : get_address(env, argv[1], address, sizeof address);
+  if (argc < 3 || napi_get_value_bool(env, argv[0], &ipv6) != napi_ok || address_ok < 0 ||
       napi_get_value_uint32(env, argv[2], &port) != napi_ok || port > 65535) {
     return throw_type(env, "open(ipv6: boolean, address: string, port: 0..65535)");
   }
   remote_t local;
-  if (!parse_address(address, ipv6, (uint16_t)port, &local)) {
+  if (!address_ok || !parse_address(address, ipv6, (uint16_t)port, &local)) {
     napi_throw_error(env, "EINVAL", "open: the listen address is not an IP literal of the socket's family");
     return NULL;
   }
@@ -365,17 +373,17 @@ static napi_value js_set_remote(napi_env env, napi_callback_info info) {
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int fd;
   char address[64];
-  size_t address_len = 0;
   uint32_t port = 0;
-  if (argc < 3 || !get_fd(env, argv[0], &fd)) return NULL;
-  if (napi_get_value_string_utf8(env, argv[1], address, sizeof address, &address_len) != napi_ok ||
-      napi_get_value_uint32(env, argv[2], &port) != napi_ok || port > 65535) {
+  if (argc < 3) return throw_type(env, "setRemote(fd, address: string, port: 0..65535)");
+  if (!get_fd(env, argv[0], &fd)) return NULL;
+  int address_ok = get_address(env, argv[1], address, sizeof address);
+  if (address_ok < 0 || napi_get_value_uint32(env, argv[2], &port) != napi_ok || port > 65535) {
     return throw_type(env, "setRemote(fd, address: string, port: 0..65535)");
   }
   if (fd >= s->remotes_len || !s->remotes[fd].owned) return throw_errno(env, EBADF, "setRemote");
   napi_value result;
   remote_t parsed;
-  int ok = parse_address(address, socket_is_ipv6(fd), (uint16_t)port, &parsed);
+  int ok = address_ok && parse_address(address, socket_is_ipv6(fd), (uint16_t)port, &parsed);
   if (ok) {
     parsed.owned = 1;
     s->remotes[fd] = parsed;
@@ -390,7 +398,8 @@ static napi_value js_send(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int fd;
-  if (argc < 2 || !get_fd(env, argv[0], &fd)) return NULL;
+  if (argc < 2) return throw_type(env, "send(fd, buffer [, buffer])");
+  if (!get_fd(env, argv[0], &fd)) return NULL;
   struct iovec iov[2];
   size_t parts = argc >= 3 ? 2 : 1;
   for (size_t i = 0; i < parts; i++) {
@@ -429,7 +438,8 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int fd;
-  if (argc < 1 || !get_fd(env, argv[0], &fd)) return NULL;
+  if (argc < 1) return throw_type(env, "close(fd)");
+  if (!get_fd(env, argv[0], &fd)) return NULL;
   if (fd >= s->remotes_len || !s->remotes[fd].owned) {
     /* Not one of ours (or closed already): never close a descriptor this module did not open. */
     return throw_errno(env, EBADF, "close");

@@ -310,9 +310,8 @@ describe('when a native socket sends', () => {
     expect(receiver.got.map((g) => g.data.toString())).toEqual(['marker']);
   });
 
-  // Known bug: the binding reads the address as a C string, so text after a NUL byte is ignored
-  // and '127.0.0.1\0junk' is taken for 127.0.0.1 (dgram refuses it). Make this `it` once fixed.
-  it.fails('should return EINVAL for an IP literal followed by a NUL byte and text, and send nothing', async () => {
+  // C reads a string up to its first NUL: '127.0.0.1\0junk' must not pass for 127.0.0.1 (dgram refuses it).
+  it('should return EINVAL for an IP literal followed by a NUL byte and text, and send nothing', async () => {
     const a = openNative('127.0.0.1');
     const receiver = await openDgram('udp4', '127.0.0.1');
     const refused = a.socket.send(Buffer.from('after NUL'), receiver.port, '127.0.0.1\u0000junk');
@@ -377,11 +376,9 @@ describe('when opening and closing native sockets', () => {
     expect(a.got.map((g) => g.data.toString())).toEqual(['one']);
   });
 
-  // Known bug: NativeRtpSockets.dispatch finds a datagram's socket by file descriptor when the
-  // batch is dispatched, so a socket opened during the batch on the descriptor of one closed
-  // during it gets the closed socket's datagrams (sent to another port). Make this `it` once fixed.
-  // Where the new socket does not get the old descriptor, this passes, and so fails as `it.fails`.
-  it.fails('should not hand datagrams read for a socket closed during a batch to a socket opened during it', async () => {
+  // Datagrams are found their socket by descriptor when the batch is dispatched: a socket opened
+  // during the batch takes the descriptor of the one closed during it, and must not get its datagrams.
+  it('should not hand datagrams read for a socket closed during a batch to a socket opened during it', async () => {
     const c = openNative('127.0.0.1');
     let b: OpenNative | undefined;
     const a = openNative('127.0.0.1', (_arrival, self) => {
@@ -489,10 +486,8 @@ describe('when the binding is given hostile arguments', () => {
     }
   });
 
-  // Known bug: close(), setRemote() and send() return undefined without throwing when given fewer
-  // arguments than they need (the `argc < n` checks return before any error is thrown); open()
-  // throws. Unreachable through NativeRtpSocket, which always passes them all. Make this `it` once fixed.
-  it.fails('should throw a TypeError when arguments are missing', () => {
+  // Unreachable through NativeRtpSocket, which always passes them all.
+  it('should throw a TypeError when arguments are missing', () => {
     const binding = rawBinding();
     expect({
       close: thrown(() => binding.close()),
