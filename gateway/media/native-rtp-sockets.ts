@@ -21,7 +21,8 @@ import { fileURLToPath } from 'node:url';
 
 interface NativeBinding {
   start(onBatch: (data: Buffer, count: number) => void, meta: Int32Array): void;
-  open(ipv6: boolean, address: string, port: number): number;
+  /** [fd, generation]: the generation tells this socket from later ones on the same descriptor. */
+  open(ipv6: boolean, address: string, port: number): [number, number];
   setRemote(fd: number, address: string, port: number): boolean;
   send(fd: number, data: Buffer, more?: Buffer): number;
   close(fd: number): void;
@@ -40,6 +41,7 @@ const M_LENGTH = 2;
 const M_PORT = 3;
 const M_FAMILY = 4;
 const M_ADDRESS = 5;
+const M_GENERATION = 9;
 
 /**
  * A datagram and its sender. `from` is the same object for a socket while its sender does not
@@ -83,9 +85,6 @@ export class NativeRtpSockets {
   private readonly slotBytes: number;
   /** Open sockets by file descriptor. */
   private readonly sockets: (NativeRtpSocket | undefined)[] = [];
-  /** Batches handed over so far; the one being dispatched while `dispatching`. */
-  private batch = 0;
-  private dispatching = false;
 
   constructor(binding: NativeBinding) {
     this.binding = binding;
@@ -98,35 +97,21 @@ export class NativeRtpSockets {
 
   /** A socket bound on `address` (an IP literal) and `port`; throws the bind's error (its `code`: EADDRINUSE, ...). */
   open(address: string, port: number, onMessage: DatagramHandler): NativeRtpSocket {
-    const fd = this.binding.open(address.includes(':'), address, port);
-    const socket = new NativeRtpSocket(this.binding, fd, onMessage, () => {
-      this.sockets[fd] = undefined;
+    const [fd, generation] = this.binding.open(address.includes(':'), address, port);
+    const socket = new NativeRtpSocket(this.binding, fd, generation, onMessage, () => {
+      if (this.sockets[fd] === socket) this.sockets[fd] = undefined;
     });
-    // A socket opened by a handler may take the descriptor of one closed in the same batch: the
-    // rest of that batch was read from the old socket and is not the new one's.
-    if (this.dispatching) socket.openedInBatch = this.batch;
     this.sockets[fd] = socket;
     return socket;
   }
 
   private dispatch(data: Buffer, count: number): void {
-    this.batch++;
-    this.dispatching = true;
-    try {
-      this.deliver(data, count);
-    } finally {
-      this.dispatching = false;
-    }
-  }
-
-  private deliver(data: Buffer, count: number): void {
     const meta = this.meta;
-    const batch = this.batch;
     for (let i = 0; i < count; i++) {
       const base = i * this.metaInts;
       const socket = this.sockets[meta[base + M_FD] as number];
-      // Closed since the batch was read, or opened on the closed one's descriptor since.
-      if (socket === undefined || socket.openedInBatch === batch) continue;
+      // Closed since the batch was read, or another socket opened on its descriptor since.
+      if (socket === undefined || socket.generation !== meta[base + M_GENERATION]) continue;
       const offset = meta[base + M_OFFSET] as number;
       const length = meta[base + M_LENGTH] as number;
       // Longer than its slot: the first SLOT_BYTES bytes, which is still too large for RTP.
@@ -164,12 +149,12 @@ export class NativeRtpSockets {
 
 export class NativeRtpSocket {
   readonly fd: number;
+  /** Which opening of `fd` this is: datagrams of an earlier socket on the same number are not its own. */
+  readonly generation: number;
   /** The source of the last datagram, reused while it does not change (see NativeRtpSockets.source). */
   lastSource: RemoteInfo | undefined;
   lastPort = -1;
   readonly lastWords = new Int32Array(4);
-  /** The batch being dispatched when this socket was opened (see NativeRtpSockets.open). */
-  openedInBatch = -1;
   private readonly binding: NativeBinding;
   private readonly onMessage: DatagramHandler;
   private readonly onClose: () => void;
@@ -177,9 +162,10 @@ export class NativeRtpSocket {
   private remotePort = -1;
   private closed = false;
 
-  constructor(binding: NativeBinding, fd: number, onMessage: DatagramHandler, onClose: () => void) {
+  constructor(binding: NativeBinding, fd: number, generation: number, onMessage: DatagramHandler, onClose: () => void) {
     this.binding = binding;
     this.fd = fd;
+    this.generation = generation;
     this.onMessage = onMessage;
     this.onClose = onClose;
   }

@@ -16,7 +16,9 @@
  * Exported (all synchronous, errors thrown with the errno name as `code`):
  *   start(onBatch, meta)             onBatch(data: Buffer, count: number); meta: Int32Array of
  *                                    META_INTS per datagram, reused for every batch
- *   open(ipv6, address, port) -> fd  a bound socket, registered for reading
+ *   open(ipv6, address, port)        a bound socket, registered for reading: [fd, generation]
+ *                                    (the generation tells this socket from a later one that gets
+ *                                    the same descriptor; meta carries both for every datagram)
  *   setRemote(fd, address, port)     where send() sends; false if the address is not an IP literal
  *   send(fd, buf [, buf2]) -> n      one datagram (two buffers are gathered); -errno on failure
  *   close(fd)
@@ -35,9 +37,9 @@
 #include <unistd.h>
 #include <uv.h>
 
-/* Per datagram in meta: fd, offset, length, port, family (4 or 6), then the source address as
-   four 32-bit words in network byte order (IPv4: the first word only). */
-#define META_INTS 9
+/* Per datagram in meta: fd, offset, length, port, family (4 or 6), the source address as four
+   32-bit words in network byte order (IPv4: the first word only), then the socket's generation. */
+#define META_INTS 10
 /* Datagrams per batch, and payload bytes per batch buffer. */
 #define BATCH_DATAGRAMS 512
 #define BATCH_BYTES (256 * 1024)
@@ -54,8 +56,10 @@
 typedef struct {
   struct sockaddr_storage addr;
   socklen_t len;
-  /* Opened by this module and not closed: no other descriptor is ever sent on or closed. */
+  /* Opened by this module and not closed: no other descriptor is ever read, sent on or closed. */
   int owned;
+  /* Which opening of this descriptor number (see open()). */
+  uint32_t generation;
 } remote_t;
 
 typedef struct {
@@ -65,6 +69,13 @@ typedef struct {
   int poll_open;
   int polling;
   int sockets;
+  uint32_t generations;
+  /* Teardown (see on_environment_end): the loop handle's close has begun, has ended, and the
+     instance data finalizer has run. The state is freed by whichever of the last two is second. */
+  napi_async_cleanup_hook_handle cleanup;
+  int closing;
+  int closed;
+  int finalized;
   napi_ref on_batch;
   napi_ref meta_ref;
   int32_t *meta;
@@ -85,19 +96,7 @@ typedef struct {
 static napi_value throw_errno(napi_env env, int err, const char *what) {
   char message[160];
   snprintf(message, sizeof message, "%s: %s", what, strerror(err));
-  const char *code = "EIO";
-  switch (err) {
-    case EADDRINUSE: code = "EADDRINUSE"; break;
-    case EADDRNOTAVAIL: code = "EADDRNOTAVAIL"; break;
-    case EACCES: code = "EACCES"; break;
-    case EINVAL: code = "EINVAL"; break;
-    case EMFILE: code = "EMFILE"; break;
-    case ENFILE: code = "ENFILE"; break;
-    case EAFNOSUPPORT: code = "EAFNOSUPPORT"; break;
-    case EBADF: code = "EBADF"; break;
-    default: break;
-  }
-  napi_throw_error(env, code, message);
+  napi_throw_error(env, uv_err_name(uv_translate_sys_error(err)), message);
   return NULL;
 }
 
@@ -153,32 +152,43 @@ static int socket_is_ipv6(int fd) {
 }
 
 /* Hands the datagrams staged so far to JavaScript. Returns 0 when JavaScript threw (the
-   exception has been raised as uncaught). */
+   exception has been raised as uncaught) or the batch could not be made. */
 static int deliver(state_t *s, size_t used, int count) {
   napi_env env = s->env;
-  napi_value callback, global, argv[2], result;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return 0;
+  napi_value callback = NULL, global = NULL, result = NULL;
+  napi_value argv[2] = {NULL, NULL};
   void *copy = NULL;
-  napi_create_buffer_copy(env, used, s->staging, &copy, &argv[0]);
-  napi_get_reference_value(env, s->on_batch, &callback);
-  napi_get_global(env, &global);
-  napi_create_int32(env, count, &argv[1]);
-  napi_status status = napi_make_callback(env, s->context, global, callback, 2, argv, &result);
-  if (status == napi_pending_exception) {
-    napi_value error;
-    napi_get_and_clear_last_exception(env, &error);
-    napi_fatal_exception(env, error);
-    return 0;
+  int ok = napi_create_buffer_copy(env, used, s->staging, &copy, &argv[0]) == napi_ok &&
+           napi_create_int32(env, count, &argv[1]) == napi_ok &&
+           napi_get_reference_value(env, s->on_batch, &callback) == napi_ok && callback != NULL &&
+           napi_get_global(env, &global) == napi_ok;
+  if (ok) {
+    napi_status status = napi_make_callback(env, s->context, global, callback, 2, argv, &result);
+    if (status == napi_pending_exception) {
+      napi_value error;
+      napi_get_and_clear_last_exception(env, &error);
+      napi_fatal_exception(env, error);
+      ok = 0;
+    } else if (status != napi_ok) {
+      ok = 0;
+    }
   }
-  return 1;
+  napi_close_handle_scope(env, scope);
+  return ok;
+}
+
+/* Still the socket that was ready: JavaScript may have closed it during a batch, and the number
+   may since name another socket of this module or any other descriptor of the process. */
+static int still_open(const state_t *s, int fd, uint32_t generation) {
+  return fd >= 0 && fd < s->remotes_len && s->remotes[fd].owned && s->remotes[fd].generation == generation;
 }
 
 static void on_readable(uv_poll_t *handle, int status, int events) {
   (void)events;
   state_t *s = (state_t *)handle->data;
   if (status < 0) return;
-  napi_env env = s->env;
-  napi_handle_scope scope;
-  napi_open_handle_scope(env, &scope);
 
   struct epoll_event ready[EPOLL_EVENTS];
   struct mmsghdr msgs[RECV_VLEN];
@@ -194,7 +204,10 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
     int n = epoll_wait(s->epfd, ready, EPOLL_EVENTS, 0);
     if (n <= 0) break;
     for (int i = 0; i < n && alive; i++) {
-      int fd = ready[i].data.fd;
+      int fd = (int)(ready[i].data.u64 & 0xffffffffu);
+      uint32_t generation = (uint32_t)(ready[i].data.u64 >> 32);
+      /* ready[] was taken before the batches delivered since. */
+      if (!still_open(s, fd, generation)) continue;
       for (int k = 0; k < RECV_VLEN; k++) {
         iovs[k].iov_base = s->scratch[k];
         iovs[k].iov_len = SLOT_BYTES;
@@ -209,6 +222,9 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
       int got = recvmmsg(fd, msgs, RECV_VLEN, MSG_DONTWAIT | MSG_TRUNC, NULL);
       if (got <= 0) continue; /* EAGAIN, or an ICMP error reported on this socket: nothing to read. */
       for (int k = 0; k < got; k++) {
+        /* A batch delivered after the first datagrams of this read may have closed the socket:
+           the rest of the read was the closed socket's, and is dropped with it. */
+        if (k > 0 && !still_open(s, fd, generation)) break;
         unsigned int length = msgs[k].msg_len;
         unsigned int kept = length < SLOT_BYTES ? length : SLOT_BYTES;
         memcpy(s->staging + used, s->scratch[k], kept);
@@ -229,6 +245,7 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
           memcpy(&m[5], &sin->sin_addr, 4);
           m[6] = m[7] = m[8] = 0;
         }
+        m[9] = (int32_t)generation;
         used += kept;
         count++;
         total++;
@@ -242,19 +259,20 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
     }
   }
   if (alive && count > 0) deliver(s, used, count);
-  napi_close_handle_scope(env, scope);
 }
 
 static void update_polling(state_t *s) {
   if (!s->poll_open) return;
   if (s->sockets > 0 && !s->polling) {
-    uv_poll_start(&s->poll, UV_READABLE, on_readable);
-    s->polling = 1;
+    /* Cannot fail for a live handle on a valid epoll descriptor; if it did, nothing would be read. */
+    s->polling = uv_poll_start(&s->poll, UV_READABLE, on_readable) == 0;
   } else if (s->sockets == 0 && s->polling) {
     uv_poll_stop(&s->poll);
     s->polling = 0;
   }
 }
+
+static void on_environment_end(napi_async_cleanup_hook_handle handle, void *arg);
 
 static napi_value js_start(napi_env env, napi_callback_info info) {
   state_t *s = get_state(env);
@@ -288,6 +306,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   }
   s->poll.data = s;
   s->poll_open = 1;
+  napi_add_async_cleanup_hook(env, on_environment_end, s, &s->cleanup);
   napi_create_reference(env, argv[0], 1, &s->on_batch);
   napi_create_reference(env, argv[1], 1, &s->meta_ref);
   s->meta = (int32_t *)data;
@@ -335,10 +354,11 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
     close(fd);
     return throw_errno(env, err, "bind");
   }
+  uint32_t generation = ++s->generations;
   struct epoll_event event;
   memset(&event, 0, sizeof event);
   event.events = EPOLLIN;
-  event.data.fd = fd;
+  event.data.u64 = ((uint64_t)generation << 32) | (uint32_t)fd;
   if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &event) != 0) {
     int err = errno;
     close(fd);
@@ -359,10 +379,15 @@ static napi_value js_open(napi_env env, napi_callback_info info) {
   }
   memset(&s->remotes[fd], 0, sizeof s->remotes[fd]);
   s->remotes[fd].owned = 1;
+  s->remotes[fd].generation = generation;
   s->sockets++;
   update_polling(s);
-  napi_value result;
-  napi_create_int32(env, fd, &result);
+  napi_value result, fd_value, generation_value;
+  napi_create_array_with_length(env, 2, &result);
+  napi_create_int32(env, fd, &fd_value);
+  napi_create_int32(env, (int32_t)generation, &generation_value);
+  napi_set_element(env, result, 0, fd_value);
+  napi_set_element(env, result, 1, generation_value);
   return result;
 }
 
@@ -386,6 +411,7 @@ static napi_value js_set_remote(napi_env env, napi_callback_info info) {
   int ok = address_ok && parse_address(address, socket_is_ipv6(fd), (uint16_t)port, &parsed);
   if (ok) {
     parsed.owned = 1;
+    parsed.generation = s->remotes[fd].generation;
     s->remotes[fd] = parsed;
   }
   napi_get_boolean(env, ok, &result);
@@ -452,30 +478,46 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static void on_poll_closed(uv_handle_t *handle) {
-  state_t *s = (state_t *)handle->data;
+static void free_state(state_t *s) {
   free(s->remotes);
   free(s);
 }
 
-/* At the end of the environment (the process, or a worker thread): the sockets still open are
-   closed with it, and the poll handle before the loop is. */
+static void on_poll_closed(uv_handle_t *handle) {
+  state_t *s = (state_t *)handle->data;
+  close(s->epfd);
+  s->closed = 1;
+  /* Node waits for this before it unloads the module: no callback of ours runs after it. */
+  napi_remove_async_cleanup_hook(s->cleanup);
+  if (s->finalized) free_state(s);
+}
+
+/* The environment (the process, or a worker thread) is ending: the sockets still open are closed
+   with it, and the loop handle is closed before the module is unloaded. */
+static void on_environment_end(napi_async_cleanup_hook_handle handle, void *arg) {
+  (void)handle;
+  state_t *s = (state_t *)arg;
+  for (int fd = 0; fd < s->remotes_len; fd++) {
+    if (s->remotes[fd].owned) close(fd);
+    s->remotes[fd].owned = 0;
+  }
+  s->sockets = 0;
+  s->closing = 1;
+  uv_close((uv_handle_t *)&s->poll, on_poll_closed);
+}
+
 static void finalize_state(napi_env env, void *data, void *hint) {
   (void)hint;
   state_t *s = (state_t *)data;
-  for (int fd = 0; fd < s->remotes_len; fd++) {
-    if (s->remotes[fd].owned) close(fd);
-  }
   if (s->on_batch != NULL) napi_delete_reference(env, s->on_batch);
   if (s->meta_ref != NULL) napi_delete_reference(env, s->meta_ref);
-  if (s->poll_open) {
-    napi_async_destroy(env, s->context);
-    close(s->epfd);
-    uv_close((uv_handle_t *)&s->poll, on_poll_closed);
-    return;
-  }
-  free(s->remotes);
-  free(s);
+  s->on_batch = NULL;
+  s->meta_ref = NULL;
+  if (s->poll_open) napi_async_destroy(env, s->context);
+  s->finalized = 1;
+  /* Never started, or its handle closed already. Otherwise the close under way frees it (or, had
+     the cleanup hook not run, the process's end does). */
+  if (!s->poll_open || s->closed) free_state(s);
 }
 
 static void export_function(napi_env env, napi_value exports, const char *name, napi_callback fn) {

@@ -5,6 +5,7 @@
  * process nor close a descriptor the module did not open. The module must be built
  * (`npm run build:native`, done by scripts/bootstrap.sh): without it this file fails.
  */
+import { spawnSync } from 'node:child_process';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { closeSync, fstatSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -36,7 +37,8 @@ const MODULE_PATH = fileURLToPath(new URL('../../../gateway/media/native/build/R
 
 interface RawBinding {
   start(onBatch: (data: Buffer, count: number) => void, meta: Int32Array): void;
-  open(ipv6: unknown, address: unknown, port: unknown): number;
+  /** [fd, generation] */
+  open(ipv6: unknown, address: unknown, port: unknown): [number, number];
   setRemote(fd: unknown, address?: unknown, port?: unknown): boolean;
   send(fd: unknown, data?: unknown, more?: unknown): number;
   close(fd?: unknown): void;
@@ -394,6 +396,99 @@ describe('when opening and closing native sockets', () => {
   });
 });
 
+// A batch fills in the middle of one socket's read (64 sockets of 8 datagrams ahead of it make
+// 512, one batch): the rest of that read is staged for the next batch, which is delivered after a
+// handler may have closed the socket and something else taken its descriptor number.
+describe('when a batch fills in the middle of a socket\'s read and a handler closes that socket', () => {
+  /** 63 sockets with 8 datagrams each and one with 5 ahead of `target` (ready before it): 509 datagrams. */
+  function fillAhead(sender: OpenNative): void {
+    for (let i = 0; i < 64; i++) {
+      const filler = openNative('127.0.0.1');
+      for (let k = 0; k < (i < 63 ? 8 : 5); k++) expect(sender.socket.send(Buffer.from(`filler ${i}.${k}`), filler.port, '127.0.0.1')).toBe(0);
+    }
+  }
+
+  it('should not give the rest of the read to a native socket opened on the same descriptor', async () => {
+    const sender = openNative('127.0.0.1');
+    fillAhead(sender);
+    let opened: OpenNative | undefined;
+    const closedOn: string[] = [];
+    const x = openNative('127.0.0.1', (arrival, self) => {
+      if (opened !== undefined) return;
+      closedOn.push(arrival.data.toString());
+      self.socket.close();
+      opened = openNative('127.0.0.1');
+    });
+    for (let k = 0; k < 8; k++) sender.socket.send(Buffer.from(`to x #${k}`), x.port, '127.0.0.1');
+    await waitFor(() => opened !== undefined, 1000);
+    await sleep(50);
+    // The first three of x's read fill the batch; x closes on the first; the other five are dropped.
+    expect(closedOn).toEqual(['to x #0']);
+    expect(opened?.socket.fd).toBe(x.socket.fd);
+    expect(x.got.map((g) => g.data.toString())).toEqual(['to x #0']);
+    expect(opened?.got).toEqual([]);
+  });
+
+  it('should not read a descriptor that another socket of the process took in the meantime', async () => {
+    const sender = openNative('127.0.0.1');
+    fillAhead(sender);
+    const x = openNative('127.0.0.1');
+    const otherGot: string[] = [];
+    let other: Socket | undefined;
+    const otherPort = candidatePort();
+    const a = openNative('127.0.0.1', () => {
+      if (other !== undefined) return;
+      x.socket.close();
+      // A dgram socket bound now (an IP literal resolves at once) takes the lowest free
+      // descriptor, x's, while the batch's read of the ready sockets is still going on.
+      const socket = createSocket({ type: 'udp4', lookup: (host, _options, callback) => callback(null, host, 4) });
+      other = socket;
+      socket.on('message', (data) => otherGot.push(data.toString()));
+      cleanups.push(() => closeDgram(socket));
+      socket.bind(otherPort, '127.0.0.1');
+      sender.socket.send(Buffer.from('sent during the batch'), otherPort, '127.0.0.1');
+    });
+    for (let k = 0; k < 8; k++) sender.socket.send(Buffer.from(`to a #${k}`), a.port, '127.0.0.1');
+    for (let k = 0; k < 2; k++) sender.socket.send(Buffer.from(`to x #${k}`), x.port, '127.0.0.1');
+    await waitFor(() => other !== undefined, 1000);
+    await sleep(50);
+    sender.socket.send(Buffer.from('sent after the batch'), otherPort, '127.0.0.1');
+    await waitFor(() => otherGot.length >= 2, 1000).catch(() => undefined);
+    expect(otherGot).toEqual(['sent during the batch', 'sent after the batch']);
+    expect(a.got).toHaveLength(8);
+  });
+});
+
+describe('when a worker thread that used the module ends', () => {
+  // Its sockets and the loop handle are closed before Node unloads the module: a handle closed
+  // later would call into unmapped code (a segmentation fault of the whole process).
+  it.each([
+    ['closes its sockets and ends', 'setTimeout(() => b.close(fd), 20);'],
+    ['calls process.exit with a socket open', 'setTimeout(() => process.exit(0), 20);'],
+    ['is terminated with a socket open', ''],
+  ])('should end cleanly when it %s', (how, ending) => {
+    const workerCode = [
+      `const b = require(${JSON.stringify(MODULE_PATH)});`,
+      'b.start(() => {}, new Int32Array(b.META_INTS * b.BATCH_DATAGRAMS));',
+      "const [fd] = b.open(false, '127.0.0.1', 0);",
+      "b.setRemote(fd, '127.0.0.1', 9);",
+      "b.send(fd, Buffer.from('x'));",
+      "require('node:worker_threads').parentPort.postMessage('open');",
+      ending,
+    ].join('\n');
+    const terminate = ending === '' ? 'setTimeout(() => worker.terminate(), 20);' : '';
+    const script = [
+      "const { Worker } = require('node:worker_threads');",
+      `const worker = new Worker(${JSON.stringify(workerCode)}, { eval: true });`,
+      `worker.on('message', () => { ${terminate} });`,
+      "worker.on('exit', (code) => { console.log('worker ended ' + code); setTimeout(() => console.log('main goes on'), 50); });",
+    ].join('\n');
+    const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 10_000 });
+    expect({ how, status: result.status, signal: result.signal, stderr: result.stderr }).toEqual({ how, status: 0, signal: null, stderr: '' });
+    expect(result.stdout).toMatch(/worker ended \d+\nmain goes on\n/);
+  });
+});
+
 describe('when the sockets are IPv6', () => {
   it('should receive from a udp6 socket on ::1 with an IPv6 RemoteInfo, and send back to it', async () => {
     const a = openNative('::1');
@@ -523,7 +618,7 @@ describe('when the binding is given hostile arguments', () => {
     let fd = -1;
     for (let attempt = 0; fd < 0 && attempt < 50; attempt++) {
       try {
-        fd = binding.open(false, '127.0.0.1', candidatePort());
+        [fd] = binding.open(false, '127.0.0.1', candidatePort());
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
       }
