@@ -3,7 +3,7 @@
     {
       "target_name": "rtp_udp",
       "sources": ["rtp_udp.c"],
-      "cflags": ["-O2", "-Wall", "-Wextra", "-Werror"],
+      "cflags": ["-O2", "-Wall", "-Wextra"],
       "defines": ["NAPI_VERSION=8"]
     }
   ]
