@@ -179,10 +179,15 @@ static int deliver(state_t *s, size_t used, int count) {
   return ok;
 }
 
+/* A socket of this module's, open now. */
+static int owns(const state_t *s, int fd) {
+  return fd >= 0 && fd < s->remotes_len && s->remotes[fd].owned;
+}
+
 /* Still the socket that was ready: JavaScript may have closed it during a batch, and the number
    may since name another socket of this module or any other descriptor of the process. */
 static int still_open(const state_t *s, int fd, uint32_t generation) {
-  return fd >= 0 && fd < s->remotes_len && s->remotes[fd].owned && s->remotes[fd].generation == generation;
+  return owns(s, fd) && s->remotes[fd].generation == generation;
 }
 
 static void on_readable(uv_poll_t *handle, int status, int events) {
@@ -405,7 +410,7 @@ static napi_value js_set_remote(napi_env env, napi_callback_info info) {
   if (address_ok < 0 || napi_get_value_uint32(env, argv[2], &port) != napi_ok || port > 65535) {
     return throw_type(env, "setRemote(fd, address: string, port: 0..65535)");
   }
-  if (fd >= s->remotes_len || !s->remotes[fd].owned) return throw_errno(env, EBADF, "setRemote");
+  if (!owns(s, fd)) return throw_errno(env, EBADF, "setRemote");
   napi_value result;
   remote_t parsed;
   int ok = address_ok && parse_address(address, socket_is_ipv6(fd), (uint16_t)port, &parsed);
@@ -436,7 +441,7 @@ static napi_value js_send(napi_env env, napi_callback_info info) {
     iov[i].iov_len = length;
   }
   int result_code;
-  if (fd >= s->remotes_len || !s->remotes[fd].owned) {
+  if (!owns(s, fd)) {
     result_code = -EBADF;
   } else if (s->remotes[fd].len == 0) {
     result_code = -EDESTADDRREQ;
@@ -466,7 +471,7 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   int fd;
   if (argc < 1) return throw_type(env, "close(fd)");
   if (!get_fd(env, argv[0], &fd)) return NULL;
-  if (fd >= s->remotes_len || !s->remotes[fd].owned) {
+  if (!owns(s, fd)) {
     /* Not one of ours (or closed already): never close a descriptor this module did not open. */
     return throw_errno(env, EBADF, "close");
   }
