@@ -66,5 +66,7 @@ native=gateway/media/native
 if [ ! -f "$native/build/Release/rtp_udp.node" ] \
    || [ -n "$(find "$native/rtp_udp.c" "$native/binding.gyp" -newer "$native/build/Release/rtp_udp.node" 2>/dev/null)" ]; then
   say "building the native RTP module"
-  npm run --silent build:native >/dev/null
+  if ! npm run --silent build:native >/dev/null; then
+    say "the native RTP module did not build (see above); the gateway will use Node's dgram for RTP"
+  fi
 fi
