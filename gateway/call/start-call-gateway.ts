@@ -14,6 +14,7 @@ import { ToolRuntime } from '../../agents/tool-runtime.ts';
 import type { ActionLayer } from '../../jobs/action-layer.ts';
 import type { ProcessContext } from '../../jobs/process-runtime.ts';
 import { connect } from '../../jobs/redis/connection.ts';
+import { rtpSocketsInfo } from '../media/media-metrics.ts';
 import { MonotonicMediaTimer } from '../media/media-timer.ts';
 import { nativeRtpSockets, rtpSocketsEngine } from '../media/native-rtp-sockets.ts';
 import { PlayoutScheduler } from '../media/playout-scheduler.ts';
@@ -53,6 +54,7 @@ export async function startCallGateway(context: ProcessContext, layer: ActionLay
   const ports = new RtpPortAllocator({ portMin: config.rtp.portMin, portMax: config.rtp.portMax });
   // Checked before any call: `native` without the module stops the start here, `auto` says why it falls back.
   const rtpSockets = rtpSocketsEngine(config.rtp.sockets) === undefined ? 'node' : 'native';
+  rtpSocketsInfo.set({ engine: rtpSockets }, 1);
   if (rtpSockets === 'node' && config.rtp.sockets === 'auto') {
     const reason = nativeRtpSockets();
     log.warn('native RTP sockets unavailable, using dgram (more CPU per packet)', { reason: reason instanceof Error ? reason.message : 'unknown' });

@@ -142,6 +142,15 @@ export const dtmfEvents = counter<'direction' | 'source'>({
 });
 export const mediaTimeouts = counter({ name: 'callgate_rtp_media_timeouts_total', help: 'Calls ended because no RTP arrived for rtp.mediaTimeoutMs' });
 export const rtpSessions = gauge({ name: 'callgate_rtp_sessions', help: 'Open RTP sessions' });
+export const rtpSocketErrors = counter({
+  name: 'callgate_rtp_socket_errors_total',
+  help: 'Errors on media sockets after binding: RTP sends the kernel refused (a full send buffer, no route; seen on the native sockets only, dgram drops them unseen) and socket errors; such a packet is lost',
+});
+export const rtpSocketsInfo = gauge<'engine'>({
+  name: 'callgate_rtp_sockets_info',
+  help: 'The RTP sockets in use (rtp.sockets): engine native (callgate\'s module) or node (dgram); always 1',
+  labelNames: ['engine'],
+});
 export const rtcpPackets = counter<'direction'>({ name: 'callgate_rtcp_packets_total', help: 'RTCP compound packets, by direction', labelNames: ['direction'], collect: publishMediaCounts });
 
 /** A session's counts since its last flush (`current - flushed`, field by field) join the unpublished sums. */

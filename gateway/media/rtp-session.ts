@@ -270,7 +270,10 @@ export class RtpSession {
       address: options.config.listen,
       onRtp: (data, from) => ref.session?.receiveRtp(data, from),
       onRtcp: (data, from) => ref.session?.receiveRtcp(data, from),
-      onError: (error) => ref.session?.logger.debug('media socket error', { error }),
+      onError: (error) => {
+        metrics.rtpSocketErrors.inc();
+        ref.session?.logger.debug('media socket error', { error });
+      },
       // A tick builds up to this many packets and its flush sends them.
       maxUnsentPackets: MAX_CATCH_UP_FRAMES,
       native: rtpSocketsEngine(options.config.sockets),

@@ -77,13 +77,17 @@ function startMediaGateway(rtp: { portMin: number; portMax: number; sockets?: st
   });
 }
 
-/** The RTP sockets the gateway said it uses when it began taking calls. */
-function rtpSocketsOf(cg: CallgateProcess): unknown {
+/** The RTP sockets the gateway said it uses when it began taking calls, and what /metrics says. */
+async function rtpSocketsOf(cg: CallgateProcess): Promise<{ logged: unknown; metric: string[] }> {
   const line = cg.proc
     .stdout()
     .split('\n')
     .find((l) => l.includes('calls accepted'));
-  return line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>).rtp_sockets;
+  const scrape = await (await fetch(`${cg.httpUrl}/metrics`)).text();
+  return {
+    logged: line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>).rtp_sockets,
+    metric: scrape.split('\n').filter((l) => l.startsWith('callgate_rtp_sockets_info{')),
+  };
 }
 
 beforeAll(async () => {
@@ -173,7 +177,7 @@ const MULAW_SILENCE = new Set([0xff, 0x7f, 0xfe, 0x7e]);
 
 describe('when a caller talks and presses keys on the echo number', () => {
   it('should send every speech frame back byte for byte, paced, with continuous sequence numbers and timestamps, and each key back once with the length it was held', { timeout: 60_000 }, async () => {
-    expect(callgate === undefined ? undefined : rtpSocketsOf(callgate)).toBe('native');
+    expect(callgate === undefined ? undefined : await rtpSocketsOf(callgate)).toEqual({ logged: 'native', metric: ['callgate_rtp_sockets_info{engine="native"} 1'] });
     const wire = await callAndCapture(ECHO_NUMBER);
     expect(wire.gatewayPort).toBeLessThan(NODE_SOCKETS_PORT_MIN);
     expectEchoed(wire);
@@ -182,7 +186,7 @@ describe('when a caller talks and presses keys on the echo number', () => {
   it('should do the same on Node\'s dgram sockets (rtp.sockets: node)', { timeout: 90_000 }, async () => {
     const cg = await startMediaGateway({ portMin: NODE_SOCKETS_PORT_MIN, portMax: RTP_PORT_MAX, sockets: 'node' });
     try {
-      expect(rtpSocketsOf(cg)).toBe('node');
+      expect(await rtpSocketsOf(cg)).toEqual({ logged: 'node', metric: ['callgate_rtp_sockets_info{engine="node"} 1'] });
       const wire = await callAndCapture(ECHO_NUMBER, cg);
       expect(wire.gatewayPort).toBeGreaterThanOrEqual(NODE_SOCKETS_PORT_MIN);
       expectEchoed(wire);
