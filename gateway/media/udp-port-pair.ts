@@ -152,7 +152,8 @@ function nativeChannel(native: NativeRtpSockets, port: number, options: UdpPortP
         });
         return;
       }
-      // As dgram reports a failed send: an error event, counted by the session, never thrown.
+      // To the session, which counts it (callgate_rtp_socket_errors_total); never thrown. (A dgram
+      // send's error goes only to a per-send callback, which the dgram path does not pass.)
       options.onError(Object.assign(new Error(`send ${refused} ${address}:${toPort}`), { code: refused }));
     },
     // Sent within send(): a buffer is the kernel's copy as soon as send() returns.
