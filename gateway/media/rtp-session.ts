@@ -118,6 +118,16 @@ function callWeight(codec: WireCodec, passthrough: boolean): number {
   return codec.name === 'opus' ? OPUS_CALL_WEIGHT : passthrough ? 1 : RESAMPLING_CALL_WEIGHT;
 }
 
+/**
+ * A packet held past its datagram's handler (a new source on probation, possibly for the rest of
+ * the call) with a payload of its own: a received datagram may be a view into a whole batch of
+ * the native sockets' datagrams (up to 256 KB), which a kept view would keep alive.
+ */
+function keptPacket(packet: RtpPacket): RtpPacket {
+  const extension = packet.extension === undefined ? undefined : { profile: packet.extension.profile, data: Buffer.from(packet.extension.data) };
+  return { ...packet, payload: Buffer.from(packet.payload), ...(extension !== undefined && { extension }) };
+}
+
 function newJitterBuffer(config: RtpConfig, codec: WireCodec): JitterBuffer {
   const law = codec.name === 'opus' ? undefined : codec.name;
   return new JitterBuffer({
@@ -656,7 +666,7 @@ export class RtpSession {
       const step = (packet.sequenceNumber - candidate.lastSequence) & 0xffff;
       if (step === 0) {
         // A repeated packet (RFC 4733 end packets repeat their sequence number): keep, do not count.
-        if (candidate.held.length < SSRC_CHANGE_PROBATION * 2) candidate.held.push(packet);
+        if (candidate.held.length < SSRC_CHANGE_PROBATION * 2) candidate.held.push(keptPacket(packet));
         this.drop('ssrc-probation');
         return;
       }
@@ -665,11 +675,11 @@ export class RtpSession {
       candidate = undefined;
     }
     if (candidate === undefined) {
-      candidate = { address: from.address, port: from.port, ssrc: packet.ssrc, lastSequence: packet.sequenceNumber, held: [packet] };
+      candidate = { address: from.address, port: from.port, ssrc: packet.ssrc, lastSequence: packet.sequenceNumber, held: [keptPacket(packet)] };
       this.candidate = candidate;
     } else {
       candidate.lastSequence = packet.sequenceNumber;
-      candidate.held.push(packet);
+      candidate.held.push(keptPacket(packet));
     }
     let inSequence = 0;
     let previousSequence = -1;

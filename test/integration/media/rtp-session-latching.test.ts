@@ -173,3 +173,25 @@ describe('when several hostile senders spray valid-looking packets during a call
     expect(stats.packetsIn).toBeGreaterThan(sprayed * 0.9);
   });
 });
+
+describe('when a new source is on probation while other calls receive a burst', () => {
+  it('should keep only the held packets\' own bytes, not the batch of datagrams they came in', async () => {
+    const { session, peer } = await harness.start();
+    const newcomer = await harness.peer();
+    // Another call's socket on the same native sockets: its burst and the newcomer's packets are
+    // read in the same wake-up, so they share one batch buffer.
+    const busy = await harness.start();
+    await stream(peer, session.localPort, 3, { ssrc: CALLER_SSRC, firstSeq: 1000, firstByte: 0 });
+    await sleep(RELATCH_AFTER_SILENCE_MS + 100);
+    const burst = Buffer.alloc(1000, 0x80);
+    for (let i = 0; i < 200; i++) busy.peer.sendRaw(burst, busy.session.localPort);
+    for (let i = 0; i < 2; i++) newcomer.send({ payloadType: 0, sequenceNumber: 5000 + i, timestamp: 160 * i, ssrc: 0xbeef, payload: audioPayload(i) }, session.localPort);
+    for (let i = 0; i < 200; i++) busy.peer.sendRaw(burst, busy.session.localPort);
+    await waitFor(() => (session.stats().dropped['ssrc-probation'] ?? 0) >= 2, 1000);
+    // White box: the probation's held packets (two in sequence, one short of being followed).
+    const held = (session as unknown as { candidate?: { held: Array<{ payload: Buffer }> } }).candidate?.held ?? [];
+    expect(held.map((p) => p.payload[0])).toEqual([0, 1]);
+    // A payload of its own sits in at most Node's 8 KB pool slab; a view would keep the batch.
+    for (const packet of held) expect(packet.payload.buffer.byteLength).toBeLessThanOrEqual(8192);
+  });
+});
