@@ -24,8 +24,9 @@ if [ "$node_major" -lt 20 ]; then
   exit 1
 fi
 
-# Debian packages: command -> package
-declare -A packages=([redis-server]=redis-server [espeak-ng]=espeak-ng [sox]=sox)
+# Debian packages: command -> package. The C toolchain builds the native modules (@discordjs/opus
+# during npm ci, callgate's RTP sockets below).
+declare -A packages=([redis-server]=redis-server [espeak-ng]=espeak-ng [sox]=sox [make]=make [g++]=g++ [python3]=python3)
 if [ "$want_test" = 1 ]; then
   packages[sipp]=sip-tester
   packages[tshark]=tshark
@@ -51,6 +52,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
   # The Debian package starts a system-wide redis on 6379; callgate never uses it unless REDIS_URL says so.
 fi
 
+# Native modules build against this Node's own headers when it has them, not a download.
+nodedir=$(npm config get nodedir 2>/dev/null || true)
+node_prefix=$(dirname "$(dirname "$(command -v node)")")
+if { [ -z "$nodedir" ] || [ "$nodedir" = "undefined" ] || [ "$nodedir" = "null" ]; } && [ -f "$node_prefix/include/node/node_api.h" ]; then
+  export npm_config_nodedir="$node_prefix"
+fi
+
 # npm packages: reinstall only when package-lock.json changed since the last install.
 stamp=node_modules/.callgate-lock-hash
 lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
@@ -67,6 +75,8 @@ if [ ! -f "$native/build/Release/rtp_udp.node" ] \
    || [ -n "$(find "$native/rtp_udp.c" "$native/binding.gyp" -newer "$native/build/Release/rtp_udp.node" 2>/dev/null)" ]; then
   say "building the native RTP module"
   if ! npm run --silent build:native >/dev/null; then
+    # The tests exercise the module: without it they cannot pass.
+    [ "$want_test" = 1 ] && { echo "bootstrap: the native RTP module did not build (see above)" >&2; exit 1; }
     say "the native RTP module did not build (see above); the gateway will use Node's dgram for RTP"
   fi
 fi
