@@ -16,7 +16,7 @@ import type { ProcessContext } from '../../jobs/process-runtime.ts';
 import { connect } from '../../jobs/redis/connection.ts';
 import { rtpSocketsInfo } from '../media/media-metrics.ts';
 import { MonotonicMediaTimer } from '../media/media-timer.ts';
-import { nativeRtpSockets, rtpSocketsEngine } from '../media/native-rtp-sockets.ts';
+import { chooseRtpSockets } from '../media/native-rtp-sockets.ts';
 import { PlayoutScheduler } from '../media/playout-scheduler.ts';
 import { RtpPortAllocator } from '../media/rtp-port-allocator.ts';
 import { RealtimeModel } from '../realtime/realtime-model.ts';
@@ -53,12 +53,9 @@ export async function startCallGateway(context: ProcessContext, layer: ActionLay
   const scheduler = new PlayoutScheduler({ timer, onError: (error) => log.error('playout tick failed', { error }) });
   const ports = new RtpPortAllocator({ portMin: config.rtp.portMin, portMax: config.rtp.portMax });
   // Checked before any call: `native` without the module stops the start here, `auto` says why it falls back.
-  const rtpSockets = rtpSocketsEngine(config.rtp.sockets) === undefined ? 'node' : 'native';
-  rtpSocketsInfo.set({ engine: rtpSockets }, 1);
-  if (rtpSockets === 'node' && config.rtp.sockets === 'auto') {
-    const reason = nativeRtpSockets();
-    log.warn('native RTP sockets unavailable, using dgram (more CPU per packet)', { reason: reason instanceof Error ? reason.message : 'unknown' });
-  }
+  const rtpSockets = chooseRtpSockets(config.rtp.sockets);
+  rtpSocketsInfo.set({ engine: rtpSockets.engine }, 1);
+  if (rtpSockets.fallbackReason !== undefined) log.warn('native RTP sockets unavailable, using dgram (more CPU per packet)', { reason: rtpSockets.fallbackReason });
 
   const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
   const audit = new AuditLog(redis, prefix, log);
@@ -101,6 +98,6 @@ export async function startCallGateway(context: ProcessContext, layer: ActionLay
   await driver.start();
   context.onShutdown('sip', () => driver.stop());
   context.onShutdown('calls', () => calls.stop());
-  log.info('calls accepted', { driver: driver.name, model: model.provider, rtp: `${config.rtp.listen}:${config.rtp.portMin}-${config.rtp.portMax}`, rtp_sockets: rtpSockets });
+  log.info('calls accepted', { driver: driver.name, model: model.provider, rtp: `${config.rtp.listen}:${config.rtp.portMin}-${config.rtp.portMax}`, rtp_sockets: rtpSockets.engine });
   return { driver, calls, model };
 }

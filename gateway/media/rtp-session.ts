@@ -121,7 +121,7 @@ function callWeight(codec: WireCodec, passthrough: boolean): number {
 /**
  * A packet held past its datagram's handler (a new source on probation, possibly for the rest of
  * the call) with a payload of its own: a received datagram may be a view into a whole batch of
- * the native sockets' datagrams (up to 256 KB), which a kept view would keep alive.
+ * the native sockets' datagrams (up to 64 KB), which a kept view would keep alive.
  */
 function keptPacket(packet: RtpPacket): RtpPacket {
   const extension = packet.extension === undefined ? undefined : { profile: packet.extension.profile, data: Buffer.from(packet.extension.data) };

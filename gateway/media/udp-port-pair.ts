@@ -9,11 +9,14 @@ import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { lookup as dnsLookup, type LookupOneOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import { CallgateError, isCallgateError } from '../../config/errors.ts';
-import type { NativeRtpSocket, NativeRtpSockets } from './native-rtp-sockets.ts';
+import type { NativeRtpSocket } from './native-rtp-socket.ts';
+import type { NativeRtpSockets } from './native-rtp-sockets.ts';
 import type { RtpPortAllocator } from './rtp-port-allocator.ts';
 import type { RtpEndpoint } from './rtp-session-events.ts';
 import { SendBufferRing } from './send-buffer-ring.ts';
 
+/** After a failed lookup of a host name to send to, packets to it are dropped this long before another. */
+const HOST_RETRY_MS = 5_000;
 /** Ports tried before giving up on binding: enough to step over a few held by other processes. */
 const MAX_BIND_ATTEMPTS = 16;
 
@@ -132,23 +135,33 @@ async function dgramChannel(type: 'udp4' | 'udp6', port: number, options: UdpPor
 function nativeChannel(native: NativeRtpSockets, port: number, options: UdpPortPairOptions): RtpChannel {
   const socket: NativeRtpSocket = native.open(options.address, port, options.onRtp);
   const family = options.address.includes(':') ? 6 : 4;
-  // Host names (legal in SDP, rare) are looked up once; their packets are dropped until then.
-  // '' marks a name being looked up or not found; the caller's own packets latch a literal soon.
-  const named = new Map<string, string>();
+  // Host names (legal in SDP, rare) are looked up once; their packets are dropped until then, and
+  // for HOST_RETRY_MS after a failed lookup. The caller's own packets latch a literal soon anyway.
+  const named = new Map<string, { address: string } | { retryAt: number }>();
+  let closed = false;
   return {
     send: (data, toPort, address) => {
       let to = address;
       if (named.size > 0) {
-        to = named.get(address) ?? address;
-        if (to === '') return;
+        const name = named.get(address);
+        if (name !== undefined) {
+          if ('address' in name) to = name.address;
+          else if (performance.now() < name.retryAt) return;
+        }
       }
       const refused = socket.send(data, toPort, to);
       if (refused === 0) return;
       if (refused === 'EINVAL' && isIP(to) === 0) {
-        named.set(address, '');
+        // Looking it up: no second lookup before this one answers.
+        named.set(address, { retryAt: Number.POSITIVE_INFINITY });
         dnsLookup(address, { family }, (error, found) => {
-          if (error === null) named.set(address, found);
-          else options.onError(error);
+          if (closed) return;
+          if (error !== null) {
+            named.set(address, { retryAt: performance.now() + HOST_RETRY_MS });
+            options.onError(error);
+          } else {
+            named.set(address, { address: found });
+          }
         });
         return;
       }
@@ -158,7 +171,10 @@ function nativeChannel(native: NativeRtpSockets, port: number, options: UdpPortP
     },
     // Sent within send(): a buffer is the kernel's copy as soon as send() returns.
     queued: () => 0,
-    close: async () => socket.close(),
+    close: async () => {
+      closed = true;
+      socket.close();
+    },
   };
 }
 

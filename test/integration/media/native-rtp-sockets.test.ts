@@ -11,7 +11,8 @@ import { closeSync, fstatSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { NativeRtpSockets, nativeRtpSockets, rtpSocketsEngine, type DatagramHandler, type NativeRtpSocket } from '../../../gateway/media/native-rtp-sockets.ts';
+import type { DatagramHandler, NativeRtpSocket } from '../../../gateway/media/native-rtp-socket.ts';
+import { NativeRtpSockets, nativeRtpSockets, rtpSocketsEngine } from '../../../gateway/media/native-rtp-sockets.ts';
 import { RtpPortAllocator } from '../../../gateway/media/rtp-port-allocator.ts';
 import { UdpPortPair } from '../../../gateway/media/udp-port-pair.ts';
 import { sleep, waitFor } from './rtp-peer.ts';
@@ -463,29 +464,75 @@ describe('when a worker thread that used the module ends', () => {
   // Its sockets and the loop handle are closed before Node unloads the module: a handle closed
   // later would call into unmapped code (a segmentation fault of the whole process).
   it.each([
-    ['closes its sockets and ends', 'setTimeout(() => b.close(fd), 20);'],
+    ['closes its socket and ends', 'setTimeout(() => b.close(fd), 20);'],
     ['calls process.exit with a socket open', 'setTimeout(() => process.exit(0), 20);'],
     ['is terminated with a socket open', ''],
-  ])('should end cleanly when it %s', (how, ending) => {
+  ])('should end cleanly, its port free again, when it %s', (how, ending) => {
+    const firstPort = candidatePort();
     const workerCode = [
       `const b = require(${JSON.stringify(MODULE_PATH)});`,
       'b.start(() => {}, new Int32Array(b.META_INTS * b.BATCH_DATAGRAMS));',
-      "const [fd] = b.open(false, '127.0.0.1', 0);",
+      'let fd = -1;',
+      'let port = 0;',
+      `for (let p = ${firstPort}; fd < 0; p++) {`,
+      "  try { [fd] = b.open(false, '127.0.0.1', p); port = p; } catch (e) { if (e.code !== 'EADDRINUSE' || p > " + String(firstPort + 50) + ') throw e; }',
+      '}',
       "b.setRemote(fd, '127.0.0.1', 9);",
       "b.send(fd, Buffer.from('x'));",
-      "require('node:worker_threads').parentPort.postMessage('open');",
+      "require('node:worker_threads').parentPort.postMessage(port);",
       ending,
     ].join('\n');
     const terminate = ending === '' ? 'setTimeout(() => worker.terminate(), 20);' : '';
+    // The main thread goes on after the worker and binds the worker's port: free only if the
+    // worker's socket was closed with it.
     const script = [
       "const { Worker } = require('node:worker_threads');",
+      "const dgram = require('node:dgram');",
+      'let port = 0;',
       `const worker = new Worker(${JSON.stringify(workerCode)}, { eval: true });`,
-      `worker.on('message', () => { ${terminate} });`,
-      "worker.on('exit', (code) => { console.log('worker ended ' + code); setTimeout(() => console.log('main goes on'), 50); });",
+      `worker.on('message', (p) => { port = p; ${terminate} });`,
+      "worker.on('exit', (code) => {",
+      "  console.log('worker ended ' + code);",
+      "  const socket = dgram.createSocket('udp4');",
+      "  socket.on('error', (e) => { console.log('port ' + e.code); socket.close(); });",
+      "  socket.bind(port, '127.0.0.1', () => { console.log('port free'); socket.close(); });",
+      '});',
     ].join('\n');
     const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 10_000 });
     expect({ how, status: result.status, signal: result.signal, stderr: result.stderr }).toEqual({ how, status: 0, signal: null, stderr: '' });
-    expect(result.stdout).toMatch(/worker ended \d+\nmain goes on\n/);
+    expect(result.stdout).toMatch(/^worker ended \d+\nport free\n$/);
+  });
+});
+
+describe('when one socket\'s handler throws during a batch', () => {
+  // In a process of its own: the error must reach uncaughtException, which the test process keeps.
+  it('should still hand the other sockets their datagrams of that batch, then raise the error once', () => {
+    const firstPort = candidatePort();
+    const script = `
+      import { nativeRtpSockets } from ${JSON.stringify(fileURLToPath(new URL('../../../gateway/media/native-rtp-sockets.ts', import.meta.url)))};
+      const native = nativeRtpSockets();
+      if (native instanceof Error) throw native;
+      const open = (handler) => {
+        for (let port = ${firstPort}; ; port++) {
+          try { return { socket: native.open('127.0.0.1', port, handler), port }; } catch (e) { if (e.code !== 'EADDRINUSE' || port > ${firstPort + 50}) throw e; }
+        }
+      };
+      const got = { a: [], b: [] };
+      const errors = [];
+      process.on('uncaughtException', (error) => errors.push(error.message));
+      const a = open((data) => { got.a.push(data.toString()); if (data.toString() === 'a1') throw new Error('handler of a'); });
+      const b = open((data) => got.b.push(data.toString()));
+      const sender = open(() => {});
+      for (const text of ['a0', 'a1', 'a2']) sender.socket.send(Buffer.from(text), a.port, '127.0.0.1');
+      for (const text of ['b0', 'b1', 'b2']) sender.socket.send(Buffer.from(text), b.port, '127.0.0.1');
+      setTimeout(() => {
+        console.log(JSON.stringify({ got, errors }));
+        for (const s of [a, b, sender]) s.socket.close();
+      }, 200);
+    `;
+    const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 10_000, cwd: fileURLToPath(new URL('../../../', import.meta.url)) });
+    expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(JSON.parse(result.stdout)).toEqual({ got: { a: ['a0', 'a1', 'a2'], b: ['b0', 'b1', 'b2'] }, errors: ['handler of a'] });
   });
 });
 
@@ -648,6 +695,11 @@ describe('when choosing the RTP sockets engine', () => {
     expect(rtpSocketsEngine('auto')).toBe(native);
     expect(rtpSocketsEngine('native')).toBe(native);
     expect(native).toBeInstanceOf(NativeRtpSockets);
+  });
+
+  it('should give every loader of the same binding the one started instance (a second copy of the module code must not start it again)', () => {
+    expect(nativeRtpSockets(() => rawBinding() as never)).toBe(native);
+    expect(nativeRtpSockets()).toBe(native);
   });
 });
 

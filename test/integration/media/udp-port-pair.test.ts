@@ -32,7 +32,7 @@ async function receiver(): Promise<{ socket: Socket; port: number; got: Buffer[]
 
 describe.each(['native', 'node'] as const)('when the kernel refuses a send on %s RTP sockets', (engine) => {
   it('should report it through onError, not throw, and send the next packet', async () => {
-    expect(native).toBeInstanceOf(NativeRtpSockets);
+    if (engine === 'native') expect(native).toBeInstanceOf(NativeRtpSockets);
     const errors: NodeJS.ErrnoException[] = [];
     const pair = await UdpPortPair.bind({
       allocator: new RtpPortAllocator({ portMin: PORT_BASE, portMax: PORT_BASE + 19 }),

@@ -7,7 +7,7 @@
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { SocketAddress } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { formatIpv6 } from '../../../gateway/media/native-rtp-sockets.ts';
+import { formatIpv6 } from '../../../gateway/media/ipv6-text.ts';
 import { randomInt, seededRandom } from './seeded-random.ts';
 
 function bytesOf(groups: readonly number[]): Uint8Array {

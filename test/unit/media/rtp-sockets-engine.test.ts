@@ -5,13 +5,19 @@
 import { describe, expect, it } from 'vitest';
 import { isCallgateError } from '../../../config/errors.ts';
 import { parseConfig } from '../../../config/load.ts';
-import { NativeRtpSockets, rtpSocketsEngine } from '../../../gateway/media/native-rtp-sockets.ts';
+import { chooseRtpSockets, nativeRtpSockets, rtpSocketsEngine } from '../../../gateway/media/native-rtp-sockets.ts';
 
 const notBuilt = () => new Error('rtp_udp.node is not built (npm run build:native)');
 
 describe('when the native module cannot be loaded', () => {
-  it('should fall back to dgram for auto', () => {
+  it('should fall back to dgram for auto and say why', () => {
     expect(rtpSocketsEngine('auto', notBuilt)).toBeUndefined();
+    expect(chooseRtpSockets('auto', notBuilt)).toEqual({ engine: 'node', fallbackReason: 'rtp_udp.node is not built (npm run build:native)' });
+  });
+
+  it('should not start anything when the binding does not load', () => {
+    const reason = new Error('wrong ELF class');
+    expect(nativeRtpSockets(() => reason)).toBe(reason);
   });
 
   it('should refuse native with an error that names the setting and the reason', () => {
@@ -30,20 +36,12 @@ describe('when the native module cannot be loaded', () => {
   it('should never load it for node', () => {
     let loads = 0;
     expect(
-      rtpSocketsEngine('node', () => {
+      chooseRtpSockets('node', () => {
         loads++;
         return notBuilt();
       }),
-    ).toBeUndefined();
+    ).toEqual({ engine: 'node' });
     expect(loads).toBe(0);
-  });
-});
-
-describe('when the native module is built', () => {
-  it('should give auto and native the one process-wide instance', () => {
-    const auto = rtpSocketsEngine('auto');
-    expect(auto).toBeInstanceOf(NativeRtpSockets);
-    expect(rtpSocketsEngine('native')).toBe(auto);
   });
 });
 
