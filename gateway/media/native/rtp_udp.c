@@ -207,9 +207,14 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
   int max_count = (int)(s->meta_len / META_INTS);
   if (max_count > BATCH_DATAGRAMS) max_count = BATCH_DATAGRAMS;
 
-  while (alive && total < MAX_DATAGRAMS_PER_WAKEUP) {
+  int again = 1;
+  while (alive && again && total < MAX_DATAGRAMS_PER_WAKEUP) {
     int n = epoll_wait(s->epfd, ready, EPOLL_EVENTS, 0);
     if (n <= 0) break;
+    /* Another round only when this one may have left datagrams behind (more ready sockets than
+       fit, or a socket with more than one read takes); what arrives later wakes the loop again,
+       so a wake-up that reads one datagram per socket ends without a second epoll_wait. */
+    again = n == EPOLL_EVENTS;
     for (int i = 0; i < n && alive; i++) {
       int fd = (int)(ready[i].data.u64 & 0xffffffffu);
       uint32_t generation = (uint32_t)(ready[i].data.u64 >> 32);
@@ -228,6 +233,7 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
       /* MSG_TRUNC: a datagram longer than its slot reports its full length. */
       int got = recvmmsg(fd, msgs, RECV_VLEN, MSG_DONTWAIT | MSG_TRUNC, NULL);
       if (got <= 0) continue; /* EAGAIN, or an ICMP error reported on this socket: nothing to read. */
+      if (got == RECV_VLEN) again = 1;
       for (int k = 0; k < got; k++) {
         /* A batch delivered after the first datagrams of this read may have closed the socket:
            the rest of the read was the closed socket's, and is dropped with it. (JavaScript
