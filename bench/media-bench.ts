@@ -25,7 +25,8 @@ import { loadavg } from 'node:os';
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '../config/log.ts';
-import type { RtpConfig } from '../config/schema.ts';
+import { z } from 'zod';
+import { rtpSchema, type RtpConfig } from '../config/schema.ts';
 import { PCMU, wireCodec } from '../gateway/media/audio-format.ts';
 import { decodeUlaw, encodeUlaw } from '../gateway/media/g711.ts';
 import { MonotonicMediaTimer } from '../gateway/media/media-timer.ts';
@@ -39,13 +40,18 @@ import { LATENESS_BIN_MS, RtpSession } from '../gateway/media/rtp-session.ts';
 import { placeProcesses } from './pin.ts';
 
 type Codec = 'pcmu' | 'opus';
-/** Send slots per frame and their capacity (the PlayoutScheduler's defaults unless given), and callgate's RTP sockets. */
+/** Send slots per frame and their capacity (the PlayoutScheduler's defaults unless given). */
 interface SchedulingOptions {
   slots?: number;
   slotCapacity?: number;
-  sockets: RtpConfig['sockets'];
+}
+
+/** How a run is set up: callgate's scheduling and RTP sockets, and the callers' sockets. */
+interface RunOptions {
+  readonly scheduling: SchedulingOptions;
+  readonly sockets: RtpConfig['sockets'];
   /** The callers' sockets in the load process: native (callgate's module) or dgram. */
-  loadNative: boolean;
+  readonly loadNative: boolean;
 }
 type Impl = 'baseline' | 'callgate';
 
@@ -129,7 +135,8 @@ async function runLoad(): Promise<void> {
       for (const port of raw.ports) {
         if (native !== undefined) {
           // The callers on callgate's native sockets, so that the load's own CPU (Node's dgram
-          // costs about 6 µs per datagram each way) is not what limits the run at 1,000 calls.
+          // costs about 1.5-2.5 µs more per datagram each way: npm run bench -- udp) is not what limits
+          // the run at 1,000 calls.
           // Not connected: RTCP from the media layer to port+1 of a neighbouring caller is not
           // counted.
           const socket = native.open('127.0.0.1', 0, (_data, from) => {
@@ -302,7 +309,7 @@ class CallgateMedia {
 
   constructor(
     private readonly codec: Codec,
-    { sockets, loadNative: _load, ...scheduling }: SchedulingOptions,
+    { scheduling, sockets }: RunOptions,
   ) {
     this.sockets = sockets;
     this.scheduler = new PlayoutScheduler({ timer: this.timer, ...scheduling });
@@ -385,8 +392,8 @@ function percentile(bins: Uint32Array, p: number): number {
   return bins.length * LATENESS_BIN_MS;
 }
 
-async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec, calls: number, warmupSeconds: number, seconds: number, scheduling: SchedulingOptions): Promise<string> {
-  const sut = impl === 'baseline' ? new BareRelay(codec) : new CallgateMedia(codec, scheduling);
+async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec, calls: number, warmupSeconds: number, seconds: number, options: RunOptions): Promise<string> {
+  const sut = impl === 'baseline' ? new BareRelay(codec) : new CallgateMedia(codec, options);
   const ports = await sut.open(calls);
   const waitFor = (load: ChildProcess, type: LoadMessage['type']) =>
     new Promise<LoadMessage>((resolve) => {
@@ -402,7 +409,7 @@ async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec,
   const done = Promise.all(loads.map((load) => waitFor(load, 'done')));
   // Contiguous shares of the callers, one per load process.
   const share = Math.ceil(calls / loads.length);
-  loads.forEach((load, k) => load.send({ type: 'start', ports: ports.slice(k * share, (k + 1) * share), firstIndex: k * share, codec, nativeSockets: scheduling.loadNative, warmupSeconds, seconds } satisfies StartLoad));
+  loads.forEach((load, k) => load.send({ type: 'start', ports: ports.slice(k * share, (k + 1) * share), firstIndex: k * share, codec, nativeSockets: options.loadNative, warmupSeconds, seconds } satisfies StartLoad));
   await started;
   // The streams' first seconds (every session's first packets, code not yet optimized, the heap
   // growing to hold the calls: scavenges of 20-50 ms at 500 calls) are not the steady state the
@@ -462,9 +469,9 @@ async function main(): Promise<void> {
   const warmupSeconds = Number(argument('warmup', '2'));
   const codecs = argument('codecs', 'pcmu,opus').split(',') as Codec[];
   const impls = argument('impls', 'baseline,callgate').split(',') as Impl[];
-  const sockets = argument('rtp-sockets', 'auto') as RtpConfig['sockets'];
-  const loadSockets = argument('load-sockets', nativeRtpSockets() instanceof Error ? 'node' : 'native');
-  const scheduling: SchedulingOptions = { sockets, loadNative: loadSockets === 'native' };
+  const sockets = rtpSchema.shape.sockets.parse(argument('rtp-sockets', 'auto'));
+  const loadSockets = z.enum(['native', 'node']).parse(argument('load-sockets', nativeRtpSockets() instanceof Error ? 'node' : 'native'));
+  const scheduling: SchedulingOptions = {};
   if (process.argv.includes('--slots')) scheduling.slots = Number(argument('slots', '10'));
   if (process.argv.includes('--slot-capacity')) scheduling.slotCapacity = Number(argument('slot-capacity', '100'));
   const loadProcesses = Number(argument('load-processes', '1'));
@@ -477,7 +484,7 @@ async function main(): Promise<void> {
     for (const codec of codecs) {
       for (const calls of callCounts) {
         for (const impl of impls) {
-          console.log(await runOnce(loads, impl, codec, calls, warmupSeconds, seconds, scheduling));
+          console.log(await runOnce(loads, impl, codec, calls, warmupSeconds, seconds, { scheduling, sockets, loadNative: loadSockets === 'native' }));
           await new Promise((resolve) => setTimeout(resolve, 500));
         }
       }

@@ -144,7 +144,7 @@ export const mediaTimeouts = counter({ name: 'callgate_rtp_media_timeouts_total'
 export const rtpSessions = gauge({ name: 'callgate_rtp_sessions', help: 'Open RTP sessions' });
 export const rtpSocketErrors = counter({
   name: 'callgate_rtp_socket_errors_total',
-  help: 'Errors on media sockets after binding: RTP sends the kernel refused (a full send buffer, no route; seen on the native sockets only, dgram drops them unseen) and socket errors; such a packet is lost',
+  help: 'Errors on media sockets after binding: RTP sends the kernel refused (a full send buffer, no route; seen on the native sockets only, dgram drops them unseen), failed lookups of a host name to send to, and RTCP socket errors; such a packet is lost',
 });
 export const rtpSocketsInfo = gauge<'engine'>({
   name: 'callgate_rtp_sockets_info',

@@ -1,9 +1,9 @@
 /**
  * RTP sockets through callgate's native module (gateway/media/native/rtp_udp.c) instead of Node's
  * dgram: received datagrams reach JavaScript in batches, one call per event-loop wake-up instead
- * of one per datagram, and sends go straight to the kernel. Measured on one CPU with 100 sockets
- * (bench/RESULTS.md), a received datagram costs about 2 µs of user CPU here against 4.3 µs on
- * dgram, and a send 1.1 µs against 2.1 µs.
+ * of one per datagram, and sends go straight to the kernel. `npm run bench -- udp` measures both
+ * (bench/RESULTS.md): per received datagram about 2.3 µs of user CPU here against 4.3-5.0 µs on
+ * dgram (5.5 against 6.6-7.0 µs with the kernel's), per send 1.0-1.5 against 2.3-3.1 µs.
  *
  * A datagram handed to a socket's handler is a view into its batch's buffer. The buffer is fresh
  * for every batch and never written again, so a view may be kept as a dgram message may; but it

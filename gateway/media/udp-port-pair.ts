@@ -87,7 +87,8 @@ export class UdpPortPair {
    * A buffer to build an RTP datagram for `to` in, to be given to sendRtp() before
    * `maxUnsentPackets` more are taken. It may be one sent before: only while the socket has
    * nothing queued, and only for an IP literal, which is sent within the send() call; a host name
-   * is looked up first, so its datagram waits in Node with the buffer, and gets a fresh one.
+   * is looked up first, so on dgram its datagram waits in Node with the buffer, and gets a fresh
+   * one (the native sockets drop it until the name is known, and never hold a buffer).
    */
   rtpPacketBuffer(length: number, to: RtpEndpoint): Buffer {
     if (this.closed) return Buffer.allocUnsafe(length);
@@ -98,7 +99,10 @@ export class UdpPortPair {
     return this.rtpBuffers.take(length);
   }
 
-  /** One datagram; the buffer must not be changed afterwards (the kernel may send it later), except as rtpPacketBuffer() allows. */
+  /**
+   * One datagram; the buffer must not be changed afterwards (dgram may send it later), except as
+   * rtpPacketBuffer() allows. A send that fails goes to onError on the native sockets; dgram drops it unseen.
+   */
   sendRtp(data: Buffer | readonly Buffer[], to: RtpEndpoint): void {
     if (!this.closed) this.rtp.send(data, to.port, to.address);
   }
