@@ -611,7 +611,8 @@ export class RtpSession {
   private receiveRtp(data: Buffer, from: RemoteInfo): void {
     if (this.closed) return;
     this.counts.packetsIn++;
-    this.counts.bytesIn += data.length;
+    // The datagram's own length: the native sockets keep only the first 2 KB of a longer one.
+    this.counts.bytesIn += from.size;
     const parsed = parseRtpPacket(data);
     if (!parsed.ok) {
       this.drop(parsed.reason);

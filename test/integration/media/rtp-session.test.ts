@@ -224,6 +224,9 @@ describe.each(['native', 'node'] as const)('on %s RTP sockets', (sockets) => {
       await waitFor(() => audioEvents(events).length >= 8);
       const dropped = session.stats().dropped;
       expect(dropped).toMatchObject({ truncated: 2, 'bad-version': 1, 'unknown-payload-type': 1, 'too-large': 1, 'sequence-jump': 1, 'bad-padding': 1 });
+      // Every datagram's whole length, the 4,000-byte one included: 8 valid packets of 172 bytes,
+      // then 2 + 172 + 172 + 4000 + 0 + 172 + 14 bytes of the others.
+      expect(session.stats().bytesIn).toBe(8 * 172 + 2 + 172 + 172 + 4000 + 0 + 172 + 14);
       expect(audioEvents(events).map((b) => b[0])).toEqual([0, 1, 2, 0, 1, 2, 3, 4]);
     });
 
