@@ -37,6 +37,7 @@ import { PlayoutScheduler } from '../gateway/media/playout-scheduler.ts';
 import { parseRtpPacket, serializeRtpPacket } from '../gateway/media/rtp-packet.ts';
 import { RtpPortAllocator } from '../gateway/media/rtp-port-allocator.ts';
 import { LATENESS_BIN_MS, RtpSession } from '../gateway/media/rtp-session.ts';
+import { argument } from './args.ts';
 import { placeProcesses } from './pin.ts';
 
 type Codec = 'pcmu' | 'opus';
@@ -97,11 +98,6 @@ interface LoadDone {
   readonly cpuMicros: number;
 }
 type LoadMessage = LoadStarted | LoadMeasuring | LoadDone;
-
-function argument(name: string, fallback: string): string {
-  const index = process.argv.indexOf(`--${name}`);
-  return index >= 0 ? (process.argv[index + 1] ?? fallback) : fallback;
-}
 
 function toneFrames(count: number, rate: number, samples: number): Int16Array[] {
   return Array.from({ length: count }, (_, f) =>

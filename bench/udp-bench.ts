@@ -9,12 +9,14 @@
  * Printed: user and system CPU per datagram of the measuring process (the kernel's loopback
  * delivery is charged to the sender). The sender and sink are dgram in both cases.
  *
- *   npx tsx bench/udp-bench.ts [--engines node,native] [--pin]   (--pin: the measured process on CPU 0, the other on CPU 1)
+ *   npx tsx bench/udp-bench.ts [--engines node,native] [--pin]   (--pin: the measured process on CPU 0, the other side on CPU 1; see pin.ts)
  */
-import { fork, spawnSync, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
 import { fileURLToPath } from 'node:url';
 import { nativeRtpSockets } from '../gateway/media/native-rtp-sockets.ts';
+import { argument } from './args.ts';
+import { placeProcesses } from './pin.ts';
 
 type Engine = 'node' | 'native';
 const SOCKETS = 100;
@@ -24,11 +26,6 @@ const FLOOD_TICK_MS = 10;
 const FLOOD_SECONDS = 5;
 const SENDS = 200_000;
 const HERE = fileURLToPath(import.meta.url);
-
-function argument(name: string, fallback: string): string {
-  const index = process.argv.indexOf(`--${name}`);
-  return index >= 0 ? (process.argv[index + 1] ?? fallback) : fallback;
-}
 
 function literal(host: string, _options: unknown, callback: (error: null, address: string, family: number) => void): void {
   callback(null, host, 4);
@@ -78,11 +75,11 @@ async function openReceivers(engine: Engine, firstPort: number, onDatagram: () =
   return () => sockets.forEach((socket) => socket.close());
 }
 
-async function measureReceive(engine: Engine, firstPort: number, pin: boolean): Promise<Cost> {
+async function measureReceive(engine: Engine, firstPort: number): Promise<Cost> {
   let datagrams = 0;
   const close = await openReceivers(engine, firstPort, () => datagrams++);
   const flood = fork(HERE, ['--role', 'flood', '--port', String(firstPort)], { stdio: 'inherit' });
-  if (pin) pinProcess(flood, 1);
+  console.log(`${engine} receive: ${placeProcesses(process.argv, [flood.pid], 'this process', 'the sender')}`);
   // The first second warms up; the next three are measured.
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   const before = process.cpuUsage();
@@ -95,9 +92,9 @@ async function measureReceive(engine: Engine, firstPort: number, pin: boolean): 
   return { datagrams: counted, userMicros: cpu.user, systemMicros: cpu.system };
 }
 
-async function measureSend(engine: Engine, sinkPort: number, pin: boolean): Promise<Cost> {
+async function measureSend(engine: Engine, sinkPort: number): Promise<Cost> {
   const sink = fork(HERE, ['--role', 'sink', '--port', String(sinkPort)], { stdio: 'inherit' });
-  if (pin) pinProcess(sink, 1);
+  console.log(`${engine} send: ${placeProcesses(process.argv, [sink.pid], 'this process', 'the sink')}`);
   await new Promise((resolve) => sink.once('message', resolve));
   const datagram = Buffer.alloc(DATAGRAM_BYTES, 0x80);
   let send: (i: number) => void;
@@ -124,11 +121,6 @@ async function measureSend(engine: Engine, sinkPort: number, pin: boolean): Prom
   return { datagrams: SENDS, userMicros: cpu.user, systemMicros: cpu.system };
 }
 
-/** All of the child's threads on one CPU (taskset, util-linux: on every Debian machine). */
-function pinProcess(child: ChildProcess, cpu: number): void {
-  if (child.pid !== undefined) spawnSync('taskset', ['-a', '-p', '-c', String(cpu), String(child.pid)], { stdio: 'ignore' });
-}
-
 function line(engine: Engine, what: string, cost: Cost): string {
   const per = (micros: number) => (micros / cost.datagrams).toFixed(2).padStart(6);
   return `${engine.padEnd(7)} ${what.padEnd(8)} ${String(cost.datagrams).padStart(9)}  user ${per(cost.userMicros)} µs  system ${per(cost.systemMicros)} µs  total ${per(cost.userMicros + cost.systemMicros)} µs per datagram`;
@@ -139,16 +131,16 @@ async function main(): Promise<void> {
   const port = Number(argument('port', '0'));
   if (role === 'flood' || role === 'sink') return helper(role, port);
   const engine = argument('engine', '');
-  const pin = process.argv.includes('--pin');
   if (engine === 'node' || engine === 'native') {
-    console.log(line(engine, 'receive', await measureReceive(engine, 47_000, pin)));
-    console.log(line(engine, 'send', await measureSend(engine, 47_500, pin)));
+    console.log(line(engine, 'receive', await measureReceive(engine, 47_000)));
+    console.log(line(engine, 'send', await measureSend(engine, 47_500)));
     return;
   }
-  console.log(`udp bench: ${SOCKETS} sockets, ${DATAGRAM_BYTES}-byte datagrams on loopback, each engine in a process of its own${pin ? ', pinned to CPU 0 (the other side on CPU 1)' : ''}`);
+  console.log(`udp bench: ${SOCKETS} sockets, ${DATAGRAM_BYTES}-byte datagrams on loopback, each engine in a process of its own`);
+  // Each engine's process places itself and its sender or sink (--pin, as pin.ts does for every bench).
+  const passOn = process.argv.includes('--pin') ? ['--pin'] : [];
   for (const name of argument('engines', 'node,native').split(',')) {
-    const child = fork(HERE, ['--engine', name, ...(pin ? ['--pin'] : [])], { stdio: 'inherit' });
-    if (pin) pinProcess(child, 0);
+    const child = fork(HERE, ['--engine', name, ...passOn], { stdio: 'inherit' });
     await new Promise((resolve) => child.on('exit', resolve));
   }
 }

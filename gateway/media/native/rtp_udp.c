@@ -338,8 +338,14 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static int get_fd(napi_env env, napi_value value, int *fd) {
-  if (napi_get_value_int32(env, value, fd) != napi_ok || *fd < 0) {
+/* The descriptor, argv[0] of a call that needs `needed` arguments; throws (usage, or a bad fd)
+   and returns 0 otherwise. */
+static int fd_argument(napi_env env, size_t argc, size_t needed, napi_value *argv, const char *usage, int *fd) {
+  if (argc < needed) {
+    throw_type(env, usage);
+    return 0;
+  }
+  if (napi_get_value_int32(env, argv[0], fd) != napi_ok || *fd < 0) {
     throw_type(env, "fd must be a non-negative integer");
     return 0;
   }
@@ -420,8 +426,7 @@ static napi_value js_set_remote(napi_env env, napi_callback_info info) {
   int fd;
   char address[64];
   uint32_t port = 0;
-  if (argc < 3) return throw_type(env, "setRemote(fd, address: string, port: 0..65535)");
-  if (!get_fd(env, argv[0], &fd)) return NULL;
+  if (!fd_argument(env, argc, 3, argv, "setRemote(fd, address: string, port: 0..65535)", &fd)) return NULL;
   int address_ok = get_address(env, argv[1], address, sizeof address);
   if (address_ok < 0 || napi_get_value_uint32(env, argv[2], &port) != napi_ok || port > 65535) {
     return throw_type(env, "setRemote(fd, address: string, port: 0..65535)");
@@ -445,8 +450,7 @@ static napi_value js_send(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int fd;
-  if (argc < 2) return throw_type(env, "send(fd, buffer [, buffer])");
-  if (!get_fd(env, argv[0], &fd)) return NULL;
+  if (!fd_argument(env, argc, 2, argv, "send(fd, buffer [, buffer])", &fd)) return NULL;
   struct iovec iov[2];
   size_t parts = argc >= 3 ? 2 : 1;
   for (size_t i = 0; i < parts; i++) {
@@ -485,8 +489,7 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   int fd;
-  if (argc < 1) return throw_type(env, "close(fd)");
-  if (!get_fd(env, argv[0], &fd)) return NULL;
+  if (!fd_argument(env, argc, 1, argv, "close(fd)", &fd)) return NULL;
   if (!owns(s, fd)) {
     /* Not one of ours (or closed already): never close a descriptor this module did not open. */
     return throw_errno(env, EBADF, "close");
