@@ -4,7 +4,7 @@
  * (RFC 4733, baresip's own encoder) and hears the booking confirmed. One booking is committed at
  * the sandbox, the agent's words are in baresip's recording, and the call ends on the phone's BYE.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -32,61 +32,94 @@ function voicedSeconds(samples: Buffer, rate: number): number {
   return voiced / 50;
 }
 
+interface Phone {
+  readonly phone: ChildProcess;
+  /** baresip's control connection (ctrl_tcp: netstrings of JSON). */
+  readonly control: Socket;
+  readonly output: () => string;
+  readonly exited: Promise<unknown>;
+}
+
+/** Connects to baresip's control port; undefined while nothing listens there. */
+function connectControl(port: number): Promise<Socket | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => resolve(socket));
+    socket.once('error', () => resolve(undefined));
+  });
+}
+
+/**
+ * Starts baresip on two ports that were free a moment ago. Another test may take either port in
+ * between (baresip listens for SIP on UDP and TCP, the probe only saw TCP), and then baresip exits
+ * with "Address already in use": that start is retried on new ports, up to three times.
+ */
+async function startPhone(dir: string): Promise<Phone> {
+  const failures: string[] = [];
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const sipPort = await freeLoopbackPort();
+    const controlPort = await freeLoopbackPort();
+    writeFileSync(join(dir, 'config'), phoneConfig(dir, sipPort, controlPort));
+    const phone = spawn('baresip', ['-f', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    phone.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    phone.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    let gone = false;
+    const exited = new Promise((resolve) =>
+      phone.once('exit', (code, signal) => {
+        gone = true;
+        resolve(code ?? signal);
+      }),
+    );
+    // baresip's output goes to a pipe and is buffered: it is ready when its control port answers.
+    const control = await waitFor(async () => (gone ? null : await connectControl(controlPort)), 10_000, 'baresip to start').catch(() => null);
+    if (control !== null && !gone) return { phone, control, output: () => output, exited };
+    control?.destroy();
+    phone.kill('SIGKILL');
+    const status = await exited;
+    failures.push(`attempt ${attempt} (sip ${sipPort}, control ${controlPort}) ended with ${String(status)}: ${output.slice(-1_000)}`);
+  }
+  throw new Error(`baresip did not start:\n${failures.join('\n')}`);
+}
+
+function phoneConfig(dir: string, sipPort: number, controlPort: number): string {
+  return [
+    'poll_method epoll',
+    // Loopback only: the address baresip binds and puts in its SDP.
+    'net_interface 127.0.0.1',
+    `sip_listen 127.0.0.1:${sipPort}`,
+    // What the phone hears is written by sndfile to <dir>/dump-*-dec.wav.
+    `snd_path ${dir}`,
+    `audio_source aufile,${join(dir, 'silence.wav')}`,
+    'audio_alert aufile,/dev/null',
+    'module_path /usr/lib/baresip/modules',
+    'module g711.so',
+    'module aufile.so',
+    'module sndfile.so',
+    'module_app account.so',
+    'module_app menu.so',
+    'module_app ctrl_tcp.so',
+    `ctrl_tcp_listen 127.0.0.1:${controlPort}`,
+    '',
+  ].join('\n');
+}
+
 describe.runIf(HAVE_BARESIP || process.env.CI === 'true')('when a softphone calls the demo number and presses 1', () => {
   it('should hear the greeting, book one table through the keypad menu and hear it confirmed', { timeout: 120_000 }, async () => {
     const script = parse(readFileSync(join(REPO_ROOT, 'gateway/realtime/simulator/demo-script.yaml'), 'utf8')) as Record<string, unknown>;
     const cg = own(await startCallgate({ script }));
     const dir = mkdtempSync(join(tmpdir(), 'callgate-baresip-'));
     own({ close: () => rmSync(dir, { recursive: true, force: true }) });
-    const sipPort = await freeLoopbackPort();
-    const controlPort = await freeLoopbackPort();
     // The phone's microphone: 90 s of 8 kHz 16-bit silence, so the caller says nothing.
     writeFileSync(join(dir, 'silence.wav'), wavFile('pcm16', 8000, Buffer.alloc(8000 * 2 * 90)));
     writeFileSync(join(dir, 'accounts'), '<sip:caller@127.0.0.1>;regint=0\n');
-    writeFileSync(
-      join(dir, 'config'),
-      [
-        'poll_method epoll',
-        // Loopback only: the address baresip binds and puts in its SDP.
-        'net_interface 127.0.0.1',
-        `sip_listen 127.0.0.1:${sipPort}`,
-        // What the phone hears is written by sndfile to <dir>/dump-*-dec.wav.
-        `snd_path ${dir}`,
-        `audio_source aufile,${join(dir, 'silence.wav')}`,
-        'audio_alert aufile,/dev/null',
-        'module_path /usr/lib/baresip/modules',
-        'module g711.so',
-        'module aufile.so',
-        'module sndfile.so',
-        'module_app account.so',
-        'module_app menu.so',
-        'module_app ctrl_tcp.so',
-        `ctrl_tcp_listen 127.0.0.1:${controlPort}`,
-        '',
-      ].join('\n'),
-    );
-    const phone = spawn('baresip', ['-f', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    phone.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    phone.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const exited = new Promise((resolve) => phone.once('exit', resolve));
+    const { phone, control, output, exited } = await startPhone(dir);
     own({
       close: async () => {
         phone.kill('SIGKILL');
         await exited;
       },
     });
-    // baresip's output goes to a pipe and is buffered: it is ready when its control port answers.
-    const control = await waitFor(
-      () =>
-        new Promise<Socket | undefined>((resolve) => {
-          const socket = connect(controlPort, '127.0.0.1');
-          socket.once('connect', () => resolve(socket));
-          socket.once('error', () => resolve(undefined));
-        }),
-      10_000,
-      'baresip to start',
-    );
     own({ close: () => control.destroy() });
     let events = '';
     control.on('data', (d: Buffer) => (events += d.toString()));
@@ -95,7 +128,7 @@ describe.runIf(HAVE_BARESIP || process.env.CI === 'true')('when a softphone call
       control.write(`${Buffer.byteLength(json)}:${json},`);
     };
     const explain = (error: Error): never => {
-      throw new Error(`${error.message}\nbaresip: ${output.slice(-2_000)}\nbaresip events: ${events.slice(-2_000)}`);
+      throw new Error(`${error.message}\nbaresip: ${output().slice(-2_000)}\nbaresip events: ${events.slice(-2_000)}`);
     };
 
     command('dial', `sip:1000@127.0.0.1:${cg.sipPort}`);
