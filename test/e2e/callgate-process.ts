@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { freeLoopbackPort } from '../../jobs/redis/local-redis.ts';
 import { REPO_ROOT, startTs, waitFor, type StartedProcess } from '../support/processes.ts';
-import { freeSipPort } from './sipp-runner.ts';
+import { freeSipPort } from '../support/ports.ts';
 import { deletePrefix, testRedis, testRedisUrl, uniquePrefix } from '../support/redis.ts';
 
 export interface CallgateProcess {

@@ -4,11 +4,10 @@
  * the message trace (what went on the wire) and the statistics sipp printed.
  */
 import { spawn } from 'node:child_process';
-import { createSocket } from 'node:dgram';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { freeLoopbackPort } from '../../jobs/redis/local-redis.ts';
+import { freeSipPort } from '../support/ports.ts';
 
 export const SIPP_FIXTURES = resolve(import.meta.dirname, '../fixtures/sipp');
 
@@ -37,23 +36,6 @@ export interface SippResult {
   readonly failed: number;
   /** Wire messages sipp sent or received, in order, as their first lines. */
   readonly firstLines: string[];
-}
-
-/**
- * A loopback port free for both TCP and UDP (sipp binds its SIP port on the transport used and
- * its media ports over UDP; a port found free for TCP may be an RTP port of a gateway under test).
- */
-export async function freeSipPort(): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = await freeLoopbackPort();
-    const free = await new Promise<boolean>((resolve) => {
-      const socket = createSocket('udp4');
-      socket.once('error', () => resolve(false));
-      socket.bind(port, '127.0.0.1', () => socket.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-  throw new Error('no loopback port free for both TCP and UDP');
 }
 
 export async function runSipp(run: SippRun): Promise<SippResult> {

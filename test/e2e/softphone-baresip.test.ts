@@ -14,6 +14,7 @@ import { parse } from 'yaml';
 import { readWavFile, wavFile } from '../../gateway/media/wav-file.ts';
 import { freeLoopbackPort } from '../../jobs/redis/local-redis.ts';
 import { closeAfterEach } from '../support/cleanup.ts';
+import { freeSipPort } from '../support/ports.ts';
 import { REPO_ROOT, waitFor } from '../support/processes.ts';
 import { startCallgate, type OperationView, type TimelineEntryView } from './callgate-process.ts';
 
@@ -51,13 +52,13 @@ function connectControl(port: number): Promise<Socket | undefined> {
 
 /**
  * Starts baresip on two ports that were free a moment ago. Another test may take either port in
- * between (baresip listens for SIP on UDP and TCP, the probe only saw TCP), and then baresip exits
- * with "Address already in use": that start is retried on new ports, up to three times.
+ * between, and then baresip exits with "Address already in use" (or its control port never
+ * answers): that start is retried on new ports, up to three times.
  */
 async function startPhone(dir: string): Promise<Phone> {
   const failures: string[] = [];
   for (let attempt = 1; attempt <= 3; attempt++) {
-    const sipPort = await freeLoopbackPort();
+    const sipPort = await freeSipPort();
     const controlPort = await freeLoopbackPort();
     writeFileSync(join(dir, 'config'), phoneConfig(dir, sipPort, controlPort));
     const phone = spawn('baresip', ['-f', dir], { stdio: ['ignore', 'pipe', 'pipe'] });

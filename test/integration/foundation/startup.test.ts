@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freeLoopbackPort } from '../../../jobs/redis/local-redis.ts';
+import { freeSipPort } from '../../support/ports.ts';
 import { isAlive, startTs, waitFor, type StartedProcess } from '../../support/processes.ts';
 import { testRedisUrl } from '../../support/redis.ts';
 
@@ -14,8 +15,8 @@ afterEach(() => {
 async function freePorts(): Promise<NodeJS.ProcessEnv> {
   return {
     CALLGATE_HTTP_PORT: String(await freeLoopbackPort()),
-    CALLGATE_SIP_PORT: String(await freeLoopbackPort()),
-    CALLGATE_SIP_TCP_PORT: String(await freeLoopbackPort()),
+    CALLGATE_SIP_PORT: String(await freeSipPort()),
+    CALLGATE_SIP_TCP_PORT: String(await freeSipPort()),
     CALLGATE_CONFIG: '',
     REDIS_URL: '',
   };
