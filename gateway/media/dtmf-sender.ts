@@ -3,9 +3,15 @@
  * the marker bit, updates with a growing duration, then the end packet three times (§2.5.1.4:
  * the end is repeated so one lost packet does not lose the key release). Pure: the session asks
  * for the packet of each frame and supplies the frame's RTP timestamp.
+ *
+ * A digit longer than the duration field holds (0xFFFF units: 1.37 s at 48 kHz) is sent as
+ * segments (§2.5.1.3): in the frame where a segment passes 0xFFFF it reports exactly 0xFFFF
+ * without the E bit, and from the next frame on a new segment goes out, its timestamp 0xFFFF
+ * later and its duration counted from there. Only the last segment ends. Continuation segments
+ * carry no marker: they are the same press, not a new event.
  */
 import { FRAME_MS } from './audio-format.ts';
-import { serializeTelephoneEvent, type DtmfDigit } from './telephone-event.ts';
+import { MAX_EVENT_DURATION, serializeTelephoneEvent, type DtmfDigit } from './telephone-event.ts';
 
 /** Carriers and IVRs detect 40 ms reliably; 100 ms is the common default tone length. */
 export const DEFAULT_DTMF_DURATION_MS = 100;
@@ -24,7 +30,7 @@ export interface DtmfSenderOptions {
 export interface DtmfOutPacket {
   readonly payload: Buffer;
   readonly marker: boolean;
-  /** The event's start timestamp, shared by all its packets. */
+  /** The segment's start timestamp, shared by all its packets (the event's, unless it is longer than 0xFFFF units). */
   readonly timestamp: number;
 }
 
@@ -33,10 +39,22 @@ interface Pending {
   readonly frames: number;
 }
 
+interface SendingEvent {
+  readonly digit: DtmfDigit;
+  readonly frames: number;
+  /** Frames of the digit sent so far. */
+  sent: number;
+  /** RTP timestamp of the event's first segment. */
+  readonly timestamp: number;
+  /** Where the current segment starts, in timestamp units after `timestamp`: a multiple of 0xFFFF. */
+  segmentOffset: number;
+  endsSent: number;
+}
+
 export class DtmfSender {
   private readonly samplesPerFrame: number;
   private readonly queue: Pending[] = [];
-  private current: { digit: DtmfDigit; frames: number; sent: number; timestamp: number; endsSent: number } | undefined;
+  private current: SendingEvent | undefined;
   private gap = 0;
 
   constructor(options: DtmfSenderOptions) {
@@ -60,17 +78,25 @@ export class DtmfSender {
       }
       const pending = this.queue.shift();
       if (!pending) return null;
-      this.current = { digit: pending.digit, frames: pending.frames, sent: 0, timestamp: frameTimestamp >>> 0, endsSent: 0 };
+      this.current = { digit: pending.digit, frames: pending.frames, sent: 0, timestamp: frameTimestamp >>> 0, segmentOffset: 0, endsSent: 0 };
     }
     const event = this.current;
     if (event.sent < event.frames) {
       event.sent++;
+      const marker = event.sent === 1;
+      if (this.elapsed(event) - event.segmentOffset > MAX_EVENT_DURATION) {
+        // The segment reached its maximum during this frame: say so, and go on in a new one. When
+        // this was the digit's last frame, the end packets that follow belong to the new segment.
+        const full = this.packet(event, MAX_EVENT_DURATION, false, marker);
+        event.segmentOffset += MAX_EVENT_DURATION;
+        return full;
+      }
       const end = event.sent === event.frames;
       if (end) event.endsSent++;
-      return this.packet(event, end, event.sent === 1);
+      return this.packet(event, this.elapsed(event) - event.segmentOffset, end, marker);
     }
     event.endsSent++;
-    const packet = this.packet(event, true, false);
+    const packet = this.packet(event, this.elapsed(event) - event.segmentOffset, true, false);
     if (event.endsSent >= END_REPEATS) {
       this.current = undefined;
       this.gap = INTER_DIGIT_GAP_FRAMES;
@@ -78,8 +104,16 @@ export class DtmfSender {
     return packet;
   }
 
-  private packet(event: { digit: DtmfDigit; sent: number; timestamp: number; frames: number }, end: boolean, marker: boolean): DtmfOutPacket {
-    const duration = Math.min(event.sent, event.frames) * this.samplesPerFrame;
-    return { payload: serializeTelephoneEvent({ digit: event.digit, end, volume: DTMF_VOLUME, duration }), marker, timestamp: event.timestamp };
+  /** Timestamp units from the event's start to the end of its last frame sent. */
+  private elapsed(event: SendingEvent): number {
+    return event.sent * this.samplesPerFrame;
+  }
+
+  private packet(event: SendingEvent, duration: number, end: boolean, marker: boolean): DtmfOutPacket {
+    return {
+      payload: serializeTelephoneEvent({ digit: event.digit, end, volume: DTMF_VOLUME, duration }),
+      marker,
+      timestamp: (event.timestamp + event.segmentOffset) >>> 0,
+    };
   }
 }

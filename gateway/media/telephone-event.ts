@@ -9,6 +9,12 @@ const DIGITS: readonly DtmfDigit[] = ['0', '1', '2', '3', '4', '5', '6', '7', '8
 
 export const TELEPHONE_EVENT_BYTES = 4;
 
+/**
+ * The most the 16-bit duration field holds, in RTP timestamp units (1.37 s at 48 kHz, 8.2 s at
+ * 8 kHz). A longer event goes on as a new segment whose timestamp is this much later (§2.5.1.3).
+ */
+export const MAX_EVENT_DURATION = 0xffff;
+
 export interface TelephoneEvent {
   readonly event: number;
   readonly digit: DtmfDigit | null;
@@ -33,11 +39,19 @@ export function parseTelephoneEvent(payload: Buffer): TelephoneEvent | null {
   };
 }
 
+/**
+ * Throws a RangeError for a duration the field cannot hold: clamping it would send a wrong
+ * duration, and a longer event must be split into segments by the caller (§2.5.1.3).
+ */
 export function serializeTelephoneEvent(event: { digit: DtmfDigit; end: boolean; volume: number; duration: number }): Buffer {
+  const duration = Math.round(event.duration);
+  if (!(duration >= 0 && duration <= MAX_EVENT_DURATION)) {
+    throw new RangeError(`telephone-event duration ${event.duration} is outside 0-${MAX_EVENT_DURATION}; send a longer event as segments`);
+  }
   const out = Buffer.alloc(TELEPHONE_EVENT_BYTES);
   out[0] = DIGITS.indexOf(event.digit);
   out[1] = (event.end ? 0x80 : 0) | (event.volume & 0x3f);
-  out.writeUInt16BE(Math.min(0xffff, Math.max(0, Math.round(event.duration))), 2);
+  out.writeUInt16BE(duration, 2);
   return out;
 }
 
