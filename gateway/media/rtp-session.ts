@@ -169,7 +169,11 @@ export class RtpSession {
   private readonly maxReceiveFrames: number;
   private receiveStats: ReceiveStatistics;
   private remote: RtpEndpoint | undefined;
+  /** Where the latched source's RTCP comes from, once it has sent some. */
+  private rtcpRemote: RtpEndpoint | undefined;
   private latched: LatchedSource | undefined;
+  /** The SSRC latched before setRemote() started latching over, until a source is latched again. */
+  private unlatchedSsrc: number | undefined;
   /** When the latched source last sent a packet we accepted. */
   private latchedHeardAt = 0;
   private candidate: CandidateSource | undefined;
@@ -316,6 +320,8 @@ export class RtpSession {
   /** The SDP address of the far end (answer or re-INVITE): latching starts over from it. */
   setRemote(remote: RtpEndpoint): void {
     this.remote = remote;
+    this.rtcpRemote = undefined;
+    this.unlatchedSsrc = this.latched?.ssrc ?? this.unlatchedSsrc;
     this.latched = undefined;
     this.candidate = undefined;
   }
@@ -500,8 +506,8 @@ export class RtpSession {
     for (; this.receiveDue > 0; this.receiveDue--) this.receiveFrame(nowMs);
     this.checkMediaTimeout(nowMs);
     if (nowMs >= this.nextRtcpAt) {
-      this.sendRtcpReport(nowMs);
       this.nextRtcpAt = nowMs + (this.options.rtcpIntervalMs ?? RTCP_INTERVAL_MS) * (0.5 + Math.random());
+      this.sendRtcpReport(nowMs);
     }
     if (++this.framesSinceFlush >= METRICS_FLUSH_FRAMES) this.flushMetrics();
   }
@@ -650,6 +656,10 @@ export class RtpSession {
       this.latched = { address: from.address, port: from.port, ssrc: packet.ssrc };
       this.latchedHeardAt = now;
       this.remote = { address: from.address, port: from.port };
+      // After a re-INVITE the stream may start over with a new SSRC and its own sequence numbers.
+      const before = this.unlatchedSsrc;
+      this.unlatchedSsrc = undefined;
+      if (before !== undefined && before !== packet.ssrc) this.startNewStream(before, packet.ssrc);
       this.emit(rtpEvents.remoteLatched(this.remote, packet.ssrc));
       this.accept(packet, now);
       return;
@@ -696,18 +706,11 @@ export class RtpSession {
     this.candidate = undefined;
     this.latched = { address: from.address, port: from.port, ssrc: packet.ssrc };
     this.latchedHeardAt = now;
-    if (packet.ssrc !== latched.ssrc) {
-      this.counts.ssrcChanges++;
-      this.retireReceiveStats();
-      this.jitterBuffer.reset();
-      this.dtmfReceiver.reset();
-      this.receiveStats = new ReceiveStatistics(this.codec.clockRate);
-      this.lastSenderReport = undefined;
-      this.emit(rtpEvents.ssrcChanged(latched.ssrc, packet.ssrc));
-    }
+    if (packet.ssrc !== latched.ssrc) this.startNewStream(latched.ssrc, packet.ssrc);
     if (!fromLatchedAddress) {
       this.counts.relatches++;
       this.remote = { address: from.address, port: from.port };
+      this.rtcpRemote = undefined;
       this.emit(rtpEvents.remoteLatched(this.remote, packet.ssrc));
     }
     // The held packets count as received (they were counted in) but no longer as dropped.
@@ -715,6 +718,22 @@ export class RtpSession {
     if (stillDropped > 0) this.dropped['ssrc-probation'] = stillDropped;
     else delete this.dropped['ssrc-probation'];
     for (const held of candidate.held) this.accept(held, now);
+  }
+
+  /**
+   * The caller's stream has a new SSRC: what is buffered of the old one goes to the model, then
+   * the jitter buffer, statistics and DTMF start over, as the new stream's sequence numbers and
+   * timestamps have nothing to do with the old ones.
+   */
+  private startNewStream(oldSsrc: number, newSsrc: number): void {
+    this.counts.ssrcChanges++;
+    this.drainReceive();
+    this.retireReceiveStats();
+    this.jitterBuffer.reset();
+    this.dtmfReceiver.reset();
+    this.receiveStats = new ReceiveStatistics(this.codec.clockRate);
+    this.lastSenderReport = undefined;
+    this.emit(rtpEvents.ssrcChanged(oldSsrc, newSsrc));
   }
 
   /** A packet of the latched source: statistics, then DTMF or the jitter buffer. */
@@ -757,7 +776,7 @@ export class RtpSession {
     }
   }
 
-  private receiveRtcp(data: Buffer, _from: RemoteInfo): void {
+  private receiveRtcp(data: Buffer, from: RemoteInfo): void {
     if (this.closed) return;
     const parsed = parseRtcpCompound(data);
     if (!parsed.ok) {
@@ -765,6 +784,15 @@ export class RtpSession {
       return;
     }
     this.counts.rtcpIn++;
+    const latched = this.latched;
+    // Another sender's report says nothing of the stream we receive.
+    if (latched !== undefined && parsed.summary.senderSsrc !== latched.ssrc) return;
+    // The far end's reports (of the latched source, or from the SDP address before any RTP): ours
+    // go back where they come from.
+    const heard = this.rtcpRemote;
+    if (from.address === this.remote?.address && (heard === undefined || heard.port !== from.port || heard.address !== from.address)) {
+      this.rtcpRemote = { address: from.address, port: from.port };
+    }
     if (parsed.summary.senderReportNtpMiddle !== undefined) {
       this.lastSenderReport = { ntpMiddle: parsed.summary.senderReportNtpMiddle, atMs: this.options.timer.now() };
     }
@@ -898,7 +926,8 @@ export class RtpSession {
   }
 
   private sendRtcpReport(now: number): void {
-    if (!this.remote) return;
+    const to = this.rtcpDestination();
+    if (to === undefined) return;
     const latched = this.latched;
     // Fields written out rather than spread: a spread beside other fields takes V8's slow clone path.
     const report = latched === undefined || this.receiveStats.packetsReceived === 0 ? undefined : this.receiveStats.report();
@@ -923,9 +952,21 @@ export class RtpSession {
       block,
     });
     this.sentSinceReport = false;
-    // RTCP goes to the port above the (latched) RTP port (RFC 3550 §11).
-    this.sockets.sendRtcp(data, { address: this.remote.address, port: this.remote.port + 1 });
+    this.sockets.sendRtcp(data, to);
     this.counts.rtcpOut++;
+  }
+
+  /**
+   * Where reports go: where the latched source's own reports come from (symmetric RTCP, RFC 4961,
+   * which is what gets through a NAT), else the port above the RTP port (RFC 3550 §11); none when
+   * the RTP port is 65535 and the far end has sent no report.
+   */
+  private rtcpDestination(): RtpEndpoint | undefined {
+    const remote = this.remote;
+    if (remote === undefined) return undefined;
+    const heard = this.rtcpRemote;
+    if (heard !== undefined && heard.address === remote.address) return heard;
+    return remote.port < 65535 ? { address: remote.address, port: remote.port + 1 } : undefined;
   }
 
   private rememberCleared(itemId: string): void {
@@ -974,8 +1015,12 @@ export class RtpSession {
     };
     metrics.addMediaCounts(now, this.flushed);
     this.flushed = now;
+    // Published counts only grow: held probation packets leave the drop count when their source
+    // is followed, and those already published stay published rather than be counted twice later.
     for (const [reason, count] of Object.entries(this.dropped) as Array<[RtpSessionDropReason, number]>) {
-      metrics.addDrops(reason, count - (this.flushedDrops[reason] ?? 0));
+      const published = this.flushedDrops[reason] ?? 0;
+      if (count <= published) continue;
+      metrics.addDrops(reason, count - published);
       this.flushedDrops[reason] = count;
     }
   }

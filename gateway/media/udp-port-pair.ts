@@ -47,16 +47,18 @@ export class UdpPortPair {
   private readonly rtp: RtpChannel;
   private readonly rtcp: Socket;
   private readonly rtpBuffers: SendBufferRing;
+  private readonly onError: (error: Error) => void;
   /** The last remote address found to be an IP literal (sent to at once, see rtpPacketBuffer). */
   private literalRemote = '';
   private closed = false;
 
-  private constructor(allocator: RtpPortAllocator, port: number, rtp: RtpChannel, rtcp: Socket, maxUnsentPackets: number) {
+  private constructor(allocator: RtpPortAllocator, port: number, rtp: RtpChannel, rtcp: Socket, options: UdpPortPairOptions) {
     this.allocator = allocator;
+    this.onError = options.onError;
     this.port = port;
     this.rtp = rtp;
     this.rtcp = rtcp;
-    this.rtpBuffers = new SendBufferRing(() => rtp.queued(), maxUnsentPackets + 1);
+    this.rtpBuffers = new SendBufferRing(() => rtp.queued(), options.maxUnsentPackets + 1);
   }
 
   static async bind(options: UdpPortPairOptions): Promise<UdpPortPair> {
@@ -78,7 +80,7 @@ export class UdpPortPair {
       }
       rtcp.on('message', options.onRtcp);
       rtcp.on('error', options.onError);
-      return new UdpPortPair(options.allocator, port, rtp, rtcp, options.maxUnsentPackets);
+      return new UdpPortPair(options.allocator, port, rtp, rtcp, options);
     }
     throw new CallgateError('CALLGATE_ERR_LISTEN_FAILED', { address: `${options.address} (RTP)`, reason: String(lastError) }, { cause: lastError });
   }
@@ -107,8 +109,14 @@ export class UdpPortPair {
     if (!this.closed) this.rtp.send(data, to.port, to.address);
   }
 
+  /** One RTCP datagram. Never throws: what dgram refuses at once (a bad port or address) goes to onError. */
   sendRtcp(data: Buffer, to: RtpEndpoint): void {
-    if (!this.closed) this.rtcp.send(data, to.port, to.address);
+    if (this.closed) return;
+    try {
+      this.rtcp.send(data, to.port, to.address);
+    } catch (error) {
+      this.onError(error instanceof Error ? error : new Error(String(error)));
+    }
   }
 
   async close(): Promise<void> {
