@@ -69,6 +69,17 @@ export class DtmfSender {
     return this.queue.length + (this.current ? 1 : 0);
   }
 
+  /**
+   * A sender for a stream on another clock (a new SSRC after a codec change), with the digits
+   * still queued here. The digit being sent stays behind: the far end heard it start, and a
+   * release under the old SSRC can no longer be sent, so RFC 4733 receivers end it by timeout.
+   */
+  withClockRate(clockRate: number): DtmfSender {
+    const sender = new DtmfSender({ clockRate });
+    sender.queue.push(...this.queue);
+    return sender;
+  }
+
   /** The packet for the frame whose RTP timestamp is `frameTimestamp`, or null (send audio). */
   next(frameTimestamp: number): DtmfOutPacket | null {
     if (!this.current) {

@@ -91,6 +91,17 @@ export class Resampler {
     return count === capacity ? out : out.subarray(0, count);
   }
 
+  /**
+   * Ends the stream: returns the output still held back by the filter's delay (the last
+   * `latencySamples` of input, run out against silence), then starts afresh as reset() does.
+   */
+  drain(): Int16Array {
+    if (this.passthrough) return new Int16Array(0);
+    const tail = this.process(new Int16Array(this.latencySamples));
+    this.reset();
+    return tail;
+  }
+
   /** Forgets the stream so far (a new talk spurt after a discontinuity). */
   reset(): void {
     const half = this.taps / 2;

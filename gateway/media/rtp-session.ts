@@ -364,14 +364,19 @@ export class RtpSession {
     const sendTranscoder = new SendTranscoder({ wire: codec, model });
     if (this.encodingItem !== undefined) {
       const last = this.sendTranscoder.flush();
-      if (last) this.playout.enqueue(this.encodingItem, [last]);
+      if (last.length > 0) this.playout.enqueue(this.encodingItem, last);
     }
-    const decodeOld = new ReceiveTranscoder({ wire: previous, model });
+    // Queued frames go from one wire codec to the other through PCM at a rate both code without
+    // resampling (8 kHz unless both are Opus), not through the model's format: a resampler there
+    // would delay the audio, leave the first frame silent and its tail in the item that follows.
+    const pcm: ModelAudioFormat = { encoding: 'pcm16', sampleRate: previous.name === 'opus' && codec.name === 'opus' ? 48000 : 8000 };
+    const decodeOld = new ReceiveTranscoder({ wire: previous, model: pcm });
+    const encodeNew = new SendTranscoder({ wire: codec, model: pcm });
     const wireSilence = sendTranscoder.silenceFrame();
     const spare: Buffer[] = [];
     this.playout.transform((payload) => {
       const audio = decodeOld.convert(payload);
-      if (audio !== null) spare.push(...sendTranscoder.push(audio));
+      if (audio !== null) spare.push(...encodeNew.push(audio));
       return spare.shift() ?? wireSilence;
     });
     this.sendTranscoder = sendTranscoder;
@@ -385,7 +390,7 @@ export class RtpSession {
       this.timestampBase = random.readUInt32BE(4);
       this.sequence = random.readUInt16BE(8);
       this.sentSinceReport = false;
-      this.dtmfSender = new DtmfSender({ clockRate: codec.clockRate });
+      this.dtmfSender = this.dtmfSender.withClockRate(codec.clockRate);
     } else {
       this.timestampBase = this.timestampOf(next);
     }
@@ -984,7 +989,7 @@ export class RtpSession {
     const itemId = this.encodingItem;
     if (itemId === undefined) return;
     const last = this.sendTranscoder.flush();
-    if (last) this.playout.enqueue(itemId, [last]);
+    if (last.length > 0) this.playout.enqueue(itemId, last);
     this.encodingItem = undefined;
   }
 

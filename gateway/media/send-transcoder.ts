@@ -62,21 +62,26 @@ export class SendTranscoder {
     return this.pushSamples(this.resampler.process(modelBytesToPcm(this.model, bytes)));
   }
 
-  /** Pads what remains to a whole frame with silence (end of a model output item). */
-  flush(): Buffer | null {
+  /**
+   * End of a model output item: what the resampler still holds back, and what remains, as whole
+   * frames padded with silence. Nothing of this item is left to start the next one.
+   */
+  flush(): Buffer[] {
     this.oddByte = Buffer.alloc(0);
     if (this.passthrough) {
-      if (this.pendingBytes.length === 0) return null;
+      if (this.pendingBytes.length === 0) return [];
       const silence = this.wire.name === 'PCMU' ? ULAW_SILENCE : ALAW_SILENCE;
       const frame = Buffer.alloc(this.frameSamples, silence);
       this.pendingBytes.copy(frame);
       this.pendingBytes = EMPTY;
-      return frame;
+      return [frame];
     }
-    if (this.pendingSampleCount === 0) return null;
+    const frames = this.pushSamples(this.resampler.drain());
+    if (this.pendingSampleCount === 0) return frames;
     this.pendingSamples.fill(0, this.pendingSampleCount, this.frameSamples);
     this.pendingSampleCount = 0;
-    return this.encode(this.pendingSamples.subarray(0, this.frameSamples));
+    frames.push(this.encode(this.pendingSamples.subarray(0, this.frameSamples)));
+    return frames;
   }
 
   /** Drops buffered audio (barge-in): the next push starts a fresh stream. */

@@ -7,6 +7,7 @@ import { PCMA, wireCodec } from '../../../gateway/media/audio-format.ts';
 import { decodeAlaw, decodeUlaw, encodeAlaw, encodeUlaw } from '../../../gateway/media/g711.ts';
 import { OpusCodec } from '../../../gateway/media/opus-codec.ts';
 import type { RtpPacket } from '../../../gateway/media/rtp-packet.ts';
+import { parseTelephoneEvent } from '../../../gateway/media/telephone-event.ts';
 import { RtpSessionHarness, TELEPHONE_EVENT, audioEvents, stream } from './rtp-session-harness.ts';
 import { sleep, waitFor } from './rtp-peer.ts';
 
@@ -104,6 +105,58 @@ describe('when a re-INVITE switches PCMU to Opus mid-utterance', () => {
     await stream(peer, session.localPort, 10, { ssrc: 5, firstSeq: 1, firstByte: 0, payloadType: 111, payload: (i) => packets[i] as Buffer });
     await waitFor(() => audioEvents(events).length >= 10);
     expect(audioEvents(events).every((audio) => audio.length === 160)).toBe(true);
+  });
+});
+
+/** RMS of a G.711 frame, decoded. */
+function level(packet: RtpPacket): number {
+  const pcm = packet.payloadType === 8 ? decodeAlaw(packet.payload) : decodeUlaw(packet.payload);
+  return Math.sqrt(pcm.reduce((sum, x) => sum + x * x, 0) / pcm.length);
+}
+
+describe('when a re-INVITE switches PCMU to PCMA while a 24 kHz model answer is queued', () => {
+  it('should send every queued frame at the answer’s level, then the next answer from its first sample, with nothing of the first in it', { retry: 2 }, async () => {
+    const { session, peer } = await harness.start({ model: { encoding: 'pcm16', sampleRate: 24000 } });
+    // 600 ms of a steady 400 Hz tone, then 200 ms of digital silence as the next item.
+    const tone = Buffer.alloc(2 * 24 * 600);
+    for (let i = 0; i < tone.length / 2; i++) tone.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 400 * i) / 24000)), 2 * i);
+    session.play('tone', tone);
+    session.endItem('tone');
+    session.play('quiet', Buffer.alloc(2 * 24 * 200));
+    session.endItem('quiet');
+    await waitFor(() => peer.packets().length >= 5);
+    session.setCodec({ codec: PCMA, telephoneEventPayloadType: TELEPHONE_EVENT });
+    await waitFor(() => peer.packets().length >= 40, 3000);
+    const out = peer.packets();
+    const switched = out.findIndex((p) => p.payloadType === 8);
+    expect(switched).toBeGreaterThanOrEqual(5);
+    expect(switched).toBeLessThan(29);
+    const levels = out.map(level);
+    // The tone's frames: the first and last carry the resampler's ramps; every other one, on both
+    // sides of the switch, is at the tone's level (RMS of 8000 * sin is 5657).
+    for (const rms of levels.slice(1, 29)) expect(rms).toBeGreaterThan(5000);
+    // The silence: no sample of the tone carried over into it.
+    for (const rms of levels.slice(30, 40)) expect(rms).toBeLessThan(20);
+  });
+});
+
+describe('when a re-INVITE moves the call to another clock rate while digits are queued', () => {
+  it('should send the queued digits under the new SSRC on its clock, each once', { retry: 2 }, async () => {
+    const { session, peer } = await harness.start();
+    session.sendDigit('1', 100);
+    session.sendDigit('2', 100);
+    session.sendDigit('3', 100);
+    await waitFor(() => peer.packets().some((p) => p.payloadType === TELEPHONE_EVENT));
+    const firstSsrc = session.ssrc;
+    session.setCodec({ codec: wireCodec('opus', 111), telephoneEventPayloadType: TELEPHONE_EVENT });
+    await sleep(600);
+    const events = peer.packets().filter((p) => p.payloadType === TELEPHONE_EVENT);
+    const started = (ssrc: number): string[] => events.filter((p) => p.ssrc === ssrc && p.marker).map((p) => String(parseTelephoneEvent(p.payload)?.digit));
+    expect(started(firstSsrc)).toEqual(['1']);
+    expect(started(session.ssrc)).toEqual(['2', '3']);
+    const ended = events.filter((p) => p.ssrc === session.ssrc && parseTelephoneEvent(p.payload)?.end === true);
+    // 100 ms on a 48 kHz clock: 4800 units, each end sent three times.
+    expect(ended.map((p) => parseTelephoneEvent(p.payload)?.duration)).toEqual([4800, 4800, 4800, 4800, 4800, 4800]);
   });
 });
 

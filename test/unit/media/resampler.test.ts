@@ -89,6 +89,22 @@ describe('when resampling between telephony and model rates', () => {
     }
   });
 
+  it('should give out the whole stream once drained, and start the next from silence', () => {
+    for (const [from, to] of pairs) {
+      const resampler = new Resampler({ fromRate: from, toRate: to });
+      const input = tone(from, 300, 8000, 0.2);
+      const out = resampleStreaming(resampler, input);
+      const tail = resampler.drain();
+      // Every input sample is accounted for: the stream's length times the rate ratio.
+      expect(out.length + tail.length, `${from} -> ${to}`).toBe(Math.ceil((input.length * to) / from));
+      // The tail is the tone's end, not silence: its first samples are at the tone's level.
+      expect(Math.max(...tail.subarray(0, Math.max(1, tail.length >> 1)).map(Math.abs)), `${from} -> ${to}`).toBeGreaterThan(2000);
+      // Nothing of the tone is left for the next stream.
+      const next = resampleStreaming(resampler, new Int16Array(from / 10));
+      expect(Math.max(0, ...next.map(Math.abs)), `${from} -> ${to}`).toBe(0);
+    }
+  });
+
   it('should pass audio through untouched when both rates are equal', () => {
     const input = tone(8000, 1000, 5000);
     expect(new Resampler({ fromRate: 8000, toRate: 8000 }).process(input)).toBe(input);

@@ -38,9 +38,9 @@ describe('when the call and the model both speak PCMU', () => {
     const frames = [...send.push(audio.subarray(0, 100)), ...send.push(audio.subarray(100, 333)), ...send.push(audio.subarray(333))];
     expect(frames.map((f) => f.length)).toEqual([160, 160, 160]);
     const last = send.flush();
-    expect(last?.length).toBe(160);
-    expect(Buffer.concat([...frames, last ?? Buffer.alloc(0)]).equals(Buffer.concat([audio, Buffer.alloc(140, 0xff)]))).toBe(true);
-    expect(send.flush()).toBeNull();
+    expect(last.map((f) => f.length)).toEqual([160]);
+    expect(Buffer.concat([...frames, ...last]).equals(Buffer.concat([audio, Buffer.alloc(140, 0xff)]))).toBe(true);
+    expect(send.flush()).toEqual([]);
   });
 });
 
@@ -123,5 +123,22 @@ describe('when the call speaks Opus', () => {
       expect(audio?.length ?? 0).toBeLessThanOrEqual(1100);
     }
     expect(decoded + rejected).toBe(2000);
+  });
+});
+
+describe('when a 24 kHz model answer ends and the next begins', () => {
+  it('should put the whole answer, resampler tail included, into its own frames and nothing of it into the next', () => {
+    const send = new SendTranscoder({ wire: PCMU, model: { encoding: 'pcm16', sampleRate: 24000 } });
+    const answer = send.push(pcm16ToBytes(tone(24000, 400, 8000, 24000 * 0.61)));
+    const ending = send.flush();
+    // 610 ms of audio at 8 kHz is 4880 samples: 30 frames and a padded 31st.
+    expect(answer.length + ending.length).toBe(31);
+    const last = decodeUlaw(ending.at(-1) ?? Buffer.alloc(0));
+    // The last 10 ms of the answer is in its last frame, at the tone's level.
+    expect(Math.max(...last.subarray(0, 70).map(Math.abs))).toBeGreaterThan(6000);
+    const next = send.push(pcm16ToBytes(new Int16Array(24000 * 0.2)));
+    // 200 ms less the new stream's filter delay: 9 whole frames so far.
+    expect(next).toHaveLength(9);
+    for (const frame of next) expect(Math.max(...decodeUlaw(frame).map(Math.abs))).toBeLessThan(16);
   });
 });
