@@ -4,6 +4,13 @@
  * their playout slot, conceals a single lost frame when given a concealer, and adapts its depth
  * to the measured interarrival jitter within [minDepthMs, maxDepthMs]. No timers: the caller owns
  * the clock and the tick.
+ *
+ * When it runs dry, the first packet to come after tells why. The next sequence number with a
+ * marker, or with a timestamp that skipped the silence (VAD, DTX): a new talk spurt, which plays
+ * at the normal depth. A sequence number beyond the next: the ones between were lost, and playout
+ * goes on from the packet that came, so a lost burst costs no delay. Only the next sequence number
+ * with its timestamp in step was late, and the buffer deepens for it, as it does for a packet that
+ * comes after its slot was played, concealed or skipped. A pause is not jitter.
  */
 import { FRAME_MS } from './audio-format.ts';
 import { PayloadStore } from './payload-store.ts';
@@ -28,6 +35,8 @@ export interface JitterPacket {
   readonly sequenceNumber: number;
   readonly timestamp: number;
   readonly payload: Buffer;
+  /** The RTP marker bit: the first packet of a talk spurt (RFC 3551 §4.1). */
+  readonly marker?: boolean;
   /**
    * Holds a sequence number without audio (a telephone-event packet in the same stream), so the
    * gap it leaves in the audio is not taken for loss.
@@ -44,7 +53,10 @@ export type JitterFrame =
   | { readonly kind: 'lost' }
   /** Filling up to the target depth (start of stream or after an underrun). */
   | { readonly kind: 'buffering' }
-  /** Playing, and the next frame has not arrived: the buffer ran dry. */
+  /**
+   * Playing, and the next frame has not arrived: the buffer ran dry (the end of a talk spurt, a
+   * loss or a late packet; only the last counts in `underruns`).
+   */
   | { readonly kind: 'underrun' };
 
 type PlayedFrame = Extract<JitterFrame, { kind: 'frame' }>;
@@ -58,13 +70,16 @@ export interface JitterBufferStats {
   readonly buffered: number;
   readonly played: number;
   readonly duplicates: number;
+  /** Packets that came after their slot was played, concealed or skipped. */
   readonly late: number;
+  /** Slots played out or skipped with no packet: the sequence numbers not received in time. */
   readonly lost: number;
   readonly concealed: number;
   /** Frames dropped to shrink the buffer (overflow or a depth above target). */
   readonly discarded: number;
   /** Frames handed out ahead of their slot to shrink the buffer (shrink: 'play'). */
   readonly hurried: number;
+  /** Times the buffer ran dry because the next packet came late (not pauses, not losses). */
   readonly underruns: number;
   readonly resyncs: number;
   /** RFC 3550 interarrival jitter, in milliseconds. */
@@ -86,8 +101,8 @@ const JITTER_DEPTH_FACTOR = 3;
 const SHRINK_SLACK_FRAMES = 2;
 /** At most one frame is dropped to shrink the buffer per this many ticks: one click per second. */
 const SHRINK_INTERVAL_TICKS = 50;
-/** Clean ticks after which the extra depth added by an underrun is taken back (10 s). */
-const UNDERRUN_BOOST_DECAY_TICKS = 500;
+/** Clean ticks after which the extra depth added by a late packet is taken back (10 s). */
+const LATENESS_BOOST_DECAY_TICKS = 500;
 /** Played sequence numbers remembered to tell a duplicate from a late packet. */
 const PLAYED_MEMORY = 64;
 
@@ -99,9 +114,22 @@ export class JitterBuffer {
   /** Arrival time of the packet that restarted buffering: what has waited longest. */
   private bufferingSinceMs: number | undefined;
   private state: 'idle' | 'buffering' | 'playing' = 'idle';
+  /** Ran dry while playing, and no packet at or past the playout point has come since. */
+  private dry = false;
+  /**
+   * The slot it ran dry at, until playout goes on: a packet from there up, skipped as lost when a
+   * later one came first, still plays if it comes before playout goes on (reordered).
+   */
+  private resumeFrom: number | undefined;
+  /** RTP timestamp of the last packet before it ran dry. */
+  private resumeTimestamp = 0;
   /** Extended (unwrapped) sequence number of the next frame to play. */
   private next = 0;
   private highest = 0;
+  /** RTP timestamp of the packet numbered `highest`. */
+  private highestTimestamp = 0;
+  /** RTP timestamp units in one frame: a packet's worth when none was skipped. */
+  private readonly frameTimestampUnits: number;
   /** Ring of recently played extended sequence numbers, indexed by number modulo its size. */
   private readonly played = new Float64Array(PLAYED_MEMORY).fill(-1);
   private pendingJump: { extended: number; packet: JitterPacket } | undefined;
@@ -110,7 +138,7 @@ export class JitterBuffer {
   private hasPlayed = false;
   private lastTransit: number | undefined;
   private jitter = 0;
-  private underrunBoostFrames = 0;
+  private latenessBoostFrames = 0;
   private cleanTicks = 0;
   private ticksSinceShrink = 0;
   /** A shrink came due in 'play' mode: popSurplus() hands out the oldest frame. */
@@ -121,6 +149,7 @@ export class JitterBuffer {
     this.options = options;
     this.minFrames = Math.max(1, Math.ceil(options.minDepthMs / FRAME_MS));
     this.maxFrames = Math.max(this.minFrames, Math.floor(options.maxDepthMs / FRAME_MS));
+    this.frameTimestampUnits = (options.clockRate * FRAME_MS) / 1000;
     // Everything held lies within the window [next, highest]: at most maxFrames + slack frames,
     // plus a jump not yet confirmed. Twice that, so two entries never share a slot. At most
     // maxFrames + slack entries are held at once (one more while an insert overflows), which is
@@ -159,13 +188,22 @@ export class JitterBuffer {
         this.next = extended;
         return this.insert(extended, packet, nowMs);
       }
+      if (this.resumeFrom !== undefined && extended >= this.resumeFrom) {
+        // Reordered behind the first packet after a pause or a loss, and playout has not gone on.
+        this.counts.lost -= this.next - extended;
+        this.next = extended;
+        if (extended === this.resumeFrom) this.judgeResume(packet);
+        return this.insert(extended, packet, nowMs);
+      }
       this.counts.late++;
+      this.deepen();
       return 'late';
     }
     if (this.entries.has(extended)) {
       this.counts.duplicates++;
       return 'duplicate';
     }
+    if (this.dry) this.resume(extended, packet);
     return this.insert(extended, packet, nowMs);
   }
 
@@ -181,6 +219,7 @@ export class JitterBuffer {
       if (this.span() < this.targetFrames() && !waited) return BUFFERING;
       this.state = 'playing';
       this.bufferingSinceMs = undefined;
+      this.resumeFrom = undefined;
     }
     this.shrinkIfDeep();
     return this.playNext();
@@ -211,10 +250,11 @@ export class JitterBuffer {
       return frame;
     }
     if (this.entries.size === 0) {
-      this.counts.underruns++;
+      // Whether this is lateness, loss or a pause, the next packet tells: resume().
       this.state = 'buffering';
-      this.cleanTicks = 0;
-      if (this.targetFrames() < this.maxFrames) this.underrunBoostFrames++;
+      this.dry = true;
+      this.resumeFrom = this.next;
+      this.resumeTimestamp = this.highestTimestamp;
       return UNDERRUN;
     }
     this.advance(false);
@@ -258,6 +298,8 @@ export class JitterBuffer {
     this.entries.clear();
     this.bufferingSinceMs = undefined;
     this.state = 'idle';
+    this.dry = false;
+    this.resumeFrom = undefined;
     this.pendingJump = undefined;
     this.lastTransit = undefined;
     this.previousPayload = undefined;
@@ -272,6 +314,8 @@ export class JitterBuffer {
     this.next = sequenceNumber;
     this.highest = sequenceNumber;
     this.state = 'buffering';
+    this.dry = false;
+    this.resumeFrom = undefined;
     this.bufferingSinceMs = undefined;
     this.hasPlayed = false;
     this.lastTransit = undefined;
@@ -281,11 +325,49 @@ export class JitterBuffer {
     this.entries.set(extended, packet);
     if (this.state === 'buffering' && this.bufferingSinceMs === undefined) this.bufferingSinceMs = nowMs;
     this.counts.buffered++;
-    if (extended > this.highest) this.highest = extended;
+    if (extended >= this.highest) {
+      this.highest = extended;
+      this.highestTimestamp = packet.timestamp;
+    }
     // Event packets repeat their start timestamp: their transit says nothing about jitter.
     if (!packet.filler) this.updateJitter(packet.timestamp, nowMs);
     this.dropOverflow();
     return 'buffered';
+  }
+
+  /**
+   * The first packet at or past the playout point since the buffer ran dry. Past it: the numbers
+   * between were lost; playout goes on from this packet, as it would have had they come, and they
+   * count as lost (late if they come after playout went on).
+   */
+  private resume(extended: number, packet: JitterPacket): void {
+    this.dry = false;
+    if (extended > this.next) {
+      this.counts.lost += extended - this.next;
+      this.next = extended;
+      return;
+    }
+    this.judgeResume(packet);
+  }
+
+  /**
+   * The packet for the slot the buffer ran dry at. A new talk spurt (the marker, or a timestamp
+   * that moved on by at least a frame more than the sequence number did: the sender sent nothing
+   * while the caller was silent) plays at the normal depth, as does a filler, which has a clock of
+   * its own. One in step with the packet before it was late. The timestamp is compared modulo
+   * 2^32, so one that went back (a restarted clock) is not taken for lateness either.
+   */
+  private judgeResume(packet: JitterPacket): void {
+    if (packet.filler === true || packet.marker === true) return;
+    if (((packet.timestamp - this.resumeTimestamp) >>> 0) >= 2 * this.frameTimestampUnits) return;
+    this.counts.underruns++;
+    this.deepen();
+  }
+
+  /** A packet came too late for its slot: one frame deeper, taken back after clean ticks. */
+  private deepen(): void {
+    this.cleanTicks = 0;
+    if (this.targetFrames() < this.maxFrames) this.latenessBoostFrames++;
   }
 
   /** Unwraps a 16-bit sequence number to the one nearest the highest seen. */
@@ -300,7 +382,7 @@ export class JitterBuffer {
 
   private targetFrames(): number {
     const fromJitter = Math.ceil((JITTER_DEPTH_FACTOR * this.jitter) / FRAME_MS);
-    return Math.min(this.maxFrames, Math.max(this.minFrames, fromJitter + this.underrunBoostFrames));
+    return Math.min(this.maxFrames, Math.max(this.minFrames, fromJitter) + this.latenessBoostFrames);
   }
 
   private updateJitter(timestamp: number, nowMs: number): void {
@@ -338,13 +420,16 @@ export class JitterBuffer {
   private discardOldest(): void {
     const existed = this.entries.delete(this.next);
     if (existed) this.counts.discarded++;
+    else this.counts.lost++;
     this.advance(existed);
+    // Playout went on past these slots: what comes for them now is late.
+    this.resumeFrom = undefined;
   }
 
   private noteCleanTick(): void {
     this.cleanTicks++;
-    if (this.cleanTicks >= UNDERRUN_BOOST_DECAY_TICKS && this.underrunBoostFrames > 0) {
-      this.underrunBoostFrames--;
+    if (this.cleanTicks >= LATENESS_BOOST_DECAY_TICKS && this.latenessBoostFrames > 0) {
+      this.latenessBoostFrames--;
       this.cleanTicks = 0;
     }
   }

@@ -274,3 +274,160 @@ describe('when the buffer is deeper than its target', () => {
     expect(jb.stats().hurried).toBe(0);
   });
 });
+
+/**
+ * A caller with silence suppression (G.711 VAD, Opus DTX): talk spurts of `talkTicks` frames, then
+ * `pauseTicks` with no packets. Sequence numbers run on across a pause, the timestamp follows the
+ * clock (it jumps by the pause), and the first packet of a spurt has the marker bit if `marker`.
+ * Each packet arrives `jitter()` ms after it was sent; every 20 ms tick pushes what arrived, then
+ * pops as RtpSession does (pop(now), then popSurplus()). Returns, per spurt, how long its first
+ * frame waited in the buffer (ms from sending to playing), and the stats at the end.
+ */
+function talkSpurts(jb: JitterBuffer, options: { spurts: number; talkTicks: number; pauseTicks: number; marker: boolean; jitter?: () => number }) {
+  const { spurts, talkTicks, pauseTicks, marker, jitter = () => 0 } = options;
+  const sent: Array<{ seq: number; sentAt: number; arrivesAt: number; first: boolean }> = [];
+  let seq = 1000;
+  for (let spurt = 0; spurt < spurts; spurt++) {
+    for (let n = 0; n < talkTicks; n++) {
+      const sentAt = (spurt * (talkTicks + pauseTicks) + n) * FRAME;
+      sent.push({ seq: seq++, sentAt, arrivesAt: sentAt + jitter(), first: n === 0 });
+    }
+  }
+  const arrivals = [...sent].sort((a, b) => a.arrivesAt - b.arrivesAt);
+  const playedAt = new Map<number, number>();
+  const ticks = spurts * (talkTicks + pauseTicks) + 20;
+  let i = 0;
+  for (let tick = 0; tick < ticks; tick++) {
+    const now = tick * FRAME;
+    for (; i < arrivals.length && (arrivals[i] as (typeof arrivals)[number]).arrivesAt <= now; i++) {
+      const p = arrivals[i] as (typeof arrivals)[number];
+      jb.push({ sequenceNumber: p.seq, timestamp: (p.sentAt / FRAME) * 160, payload: Buffer.alloc(160, 0x55), marker: marker && p.first }, p.arrivesAt);
+    }
+    for (const frame of [jb.pop(now), jb.popSurplus()]) {
+      if (frame?.kind === 'frame' && !playedAt.has(frame.sequenceNumber)) playedAt.set(frame.sequenceNumber, now);
+    }
+  }
+  const startDelays = sent.filter((p) => p.first).map((p) => (playedAt.get(p.seq) ?? Number.NaN) - p.sentAt);
+  return { startDelays, played: playedAt.size, sent: sent.length, stats: jb.stats() };
+}
+
+describe('when the caller pauses between talk spurts (silence suppression)', () => {
+  it.each([
+    { case: 'with the marker bit', marker: true },
+    { case: 'with only the timestamp jump', marker: false },
+  ])('should start every spurt after the same delay, $case, and not deepen for the pauses', ({ marker }) => {
+    const jb = buffer(20, 200);
+    const { startDelays, stats } = talkSpurts(jb, { spurts: 12, talkTicks: 50, pauseTicks: 50, marker });
+    // With no jitter the first frame of each spurt plays in the tick it arrived, every time.
+    expect(startDelays).toEqual(Array.from({ length: 12 }, () => 0));
+    expect(stats).toMatchObject({ underruns: 0, targetDepthMs: 20, lost: 0, late: 0 });
+  });
+
+  it('should take the comfort-noise packets of a pause for fillers, not for late audio', () => {
+    const jb = buffer(20, 200);
+    let seq = 0;
+    const firstOfSpurt: Array<{ seq: number; tick: number }> = [];
+    const playedAt = new Map<number, number>();
+    for (let tick = 0; tick < 1500; tick++) {
+      const talking = Math.floor(tick / 50) % 2 === 0;
+      // DTX: a comfort-noise packet (held as a filler) every 400 ms of a pause.
+      if (talking || tick % 20 === 0) {
+        if (talking && tick % 50 === 0) firstOfSpurt.push({ seq, tick });
+        jb.push({ sequenceNumber: seq, timestamp: tick * 160, payload: talking ? Buffer.alloc(160, 0x55) : Buffer.alloc(0), filler: !talking }, tick * FRAME);
+        seq++;
+      }
+      const frame = jb.pop(tick * FRAME);
+      jb.popSurplus();
+      if (frame.kind === 'frame') playedAt.set(frame.sequenceNumber, tick);
+    }
+    expect(firstOfSpurt).toHaveLength(15);
+    expect(firstOfSpurt.map((s) => (playedAt.get(s.seq) ?? Number.NaN) - s.tick)).toEqual(Array.from({ length: 15 }, () => 0));
+    expect(jb.stats()).toMatchObject({ underruns: 0, targetDepthMs: 20, lost: 0 });
+  });
+});
+
+describe('when a burst of packets is lost', () => {
+  /**
+   * A steady stream, one packet and one tick each 20 ms; packets 100 to 100 + lost - 1 never come.
+   * Returns the tick each packet played at, and the stats.
+   */
+  function burstLoss(lost: number) {
+    const jb = buffer(20, 200);
+    const playedAt = new Map<number, number>();
+    for (let tick = 0; tick < 400; tick++) {
+      if (tick < 100 || tick >= 100 + lost) jb.push(packet(tick), tick * FRAME);
+      for (const frame of [jb.pop(tick * FRAME), jb.popSurplus()]) {
+        if (frame?.kind === 'frame') playedAt.set(frame.sequenceNumber, tick);
+      }
+    }
+    return { playedAt, stats: jb.stats(), depth: jb.depthFrames() };
+  }
+
+  it.each([10, 20, 50])('should play on from the first packet after %i lost ones, with no added delay, and count each as lost', (lost) => {
+    const reference = burstLoss(0);
+    const { playedAt, stats, depth } = burstLoss(lost);
+    const resumed = 100 + lost;
+    // Played within a frame of when it would have played with nothing lost (here: in the same tick).
+    expect(Math.abs((playedAt.get(resumed) ?? Number.NaN) - (reference.playedAt.get(resumed) ?? Number.NaN))).toBeLessThanOrEqual(1);
+    expect(playedAt.get(resumed)).toBe(reference.playedAt.get(resumed));
+    // Nothing lasting: the last packet plays exactly as late as without the loss, the buffer as deep.
+    expect(playedAt.get(399)).toBe(reference.playedAt.get(399));
+    expect(depth).toBe(reference.depth);
+    expect(stats).toMatchObject({ lost, late: 0, discarded: 0, underruns: 0, targetDepthMs: 20 });
+    expect(stats.played).toBe(400 - lost);
+  });
+
+  it('should count the missing numbers as lost also when the burst behind the gap overflows the buffer', () => {
+    const jb = buffer(20, 100);
+    jb.push(packet(0), 0);
+    expect(describeFrame(jb.pop(0))).toBe('#0');
+    // 30 numbers missing, then 12 packets at once (a stall behind a loss): more than the buffer may hold.
+    for (let seq = 31; seq < 43; seq++) jb.push(packet(seq), 20);
+    expect(jb.depthFrames()).toBeLessThanOrEqual(100 / FRAME + 2);
+    const stats = jb.stats();
+    expect(stats.lost).toBe(30);
+    // What overflowed was received: discarded, not lost.
+    expect(stats.lost + stats.discarded + jb.depthFrames() + stats.played).toBe(43);
+  });
+});
+
+describe('when the network really jitters between talk spurts', () => {
+  it('should deepen the buffer for the jitter, within its bounds, but not for the pauses', () => {
+    const random = seededRandom(7);
+    const jb = buffer(20, 200);
+    const { startDelays, played, sent, stats } = talkSpurts(jb, { spurts: 20, talkTicks: 50, pauseTicks: 50, marker: true, jitter: () => Math.floor(random() * 60) });
+    expect(stats.jitterMs).toBeGreaterThan(10);
+    expect(stats.targetDepthMs).toBeGreaterThanOrEqual(60);
+    // Twenty pauses did not push it to the maximum (200 ms): the depth follows the jitter (3 x ~25 ms).
+    expect(stats.targetDepthMs).toBeLessThanOrEqual(120);
+    // Deep enough to ride out the jitter: nearly every frame played.
+    expect(played).toBeGreaterThan(sent * 0.95);
+    // A spurt starts once its first packet has waited the depth (plus up to 60 ms of jitter on the way),
+    // and that did not grow from one spurt to the next.
+    expect(Math.max(...startDelays)).toBeLessThanOrEqual(140);
+    expect(Math.max(...startDelays.slice(10))).toBeLessThanOrEqual(Math.max(...startDelays.slice(0, 10)));
+  });
+
+  it('should play a packet reordered behind the first one after the buffer ran dry, and count no loss', () => {
+    const jb = buffer(20, 200);
+    jb.push(packet(1), 0);
+    expect(describeFrame(jb.pop(0))).toBe('#1');
+    expect(describeFrame(jb.pop(20))).toBe('underrun');
+    // 3 overtook 2, which is in step with 1: a late packet, not a new spurt.
+    jb.push(packet(3), 30);
+    expect(jb.push(packet(2), 35)).toBe('buffered');
+    expect([jb.pop(40), jb.pop(60)].map(describeFrame)).toEqual(['#2', '#3']);
+    expect(jb.stats()).toMatchObject({ lost: 0, late: 0, underruns: 1, targetDepthMs: 40 });
+  });
+
+  it('should deepen by a frame for a packet that comes after its slot was skipped', () => {
+    const jb = buffer(20, 200);
+    jb.push(packet(1), 0);
+    expect(describeFrame(jb.pop(0))).toBe('#1');
+    expect(describeFrame(jb.pop(20))).toBe('underrun');
+    jb.push(packet(3), 40);
+    expect(describeFrame(jb.pop(40))).toBe('#3');
+    expect(jb.push(packet(2), 50)).toBe('late');
+    expect(jb.stats()).toMatchObject({ late: 1, lost: 1, targetDepthMs: 40 });
+  });
+});
