@@ -198,7 +198,9 @@ export class RtpSession {
   private nextRtcpAt: number;
   private lastSenderReport: { ntpMiddle: number; atMs: number } | undefined;
   private sentSinceReport = false;
+  /** The RTP timestamp of the last frame sent (audio or digit) and when it was due: the media clock. */
   private lastSentTimestamp = 0;
+  private lastSentDueMs = 0;
   /**
    * Ticks since metrics were last flushed; starts anywhere in the second so that calls opened
    * together do not all flush in the same wake-up.
@@ -803,6 +805,15 @@ export class RtpSession {
     }
   }
 
+  /**
+   * The RTP timestamp of the instant `nowMs` on the media clock (RFC 3550 §6.4.1: a sender report
+   * pairs it with the wall clock of the same instant), from the last frame sent: not that frame's
+   * own timestamp, which grows stale between talk spurts and is an event's start during a digit.
+   */
+  private rtpTimestampAt(nowMs: number): number {
+    return (this.lastSentTimestamp + Math.round(((nowMs - this.lastSentDueMs) * this.codec.clockRate) / 1000)) >>> 0;
+  }
+
   private timestampOf(index: number): number {
     return (this.timestampBase + (index - this.timestampIndex) * this.frameSamples) >>> 0;
   }
@@ -819,6 +830,8 @@ export class RtpSession {
         metrics.dtmfEvents.inc({ direction: 'out', source: 'rtp' });
       }
       this.sendRtp(te, dtmf.payload, dtmf.marker, dtmf.timestamp, dueMs);
+      this.lastSentTimestamp = timestamp;
+      this.lastSentDueMs = dueMs;
       return;
     }
     const frame = this.playout.next();
@@ -826,6 +839,8 @@ export class RtpSession {
     const marker = frame.kind === 'audio' && (frame.marker || this.forceMarker);
     this.forceMarker = false;
     this.sendRtp(this.codec.payloadType, frame.payload, marker, timestamp, dueMs);
+    this.lastSentTimestamp = timestamp;
+    this.lastSentDueMs = dueMs;
     if (frame.kind === 'audio' && frame.itemDone) {
       this.rememberPlayed(frame.itemId, frame.itemSentMs);
       this.emit(rtpEvents.itemPlayed(frame.itemId, frame.itemSentMs));
@@ -863,7 +878,6 @@ export class RtpSession {
     this.counts.packetsOut++;
     this.counts.bytesOut += length;
     this.sentSinceReport = true;
-    this.lastSentTimestamp = timestamp;
   }
 
   private receiveFrame(nowMs: number): void {
@@ -953,7 +967,7 @@ export class RtpSession {
     const data = serializeRtcpReport({
       ssrc: this.sendSsrc,
       cname: this.options.cname ?? `callgate@${this.localAddress}`,
-      sender: this.sentSinceReport ? { wallClockMs: Date.now(), rtpTimestamp: this.lastSentTimestamp, packets: this.counts.packetsOut, octets: this.counts.bytesOut } : undefined,
+      sender: this.sentSinceReport ? { wallClockMs: Date.now(), rtpTimestamp: this.rtpTimestampAt(now), packets: this.counts.packetsOut, octets: this.counts.bytesOut } : undefined,
       block,
     });
     this.sentSinceReport = false;

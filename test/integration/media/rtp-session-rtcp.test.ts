@@ -60,6 +60,30 @@ describe('when the far end’s RTP port is 65535', () => {
   });
 });
 
+describe('when the session reports during a pause in its speech', () => {
+  it('should pair the wall clock with the RTP timestamp of that same instant, not of the last packet', async () => {
+    // The first report comes 300 to 900 ms after the start; the five frames take 100 ms.
+    const { session, peer } = await harness.start({ rtcpIntervalMs: 600 });
+    // The far end's reports come from a port of their own: the session's go there.
+    const farRtcp = await harness.peer();
+    farRtcp.sendRaw(senderReport(CALLER_SSRC), session.localPort + 1);
+    session.play('item', Buffer.alloc(160 * 5, 0x33));
+    session.endItem('item');
+    await waitFor(() => farRtcp.received.length >= 1, 2000);
+    const last = peer.received.at(-1);
+    const report = farRtcp.received[0];
+    expect(peer.received).toHaveLength(5);
+    expect(report && last && report.atMs - last.atMs).toBeGreaterThan(150);
+    const data = report?.data ?? Buffer.alloc(0);
+    // A sender report (PT 200): its RTP timestamp follows the SSRC and the 64-bit NTP time.
+    expect(data[1]).toBe(200);
+    const reported = data.readUInt32BE(16);
+    const expected = ((last?.packet?.timestamp ?? 0) + Math.round((((report?.atMs ?? 0) - (last?.atMs ?? 0)) * 8000) / 1000)) >>> 0;
+    // Within 50 ms of the media clock (delivery of the two datagrams on loopback varies a little).
+    expect(Math.abs(((reported - expected) << 0))).toBeLessThan(400);
+  });
+});
+
 describe('when a re-INVITE brings a stream with a new SSRC whose sequence numbers start below the old ones', () => {
   it('should give the model every packet of both streams, in order, and count one SSRC change', async () => {
     const { session, peer, events } = await harness.start();
