@@ -67,7 +67,7 @@ export const rtpJitter = histogram({
   help: 'Interarrival jitter of received streams (RFC 3550), sampled per RTCP interval',
   buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32],
 });
-export const jitterUnderruns = counter({ name: 'callgate_rtp_receive_underruns_total', help: 'Ticks where the receive jitter buffer ran dry', collect: publishMediaCounts });
+export const jitterUnderruns = counter({ name: 'callgate_rtp_receive_underruns_total', help: 'Ticks where the receive jitter buffer ran dry because a packet came late (not pauses between talk spurts, not lost packets)', collect: publishMediaCounts });
 export const playoutUnderruns = counter({ name: 'callgate_rtp_playout_underruns_total', help: 'Send ticks where model audio was not ready in time', collect: publishMediaCounts });
 /** Upper bounds of the playout lateness buckets, in seconds (an implicit +Inf bucket follows). */
 export const PLAYOUT_LATENESS_BUCKETS: readonly number[] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08];
