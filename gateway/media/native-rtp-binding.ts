@@ -8,6 +8,10 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 export interface NativeBinding {
+  /**
+   * Throws when the epoll set or the loop handle cannot be made (EMFILE, ENOMEM), leaving nothing
+   * behind, so it may be called again; and for a `meta` on a resizable or growable buffer.
+   */
   start(onBatch: (data: Buffer, count: number) => void, meta: Int32Array): void;
   /** [fd, generation]: the generation tells this socket from later ones on the same descriptor. */
   open(ipv6: boolean, address: string, port: number): [number, number];

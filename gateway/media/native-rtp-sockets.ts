@@ -32,12 +32,23 @@ const M_GENERATION = 9;
 /** The started module kept on the binding itself: a second copy of this file must not start it again. */
 const STARTED = Symbol.for('callgate.nativeRtpSockets');
 
-/** The native module for this process (or worker thread), started once, or the reason it could not be loaded. */
+/**
+ * The native module for this process (or worker thread), started once, or the reason it could not
+ * be loaded or started. A start that failed (its epoll set or loop handle could not be made: EMFILE,
+ * ENOMEM) is not kept, so a later call tries again.
+ */
 export function nativeRtpSockets(load: () => NativeBinding | Error = loadNativeBinding): NativeRtpSockets | Error {
   const binding = load();
   if (binding instanceof Error) return binding;
   const holder = binding as NativeBinding & { [STARTED]?: NativeRtpSockets };
-  holder[STARTED] ??= new NativeRtpSockets(binding);
+  if (holder[STARTED] !== undefined) return holder[STARTED];
+  try {
+    holder[STARTED] = new NativeRtpSockets(binding);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    const message = error instanceof Error ? error.message : String(error);
+    return new Error(`start() failed${typeof code === 'string' ? ` (${code})` : ''}: ${message}`, { cause: error });
+  }
   return holder[STARTED];
 }
 
@@ -50,8 +61,8 @@ export interface RtpSocketsChoice {
 }
 
 /**
- * `node` never loads the module, `auto` uses it when it loads and says why not otherwise, `native`
- * throws CALLGATE_ERR_NATIVE_RTP_UNAVAILABLE when it does not load.
+ * `node` never loads the module, `auto` uses it when it loads and starts and says why not
+ * otherwise, `native` throws CALLGATE_ERR_NATIVE_RTP_UNAVAILABLE when it does not.
  */
 export function chooseRtpSockets(choice: RtpConfig['sockets'], load: () => NativeRtpSockets | Error = nativeRtpSockets): RtpSocketsChoice {
   if (choice === 'node') return { engine: 'node' };

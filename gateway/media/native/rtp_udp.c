@@ -15,7 +15,9 @@
  *
  * Exported (all synchronous, errors thrown with the errno name as `code`):
  *   start(onBatch, meta)             onBatch(data: Buffer, count: number); meta: Int32Array of
- *                                    META_INTS per datagram, reused for every batch
+ *                                    META_INTS per datagram, reused for every batch (not on a
+ *                                    resizable or growable buffer; detached later, nothing more is
+ *                                    read and an uncaught ERR_INVALID_STATE is raised once)
  *   open(ipv6, address, port)        a bound socket, registered for reading: [fd, generation]
  *                                    (the generation tells this socket from a later one that gets
  *                                    the same descriptor; meta carries both for every datagram)
@@ -70,6 +72,8 @@ typedef struct {
   uv_poll_t poll;
   int poll_open;
   int polling;
+  /* The meta array was detached (or shrank) after start(): nothing is read any more. */
+  int meta_lost;
   int sockets;
   uint32_t generations;
   /* Teardown (see on_environment_end): the loop handle's close has begun, has ended, and the
@@ -80,8 +84,11 @@ typedef struct {
   int finalized;
   napi_ref on_batch;
   napi_ref meta_ref;
+  /* Where meta's elements are now, and how many datagrams it holds (at most BATCH_DATAGRAMS; 0 when
+     detached or too short): read again from meta_ref at each wake-up and after each batch that more
+     reading follows, since JavaScript may detach its buffer whenever it runs. */
   int32_t *meta;
-  size_t meta_len;
+  int meta_capacity;
   napi_async_context context;
   /* Indexed by fd. */
   remote_t *remotes;
@@ -153,12 +160,31 @@ static int socket_is_ipv6(int fd) {
   return local.ss_family == AF_INET6;
 }
 
-/* Hands the datagrams staged so far to JavaScript. Returns 0 when JavaScript threw (the
-   exception has been raised as uncaught) or the batch could not be made. */
-static int deliver(state_t *s, size_t used, int count) {
+/* Points s->meta at the meta array's elements as they are now and sets s->meta_capacity. Needs an
+   open handle scope. */
+static void refresh_meta(state_t *s) {
+  napi_value meta = NULL;
+  size_t length = 0;
+  void *data = NULL;
+  s->meta_capacity = 0;
+  /* Its type was checked by start() and cannot change. */
+  if (napi_get_reference_value(s->env, s->meta_ref, &meta) != napi_ok || meta == NULL ||
+      napi_get_typedarray_info(s->env, meta, NULL, &length, &data, NULL, NULL) != napi_ok ||
+      data == NULL || length < META_INTS) {
+    return;
+  }
+  s->meta = (int32_t *)data;
+  size_t capacity = length / META_INTS;
+  s->meta_capacity = capacity > BATCH_DATAGRAMS ? BATCH_DATAGRAMS : (int)capacity;
+}
+
+/* Hands the datagrams staged so far to JavaScript, then, when more is to be read in this wake-up,
+   looks at meta again (the handler may have detached it; the next wake-up looks anyway). Returns 0
+   when JavaScript threw (the exception has been raised as uncaught) or the batch could not be made.
+   Runs in the wake-up's handle scope (one per wake-up, not per batch: a few handles per batch,
+   kept until the wake-up ends). */
+static int deliver(state_t *s, size_t used, int count, int more) {
   napi_env env = s->env;
-  napi_handle_scope scope;
-  if (napi_open_handle_scope(env, &scope) != napi_ok) return 0;
   napi_value callback = NULL, global = NULL, result = NULL;
   napi_value argv[2] = {NULL, NULL};
   void *copy = NULL;
@@ -177,7 +203,7 @@ static int deliver(state_t *s, size_t used, int count) {
       ok = 0;
     }
   }
-  napi_close_handle_scope(env, scope);
+  if (more) refresh_meta(s);
   return ok;
 }
 
@@ -192,10 +218,44 @@ static int still_open(const state_t *s, int fd, uint32_t generation) {
   return owns(s, fd) && s->remotes[fd].generation == generation;
 }
 
+static void on_readable(uv_poll_t *handle, int status, int events);
+
+static void update_polling(state_t *s) {
+  if (!s->poll_open || s->closing) return;
+  if (s->sockets > 0 && !s->meta_lost && !s->polling) {
+    /* Cannot fail for a live handle on a valid epoll descriptor; if it did, nothing would be read. */
+    s->polling = uv_poll_start(&s->poll, UV_READABLE, on_readable) == 0;
+  } else if ((s->sockets == 0 || s->meta_lost) && s->polling) {
+    uv_poll_stop(&s->poll);
+    s->polling = 0;
+  }
+}
+
+/* JavaScript detached the meta array's buffer: there is nowhere to say where a datagram is. The
+   datagrams stay in the kernel, the loop stops watching the sockets (they would stay readable, and
+   every loop iteration would come back here), and the misuse is raised as uncaught, once. Needs an
+   open handle scope. */
+static void stop_for_lost_meta(state_t *s) {
+  if (s->meta_lost) return;
+  s->meta_lost = 1;
+  update_polling(s);
+  napi_env env = s->env;
+  napi_value code, message, error;
+  if (napi_create_string_utf8(env, "ERR_INVALID_STATE", NAPI_AUTO_LENGTH, &code) == napi_ok &&
+      napi_create_string_utf8(env, "native RTP sockets: the meta array was detached or shrunk after start(); nothing more is received",
+                              NAPI_AUTO_LENGTH, &message) == napi_ok &&
+      napi_create_error(env, code, message, &error) == napi_ok) {
+    napi_fatal_exception(env, error);
+  }
+}
+
 static void on_readable(uv_poll_t *handle, int status, int events) {
   (void)events;
   state_t *s = (state_t *)handle->data;
   if (status < 0) return;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(s->env, &scope) != napi_ok) return;
+  refresh_meta(s);
 
   struct epoll_event ready[EPOLL_EVENTS];
   struct mmsghdr msgs[RECV_VLEN];
@@ -203,9 +263,9 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
   size_t used = 0;
   int count = 0;
   int total = 0;
-  int alive = 1;
-  int max_count = (int)(s->meta_len / META_INTS);
-  if (max_count > BATCH_DATAGRAMS) max_count = BATCH_DATAGRAMS;
+  /* Cleared when a batch could not be delivered (its handler threw) or meta is gone: no more is
+     read in this wake-up. */
+  int alive = s->meta_capacity > 0;
 
   int again = 1;
   while (alive && again && total < MAX_DATAGRAMS_PER_WAKEUP) {
@@ -220,7 +280,14 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
       uint32_t generation = (uint32_t)(ready[i].data.u64 >> 32);
       /* ready[] was taken before the batches delivered since. */
       if (!still_open(s, fd, generation)) continue;
-      for (int k = 0; k < RECV_VLEN; k++) {
+      /* No more datagrams than the batch has room for, so a batch is handed over between reads,
+         never in the middle of one: when its handler throws, nothing is left that was taken from
+         the kernel and not delivered, and what is not read yet is read on the next wake-up. */
+      int room = s->meta_capacity - count;
+      int slots = (int)((BATCH_BYTES - used) / SLOT_BYTES);
+      if (room > slots) room = slots;
+      if (room > RECV_VLEN) room = RECV_VLEN;
+      for (int k = 0; k < room; k++) {
         iovs[k].iov_base = s->scratch[k];
         iovs[k].iov_len = SLOT_BYTES;
         memset(&msgs[k].msg_hdr, 0, sizeof msgs[k].msg_hdr);
@@ -231,14 +298,10 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
         msgs[k].msg_len = 0;
       }
       /* MSG_TRUNC: a datagram longer than its slot reports its full length. */
-      int got = recvmmsg(fd, msgs, RECV_VLEN, MSG_DONTWAIT | MSG_TRUNC, NULL);
+      int got = recvmmsg(fd, msgs, (unsigned int)room, MSG_DONTWAIT | MSG_TRUNC, NULL);
       if (got <= 0) continue; /* EAGAIN, or an ICMP error reported on this socket: nothing to read. */
-      if (got == RECV_VLEN) again = 1;
+      if (got == room) again = 1;
       for (int k = 0; k < got; k++) {
-        /* A batch delivered after the first datagrams of this read may have closed the socket:
-           the rest of the read was the closed socket's, and is dropped with it. (JavaScript
-           drops them too, by generation; this keeps them out of the batch.) */
-        if (k > 0 && !still_open(s, fd, generation)) break;
         unsigned int length = msgs[k].msg_len;
         unsigned int kept = length < SLOT_BYTES ? length : SLOT_BYTES;
         memcpy(s->staging + used, s->scratch[k], kept);
@@ -263,27 +326,17 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
         used += kept;
         count++;
         total++;
-        if (count == max_count || used + SLOT_BYTES > BATCH_BYTES) {
-          alive = deliver(s, used, count);
-          used = 0;
-          count = 0;
-          if (!alive) break;
-        }
+      }
+      if (count >= s->meta_capacity || used + SLOT_BYTES > BATCH_BYTES) {
+        alive = deliver(s, used, count, 1) && s->meta_capacity > 0;
+        used = 0;
+        count = 0;
       }
     }
   }
-  if (alive && count > 0) deliver(s, used, count);
-}
-
-static void update_polling(state_t *s) {
-  if (!s->poll_open || s->closing) return;
-  if (s->sockets > 0 && !s->polling) {
-    /* Cannot fail for a live handle on a valid epoll descriptor; if it did, nothing would be read. */
-    s->polling = uv_poll_start(&s->poll, UV_READABLE, on_readable) == 0;
-  } else if (s->sockets == 0 && s->polling) {
-    uv_poll_stop(&s->poll);
-    s->polling = 0;
-  }
+  if (alive && count > 0) deliver(s, used, count, 0);
+  if (s->meta_capacity == 0) stop_for_lost_meta(s);
+  napi_close_handle_scope(s->env, scope);
 }
 
 static void on_environment_end(napi_async_cleanup_hook_handle handle, void *arg);
@@ -305,33 +358,55 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   if (!is_typed) return throw_type(env, "start(onBatch, meta): meta must be an Int32Array");
   napi_typedarray_type ta_type;
   size_t length;
-  void *data;
-  napi_get_typedarray_info(env, argv[1], &ta_type, &length, &data, NULL, NULL);
+  napi_value buffer;
+  napi_get_typedarray_info(env, argv[1], &ta_type, &length, NULL, &buffer, NULL);
   if (ta_type != napi_int32_array || length < META_INTS) return throw_type(env, "start(onBatch, meta): meta must be an Int32Array of at least META_INTS");
+  /* Node-API cannot tell a resizable ArrayBuffer (or a growable SharedArrayBuffer) from another;
+     JavaScript can. Such a buffer could shrink under the module between two batches. (Each
+     wake-up looks at meta again anyway, which also catches a buffer detached after start().) */
+  const char *resizing[] = {"resizable", "growable"};
+  for (size_t i = 0; i < 2; i++) {
+    napi_value flag;
+    bool set = false;
+    if (napi_get_named_property(env, buffer, resizing[i], &flag) != napi_ok) return NULL;
+    napi_valuetype flag_type;
+    napi_typeof(env, flag, &flag_type);
+    if (flag_type == napi_boolean) napi_get_value_bool(env, flag, &set);
+    if (set) return throw_type(env, "start(onBatch, meta): meta must not be on a resizable or growable buffer");
+  }
 
   s->epfd = epoll_create1(EPOLL_CLOEXEC);
-  if (s->epfd < 0) return throw_errno(env, errno, "epoll_create1");
-  uv_loop_t *loop = NULL;
-  napi_get_uv_event_loop(env, &loop);
-  if (uv_poll_init(loop, &s->poll, s->epfd) != 0) {
-    close(s->epfd);
-    napi_throw_error(env, "EIO", "uv_poll_init failed");
-    return NULL;
+  if (s->epfd < 0) {
+    int err = errno;
+    s->epfd = -1;
+    return throw_errno(env, err, "epoll_create1");
   }
-  s->poll.data = s;
-  /* Without the hook the handle would outlive the module at a worker's end: refuse instead. */
+  /* The hook before the handle: without it the handle would outlive the module at a worker's end,
+     so start() is refused, and there is no handle yet to close (uv_close completes only on a later
+     loop iteration, by when the state it lives in may be freed or the handle initialized again). */
   if (napi_add_async_cleanup_hook(env, on_environment_end, s, &s->cleanup) != napi_ok) {
-    uv_close((uv_handle_t *)&s->poll, NULL);
     close(s->epfd);
     s->epfd = -1;
     napi_throw_error(env, "EIO", "native RTP sockets: no cleanup hook");
     return NULL;
   }
+  uv_loop_t *loop = NULL;
+  napi_get_uv_event_loop(env, &loop);
+  int err = uv_poll_init(loop, &s->poll, s->epfd);
+  if (err != 0) {
+    /* A failed uv_poll_init leaves no handle on the loop. */
+    napi_remove_async_cleanup_hook(s->cleanup);
+    s->cleanup = NULL;
+    close(s->epfd);
+    s->epfd = -1;
+    napi_throw_error(env, uv_err_name(err), "uv_poll_init failed");
+    return NULL;
+  }
+  s->poll.data = s;
   s->poll_open = 1;
   napi_create_reference(env, argv[0], 1, &s->on_batch);
   napi_create_reference(env, argv[1], 1, &s->meta_ref);
-  s->meta = (int32_t *)data;
-  s->meta_len = length;
+  refresh_meta(s);
   napi_value resource_name;
   napi_create_string_utf8(env, "callgate.rtp", NAPI_AUTO_LENGTH, &resource_name);
   napi_async_init(env, NULL, resource_name, &s->context);

@@ -5,7 +5,7 @@
  * process nor close a descriptor the module did not open. The module must be built
  * (`npm run build:native`, done by scripts/bootstrap.sh): without it this file fails.
  */
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { closeSync, fstatSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -77,6 +77,48 @@ function candidatePort(): number {
   const port = PORT_BASE + (nextPort % PORT_SPAN);
   nextPort++;
   return port;
+}
+
+/** `size` consecutive ports of this file's range, for a child process that opens many sockets. */
+function portBlock(size: number): { first: number; last: number } {
+  if ((nextPort % PORT_SPAN) + size > PORT_SPAN) nextPort += PORT_SPAN - (nextPort % PORT_SPAN);
+  const first = candidatePort();
+  nextPort += size - 1;
+  return { first, last: first + size - 1 };
+}
+
+const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const SOCKETS_MODULE = fileURLToPath(new URL('../../../gateway/media/native-rtp-sockets.ts', import.meta.url));
+
+/** Runs `script` in a process of its own (an ES module through tsx when `tsx`, else CommonJS), under `sh -c` prefix `shell` if given. */
+function runScript(script: string, { tsx = false, shell }: { tsx?: boolean; shell?: string } = {}): SpawnSyncReturns<string> {
+  const args = tsx ? ['--import', 'tsx', '--input-type=module', '-e', script] : ['-e', script];
+  const [command, argv] = shell === undefined ? [process.execPath, args] : ['sh', ['-c', `${shell} && exec "$0" "$@"`, process.execPath, ...args]];
+  return spawnSync(command, argv, { encoding: 'utf8', timeout: 10_000, cwd: REPO_ROOT });
+}
+
+/** Script text: `open(handler)` through NativeRtpSockets on the next free port of `block`, returning { socket, port }. */
+function openInScript(block: { first: number; last: number }): string {
+  return `
+      let nextPort = ${block.first};
+      const open = (handler) => {
+        for (;;) {
+          const port = nextPort++;
+          try { return { socket: native.open('127.0.0.1', port, handler), port }; } catch (e) { if (e.code !== 'EADDRINUSE' || port >= ${block.last}) throw e; }
+        }
+      };`;
+}
+
+/** Script text: `openRaw()` through the raw binding `b` on the next free port of `block`, returning { fd, port }. */
+function openRawInScript(block: { first: number; last: number }): string {
+  return `
+      let nextPort = ${block.first};
+      const openRaw = () => {
+        for (;;) {
+          const port = nextPort++;
+          try { return { fd: b.open(false, '127.0.0.1', port)[0], port }; } catch (e) { if (e.code !== 'EADDRINUSE' || port >= ${block.last}) throw e; }
+        }
+      };`;
 }
 
 /** A native socket on the next free port of this file's range, recording what arrives (or calling `onMessage`). */
@@ -397,10 +439,10 @@ describe('when opening and closing native sockets', () => {
   });
 });
 
-// A batch fills in the middle of one socket's read (64 sockets of 8 datagrams ahead of it make
-// 512, one batch): the rest of that read is staged for the next batch, which is delivered after a
-// handler may have closed the socket and something else taken its descriptor number.
-describe('when a batch fills in the middle of a socket\'s read and a handler closes that socket', () => {
+// A batch fills during one socket's datagrams (64 sockets of 8 datagrams ahead of it make 512, one
+// batch): the batch is handed over after the first three of them, and the rest is read after a handler
+// may have closed the socket and something else taken its descriptor number.
+describe('when a batch fills in the middle of a socket\'s queue and a handler closes that socket', () => {
   /** 63 sockets with 8 datagrams each and one with 5 ahead of `target` (ready before it): 509 datagrams. */
   function fillAhead(sender: OpenNative): void {
     for (let i = 0; i < 64; i++) {
@@ -533,6 +575,131 @@ describe('when one socket\'s handler throws during a batch', () => {
     const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 10_000, cwd: fileURLToPath(new URL('../../../', import.meta.url)) });
     expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
     expect(JSON.parse(result.stdout)).toEqual({ got: { a: ['a0', 'a1', 'a2'], b: ['b0', 'b1', 'b2'] }, errors: ['handler of a'] });
+  });
+
+  // The batch fills after a's third datagram while a has eight waiting: a read never takes more
+  // from the kernel than the batch has room for, so what the throw leaves is read next time.
+  it('should deliver every datagram sent, when the batch that throws fills in the middle of a socket\'s queue', () => {
+    const script = `
+      import { nativeRtpSockets } from ${JSON.stringify(SOCKETS_MODULE)};
+      const native = nativeRtpSockets();
+      if (native instanceof Error) throw native;
+      ${openInScript(portBlock(80))}
+      const errors = [];
+      process.on('uncaughtException', (error) => errors.push(error.message));
+      const sender = open(() => {});
+      let fillers = 0;
+      // 63 sockets with 8 datagrams and one with 5 ahead of a: 509 of the batch's 512.
+      const sockets = [sender];
+      for (let i = 0; i < 64; i++) {
+        const filler = open(() => fillers++);
+        sockets.push(filler);
+        for (let k = 0; k < (i < 63 ? 8 : 5); k++) sender.socket.send(Buffer.from('filler'), filler.port, '127.0.0.1');
+      }
+      const got = [];
+      const a = open((data) => { got.push(data.toString()); if (data.toString() === 'a0') throw new Error('handler of a'); });
+      sockets.push(a);
+      for (let k = 0; k < 8; k++) sender.socket.send(Buffer.from('a' + k), a.port, '127.0.0.1');
+      setTimeout(() => {
+        console.log(JSON.stringify({ fillers, got, errors }));
+        for (const s of sockets) s.socket.close();
+      }, 300);
+    `;
+    const result = runScript(script, { tsx: true });
+    expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(JSON.parse(result.stdout)).toEqual({ fillers: 509, got: ['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7'], errors: ['handler of a'] });
+  });
+});
+
+describe('when the meta array is detached after start()', () => {
+  it('should deliver nothing more, raise ERR_INVALID_STATE once, and not spin on the sockets still readable', () => {
+    const script = `
+      const b = require(${JSON.stringify(MODULE_PATH)});
+      ${openRawInScript(portBlock(20))}
+      const meta = new Int32Array(b.META_INTS * b.BATCH_DATAGRAMS);
+      let datagrams = 0;
+      const errors = [];
+      process.on('uncaughtException', (error) => errors.push(error.code));
+      b.start((data, count) => { datagrams += count; }, meta);
+      const r = openRaw();
+      const tx = openRaw();
+      b.setRemote(tx.fd, '127.0.0.1', r.port);
+      b.send(tx.fd, Buffer.from('before'));
+      setTimeout(() => {
+        const before = datagrams;
+        // Detached and its memory freed: the module must not write where it was.
+        structuredClone(meta.buffer, { transfer: [meta.buffer] });
+        globalThis.gc();
+        for (let k = 0; k < 5; k++) b.send(tx.fd, Buffer.from('after ' + k));
+        setTimeout(() => {
+          for (let k = 0; k < 5; k++) b.send(tx.fd, Buffer.from('later ' + k));
+          const cpu = process.cpuUsage();
+          const start = performance.now();
+          setTimeout(() => {
+            const used = process.cpuUsage(cpu);
+            const busy = (used.user + used.system) / 1000 / (performance.now() - start);
+            console.log(JSON.stringify({ before, after: datagrams - before, errors, spinning: busy > 0.5 }));
+            b.close(r.fd);
+            b.close(tx.fd);
+          }, 200);
+        }, 100);
+      }, 100);
+    `;
+    const result = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8', timeout: 10_000 });
+    expect({ status: result.status, signal: result.signal, stderr: result.stderr }).toEqual({ status: 0, signal: null, stderr: '' });
+    expect(JSON.parse(result.stdout)).toEqual({ before: 1, after: 0, errors: ['ERR_INVALID_STATE'], spinning: false });
+  });
+});
+
+describe('when start() is given meta on a buffer that can change size', () => {
+  it('should refuse a resizable ArrayBuffer and a growable SharedArrayBuffer, and start on a fixed one after', () => {
+    const script = `
+      const b = require(${JSON.stringify(MODULE_PATH)});
+      const n = b.META_INTS * b.BATCH_DATAGRAMS;
+      const attempt = (meta) => { try { b.start(() => {}, meta); return 'started'; } catch (e) { return e.name + ' ' + e.code; } };
+      console.log(JSON.stringify([
+        attempt(new Int32Array(new ArrayBuffer(4 * n, { maxByteLength: 8 * n }))),
+        attempt(new Int32Array(new SharedArrayBuffer(4 * n, { maxByteLength: 8 * n }))),
+        attempt(new Int32Array(n)),
+      ]));
+    `;
+    const result = runScript(script);
+    expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(JSON.parse(result.stdout)).toEqual(['TypeError ERR_INVALID_ARG_TYPE', 'TypeError ERR_INVALID_ARG_TYPE', 'started']);
+  });
+});
+
+describe('when the process is out of descriptors as the native sockets start', () => {
+  it('should fall back to dgram for auto with the reason, and start the native sockets on a later call once descriptors are free', () => {
+    const block = portBlock(10);
+    const script = `
+      import { closeSync, openSync } from 'node:fs';
+      import { chooseRtpSockets } from ${JSON.stringify(SOCKETS_MODULE)};
+      import { loadNativeBinding } from ${JSON.stringify(fileURLToPath(new URL('../../../gateway/media/native-rtp-binding.ts', import.meta.url)))};
+      // Loaded while descriptors remain: only its start() meets EMFILE.
+      loadNativeBinding();
+      const held = [];
+      try { for (;;) held.push(openSync('/dev/null', 'r')); } catch {}
+      const first = chooseRtpSockets('auto');
+      for (const fd of held) closeSync(fd);
+      const second = chooseRtpSockets('auto');
+      const native = second.native;
+      ${openInScript(block)}
+      const got = [];
+      const a = open((data) => got.push(data.toString()));
+      a.socket.send(Buffer.from('to myself'), a.port, '127.0.0.1');
+      setTimeout(() => {
+        console.log(JSON.stringify({ first, second: second.engine, got }));
+        a.socket.close();
+      }, 100);
+    `;
+    const result = runScript(script, { tsx: true, shell: 'ulimit -n 256' });
+    expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(JSON.parse(result.stdout)).toEqual({
+      first: { engine: 'node', fallbackReason: 'start() failed (EMFILE): epoll_create1: Too many open files' },
+      second: 'native',
+      got: ['to myself'],
+    });
   });
 });
 
