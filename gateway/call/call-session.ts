@@ -226,7 +226,7 @@ export class CallSession {
       return false;
     }
     rtp.setRemote(accepted.media.remote);
-    rtp.setHold(accepted.media.held);
+    applyDirection(rtp, accepted.media);
     this.wireCodec = { codec: accepted.media.codec, payloadType: accepted.media.payloadType };
     rtp.on((event) => this.onMedia(event));
     call.dialog.on((event) => this.onDialog(event));
@@ -672,13 +672,15 @@ export class CallSession {
       case 'ack':
         // A delayed offer: the ACK's answer settles the media that the provisional choice stood in for.
         if (event.media === undefined) return;
-        this.rtp?.setRemote(event.media.remote);
-        this.rtp?.setHold(event.media.held);
+        if (this.rtp === undefined) return;
+        this.rtp.setRemote(event.media.remote);
+        applyDirection(this.rtp, event.media);
         this.applyCodec(event.media);
         return;
       case 'reinvite':
-        this.rtp?.setRemote(event.media.remote);
-        this.rtp?.setHold(event.media.held);
+        if (this.rtp === undefined) return;
+        this.rtp.setRemote(event.media.remote);
+        applyDirection(this.rtp, event.media);
         this.applyCodec(event.media);
         return;
       case 'ended':
@@ -819,4 +821,14 @@ function endReasonOf(reason: DialogEndReason): CallEndReason {
     case 'request-timeout':
       return 'failed';
   }
+}
+
+/**
+ * RFC 3264 §6.1 from the media's side: RTP goes to the caller only when our answer sends
+ * (sendrecv, sendonly), and no media timeout runs while the caller sends nothing by agreement
+ * (it holds the call, or our answer is sendonly or inactive).
+ */
+function applyDirection(rtp: RtpSession, media: NegotiatedMedia): void {
+  rtp.setSending(media.direction === 'sendrecv' || media.direction === 'sendonly');
+  rtp.setHold(media.held || media.direction === 'sendonly' || media.direction === 'inactive');
 }

@@ -191,6 +191,7 @@ export class RtpSession {
   /** Item whose audio is being encoded now: the send transcoder's remainder belongs to it. */
   private encodingItem: string | undefined;
   private onHold = false;
+  private sending = true;
   private openedAt: number;
   private lastRtpAt: number | undefined;
   private timedOut = false;
@@ -321,7 +322,8 @@ export class RtpSession {
 
   /** The SDP address of the far end (answer or re-INVITE): latching starts over from it. */
   setRemote(remote: RtpEndpoint): void {
-    this.remote = remote;
+    // The RFC 2543 hold address is nowhere to send (Linux would deliver it to this host).
+    this.remote = remote.address === '0.0.0.0' || remote.address === '::' ? undefined : remote;
     this.rtcpRemote = undefined;
     this.unlatchedSsrc = this.latched?.ssrc ?? this.unlatchedSsrc;
     this.latched = undefined;
@@ -332,6 +334,16 @@ export class RtpSession {
   setHold(onHold: boolean): void {
     this.onHold = onHold;
     if (!onHold) this.lastRtpAt = this.options.timer.now();
+  }
+
+  /**
+   * Whether RTP may go to the far end: not while our answer is recvonly or inactive (RFC 3264
+   * §6.1, a caller holding the call). Model audio stays queued meanwhile, as with nowhere to send,
+   * so `clear()` counts only what went out; the first packet after carries the marker.
+   */
+  setSending(sending: boolean): void {
+    if (sending && !this.sending) this.forceMarker = true;
+    this.sending = sending;
   }
 
   /**
@@ -820,7 +832,7 @@ export class RtpSession {
 
   private sendFrame(index: number, dueMs: number): void {
     // With nowhere to send, audio stays queued: clear() must only count what really went out.
-    if (!this.remote) return;
+    if (!this.remote || !this.sending) return;
     const timestamp = this.timestampOf(index);
     const te = this.telephoneEventPayloadType;
     const dtmf = te === undefined ? null : this.dtmfSender.next(timestamp);

@@ -84,6 +84,24 @@ describe('when the session reports during a pause in its speech', () => {
   });
 });
 
+describe('when the far end holds with the RFC 2543 address 0.0.0.0', () => {
+  it('should send it neither RTP nor RTCP, keep the audio queued, and send it all once the far end gives an address again', async () => {
+    const errors: unknown[] = [];
+    const timer = new MonotonicMediaTimer();
+    const scheduler = new PlayoutScheduler({ timer, onError: (error) => errors.push(error) });
+    const { session, peer } = await harness.start({ rtcpIntervalMs: 40, scheduler, timer });
+    session.setRemote({ address: '0.0.0.0', port: peer.port });
+    session.play('item', Buffer.alloc(160 * 10, 0x33));
+    session.endItem('item');
+    await sleep(300);
+    expect(session.stats()).toMatchObject({ packetsOut: 0, rtcpOut: 0 });
+    session.setRemote({ address: '127.0.0.1', port: peer.port });
+    await waitFor(() => peer.packets().length >= 10, 2000);
+    expect(peer.packets().map((p) => p.payload[0])).toEqual(Array.from({ length: 10 }, () => 0x33));
+    expect(errors).toEqual([]);
+  });
+});
+
 describe('when a re-INVITE brings a stream with a new SSRC whose sequence numbers start below the old ones', () => {
   it('should give the model every packet of both streams, in order, and count one SSRC change', async () => {
     const { session, peer, events } = await harness.start();
