@@ -71,6 +71,7 @@ export class Playout {
   /** Whether the previous tick sent audio; if not, the next audio frame starts a talk spurt. */
   private inSpurt = false;
   private counts = { framesSent: 0, silenceFrames: 0, underruns: 0, itemsCleared: 0 };
+  private queued = 0;
 
   constructor(options: PlayoutOptions = {}) {
     this.comfortSilence = options.comfortSilence;
@@ -89,6 +90,7 @@ export class Playout {
       this.items.push(item);
     }
     const last = frames.length - 1;
+    this.queued += frames.length;
     for (let i = 0; i <= last; i++) {
       item.payloads.push(frames[i] as Buffer);
       item.frameMs.push(i === last ? lastFrameMs : FRAME_MS);
@@ -114,6 +116,7 @@ export class Playout {
     const item = this.items[0];
     const payload = item?.payloads.shift();
     if (item && payload) {
+      this.queued--;
       item.sentMs += item.frameMs.shift() as number;
       const marker = !this.inSpurt;
       this.inSpurt = true;
@@ -141,6 +144,7 @@ export class Playout {
     let droppedMs = 0;
     for (const item of this.items) for (const ms of item.frameMs) droppedMs += ms;
     this.items.length = 0;
+    this.queued = 0;
     this.counts.itemsCleared++;
     return { itemId: current.id, sentMs: current.sentMs, droppedMs };
   }
@@ -183,6 +187,11 @@ export class Playout {
     let ms = 0;
     for (const item of this.items) for (const frameMs of item.frameMs) ms += frameMs;
     return ms;
+  }
+
+  /** Frames queued and not yet sent, over all items. */
+  get queuedFrames(): number {
+    return this.queued;
   }
 
   get playing(): boolean {

@@ -36,6 +36,8 @@ export interface RtpSessionStats {
   readonly playoutLatenessMaxMs: number;
   readonly playoutLatenessMeanMs: number;
   readonly playoutSkippedFrames: number;
+  /** Model audio refused because MAX_QUEUED_MS was queued already (a model far ahead of real time). */
+  readonly modelAudioRefusedMs: number;
   readonly dtmfIn: number;
   readonly dtmfOut: number;
   readonly rtcpIn: number;

@@ -50,6 +50,12 @@ const SSRC_CHANGE_PROBATION = 3;
  * and a few packets of jitter; well below rtp.mediaTimeoutMs (at least 1 s, 30 s by default).
  */
 export const RELATCH_AFTER_SILENCE_MS = 1000;
+/**
+ * Model audio queued for playout at most: a model streams faster than real time, but a reply
+ * longer than five minutes is not one a caller waits through, and a server that streams without
+ * end must not grow a call's memory without bound (five minutes of PCMU is 2.4 MB).
+ */
+export const MAX_QUEUED_MS = 300_000;
 /** Metrics are flushed from per-call counters once a second, not per packet (hot path). */
 const METRICS_FLUSH_FRAMES = 50;
 /** Per-call lateness histogram: 0.5 ms bins up to 100 ms (the last bin holds everything above). */
@@ -222,6 +228,7 @@ export class RtpSession {
     rtcpOut: 0,
     ssrcChanges: 0,
     relatches: 0,
+    modelAudioRefusedMs: 0,
     latenessSum: 0,
     latenessMax: 0,
     latenessFrames: 0,
@@ -426,7 +433,13 @@ export class RtpSession {
     if (this.encodingItem !== undefined && this.encodingItem !== itemId) this.finishEncoding();
     this.encodingItem = itemId;
     const frames = this.sendTranscoder.push(audio);
-    if (frames.length > 0) this.playout.enqueue(itemId, frames);
+    if (frames.length === 0) return;
+    if ((this.playout.queuedFrames + frames.length) * FRAME_MS > MAX_QUEUED_MS) {
+      if (this.counts.modelAudioRefusedMs === 0) this.logger.warn('model audio refused: playout queue full', { item_id: itemId, queued_ms: this.playout.queuedFrames * FRAME_MS });
+      this.counts.modelAudioRefusedMs += frames.length * FRAME_MS;
+      return;
+    }
+    this.playout.enqueue(itemId, frames);
   }
 
   /** The model finished the item: its last partial frame goes out padded with silence. */
@@ -585,6 +598,7 @@ export class RtpSession {
       playoutLatenessMaxMs: c.latenessMax,
       playoutLatenessMeanMs: c.latenessFrames === 0 ? 0 : c.latenessSum / c.latenessFrames,
       playoutSkippedFrames: this.schedule.skippedFrames,
+      modelAudioRefusedMs: c.modelAudioRefusedMs,
       dtmfIn: c.dtmfIn,
       dtmfOut: c.dtmfOut,
       rtcpIn: c.rtcpIn,
