@@ -246,6 +246,8 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
         respond(481);
         return;
       }
+      // A re-INVITE's 2xx waits for its ACK like the first one's: its timeout must reach the dialog.
+      if (transaction instanceof InviteServerTransaction) this.inviteOwners.set(transaction, dialog);
       dialog.handleRequest(request, transaction);
       return;
     }
@@ -378,7 +380,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
             send,
             onRetransmit,
             onTerminated,
-            onAckTimeout: () => this.inviteOwners.get(transaction as InviteServerTransaction)?.ackTimedOut(),
+            onAckTimeout: () => this.inviteOwners.get(transaction as InviteServerTransaction)?.ackTimedOut(transaction as InviteServerTransaction),
           })
         : new NonInviteServerTransaction({ timers: this.timers, reliable, send, onRetransmit, onTerminated });
     this.serverTransactions.set(key, transaction);

@@ -234,11 +234,16 @@ export class SipDialog implements SignalingDialog {
     this.end('cancelled');
   }
 
-  /** The INVITE transaction gave up waiting for the ACK of callgate's 2xx (64*T1). */
-  ackTimedOut(): void {
-    if (this.current === 'terminated') return;
+  /**
+   * An INVITE transaction (the first or a re-INVITE) gave up waiting for the ACK of callgate's 2xx
+   * (64*T1). RFC 3261 sections 13.3.1.4 and 14.2: the session ends with BYE either way; for a
+   * re-INVITE this also frees the dialog for the next offer, which would otherwise get 491 forever.
+   */
+  ackTimedOut(transaction: InviteServerTransaction): void {
+    if (this.current === 'terminated' || this.awaitingAck?.transaction !== transaction) return;
+    const initial = transaction === this.options.transaction;
     this.awaitingAck = undefined;
-    this.options.host.logger.warn('no ACK for 2xx, ending the call with BYE', { callId: this.callId });
+    this.options.host.logger.warn(initial ? 'no ACK for 2xx, ending the call with BYE' : 'no ACK for the 2xx to a re-INVITE, ending the call with BYE', { callId: this.callId });
     void this.sendBye('ack-timeout');
   }
 
@@ -564,6 +569,11 @@ export class SipDialog implements SignalingDialog {
     if (this.current === 'terminated') return;
     this.current = 'terminated';
     this.clearAnswerDeadline();
+    // A 2xx still waiting for its ACK (the peer sent BYE first, or callgate is stopping): nobody
+    // will use the dialog it was for, so it stops being retransmitted; a late ACK finds nothing.
+    const pending = this.awaitingAck;
+    this.awaitingAck = undefined;
+    pending?.transaction.acknowledge();
     if (this.transferPending !== undefined) {
       clearTimeout(this.transferPending.timer);
       this.transferPending.resolve({ type: 'failed', status: 487, reason: 'the call ended' });
