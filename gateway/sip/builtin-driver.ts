@@ -19,6 +19,7 @@ import { parseSipMessage } from './message-parser.ts';
 import { serializeRequest, serializeResponse, type OutgoingRequest } from './message-serializer.ts';
 import { BRANCH_MAGIC_COOKIE, SUPPORTED_METHODS, type SipRequest, type SipResponse, type ViaHeader } from './message-types.ts';
 import { NonInviteServerTransaction } from './non-invite-server-transaction.ts';
+import { unusablePortReason } from './request-ports.ts';
 import { parseSdp } from './sdp-parser.ts';
 import type { SdpSession } from './sdp-types.ts';
 import type { DialogEndReason, InboundCallHandler, SignalingDriver } from './signaling-driver.ts';
@@ -26,7 +27,7 @@ import { ALLOWED_METHODS, SipDialog, type DialogHost } from './sip-dialog.ts';
 import { newBranch, newCallId, newTag } from './sip-ids.ts';
 import { sipMetrics } from './sip-metrics.ts';
 import { resolveTimers, type SipTimerOptions, type SipTimers } from './sip-timers.ts';
-import type { SipEndpoint, SipTransport, TransportDropReason, TransportName } from './sip-transport.ts';
+import { isUsablePort, type SipEndpoint, type SipTransport, type TransportDropReason, type TransportName } from './sip-transport.ts';
 import { SourceLimits, type SourceLimitDecision } from './source-limits.ts';
 import { TcpTransport } from './tcp-transport.ts';
 import { TrunkGuard } from './trunk-guard.ts';
@@ -172,8 +173,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       const routable = answerable !== undefined && answerable.method !== 'ACK' && ['From', 'To', 'Call-ID', 'CSeq'].every((name) => headerValue(answerable.headers, name) !== undefined);
       if (answerable !== undefined && routable) {
         sipMetrics.parseFailures.inc({ outcome: 'answered' });
-        const top = answerable.via[0];
-        const destination = top === undefined ? source : this.responseDestination(top, source);
+        const destination = this.responseDestination(answerable.via[0], source);
         const warning = parsed.reason.replace(/["\\]/g, "'");
         this.sendResponse(answerable, answerable.status, destination, { headers: [{ name: 'Warning', value: `399 callgate "${warning}"` }] });
       } else {
@@ -220,15 +220,21 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       return;
     }
     const destination = this.responseDestination(request.via[0], source);
-    if (request.method === 'CANCEL') {
-      this.receiveCancel(request, destination, source);
-      return;
-    }
     const transaction = this.createServerTransaction(request, key, destination, source.transport);
     const respond = (status: number, options: ResponseOptions = {}): void => {
       transaction.respond(status, serializeResponse(buildResponse(request, status, { toTag: newTag(), ...options })));
       if (status >= 200) sipMetrics.responses.inc({ code: String(status) });
     };
+    const badPort = unusablePortReason(request);
+    if (badPort !== undefined) {
+      // Nothing may be built on a port no socket can send to: not a dialog, not a BYE to it later.
+      respond(400, { reason: badPort });
+      return;
+    }
+    if (request.method === 'CANCEL') {
+      this.receiveCancel(request, transaction);
+      return;
+    }
     if (request.maxForwards === 0) {
       respond(483);
       return;
@@ -276,9 +282,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     this.dialogs.get(SipDialog.key(request.callId, toTag, typeof fromTag === 'string' ? fromTag : ''))?.receiveAck(request);
   }
 
-  private receiveCancel(request: SipRequest, destination: SipEndpoint, source: SipEndpoint): void {
-    const key = this.transactionKey(request);
-    const transaction = this.createServerTransaction(request, key, destination, source.transport);
+  private receiveCancel(request: SipRequest, transaction: ServerTransaction): void {
     const inviteKey = this.transactionKey(request, 'INVITE');
     const dialog = this.pendingInvites.get(inviteKey);
     const status = dialog === undefined ? 481 : 200;
@@ -343,6 +347,8 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       offer = sdp.value;
     }
     respond(100);
+    // The transport refused even the 100: nothing can reach this caller, so no call is started.
+    if (transaction.state === 'terminated') return;
     sipMetrics.callsOffered.inc({ driver: DRIVER, transport: source.transport });
     const dialog = new SipDialog({ host: this, invite: request, transaction, source, localTag: newTag(), tenant: route.tenant });
     this.dialogs.set(dialog.id, dialog);
@@ -365,7 +371,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
   }
 
   private createServerTransaction(request: SipRequest, key: string, destination: SipEndpoint, transport: TransportName): ServerTransaction {
-    const send = (data: Buffer): void => this.sendTo(data, destination);
+    const send = (data: Buffer): boolean => this.sendTo(data, destination);
     const onRetransmit = (): void => sipMetrics.retransmissions.inc({ direction: 'sent' });
     const reliable = transport === 'tcp';
     const onTerminated = (): void => {
@@ -381,17 +387,25 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
             onRetransmit,
             onTerminated,
             onAckTimeout: () => this.inviteOwners.get(transaction as InviteServerTransaction)?.ackTimedOut(transaction as InviteServerTransaction),
+            // Told after the current step, never from inside the dialog's own respond().
+            onTransportError: () =>
+              setImmediate(() => this.safely('invite transaction failure', () => this.inviteOwners.get(transaction as InviteServerTransaction)?.inviteTransactionFailed(transaction as InviteServerTransaction))),
           })
         : new NonInviteServerTransaction({ timers: this.timers, reliable, send, onRetransmit, onTerminated });
     this.serverTransactions.set(key, transaction);
     return transaction;
   }
 
-  /** RFC 3261 section 18.2.2 with RFC 3581: TCP answers on the connection, UDP to received/rport. */
+  /**
+   * RFC 3261 section 18.2.2 with RFC 3581: TCP answers on the connection; UDP answers `received`
+   * (or the Via host) at the Via port, or at the source port when the Via asks for rport or names a
+   * port no datagram can go to.
+   */
   private responseDestination(via: ViaHeader | undefined, source: SipEndpoint): SipEndpoint {
     if (source.transport === 'tcp' || via === undefined) return source;
     const address = via.received ?? via.host.replace(/^\[|\]$/g, '');
-    const port = typeof via.rport === 'number' ? via.rport : (via.port ?? 5060);
+    const viaPort = via.port ?? 5060;
+    const port = via.rport !== undefined || !isUsablePort(viaPort) ? source.port : viaPort;
     return { transport: 'udp', address, port };
   }
 
@@ -400,13 +414,25 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     sipMetrics.responses.inc({ code: String(status) });
   }
 
-  private sendTo(data: Buffer, destination: SipEndpoint): void {
+  /** False when nothing was sent; the caller's transaction then ends. Never throws. */
+  private sendTo(data: Buffer, destination: SipEndpoint): boolean {
     const transport = this.transports.get(destination.transport);
     if (transport === undefined) {
-      this.logger.warn('no transport for destination', { transport: destination.transport });
-      return;
+      this.logger.warn('sip message not sent: no transport for destination', { transport: destination.transport });
+      return false;
     }
-    transport.send(data, destination);
+    const result = transport.send(data, destination);
+    if (!result.ok) this.logger.warn('sip message not sent: the transport refused it', { reason: result.reason, to: `${destination.transport}:${destination.address}:${destination.port}` });
+    return result.ok;
+  }
+
+  /** Runs a deferred step; what it throws is logged, never left to crash the process. */
+  private safely(what: string, run: () => void): void {
+    try {
+      run();
+    } catch (error) {
+      this.logger.error(`${what} failed`, { error });
+    }
   }
 
   // ---- DialogHost ---------------------------------------------------------------------------
@@ -501,6 +527,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       ],
     };
     const outcome = await this.sendRequest(request, branch, { transport, address: uri.host.replace(/^\[|\]$/g, ''), port: uri.port ?? 5060 }, false);
-    return outcome.type === 'timeout' ? 408 : outcome.response.status;
+    // RFC 3261 section 8.1.3.1: a transport error counts as 503.
+    return outcome.type === 'response' ? outcome.response.status : outcome.type === 'timeout' ? 408 : 503;
   }
 }

@@ -2,20 +2,27 @@
  * Client transactions for the requests callgate sends (RFC 3261 section 17.1): BYE, REFER,
  * OPTIONS, NOTIFY answers and re-INVITE. Non-INVITE: Timer E retransmits on UDP (T1 doubling to
  * T2), Timer F gives up after 64*T1, Timer K absorbs late responses. INVITE: Timer A retransmits,
- * Timer B gives up, a non-2xx is acknowledged here and Timer D absorbs its retransmissions.
+ * Timer B gives up, a non-2xx is acknowledged here and Timer D absorbs its retransmissions. A
+ * message the transport refuses ends the transaction at once with `transport-error` (section
+ * 17.1.1.2 / 17.1.2.2, taken as 503 by 8.1.3.1).
  */
 import type { SipResponse } from './message-types.ts';
 import type { SipTimers } from './sip-timers.ts';
 import { TransactionTimer } from './transaction-timer.ts';
 
-export type ClientOutcome = { readonly type: 'response'; readonly response: SipResponse } | { readonly type: 'timeout' };
+export type ClientOutcome =
+  | { readonly type: 'response'; readonly response: SipResponse }
+  | { readonly type: 'timeout' }
+  /** The transport refused the request (or its retransmission): nothing more will be sent. */
+  | { readonly type: 'transport-error' };
 
 export interface ClientTransactionOptions {
   readonly invite: boolean;
   readonly request: Buffer;
   readonly timers: SipTimers;
   readonly reliable: boolean;
-  readonly send: (data: Buffer) => void;
+  /** False when the transport refused the message. */
+  readonly send: (data: Buffer) => boolean;
   /** INVITE only: the ACK for a non-2xx final response (same branch, RFC 3261 section 17.1.1.3). */
   readonly buildAck?: (response: SipResponse) => Buffer;
   readonly onRetransmit: () => void;
@@ -30,7 +37,7 @@ export class ClientTransaction {
   private ack: Buffer | undefined;
   private readonly timer = new TransactionTimer();
   private resolveOutcome: ((outcome: ClientOutcome) => void) | undefined;
-  /** Settles with the final response, or `timeout` when Timer B/F fires first. */
+  /** Settles with the final response, `timeout` when Timer B/F fires first, or `transport-error`. */
   readonly outcome: Promise<ClientOutcome>;
 
   constructor(private readonly options: ClientTransactionOptions) {
@@ -41,7 +48,7 @@ export class ClientTransaction {
 
   start(): void {
     const { timers, reliable } = this.options;
-    this.options.send(this.options.request);
+    if (!this.send(this.options.request)) return;
     if (!reliable) this.retransmit(timers.t1);
     this.timer.after(timers.transactionTimeout, () => {
       if (this.final) return;
@@ -55,7 +62,7 @@ export class ClientTransaction {
       if (this.final || this.terminated) return;
       // INVITE stops retransmitting on a provisional response; non-INVITE continues at T2.
       if (this.options.invite && this.provisional) return;
-      this.options.send(this.options.request);
+      if (!this.send(this.options.request)) return;
       this.options.onRetransmit();
       const next = this.options.invite ? interval * 2 : this.provisional ? this.options.timers.t2 : Math.min(interval * 2, this.options.timers.t2);
       this.retransmit(next);
@@ -72,7 +79,7 @@ export class ClientTransaction {
     }
     if (this.final) {
       // A retransmitted final response: an INVITE client repeats its ACK (Timer D state).
-      if (this.ack !== undefined) this.options.send(this.ack);
+      if (this.ack !== undefined && this.send(this.ack)) this.options.onRetransmit();
       return;
     }
     this.final = true;
@@ -85,13 +92,21 @@ export class ClientTransaction {
         return;
       }
       this.ack = this.options.buildAck?.(response);
-      if (this.ack !== undefined) this.options.send(this.ack);
+      if (this.ack !== undefined && !this.send(this.ack)) return;
       if (reliable) this.terminate();
       else this.timer.after(timers.timerD, () => this.terminate());
       return;
     }
     if (reliable) this.terminate();
     else this.timer.after(timers.timerK, () => this.terminate());
+  }
+
+  /** Sends through the transport; a refusal settles `transport-error` (unless already settled) and ends. */
+  private send(data: Buffer): boolean {
+    if (this.options.send(data)) return true;
+    this.settle({ type: 'transport-error' });
+    this.terminate();
+    return false;
   }
 
   private settle(outcome: ClientOutcome): void {

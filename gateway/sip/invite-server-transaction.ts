@@ -13,11 +13,17 @@ export interface InviteServerTransactionOptions {
   readonly timers: SipTimers;
   /** TCP: the transport retransmits, so Timers G and I do not run and 2xx is sent once. */
   readonly reliable: boolean;
-  readonly send: (data: Buffer) => void;
+  /** False when the transport refused the message: the transaction ends and reports it. */
+  readonly send: (data: Buffer) => boolean;
   /** A response was sent again (a retransmission callgate made or one asked for by the peer). */
   readonly onRetransmit: () => void;
   /** No ACK arrived for the 2xx within 64*T1: the dialog must send BYE. */
   readonly onAckTimeout: () => void;
+  /**
+   * A response could not be sent (RFC 3261 section 17.2.4): the transaction has ended and the
+   * dialog must not wait for an ACK or an answer that can no longer go out.
+   */
+  readonly onTransportError: () => void;
   readonly onTerminated: () => void;
 }
 
@@ -40,7 +46,7 @@ export class InviteServerTransaction {
   respond(status: number, data: Buffer): void {
     if (this.current !== 'proceeding') return;
     this.lastResponse = data;
-    this.options.send(data);
+    if (!this.send(data)) return;
     if (status < 200) return;
     const { timers, reliable } = this.options;
     if (status < 300) {
@@ -63,7 +69,7 @@ export class InviteServerTransaction {
   private retransmit(interval: number, cap: number): void {
     this.timer.after(interval, () => {
       if ((this.current !== 'accepted' && this.current !== 'completed') || this.lastResponse === undefined) return;
-      this.options.send(this.lastResponse);
+      if (!this.send(this.lastResponse)) return;
       this.options.onRetransmit();
       this.retransmit(Math.min(interval * 2, cap), cap);
     });
@@ -72,8 +78,16 @@ export class InviteServerTransaction {
   /** The peer sent the INVITE again: repeat the last response, never deliver it twice. */
   receiveRetransmission(): void {
     if (this.lastResponse === undefined || this.current === 'confirmed' || this.current === 'terminated') return;
-    this.options.send(this.lastResponse);
+    if (!this.send(this.lastResponse)) return;
     this.options.onRetransmit();
+  }
+
+  /** Sends through the transport; a refusal ends the transaction and is reported. */
+  private send(data: Buffer): boolean {
+    if (this.options.send(data)) return true;
+    this.terminate();
+    this.options.onTransportError();
+    return false;
   }
 
   /** ACK for a non-2xx final response (same branch as the INVITE). */

@@ -49,7 +49,10 @@ export interface DialogHost {
   readonly logger: Logger;
   via(transport: TransportName, branch: string): string;
   contact(transport: TransportName): string;
-  /** Sends a request in a client transaction and resolves with its final response or a timeout. */
+  /**
+   * Sends a request in a client transaction and resolves with its final response, a timeout, or
+   * `transport-error` when nothing could be sent. Never throws.
+   */
   sendRequest(
     request: OutgoingRequest,
     branch: string,
@@ -244,7 +247,23 @@ export class SipDialog implements SignalingDialog {
     const initial = transaction === this.options.transaction;
     this.awaitingAck = undefined;
     this.options.host.logger.warn(initial ? 'no ACK for 2xx, ending the call with BYE' : 'no ACK for the 2xx to a re-INVITE, ending the call with BYE', { callId: this.callId });
-    void this.sendBye('ack-timeout');
+    this.byeInBackground('ack-timeout');
+  }
+
+  /**
+   * The transport refused a response of one of this dialog's INVITE transactions, which has ended
+   * (RFC 3261 section 17.2.4). A call not yet answered cannot be answered any more: it ends. A 2xx
+   * that cannot be (re)sent will never be ACKed: the session ends with BYE, as on an ACK timeout.
+   */
+  inviteTransactionFailed(transaction: InviteServerTransaction): void {
+    if (this.current === 'terminated') return;
+    this.options.host.logger.warn('a response to INVITE could not be sent', { callId: this.callId });
+    if (this.awaitingAck?.transaction === transaction) {
+      this.awaitingAck = undefined;
+      this.byeInBackground('ack-timeout');
+    } else if (transaction === this.options.transaction && !this.answered) {
+      this.end('rejected');
+    }
   }
 
   receiveAck(request: SipRequest): void {
@@ -261,7 +280,7 @@ export class SipDialog implements SignalingDialog {
         this.ackReceived = true;
         this.current = 'confirmed';
         this.options.host.logger.warn('the ACK carried no usable answer to the offer, ending the call with BYE', { callId: this.callId, reason: answer.detail });
-        void this.sendBye(initial ? 'rejected' : 'local-bye', [{ name: 'Reason', value: unusableAnswerReason(answer.detail) }]);
+        this.byeInBackground(initial ? 'rejected' : 'local-bye', [{ name: 'Reason', value: unusableAnswerReason(answer.detail) }]);
         return;
       }
       settled = answer.media;
@@ -271,7 +290,7 @@ export class SipDialog implements SignalingDialog {
       this.ackReceived = true;
       this.current = 'confirmed';
       this.emit(settled !== undefined ? { type: 'ack', media: settled } : { type: 'ack' });
-      if (this.byeWhenAcked) void this.sendBye('local-bye');
+      if (this.byeWhenAcked) this.byeInBackground('local-bye');
       return;
     }
     if (settled !== undefined) {
@@ -398,7 +417,7 @@ export class SipDialog implements SignalingDialog {
     clearTimeout(pending.timer);
     if (outcome.type === 'succeeded') {
       this.emit({ type: 'transfer', progress: { state: 'succeeded', status: 200 } });
-      void this.sendBye('transferred');
+      this.byeInBackground('transferred');
     } else {
       this.emit({ type: 'transfer', progress: { state: 'failed', status: outcome.status, reason: outcome.reason } });
     }
@@ -449,6 +468,12 @@ export class SipDialog implements SignalingDialog {
     this.end(reason);
     const outcome = await this.request('BYE', extra);
     if (outcome.type === 'timeout') this.options.host.logger.info('BYE was not answered', { callId: this.callId });
+    else if (outcome.type === 'transport-error') this.options.host.logger.warn('BYE could not be sent', { callId: this.callId, target: this.remoteTarget });
+  }
+
+  /** BYE that nobody awaits (the dialog ends at once); a failure is logged, never left unhandled. */
+  private byeInBackground(reason: DialogEndReason, extra: readonly SipHeader[] = []): void {
+    this.sendBye(reason, extra).catch((error: unknown) => this.options.host.logger.error('sending BYE failed', { error, callId: this.callId }));
   }
 
   async hangup(): Promise<void> {
@@ -478,6 +503,7 @@ export class SipDialog implements SignalingDialog {
       { name: 'Referred-By', value: this.localFrom.replace(/;tag=[^;]*$/, '') },
     ]);
     if (outcome.type === 'timeout') this.finishTransfer({ type: 'failed', status: 408, reason: 'REFER was not answered' });
+    else if (outcome.type === 'transport-error') this.finishTransfer({ type: 'failed', status: 503, reason: 'REFER could not be sent' });
     else if (outcome.response.status >= 300) this.finishTransfer({ type: 'failed', status: outcome.response.status, reason: outcome.response.reason });
     else if (this.transferPending !== undefined) this.emit({ type: 'transfer', progress: { state: 'accepted' } });
     return done;
@@ -503,6 +529,7 @@ export class SipDialog implements SignalingDialog {
       const destination = this.destination();
       const outcome = await this.options.host.sendRequest(request, branch, destination, true, (response) => this.buildAckBytes(cseq, branch, response));
       if (outcome.type === 'timeout') throw new Error('re-INVITE was not answered');
+      if (outcome.type === 'transport-error') throw new Error('re-INVITE could not be sent');
       const response = outcome.response;
       if (response.status >= 300) throw new Error(`re-INVITE refused with ${response.status}`);
       this.options.host.sendRaw(this.buildAckBytes(cseq, newBranch(), response), destination);

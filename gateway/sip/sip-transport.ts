@@ -20,10 +20,33 @@ export type SipMessageHandler = (data: Buffer, source: SipEndpoint) => void;
 /** Why a transport threw bytes away: counted by the stack, never fatal. */
 export type TransportDropReason = 'header-too-large' | 'body-too-large' | 'no-content-length' | 'idle-timeout';
 
+/**
+ * Whether a transport took a message. `refused` is decided before anything leaves: a destination
+ * no socket can send to (port 0, above 65535, no address), a socket not running, an error the
+ * socket threw. Errors reported later by the socket (ICMP unreachable, a refused connection) are
+ * only logged by the transport.
+ */
+export type SendResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+export const SENT: SendResult = { ok: true };
+
+/** A port a datagram or connection can be addressed to (1-65535); port 0 means "any" to a socket. */
+export function isUsablePort(port: number): boolean {
+  return Number.isInteger(port) && port >= 1 && port <= 65_535;
+}
+
+/** Checks a destination before it reaches a socket, which would throw on it. */
+export function destinationProblem(to: SipEndpoint): string | undefined {
+  if (!isUsablePort(to.port)) return `unusable port ${String(to.port)}`;
+  if (to.address.length === 0) return 'no address';
+  return undefined;
+}
+
 export interface SipTransport {
   readonly name: TransportName;
   /** Binds the socket; resolves with the port actually bound (useful with port 0). */
   start(): Promise<{ address: string; port: number }>;
-  send(data: Buffer, to: SipEndpoint): void;
+  /** Never throws: a message that cannot be sent is `refused` with the reason. */
+  send(data: Buffer, to: SipEndpoint): SendResult;
   stop(): Promise<void>;
 }

@@ -5,7 +5,7 @@
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../../config/log.ts';
-import type { SipEndpoint, SipMessageHandler, SipTransport, TransportDropReason } from './sip-transport.ts';
+import { destinationProblem, SENT, type SendResult, type SipEndpoint, type SipMessageHandler, type SipTransport, type TransportDropReason } from './sip-transport.ts';
 import { StreamFramer } from './stream-framer.ts';
 
 export interface TcpTransportOptions {
@@ -86,15 +86,24 @@ export class TcpTransport implements SipTransport {
     return connection;
   }
 
-  send(data: Buffer, to: SipEndpoint): void {
-    const existing = (to.connectionId !== undefined ? this.byId.get(to.connectionId) : undefined) ?? this.byRemote.get(`${to.address}|${to.port}`);
-    if (existing !== undefined && !existing.socket.destroyed) {
-      existing.socket.write(data);
-      return;
+  send(data: Buffer, to: SipEndpoint): SendResult {
+    if (this.server === undefined) return { ok: false, reason: 'the TCP listener is not running' };
+    try {
+      const existing = (to.connectionId !== undefined ? this.byId.get(to.connectionId) : undefined) ?? this.byRemote.get(`${to.address}|${to.port}`);
+      if (existing !== undefined && !existing.socket.destroyed) {
+        existing.socket.write(data);
+        return SENT;
+      }
+      const problem = destinationProblem(to);
+      if (problem !== undefined) return { ok: false, reason: problem };
+      // net.connect throws synchronously on a bad port; a refused connection comes as an 'error' event.
+      const socket = connect({ host: to.address, port: to.port });
+      this.adopt(socket, `${to.address}|${to.port}`);
+      socket.write(data);
+      return SENT;
+    } catch (error) {
+      return { ok: false, reason: error instanceof Error ? error.message : String(error) };
     }
-    const socket = connect({ host: to.address, port: to.port });
-    this.adopt(socket, `${to.address}|${to.port}`);
-    socket.write(data);
   }
 
   stop(): Promise<void> {

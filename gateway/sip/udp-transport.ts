@@ -6,7 +6,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import type { Logger } from '../../config/log.ts';
 import { readFileSync } from 'node:fs';
-import type { SipEndpoint, SipMessageHandler, SipTransport } from './sip-transport.ts';
+import { destinationProblem, SENT, type SendResult, type SipEndpoint, type SipMessageHandler, type SipTransport } from './sip-transport.ts';
 
 export interface UdpTransportOptions {
   readonly address: string;
@@ -73,10 +73,20 @@ export class UdpTransport implements SipTransport {
     return this.granted;
   }
 
-  send(data: Buffer, to: SipEndpoint): void {
-    this.socket?.send(data, to.port, to.address, (error) => {
-      if (error) this.options.logger.warn('udp send failed', { error, to: `${to.address}:${to.port}` });
-    });
+  send(data: Buffer, to: SipEndpoint): SendResult {
+    const socket = this.socket;
+    if (socket === undefined) return { ok: false, reason: 'the UDP socket is not running' };
+    const problem = destinationProblem(to);
+    if (problem !== undefined) return { ok: false, reason: problem };
+    try {
+      // dgram throws synchronously on a bad port or a closed socket; later errors come to the callback.
+      socket.send(data, to.port, to.address, (error) => {
+        if (error) this.options.logger.warn('udp send failed', { error, to: `${to.address}:${to.port}` });
+      });
+      return SENT;
+    } catch (error) {
+      return { ok: false, reason: error instanceof Error ? error.message : String(error) };
+    }
   }
 
   stop(): Promise<void> {

@@ -172,7 +172,10 @@ export class DrachtioDialog implements SignalingDialog {
     this.transferDone = undefined;
     if (done === undefined) return;
     done(outcome);
-    if (outcome.type === 'succeeded') void this.bye('transferred');
+    if (outcome.type === 'succeeded') {
+      // Nobody awaits this BYE: a failure (destroy throwing) is logged, never left unhandled.
+      this.bye('transferred').catch((error: unknown) => this.options.logger.error('sending BYE after the transfer failed', { error, callId: this.callId }));
+    }
   }
 
   private bye(reason: DialogEndReason): Promise<void> {

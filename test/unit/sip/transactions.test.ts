@@ -48,9 +48,10 @@ describe('when an INVITE server transaction sends 2xx over UDP and no ACK comes'
     const transaction = new InviteServerTransaction({
       timers,
       reliable: false,
-      send: () => sent.push(Date.now() - start),
+      send: () => sent.push(Date.now() - start) > 0,
       onRetransmit: () => undefined,
       onAckTimeout: () => timeouts++,
+      onTransportError: () => undefined,
       onTerminated: () => terminated++,
     });
     transaction.respond(200, Buffer.from('200'));
@@ -67,7 +68,7 @@ describe('when an INVITE server transaction sends 2xx over UDP and no ACK comes'
   it('should stop retransmitting when the dialog reports the ACK', async () => {
     let sent = 0;
     let timeouts = 0;
-    const transaction = new InviteServerTransaction({ timers, reliable: false, send: () => sent++, onRetransmit: () => undefined, onAckTimeout: () => timeouts++, onTerminated: () => undefined });
+    const transaction = new InviteServerTransaction({ timers, reliable: false, send: () => ++sent > 0, onRetransmit: () => undefined, onAckTimeout: () => timeouts++, onTransportError: () => undefined, onTerminated: () => undefined });
     transaction.respond(200, Buffer.from('200'));
     await sleep(35);
     transaction.acknowledge();
@@ -82,7 +83,7 @@ describe('when an INVITE server transaction sends a non-2xx final response', () 
   it('should retransmit it (Timer G) until the ACK, then absorb for Timer I and terminate', async () => {
     let sent = 0;
     let terminated = false;
-    const transaction = new InviteServerTransaction({ timers, reliable: false, send: () => sent++, onRetransmit: () => undefined, onAckTimeout: () => undefined, onTerminated: () => (terminated = true) });
+    const transaction = new InviteServerTransaction({ timers, reliable: false, send: () => ++sent > 0, onRetransmit: () => undefined, onAckTimeout: () => undefined, onTransportError: () => undefined, onTerminated: () => (terminated = true) });
     transaction.respond(486, Buffer.from('486'));
     await sleep(45);
     expect(sent).toBeGreaterThanOrEqual(3);
@@ -96,7 +97,7 @@ describe('when an INVITE server transaction sends a non-2xx final response', () 
 
   it('should give up after Timer H without an ACK', async () => {
     let terminated = false;
-    const transaction = new InviteServerTransaction({ timers, reliable: true, send: () => undefined, onRetransmit: () => undefined, onAckTimeout: () => undefined, onTerminated: () => (terminated = true) });
+    const transaction = new InviteServerTransaction({ timers, reliable: true, send: () => true, onRetransmit: () => undefined, onAckTimeout: () => undefined, onTransportError: () => undefined, onTerminated: () => (terminated = true) });
     transaction.respond(404, Buffer.from('404'));
     await sleep(timers.timerH + 50);
     expect(terminated).toBe(true);
@@ -104,7 +105,7 @@ describe('when an INVITE server transaction sends a non-2xx final response', () 
 
   it('should answer a retransmitted INVITE with the last response and never twice the application', () => {
     const sent: string[] = [];
-    const transaction = new InviteServerTransaction({ timers, reliable: true, send: (d) => sent.push(d.toString()), onRetransmit: () => undefined, onAckTimeout: () => undefined, onTerminated: () => undefined });
+    const transaction = new InviteServerTransaction({ timers, reliable: true, send: (d) => sent.push(d.toString()) > 0, onRetransmit: () => undefined, onAckTimeout: () => undefined, onTransportError: () => undefined, onTerminated: () => undefined });
     transaction.respond(100, Buffer.from('100'));
     transaction.receiveRetransmission();
     transaction.respond(180, Buffer.from('180'));
@@ -118,7 +119,7 @@ describe('when a non-INVITE server transaction completes over UDP', () => {
   it('should answer retransmissions from the completed state until Timer J ends it', async () => {
     const sent: string[] = [];
     let terminated = false;
-    const transaction = new NonInviteServerTransaction({ timers, reliable: false, send: (d) => sent.push(d.toString()), onRetransmit: () => undefined, onTerminated: () => (terminated = true) });
+    const transaction = new NonInviteServerTransaction({ timers, reliable: false, send: (d) => sent.push(d.toString()) > 0, onRetransmit: () => undefined, onTerminated: () => (terminated = true) });
     transaction.respond(200, Buffer.from('200'));
     transaction.receiveRetransmission();
     expect(sent).toEqual(['200', '200']);
@@ -131,7 +132,7 @@ describe('when a non-INVITE server transaction completes over UDP', () => {
 describe('when a non-INVITE client transaction gets no answer', () => {
   it('should retransmit (Timer E) and time out after 64*T1 (Timer F)', async () => {
     let sent = 0;
-    const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: false, send: () => sent++, onRetransmit: () => undefined, onTerminated: () => undefined });
+    const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: false, send: () => ++sent > 0, onRetransmit: () => undefined, onTerminated: () => undefined });
     transaction.start();
     await sleep(timers.transactionTimeout + 10);
     expect(await transaction.outcome).toEqual({ type: 'timeout' });
@@ -141,7 +142,7 @@ describe('when a non-INVITE client transaction gets no answer', () => {
 
   it('should send once over TCP and still time out', async () => {
     let sent = 0;
-    const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: true, send: () => sent++, onRetransmit: () => undefined, onTerminated: () => undefined });
+    const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: true, send: () => ++sent > 0, onRetransmit: () => undefined, onTerminated: () => undefined });
     transaction.start();
     await sleep(timers.transactionTimeout + 10);
     expect(await transaction.outcome).toEqual({ type: 'timeout' });
@@ -153,7 +154,7 @@ describe('when a client transaction gets its final response', () => {
   it('should resolve with it, stop retransmitting and absorb late copies for Timer K', async () => {
     let sent = 0;
     let terminated = false;
-    const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: false, send: () => sent++, onRetransmit: () => undefined, onTerminated: () => (terminated = true) });
+    const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: false, send: () => ++sent > 0, onRetransmit: () => undefined, onTerminated: () => (terminated = true) });
     transaction.start();
     transaction.receiveResponse(response(200));
     const outcome = await transaction.outcome;
@@ -172,7 +173,7 @@ describe('when a client transaction gets its final response', () => {
       request: Buffer.from('INVITE'),
       timers,
       reliable: false,
-      send: (d) => sent.push(d.toString()),
+      send: (d) => sent.push(d.toString()) > 0,
       buildAck: () => Buffer.from('ACK'),
       onRetransmit: () => undefined,
       onTerminated: () => undefined,
