@@ -397,16 +397,15 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
   }
 
   /**
-   * RFC 3261 section 18.2.2 with RFC 3581: TCP answers on the connection; UDP answers `received`
-   * (or the Via host) at the Via port, or at the source port when the Via asks for rport or names a
-   * port no datagram can go to.
+   * RFC 3261 section 18.2.2 with RFC 3581: TCP answers on the connection; UDP answers the address
+   * the request came from (what `received` says, whatever the peer wrote in it) at the Via port, or
+   * at the source port when the Via asks for rport or names a port no datagram can go to.
    */
   private responseDestination(via: ViaHeader | undefined, source: SipEndpoint): SipEndpoint {
     if (source.transport === 'tcp' || via === undefined) return source;
-    const address = via.received ?? via.host.replace(/^\[|\]$/g, '');
     const viaPort = via.port ?? 5060;
     const port = via.rport !== undefined || !isUsablePort(viaPort) ? source.port : viaPort;
-    return { transport: 'udp', address, port };
+    return { transport: 'udp', address: source.address, port };
   }
 
   private sendResponse(request: AnswerableRequest, status: number, destination: SipEndpoint, options: ResponseOptions = {}): void {

@@ -5,7 +5,7 @@
 import { headerValues } from './header-names.ts';
 import { paramValue } from './header-parser.ts';
 import { formatVia, type OutgoingResponse } from './message-serializer.ts';
-import type { SipHeader, SipRequest } from './message-types.ts';
+import type { SipHeader, SipRequest, ViaHeader } from './message-types.ts';
 
 const REASONS: Readonly<Record<number, string>> = {
   100: 'Trying',
@@ -73,19 +73,27 @@ export function buildResponse(request: AnswerableRequest | SipRequest, status: n
 /**
  * RFC 3261 section 18.2.1 and RFC 3581: the server notes on the topmost Via where the request
  * really came from (received, and rport when asked for), so responses go back through the NAT.
+ * A received or rport value the peer wrote itself is never kept: it would let the peer send
+ * callgate's responses (and their retransmissions) to an address of its choosing.
  */
 export function stampReceived(request: SipRequest, sourceAddress: string, sourcePort: number): SipRequest {
   const top = request.via[0];
   if (top === undefined) return request;
   const needsReceived = top.host.replace(/^\[|\]$/g, '') !== sourceAddress || top.rport !== undefined;
-  if (!needsReceived && top.rport === undefined) return request;
+  if (!needsReceived && top.received === undefined) return request;
   const params = top.params.filter(([name]) => {
     const lower = name.toLowerCase();
     return lower !== 'received' && lower !== 'rport';
   });
-  params.push(['received', sourceAddress]);
+  if (needsReceived) params.push(['received', sourceAddress]);
   if (top.rport !== undefined) params.push(['rport', String(sourcePort)]);
-  const via = { ...top, params, received: sourceAddress, ...(top.rport !== undefined ? { rport: sourcePort } : {}) };
+  const { received: _peerReceived, rport: _peerRport, ...rest } = top;
+  const via: ViaHeader = {
+    ...rest,
+    params,
+    ...(needsReceived ? { received: sourceAddress } : {}),
+    ...(top.rport !== undefined ? { rport: sourcePort } : {}),
+  };
   let replaced = false;
   const headers = request.headers.map((header) => {
     if (replaced || header.name !== 'Via') return header;
