@@ -23,7 +23,7 @@ import { unusablePortReason } from './request-ports.ts';
 import { parseSdp } from './sdp-parser.ts';
 import type { SdpSession } from './sdp-types.ts';
 import type { DialogEndReason, InboundCallHandler, SignalingDriver } from './signaling-driver.ts';
-import { ALLOWED_METHODS, SipDialog, type DialogHost } from './sip-dialog.ts';
+import { ALLOWED_METHODS, SipDialog, type DialogHost, type InviteAcks } from './sip-dialog.ts';
 import { newBranch, newCallId, newTag } from './sip-ids.ts';
 import { sipMetrics } from './sip-metrics.ts';
 import { resolveTimers, type SipTimerOptions, type SipTimers } from './sip-timers.ts';
@@ -454,7 +454,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     branch: string,
     destination: SipEndpoint,
     invite: boolean,
-    buildAck?: (response: SipResponse) => Buffer,
+    acks: InviteAcks = {},
   ): Promise<ClientOutcome> {
     const key = `${branch}\n${request.method}`;
     const transaction = new ClientTransaction({
@@ -463,17 +463,14 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       timers: this.timers,
       reliable: destination.transport === 'tcp',
       send: (data) => this.sendTo(data, destination),
-      ...(buildAck !== undefined ? { buildAck } : {}),
+      ...(acks.non2xx !== undefined ? { buildAck: acks.non2xx } : {}),
+      ...(acks.for2xx !== undefined ? { build2xxAck: acks.for2xx } : {}),
       onRetransmit: () => sipMetrics.retransmissions.inc({ direction: 'sent' }),
       onTerminated: () => this.clientTransactions.delete(key),
     });
     this.clientTransactions.set(key, transaction);
     transaction.start();
     return transaction.outcome;
-  }
-
-  sendRaw(data: Buffer, destination: SipEndpoint): void {
-    this.sendTo(data, destination);
   }
 
   dialogAnswered(dialog: SipDialog): void {

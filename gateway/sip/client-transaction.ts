@@ -2,9 +2,10 @@
  * Client transactions for the requests callgate sends (RFC 3261 section 17.1): BYE, REFER,
  * OPTIONS, NOTIFY answers and re-INVITE. Non-INVITE: Timer E retransmits on UDP (T1 doubling to
  * T2), Timer F gives up after 64*T1, Timer K absorbs late responses. INVITE: Timer A retransmits,
- * Timer B gives up, a non-2xx is acknowledged here and Timer D absorbs its retransmissions. A
- * message the transport refuses ends the transaction at once with `transport-error` (section
- * 17.1.1.2 / 17.1.2.2, taken as 503 by 8.1.3.1).
+ * Timer B gives up, a non-2xx is acknowledged here and Timer D absorbs its retransmissions; after a
+ * 2xx the transaction stays Accepted for Timer M (RFC 6026) and sends the dialog's ACK again for
+ * every retransmitted 2xx (RFC 3261 section 13.2.2.4). A message the transport refuses ends the
+ * transaction at once with `transport-error` (section 17.1.1.2 / 17.1.2.2, taken as 503 by 8.1.3.1).
  */
 import type { SipResponse } from './message-types.ts';
 import type { SipTimers } from './sip-timers.ts';
@@ -25,6 +26,8 @@ export interface ClientTransactionOptions {
   readonly send: (data: Buffer) => boolean;
   /** INVITE only: the ACK for a non-2xx final response (same branch, RFC 3261 section 17.1.1.3). */
   readonly buildAck?: (response: SipResponse) => Buffer;
+  /** INVITE only: the dialog's ACK for a 2xx (a new branch, RFC 3261 section 13.2.2.4). */
+  readonly build2xxAck?: (response: SipResponse) => Buffer;
   readonly onRetransmit: () => void;
   readonly onProvisional?: (response: SipResponse) => void;
   readonly onTerminated: () => void;
@@ -78,7 +81,7 @@ export class ClientTransaction {
       return;
     }
     if (this.final) {
-      // A retransmitted final response: an INVITE client repeats its ACK (Timer D state).
+      // A retransmitted final response: repeat the ACK (Timer D for a non-2xx, Timer M for a 2xx).
       if (this.ack !== undefined && this.send(this.ack)) this.options.onRetransmit();
       return;
     }
@@ -87,8 +90,11 @@ export class ClientTransaction {
     const { timers, reliable } = this.options;
     if (this.options.invite) {
       if (response.status < 300) {
-        // The ACK for 2xx is the dialog's own transaction.
-        this.terminate();
+        // RFC 6026 Accepted: the 2xx may come again (its sender retransmits until it sees the ACK).
+        this.ack = this.options.build2xxAck?.(response);
+        if (this.ack !== undefined && !this.send(this.ack)) return;
+        this.timer.clear();
+        this.timer.after(timers.transactionTimeout, () => this.terminate());
         return;
       }
       this.ack = this.options.buildAck?.(response);

@@ -53,17 +53,17 @@ export interface DialogHost {
    * Sends a request in a client transaction and resolves with its final response, a timeout, or
    * `transport-error` when nothing could be sent. Never throws.
    */
-  sendRequest(
-    request: OutgoingRequest,
-    branch: string,
-    destination: SipEndpoint,
-    invite: boolean,
-    buildAck?: (response: SipResponse) => Buffer,
-  ): Promise<ClientOutcome>;
-  /** Sends bytes outside any transaction (the ACK for a 2xx). */
-  sendRaw(data: Buffer, destination: SipEndpoint): void;
+  sendRequest(request: OutgoingRequest, branch: string, destination: SipEndpoint, invite: boolean, acks?: InviteAcks): Promise<ClientOutcome>;
   dialogAnswered(dialog: SipDialog): void;
   dialogEnded(dialog: SipDialog, reason: DialogEndReason, answered: boolean): void;
+}
+
+/** How a re-INVITE's final responses are acknowledged; its client transaction sends (and resends) them. */
+export interface InviteAcks {
+  /** The ACK of a non-2xx: part of the INVITE transaction, same branch (RFC 3261 section 17.1.1.3). */
+  readonly non2xx?: (response: SipResponse) => Buffer;
+  /** The ACK of a 2xx: the dialog's own request, a new branch (RFC 3261 section 13.2.2.4). */
+  readonly for2xx?: (response: SipResponse) => Buffer;
 }
 
 export interface SipDialogOptions {
@@ -526,13 +526,15 @@ export class SipDialog implements SignalingDialog {
       const cseq = ++this.localCseq;
       const branch = newBranch();
       const request = this.buildRequest('INVITE', cseq, branch, [], serializeSdp(offer));
-      const destination = this.destination();
-      const outcome = await this.options.host.sendRequest(request, branch, destination, true, (response) => this.buildAckBytes(cseq, branch, response));
+      const outcome = await this.options.host.sendRequest(request, branch, this.destination(), true, {
+        non2xx: (response) => this.buildAckBytes(cseq, branch, response),
+        // Built once and kept by the transaction, which sends it again for each retransmitted 2xx.
+        for2xx: (response) => this.buildAckBytes(cseq, newBranch(), response),
+      });
       if (outcome.type === 'timeout') throw new Error('re-INVITE was not answered');
       if (outcome.type === 'transport-error') throw new Error('re-INVITE could not be sent');
       const response = outcome.response;
       if (response.status >= 300) throw new Error(`re-INVITE refused with ${response.status}`);
-      this.options.host.sendRaw(this.buildAckBytes(cseq, newBranch(), response), destination);
       this.sessionVersion += 1;
       this.lastAnswer = offer;
       if (local !== undefined) this.local = local;
