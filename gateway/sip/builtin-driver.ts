@@ -14,7 +14,7 @@ import { DigestNonceStore, NONCE_LIFETIME_MS } from './digest-nonce-store.ts';
 import { headerValue, headerValues } from './header-names.ts';
 import { paramValue, parseNameAddr } from './header-parser.ts';
 import { InviteServerTransaction } from './invite-server-transaction.ts';
-import { buildResponse, stampReceived, type AnswerableRequest, type ResponseOptions } from './message-factory.ts';
+import { buildResponse, stampReceived, warningValue, type AnswerableRequest, type ResponseOptions } from './message-factory.ts';
 import { parseSipMessage } from './message-parser.ts';
 import { serializeRequest, serializeResponse, type OutgoingRequest } from './message-serializer.ts';
 import { BRANCH_MAGIC_COOKIE, SUPPORTED_METHODS, type SipRequest, type SipResponse, type ViaHeader } from './message-types.ts';
@@ -174,8 +174,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       if (answerable !== undefined && routable) {
         sipMetrics.parseFailures.inc({ outcome: 'answered' });
         const destination = this.responseDestination(answerable.via[0], source);
-        const warning = parsed.reason.replace(/["\\]/g, "'");
-        this.sendResponse(answerable, answerable.status, destination, { headers: [{ name: 'Warning', value: `399 callgate "${warning}"` }] });
+        this.sendResponse(answerable, answerable.status, destination, { headers: [{ name: 'Warning', value: warningValue(parsed.reason) }] });
       } else {
         sipMetrics.parseFailures.inc({ outcome: 'dropped' });
         if (this.logger.isEnabled('debug')) this.logger.debug('dropped unparseable sip message', { reason: parsed.reason, source: source.address });
@@ -341,7 +340,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       const sdp = parseSdp(request.body);
       if (!sdp.ok) {
         sipMetrics.callsRejected.inc({ driver: DRIVER, code: '488' });
-        respond(488, { headers: [{ name: 'Warning', value: `399 callgate "${sdp.reason.replace(/["\\]/g, "'")}"` }] });
+        respond(488, { headers: [{ name: 'Warning', value: warningValue(sdp.reason) }] });
         return;
       }
       offer = sdp.value;

@@ -102,3 +102,22 @@ export function stampReceived(request: SipRequest, sourceAddress: string, source
   });
   return { ...request, headers, via: [via, ...request.via.slice(1)] };
 }
+
+/** Longest text put in a Warning header: enough to say what was wrong, never a copy of the message. */
+const MAX_WARNING_TEXT = 120;
+
+/**
+ * The Warning header value (RFC 3261 section 20.43) that says why a request was refused. The text
+ * often quotes the peer (a line of its SDP, a header it sent), so inside the quoted-string it keeps
+ * no quote or backslash (made `'`) and no control character (made a space): a CR or LF would end
+ * the header and start one of the peer's choosing.
+ */
+export function warningValue(text: string): string {
+  let quoted = '';
+  for (const char of text.slice(0, MAX_WARNING_TEXT)) {
+    const code = char.charCodeAt(0);
+    if (char === '"' || char === '\\') quoted += "'";
+    else quoted += code < 0x20 || code === 0x7f ? ' ' : char;
+  }
+  return `399 callgate "${quoted}${text.length > MAX_WARNING_TEXT ? '...' : ''}"`;
+}

@@ -33,11 +33,24 @@ export function serializeMessage(message: SipMessage): Buffer {
     : serializeResponse({ status: message.status, reason: message.reason, headers: message.headers, body: message.body });
 }
 
+/** Control characters other than HTAB: none may reach a start line or a header value. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/g;
+
+/**
+ * One line of the head, whatever text went into it: a CR or LF (from a peer's text that slipped
+ * through) would end the line and start a header of the peer's choosing, so each becomes a space.
+ */
+function oneLine(text: string): string {
+  CONTROL.lastIndex = 0;
+  return CONTROL.test(text) ? text.replace(CONTROL, ' ') : text;
+}
+
 function assemble(startLine: string, headers: readonly SipHeader[], body: string): Buffer {
-  let text = `${startLine}\r\n`;
+  let text = `${oneLine(startLine)}\r\n`;
   for (const header of headers) {
     if (header.name === 'Content-Length') continue;
-    text += `${header.name}: ${header.value}\r\n`;
+    text += `${header.name}: ${oneLine(header.value)}\r\n`;
   }
   text += `Content-Length: ${Buffer.byteLength(body, 'utf8')}\r\n\r\n${body}`;
   return Buffer.from(text, 'utf8');

@@ -10,7 +10,14 @@ const DIRECTIONS: ReadonlySet<string> = new Set(['sendrecv', 'sendonly', 'recvon
 const MAX_MEDIA = 16;
 const MAX_LINES = 512;
 
-const clipLine = (line: string): string => (line.length > 60 ? `${line.slice(0, 60)}...` : line);
+/**
+ * A peer's line quoted in a failure reason, which may end up in a Warning header and a log: short,
+ * printable ASCII only (a lone CR survives the split on LF), anything else shown as '?'.
+ */
+const clipLine = (line: string): string => {
+  const printable = line.replace(/[^\x20-\x7e]/g, '?');
+  return printable.length > 60 ? `${printable.slice(0, 60)}...` : printable;
+};
 
 interface MutableMedia {
   type: string;

@@ -13,7 +13,7 @@ import { parseNameAddr, paramValue } from './header-parser.ts';
 import { parseInfoBody } from './info-body.ts';
 import type { InviteServerTransaction } from './invite-server-transaction.ts';
 import type { LocalMediaAddress } from './local-media.ts';
-import { buildResponse, type ResponseOptions } from './message-factory.ts';
+import { buildResponse, warningValue, type ResponseOptions } from './message-factory.ts';
 import { serializeResponse, type OutgoingRequest } from './message-serializer.ts';
 import type { SipHeader, SipRequest, SipResponse } from './message-types.ts';
 import type { NonInviteServerTransaction } from './non-invite-server-transaction.ts';
@@ -355,7 +355,7 @@ export class SipDialog implements SignalingDialog {
     if (request.body.length > 0) {
       const parsed = parseSdp(request.body);
       if (!parsed.ok) {
-        this.respondInvite(transaction, request, 488, { headers: [{ name: 'Warning', value: `399 callgate "${parsed.reason.replace(/"/g, "'")}"` }] });
+        this.respondInvite(transaction, request, 488, { headers: [{ name: 'Warning', value: warningValue(parsed.reason) }] });
         return;
       }
       const result = answerOffer(parsed.value, { preference: this.options.tenant.codecs, local: this.local, sessionId: this.sessionId, sessionVersion: this.sessionVersion + 1 });
