@@ -41,7 +41,10 @@ import type { CallRegistry } from './call-registry.ts';
  * as not heard and delivery says it again when the caller is idle.
  */
 export const DELIVERY_TIMEOUT_MS = 45_000;
-/** After the model gave up a result's response, how soon a quiet call is offered it again. */
+/**
+ * After the model gave up a result's response, or a renewal cut one short, how soon a quiet call
+ * is offered it again (nothing else would: the line is silent and no model event is coming).
+ */
 const RETRY_AFTER_DROP_MS = 1_000;
 /** A lost model session is re-opened this many times in one call; then the call ends politely. */
 export const MAX_MODEL_REOPENS = 1;
@@ -135,6 +138,12 @@ export class CallSession {
   private activeResponseId: string | undefined;
   /** Responses the caller talked over: their late audio is not played. */
   private readonly silenced = new Set<string>();
+  /**
+   * Responses created while the caller was talking (the client cancels them once created): none of
+   * their audio is played, and their items are cut at 0 ms when they are done, so the model does
+   * not take what it generated for something the caller heard.
+   */
+  private readonly unheard = new Map<string, Set<string>>();
   /** Items each response played, to end them in the playout when the response is done. */
   private readonly itemsByResponse = new Map<string, Set<string>>();
   private readonly deliveries: DeliveryWaiter[] = [];
@@ -142,6 +151,10 @@ export class CallSession {
   private toolChain: Promise<void> = Promise.resolve();
   private ended: Promise<void> | undefined;
   private ending = false;
+  /** The goodbye prompt is on its way; `ending` is set only once it has played. */
+  private sayingGoodbye = false;
+  /** openModel() is connecting or configuring a session: a loss now is its failure, owned by whoever awaits it. */
+  private opening = false;
   /** performance.now() at the answer, for the duration metric; undefined until answered. */
   private answeredAt: number | undefined;
   /** Items handed to the playout and not yet played out or cleared. */
@@ -279,6 +292,7 @@ export class CallSession {
     session.onAny((event) => {
       if (generation === this.generation) this.onModel(event);
     });
+    this.opening = true;
     try {
       await session.connect();
       const context = reopen ? await this.reopenContext() : undefined;
@@ -287,6 +301,8 @@ export class CallSession {
       this.log.warn('model session could not be opened', { error, reopen });
       await session.close().catch(() => undefined);
       return false;
+    } finally {
+      this.opening = false;
     }
     if (this.ending) return false;
     if (!reopen && this.answeredAt !== undefined) observeWithExemplar(callMetrics.modelReadySeconds, { tenant: this.agent.tenantId }, (performance.now() - this.answeredAt) / 1000, { session_id: this.sessionId });
@@ -368,13 +384,43 @@ export class CallSession {
     // Events of the old session are ignored from here on: its generation is over.
     const generation = ++this.generation;
     this.model = session;
-    this.activeResponseId = undefined;
-    this.agent.responseActive = false;
+    // A forced switch may cut the old session mid-sentence: nothing of it plays on, and a result it
+    // was speaking is said again on the new one.
+    const cut = this.leaveModelSession();
     void old?.close().catch((error: unknown) => this.log.debug('closing the expiring model session failed', { error }));
     callMetrics.modelReopens.inc({ cause: 'expiring', outcome: 'ok' });
     this.modelReady = Promise.resolve(true);
     this.emit(callEvents.modelRenewed(generation, this.agent.activeAgent));
-    this.log.info('model session renewed before its limit', { attempt: generation });
+    this.log.info('model session renewed before its limit', { attempt: generation, results_cut: cut });
+    if (cut > 0) this.offerAgainSoon();
+  }
+
+  /**
+   * The model session in use is over (lost, or switched for a renewal): what it was saying stops,
+   * its responses are forgotten, and results being spoken on it resolve failed (the caller did not
+   * hear them whole), so delivery says them again. The caller's turn belonged to the old session's
+   * turn detection: the next session starts with nobody speaking and no answer owed, or the gate
+   * would hold results until the caller spoke again. Returns how many deliveries were cut.
+   */
+  private leaveModelSession(): number {
+    this.activeResponseId = undefined;
+    this.agent.responseActive = false;
+    this.agent.callerSpeaking = false;
+    this.answerOwedSince = undefined;
+    this.silenced.clear();
+    this.unheard.clear();
+    this.itemsByResponse.clear();
+    this.clearPlayout();
+    const cut = this.deliveries.splice(0);
+    for (const waiter of cut) waiter.resolve({ status: 'failed', ...(waiter.responseId !== undefined && { responseId: waiter.responseId }) });
+    return cut.length;
+  }
+
+  /** Offers held results again shortly, when the line is still quiet then. */
+  private offerAgainSoon(): void {
+    setTimeout(() => {
+      if (!this.ending && !this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
+    }, RETRY_AFTER_DROP_MS).unref();
   }
 
   /** Plays one of callgate's own lines; resolves once it has been played out (or cleared, or the call ended). */
@@ -383,7 +429,8 @@ export class CallSession {
     const rtp = this.rtp;
     if (prompts === undefined || rtp === undefined) return;
     const prompt = await prompts.get(kind, this.modelFormat);
-    if (this.rtp === undefined || (this.ending && kind !== 'goodbye')) return;
+    // An apology rendered only now must not follow the goodbye that has begun since.
+    if (this.rtp === undefined || ((this.ending || this.sayingGoodbye) && kind !== 'goodbye')) return;
     const itemId = `prompt_${kind}_${++this.promptCount}`;
     callMetrics.apologies.inc({ kind, audio: prompt.rendered });
     this.emit(callEvents.prompt(kind, prompt.rendered, prompt.ms));
@@ -441,7 +488,10 @@ export class CallSession {
     if (model === undefined || rtp === undefined) return;
     switch (event.type) {
       case 'audio_delta': {
-        if (this.silenced.has(event.responseId) || this.ending) return;
+        if (this.silenced.has(event.responseId) || this.ending) {
+          this.unheard.get(event.responseId)?.add(event.itemId);
+          return;
+        }
         let items = this.itemsByResponse.get(event.responseId);
         if (items === undefined) {
           items = new Set();
@@ -468,6 +518,13 @@ export class CallSession {
         this.answerOwedSince = undefined;
         this.activeResponseId = event.responseId;
         this.agent.responseActive = true;
+        // Created after the caller started talking: it was asked for before the barge-in (the
+        // server's own responses come after speech stops), and the client cancels it now. Its audio
+        // already on the way must not play over the caller.
+        if (this.agent.callerSpeaking) {
+          this.silenced.add(event.responseId);
+          this.unheard.set(event.responseId, new Set());
+        }
         // The response that speaks a result is the one created for its request's tag, never merely
         // the next one: a response the server started itself may predate the result's message.
         // A request the model gives up on is reported by its tag (an error) and fails at once.
@@ -479,12 +536,15 @@ export class CallSession {
       case 'response_done': {
         for (const item of this.itemsByResponse.get(event.responseId) ?? []) rtp.endItem(item);
         this.itemsByResponse.delete(event.responseId);
-        this.silenced.delete(event.responseId);
+        for (const item of this.unheard.get(event.responseId) ?? []) model.truncate(item, 0);
+        this.unheard.delete(event.responseId);
+        // A response the caller talked over was not heard whole, however it ended on the model's side.
+        const heard = !this.silenced.delete(event.responseId);
         if (this.activeResponseId === event.responseId) {
           this.activeResponseId = undefined;
           this.agent.responseActive = false;
         }
-        this.settleDelivery(event.responseId, event.status === 'completed' ? 'completed' : event.status === 'cancelled' ? 'cancelled' : 'failed');
+        this.settleDelivery(event.responseId, event.status === 'completed' && heard ? 'completed' : event.status === 'failed' || event.status === 'incomplete' ? 'failed' : 'cancelled');
         this.emit(callEvents.response('done', event.responseId, event.status));
         if (!this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
         return;
@@ -513,9 +573,7 @@ export class CallSession {
           this.settleWaiter(dropped, 'failed');
           // Said again at the next quiet moment; if the line is quiet already, no event will say
           // so, so look again shortly (once per drop, so a model that keeps refusing is not hammered).
-          setTimeout(() => {
-            if (!this.ending && !this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
-          }, RETRY_AFTER_DROP_MS).unref();
+          this.offerAgainSoon();
         }
         return;
       }
@@ -583,7 +641,14 @@ export class CallSession {
    * re-open that fails, ends the call with the goodbye prompt; pending results go out of band.
    */
   private onModelDisconnected(event: Extract<RealtimeEvent, { type: 'disconnected' }>): void {
-    if (this.ending || event.reason === 'closed' || event.reason === 'aborted') return;
+    if (this.ending || this.sayingGoodbye || event.reason === 'closed' || event.reason === 'aborted') return;
+    if (this.opening) {
+      // The session's connect or configure fails with this loss, and whoever opened it decides:
+      // start() ends the call, a re-open says goodbye. Re-opening here too would do both.
+      this.emit(callEvents.modelDisconnected(event.reason, event.detail, false));
+      this.log.warn('model session lost while it was being opened', { reason: event.reason, detail: event.detail });
+      return;
+    }
     const planned = event.reason === 'session_limit';
     const willReopen = planned || this.reopens < MAX_MODEL_REOPENS;
     this.emit(callEvents.modelDisconnected(event.reason, event.detail, willReopen));
@@ -595,10 +660,7 @@ export class CallSession {
       this.renewal = undefined;
     }
     // Responses of the lost session never finish: what was being said is said again later.
-    this.activeResponseId = undefined;
-    this.agent.responseActive = false;
-    this.clearPlayout();
-    for (const waiter of this.deliveries.splice(0)) waiter.resolve({ status: 'failed', ...(waiter.responseId !== undefined && { responseId: waiter.responseId }) });
+    this.leaveModelSession();
     if (!willReopen) {
       void this.endWithGoodbye();
       return;
@@ -615,7 +677,8 @@ export class CallSession {
   }
 
   private async endWithGoodbye(): Promise<void> {
-    if (this.ending) return;
+    if (this.ending || this.sayingGoodbye) return;
+    this.sayingGoodbye = true;
     this.clearPlayout();
     await this.playPrompt('goodbye');
     await this.end('model_lost');
