@@ -9,6 +9,10 @@
  *   and every call has an output, in either order;
  * - barge-in: on speech started, the active response is cancelled (unless the server does it,
  *   interrupt_response) and the assistant item is truncated at what the caller heard;
+ * - every response_created is followed by one response_done (or disconnected): the server's,
+ *   or a failed one when the response goes silent past its stall bound (and is cancelled);
+ * - a server event is checked before it is used: one missing an id or a field the client reads
+ *   is a protocol error, reported (bounded per session) and counted, never acted on;
  * - no silent reconnect: any close is one `disconnected` event with a reason; audio sent while
  *   disconnected is dropped and counted, never buffered.
  */
@@ -35,6 +39,7 @@ import {
 import { AudioAppendWriter } from './openai-audio-append-writer.ts';
 import { AudioDeltaReader } from './openai-audio-delta-reader.ts';
 import { ResponseSequencer } from './response-sequencer.ts';
+import { serverEventProblem } from './openai-server-event-check.ts';
 import { formatFromWire, serverInterruptsResponses, sessionConfigToWire } from './session-config-wire.ts';
 import { TypedEventEmitter } from './typed-event-emitter.ts';
 
@@ -52,7 +57,8 @@ export const PING_INTERVAL_MS = 20_000;
 export const PONG_TIMEOUT_MS = 10_000;
 /**
  * A response with no server event for this long is given up (its done was lost or the server is
- * stuck), so later responses are not queued forever. Far above any pause inside a real response.
+ * stuck), so later responses are not queued forever: it is cancelled and ends as failed. Far
+ * above any pause inside a real response, which would otherwise be cut off mid-sentence.
  */
 export const RESPONSE_STALL_TIMEOUT_MS = 30_000;
 /** A refused create with no response in sight is retried after this (bounded attempts). */
@@ -84,8 +90,19 @@ const TEXT_FRAME = { binary: false } as const;
 const TRACKED_AUDIO_ITEMS = 16;
 /** How many client event ids are remembered to attribute server errors to what caused them. */
 const TRACKED_CLIENT_EVENTS = 256;
-/** Distinct unknown server event types reported; beyond this they are only counted. */
-const REPORTED_UNKNOWN_TYPES = 32;
+/**
+ * Protocol errors (unreadable frames, broken events, unknown types) reported as `error` events per
+ * session; beyond this they are only counted and logged at debug, so a peer sending garbage in a
+ * loop cannot flood the call layer.
+ */
+export const REPORTED_PROTOCOL_ERRORS = 32;
+/**
+ * Responses tracked at once, each with its own stall bound. The server runs one at a time; more
+ * means a broken peer, and the oldest is given up rather than tracked without a bound.
+ */
+const TRACKED_LIVE_RESPONSES = 4;
+/** Finished response ids remembered to recognise a replayed response.created. */
+const TRACKED_FINISHED_RESPONSES = 16;
 
 const SESSION_LIMIT_TEXT = /maximum duration/i;
 const KNOWN_WIRE_ERRORS: ReadonlySet<string> = new Set(Object.values(WIRE_ERROR));
@@ -127,8 +144,17 @@ type State = 'idle' | 'connecting' | 'open' | 'closed';
 
 interface Waiter {
   eventId?: string;
+  /** The instructions a session.update sent: its session.updated echoes them. */
+  instructions?: string;
   resolve: () => void;
   reject: (error: Error) => void;
+}
+
+/** A response the server created and has not finished, guarded by its own stall timer. */
+interface LiveResponse {
+  stallTimer: NodeJS.Timeout;
+  /** Function calls it dispatched so far, given on response_done if it is given up. */
+  callIds: string[];
 }
 
 export class OpenAIRealtimeSession implements RealtimeSession {
@@ -150,6 +176,10 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private readonly audioBytesByItem = new Map<string, number>();
   private lastAudioItem: string | undefined;
   private readonly unknownTypes = new Set<string>();
+  private reportedProtocolErrors = 0;
+  private readonly liveResponses = new Map<string, LiveResponse>();
+  /** Responses recently done or given up, so that a replayed response.created does not revive one. */
+  private readonly finishedResponses = new Set<string>();
   private createdTimer: NodeJS.Timeout | undefined;
   /** The tag of our response.create that has no response.created yet. */
   private pendingCreateTag: string | undefined;
@@ -159,7 +189,6 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   /** Set once a response.created carried our tag back: from then on an untagged one is the server's. */
   private providerEchoesMetadata = false;
   private retryTimer: NodeJS.Timeout | undefined;
-  private stallTimer: NodeJS.Timeout | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
   private awaitingPongSince: number | undefined;
@@ -269,6 +298,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     await new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         ...(eventId !== undefined && { eventId }),
+        ...(session.instructions !== undefined && { instructions: session.instructions }),
         resolve: () => {
           clearTimeout(timer);
           resolve();
@@ -412,10 +442,13 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     const eventId = this.send({ type: 'response.create', response }) ?? '';
     clearTimeout(this.createdTimer);
     const timeoutMs = this.options.responseCreatedTimeoutMs ?? RESPONSE_CREATED_TIMEOUT_MS;
-    this.createdTimer = setTimeout(() => {
-      const dropped = this.giveUpCreate(eventId);
-      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'response.create', timeoutMs }), { tag: dropped?.tag });
-    }, timeoutMs);
+    this.createdTimer = setTimeout(
+      this.guarded('response.created timeout', () => {
+        const dropped = this.giveUpCreate(eventId);
+        this.emitError(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'response.create', timeoutMs }), { tag: dropped?.tag });
+      }),
+      timeoutMs,
+    );
     return eventId;
   }
 
@@ -447,7 +480,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     // Audio deltas (most frames) are read from their bytes; anything else is parsed in full.
     const delta = Buffer.isBuffer(data) ? this.audioDeltas.read(data) : undefined;
     if (delta !== undefined) {
-      this.stallTimer?.refresh();
+      this.refreshLiveResponses();
       this.onAudioDelta(delta.responseId, delta.itemId, delta.audio);
       return;
     }
@@ -462,17 +495,25 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       this.protocolError('no_type', 'an event without a type');
       return;
     }
-    const type = (event as { type: string }).type;
+    const fields = event as Record<string, unknown> & { type: string };
+    const type = fields.type;
     if (!SERVER_EVENT_TYPES.has(type)) {
-      protocolErrors.inc({ kind: 'unknown_type' });
-      if (!this.unknownTypes.has(type) && this.unknownTypes.size < REPORTED_UNKNOWN_TYPES) {
-        this.unknownTypes.add(type);
-        this.emitError(new CallgateError('CALLGATE_ERR_MODEL_PROTOCOL', { reason: `unknown event type ${type.slice(0, 64)}` }));
+      // Each unknown type is reported once (a newer API adds events); repeats are only counted.
+      if (this.unknownTypes.has(type) || this.unknownTypes.size >= REPORTED_PROTOCOL_ERRORS) {
+        protocolErrors.inc({ kind: 'unknown_type' });
+        return;
       }
+      this.unknownTypes.add(type);
+      this.protocolError('unknown_type', `unknown event type ${type.slice(0, 64)}`);
+      return;
+    }
+    const problem = serverEventProblem(fields);
+    if (problem !== undefined) {
+      this.protocolError('bad_field', `a ${type} event whose ${problem}`);
       return;
     }
     // Any server event while a response runs shows the server is still working on it.
-    this.stallTimer?.refresh();
+    this.refreshLiveResponses();
     try {
       this.dispatch(event as ServerEvent);
     } catch (error) {
@@ -484,6 +525,11 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private dispatch(event: ServerEvent): void {
     switch (event.type) {
       case 'session.created':
+        if (this.state !== 'connecting') {
+          // One session per socket: a second one would restart the expiry warning, not a session.
+          this.protocolError('repeated_session_created', 'a second session.created');
+          return;
+        }
         this.sessionId = event.session.id;
         this.applySession(event.session);
         this.state = 'open';
@@ -491,11 +537,9 @@ export class OpenAIRealtimeSession implements RealtimeSession {
         this.connectWaiter?.resolve();
         this.connectWaiter = undefined;
         return;
-      case 'session.updated': {
-        this.applySession(event.session);
-        this.updateWaiters.shift()?.resolve();
+      case 'session.updated':
+        this.onSessionUpdated(event.session);
         return;
-      }
       case 'error':
         this.onServerError(event.error);
         return;
@@ -511,6 +555,11 @@ export class OpenAIRealtimeSession implements RealtimeSession {
         this.sequencer.onSpeechStopped();
         return;
       case 'response.created': {
+        if (this.liveResponses.has(event.response.id) || this.finishedResponses.has(event.response.id)) {
+          protocolErrors.inc({ kind: 'repeated_response_created' });
+          this.logger.debug('response.created for a response already seen; ignored', { responseId: event.response.id.slice(0, 64) });
+          return;
+        }
         const tag = event.response.metadata?.[CREATE_TAG_KEY];
         if (tag !== undefined) this.providerEchoesMetadata = true;
         // Without an echo from this provider yet, a created while our create is out is ours.
@@ -521,8 +570,10 @@ export class OpenAIRealtimeSession implements RealtimeSession {
           this.pendingCreateTag = undefined;
           this.pendingRequestTag = undefined;
         }
-        this.watchResponse(event.response.id);
         this.sequencer.onResponseCreated(event.response.id, ours);
+        // After the sequencer knows it: a response given up to make room must not free the
+        // sequencer for a create while this one runs.
+        this.watchResponse(event.response.id);
         this.emitter.emit({ type: 'response_created', responseId: event.response.id, ...(requestTag !== undefined && { tag: requestTag }) });
         return;
       }
@@ -561,6 +612,26 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     this.emitter.emit({ type: 'audio_delta', responseId, itemId, audio });
   }
 
+  /**
+   * The protocol does not echo a session.update's event_id on its session.updated, but the
+   * effective configuration it carries includes the instructions that update sent: the update
+   * answered is the oldest waiting one with those instructions (the oldest of all when the server
+   * leaves them out). A session.updated that answers no waiting configure() resolves nothing.
+   */
+  private onSessionUpdated(session: SessionWire): void {
+    // Whatever it answers, it is the server's word on its current configuration.
+    this.applySession(session);
+    const echoed = session.instructions;
+    const waiter = this.updateWaiters.find((w) => echoed === undefined || w.instructions === undefined || w.instructions === echoed);
+    if (waiter === undefined) {
+      protocolErrors.inc({ kind: 'unsolicited_session_updated' });
+      this.logger.debug('session.updated that answers no waiting session.update; not taken as an answer', { waiting: this.updateWaiters.length });
+      return;
+    }
+    this.removeWaiter(waiter);
+    waiter.resolve();
+  }
+
   private applySession(session: SessionWire): void {
     this.session = session;
     // Without turn detection no speech_stopped will come: do not keep holding responses for one.
@@ -573,20 +644,25 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     const code = error.code ?? error.type;
     // Only codes callgate knows become label values: a peer cannot grow the metric's cardinality.
     serverErrors.inc({ code: KNOWN_WIRE_ERRORS.has(code) ? code : 'other' });
-    const causeType = error.event_id === null ? undefined : this.clientEvents.get(error.event_id);
+    // The event it answers; a server may also leave event_id out.
+    const eventId = error.event_id ?? null;
+    const causeType = eventId === null ? undefined : this.clientEvents.get(eventId);
     if (code === WIRE_ERROR.activeResponse) {
-      if (error.event_id !== null) {
+      if (eventId !== null) {
         clearTimeout(this.createdTimer);
-        const dropped = this.sequencer.onCreateRefused(error.event_id);
+        const dropped = this.sequencer.onCreateRefused(eventId);
         if (dropped !== undefined) {
           this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BUSY', { limit: 0, what: 'a response that was refused repeatedly' }), { tag: dropped.tag });
         }
         if (!this.sequencer.isActive) {
           clearTimeout(this.retryTimer);
-          this.retryTimer = setTimeout(() => this.sequencer.retry(), REFUSED_CREATE_RETRY_MS);
+          this.retryTimer = setTimeout(
+            this.guarded('create retry', () => this.sequencer.retry()),
+            REFUSED_CREATE_RETRY_MS,
+          );
         }
       }
-      this.logger.debug('response.create refused while a response is active; queued again', { eventId: error.event_id });
+      this.logger.debug('response.create refused while a response is active; queued again', { eventId });
       return;
     }
     if (code === WIRE_ERROR.cancelNotActive) {
@@ -602,13 +678,13 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     }
     const rejected = new CallgateError('CALLGATE_ERR_MODEL_REJECTED', { what: causeType ?? 'an event', providerCode: code, reason: error.message });
     this.logger.warn('realtime model refused an event', { code: rejected.code, providerCode: code, what: causeType, providerSessionId: this.sessionId });
-    const waiter = this.updateWaiters.find((w) => w.eventId !== undefined && w.eventId === error.event_id);
+    const waiter = this.updateWaiters.find((w) => w.eventId !== undefined && w.eventId === eventId);
     if (waiter !== undefined) {
       this.removeWaiter(waiter);
       waiter.reject(rejected);
     }
     // A create refused for anything but an active response gets no response: its waiter is told.
-    const dropped = causeType === 'response.create' && error.event_id !== null ? this.giveUpCreate(error.event_id) : undefined;
+    const dropped = causeType === 'response.create' && eventId !== null ? this.giveUpCreate(eventId) : undefined;
     this.emitError(rejected, { providerCode: code, tag: dropped?.tag });
   }
 
@@ -638,6 +714,8 @@ export class OpenAIRealtimeSession implements RealtimeSession {
 
   private onFunctionCall(responseId: string, itemId: string, callId: string, name: string, rawArguments: string): void {
     this.sequencer.onFunctionCall(responseId, callId);
+    const live = this.liveResponses.get(responseId);
+    if (live !== undefined && !live.callIds.includes(callId)) live.callIds.push(callId);
     let args: unknown;
     try {
       args = JSON.parse(rawArguments);
@@ -653,24 +731,70 @@ export class OpenAIRealtimeSession implements RealtimeSession {
 
   private onResponseDone(event: Extract<ServerEvent, { type: 'response.done' }>): void {
     const response = event.response;
+    const live = this.liveResponses.get(response.id);
+    if (live === undefined) {
+      // A duplicate, a done for a response given up as stalled, or one never created: the call
+      // layer has had its response_done (or never had a response_created), and it must not end
+      // the guard of the response that is running now.
+      protocolErrors.inc({ kind: 'unknown_response_done' });
+      this.logger.debug('response.done for a response that is not running; ignored', { responseId: response.id.slice(0, 64) });
+      return;
+    }
+    this.finishResponse(response.id, live);
     const status: ResponseStatus = response.status === 'in_progress' ? 'incomplete' : response.status;
     const callIds = (response.output ?? []).flatMap((item) => (item.type === 'function_call' ? [item.call_id] : []));
     responses.inc({ status });
-    clearTimeout(this.stallTimer);
-    this.stallTimer = undefined;
-    const reason = response.status_details?.reason ?? response.status_details?.error?.code;
+    const reason = response.status_details?.reason ?? response.status_details?.error?.code ?? undefined;
     this.emitter.emit({ type: 'response_done', responseId: response.id, status, callIds, ...(reason !== undefined && { reason }) });
     this.sequencer.onResponseDone(response.id, status, callIds);
   }
 
   private watchResponse(responseId: string): void {
-    clearTimeout(this.stallTimer);
+    if (this.liveResponses.size >= TRACKED_LIVE_RESPONSES) {
+      const oldest = this.liveResponses.keys().next().value;
+      if (oldest !== undefined) this.giveUpResponse(oldest, 'superseded');
+    }
     const timeoutMs = this.options.responseStallTimeoutMs ?? RESPONSE_STALL_TIMEOUT_MS;
-    this.stallTimer = setTimeout(() => {
-      this.stallTimer = undefined;
-      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: `response.done for ${responseId.slice(0, 64)}`, timeoutMs }));
-      this.sequencer.onResponseStalled(responseId);
-    }, timeoutMs);
+    const stallTimer = setTimeout(
+      this.guarded('response stall bound', () => {
+        this.emitError(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: `response.done for ${responseId.slice(0, 64)}`, timeoutMs }));
+        this.giveUpResponse(responseId, 'stalled');
+      }),
+      timeoutMs,
+    );
+    this.liveResponses.set(responseId, { stallTimer, callIds: [] });
+  }
+
+  /**
+   * Stops waiting for a response's done: the call layer gets the response_done it would have had
+   * (failed, with `reason` saying why) so it releases the response, and the next one may start.
+   */
+  private giveUpResponse(responseId: string, reason: 'stalled' | 'superseded'): void {
+    const live = this.liveResponses.get(responseId);
+    if (live === undefined) return;
+    this.finishResponse(responseId, live);
+    this.logger.info('realtime response given up', { responseId: responseId.slice(0, 64), reason, providerSessionId: this.sessionId });
+    // If the server is still running it (its events were lost, not its work), the cancel ends it
+    // before our next create arrives; if it is long gone, the answer is a benign
+    // response_cancel_not_active and a late done is ignored.
+    this.send({ type: 'response.cancel', response_id: responseId });
+    responses.inc({ status: 'failed' });
+    this.emitter.emit({ type: 'response_done', responseId, status: 'failed', reason, callIds: live.callIds });
+    this.sequencer.onResponseStalled(responseId);
+  }
+
+  private finishResponse(responseId: string, live: LiveResponse): void {
+    clearTimeout(live.stallTimer);
+    this.liveResponses.delete(responseId);
+    this.finishedResponses.add(responseId);
+    if (this.finishedResponses.size > TRACKED_FINISHED_RESPONSES) {
+      const oldest = this.finishedResponses.values().next().value;
+      if (oldest !== undefined) this.finishedResponses.delete(oldest);
+    }
+  }
+
+  private refreshLiveResponses(): void {
+    for (const live of this.liveResponses.values()) live.stallTimer.refresh();
   }
 
   private trackAudio(itemId: string, bytes: number): void {
@@ -689,9 +813,10 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     // The first check comes at a random point of the first period, the others a period apart:
     // sessions opened together (a burst of calls) would otherwise ping in the same millisecond
     // every period, a socket write each and their pongs to read, while every call waits.
+    const keepalive = this.guarded('keepalive', () => this.keepalive());
     this.pingTimer = setTimeout(() => {
-      this.keepalive();
-      this.pingTimer = setInterval(() => this.keepalive(), period);
+      keepalive();
+      this.pingTimer = setInterval(keepalive, period);
       this.pingTimer.unref();
     }, Math.random() * period);
     this.pingTimer.unref();
@@ -713,7 +838,12 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private startExpiryWarning(): void {
     const limit = this.options.sessionLimitMs ?? SESSION_LIMIT_MS;
     const warning = Math.min(limit, this.options.expiryWarningMs ?? SESSION_EXPIRY_WARNING_MS);
-    this.expiryTimer = setTimeout(() => this.emitter.emit({ type: 'session_expiring', remainingMs: warning }), limit - warning);
+    // One warning per session: a timer already running is replaced, never left to fire as well.
+    clearTimeout(this.expiryTimer);
+    this.expiryTimer = setTimeout(
+      this.guarded('session expiry warning', () => this.emitter.emit({ type: 'session_expiring', remainingMs: warning })),
+      limit - warning,
+    );
     this.expiryTimer.unref();
   }
 
@@ -736,7 +866,8 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     clearTimeout(this.expiryTimer);
     clearTimeout(this.createdTimer);
     clearTimeout(this.retryTimer);
-    clearTimeout(this.stallTimer);
+    for (const live of this.liveResponses.values()) clearTimeout(live.stallTimer);
+    this.liveResponses.clear();
     this.options.signal?.removeEventListener('abort', this.onAbort);
     this.sequencer.stop();
     let reason: DisconnectReason;
@@ -771,7 +902,23 @@ export class OpenAIRealtimeSession implements RealtimeSession {
 
   private protocolError(kind: string, what: string): void {
     protocolErrors.inc({ kind });
+    if (this.reportedProtocolErrors >= REPORTED_PROTOCOL_ERRORS) {
+      this.logger.debug('realtime protocol error (no longer reported)', { kind, what: what.slice(0, 200) });
+      return;
+    }
+    this.reportedProtocolErrors += 1;
     this.emitError(new CallgateError('CALLGATE_ERR_MODEL_PROTOCOL', { reason: what }));
+  }
+
+  /** A timer's callback that cannot throw: an exception there would end the whole gateway. */
+  private guarded(what: string, callback: () => void): () => void {
+    return () => {
+      try {
+        callback();
+      } catch (error) {
+        this.logger.error('realtime timer callback threw', { timer: what, error });
+      }
+    };
   }
 
   private emitError(error: CallgateError, about: { providerCode?: string; callId?: string; tag?: string | undefined } = {}): void {

@@ -107,6 +107,11 @@ export type RealtimeEvent =
       type: 'response_done';
       responseId: string;
       status: ResponseStatus;
+      /**
+       * The provider's reason (turn_detected, client_cancelled, an error code), or, with status
+       * `failed`, `stalled` when the client gave the response up after its stall bound (or
+       * `superseded` when a broken peer ran more responses at once than the client tracks).
+       */
       reason?: string;
       /** Function calls this response dispatched, in output order. */
       callIds: string[];
