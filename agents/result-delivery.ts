@@ -6,16 +6,18 @@
  * the goal returns or the call ends), or send out of band.
  *
  *   ledger (COMMITTED + event, one Lua step)
- *     -> stream {t:tenant}:results:<gateway> -> XREADGROUP -> gate -> ledger.delivery -> XACK
+ *     -> stream {t:tenant}:results:<gateway> -> XREADGROUP -> gate -> ledger.delivery -> XACK+XDEL
  *     -> speak | pending | out-of-band queue
  *
+ * An event names one session: the operation's own, or a call that joined a shared (coalesced)
+ * read, which gets an event of its own in its gateway's stream and a delivery record of its own.
  * A gateway that stops heartbeating is replaced by a janitor in another gateway (janitor.ts),
  * which delivers what was left in its streams out of band.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../config/log.ts';
 import { counter, histogram, observeWithExemplar, SLOW_SECONDS_BUCKETS } from '../config/metrics.ts';
-import { isTerminal, operationLogFields, type Operation } from '../jobs/ledger/operation.ts';
+import { isTerminal, operationLogFields, type DeliveryRecord, type Operation } from '../jobs/ledger/operation.ts';
 import type { OperationLedger } from '../jobs/ledger/operation-ledger.ts';
 import type { OutOfBandQueue } from '../jobs/notify/out-of-band.ts';
 import type { AgentCatalogue } from './agent.ts';
@@ -99,9 +101,9 @@ interface AttachedCall {
 export class ResultDelivery {
   private readonly calls = new Map<string, AttachedCall>();
   /**
-   * Stream entries of results not yet delivered: acknowledged only once the caller has the result
-   * (spoken to the end, or sent out of band), so a gateway that dies before that leaves them pending
-   * for the janitor (or for itself after a restart), never lost.
+   * Stream entries of results not yet delivered, by session and operation: acknowledged only once
+   * that caller has the result (spoken to the end, or sent out of band), so a gateway that dies
+   * before that leaves them pending for the janitor (or for itself after a restart), never lost.
    */
   private readonly unacked = new Map<string, { key: string; group: string; id: string }[]>();
   private running = false;
@@ -144,9 +146,29 @@ export class ResultDelivery {
         if (drainedPending || reply === null) ids = keys.map(() => '>');
       } catch (error) {
         if (!this.running) break;
+        if (error instanceof Error && error.message.includes('NOGROUP') && (await this.recreateGroups(keys))) {
+          ids = keys.map(() => '0');
+          continue;
+        }
         log.error('result stream read failed', { error });
         await new Promise((resolve) => setTimeout(resolve, BLOCK_MS));
       }
+    }
+  }
+
+  /**
+   * A janitor retired this gateway's streams while it was away (a gateway id that came back after
+   * the janitor's watch window): the groups are made again from the start of each stream, so an
+   * event appended meanwhile is still read. False when that failed too.
+   */
+  private async recreateGroups(keys: readonly string[]): Promise<boolean> {
+    this.options.log.warn('result stream group missing; creating it again', { gateway_id: this.options.gatewayId });
+    try {
+      for (const key of keys) await ensureGroup(this.options.redis, key);
+      return true;
+    } catch (error) {
+      this.options.log.error('result stream group creation failed', { error });
+      return false;
     }
   }
 
@@ -180,44 +202,48 @@ export class ResultDelivery {
    * event), after the message is queued for out-of-band delivery, and after the spoken response
    * ends uncut. Speaking is not awaited here, so one call's speech never holds back another's
    * results. `gone` marks events of a gateway that died (the janitor): no call can hear them.
+   * The event names the session it is for: the operation's own, or one that joined a shared read.
    */
   async processEvent(tenant: string, streamKey: string, group: string, id: string, fields: Readonly<Record<string, string>>, gone = false): Promise<void> {
     const { ledger, redis } = this.options;
     const operationId = fields.operation_id ?? '';
     const op = await ledger.get(tenant, operationId);
     if (!op || !(isTerminal(op.state) || op.state === 'UNKNOWN')) {
-      await redis.xack(streamKey, group, id);
+      await acknowledge(redis, streamKey, group, id);
       return;
     }
-    const call = gone ? undefined : this.calls.get(op.scope.sessionId);
+    const sessionId = fields.session_id || op.scope.sessionId;
+    const call = gone ? undefined : this.calls.get(sessionId);
     if (call?.session.answeringInline.has(op.operationId)) {
       // A tool is about to put this read's result in its output: held, and gated again when the
       // call is idle, by which time the tool has recorded it as told (or timed out, and it is said).
-      this.hold(op.operationId, { key: streamKey, group, id });
+      this.hold(sessionId, op.operationId, { key: streamKey, group, id });
       call.pending.add(op.operationId);
       return;
     }
-    const decision = await this.decide(op, call, fields.at === undefined ? undefined : Number(fields.at));
+    const decision = await this.decide(op, sessionId, call, fields.at === undefined ? undefined : Number(fields.at));
     if (decision.decision === 'suppress' || decision.decision === 'reconcile_first') {
-      await redis.xack(streamKey, group, id);
+      await acknowledge(redis, streamKey, group, id);
       return;
     }
-    this.hold(op.operationId, { key: streamKey, group, id });
-    await this.act(op, call, decision, false);
+    this.hold(sessionId, op.operationId, { key: streamKey, group, id });
+    await this.act(op, sessionId, call, decision, false);
   }
 
-  /** Keeps a stream entry unacknowledged until the caller has the result (see settle). */
-  private hold(operationId: string, ref: { key: string; group: string; id: string }): void {
-    const refs = this.unacked.get(operationId) ?? [];
+  /** Keeps a stream entry unacknowledged until the session's caller has the result (see settle). */
+  private hold(sessionId: string, operationId: string, ref: { key: string; group: string; id: string }): void {
+    const key = unackedKey(sessionId, operationId);
+    const refs = this.unacked.get(key) ?? [];
     refs.push(ref);
-    this.unacked.set(operationId, refs);
+    this.unacked.set(key, refs);
   }
 
-  /** The caller has the result: every stream entry held for it is acknowledged. */
-  private async settle(operationId: string): Promise<void> {
-    const refs = this.unacked.get(operationId) ?? [];
-    this.unacked.delete(operationId);
-    for (const ref of refs) await this.options.redis.xack(ref.key, ref.group, ref.id);
+  /** The session's caller has the result: every stream entry held for it there is acknowledged. */
+  private async settle(sessionId: string, operationId: string): Promise<void> {
+    const key = unackedKey(sessionId, operationId);
+    const refs = this.unacked.get(key) ?? [];
+    this.unacked.delete(key);
+    for (const ref of refs) await acknowledge(this.options.redis, ref.key, ref.group, ref.id);
   }
 
   /** Re-runs the gate for results waiting in a call (the caller stopped talking, a response ended). */
@@ -228,7 +254,7 @@ export class ResultDelivery {
       const op = await this.options.ledger.get(call.session.tenantId, operationId);
       if (!op) continue;
       call.pending.delete(operationId);
-      await this.act(op, call, await this.decide(op, call), true);
+      await this.act(op, sessionId, call, await this.decide(op, sessionId, call), true);
     }
   }
 
@@ -245,13 +271,13 @@ export class ResultDelivery {
       // Operations still running report later through their own events.
       if (!op || !(isTerminal(op.state) || op.state === 'UNKNOWN')) continue;
       // Already judged as needing no words (superseded without effect, already told): final.
-      if (op.delivery?.decision === 'suppress') continue;
-      await this.act(op, call, await this.decide(op, call), true);
+      if ((await this.options.ledger.deliveryFor(op, sessionId))?.decision === 'suppress') continue;
+      await this.act(op, sessionId, call, await this.decide(op, sessionId, call), true);
     }
   }
 
-  private snapshot(op: Operation, call: AttachedCall | undefined): SessionSnapshot {
-    const persistedTold = op.delivery?.delivered === true && op.delivery.decision !== 'reconcile_first';
+  private snapshot(op: Operation, told: DeliveryRecord | undefined, call: AttachedCall | undefined): SessionSnapshot {
+    const persistedTold = told?.delivered === true && told.decision !== 'reconcile_first';
     if (!call) {
       return {
         call: 'gone',
@@ -268,29 +294,35 @@ export class ResultDelivery {
     return { ...snapshot, alreadyTold: snapshot.alreadyTold || persistedTold || call.speaking.has(op.operationId) };
   }
 
-  private async decide(op: Operation, call: AttachedCall | undefined, eventAt?: number): Promise<RelevanceDecision> {
+  /** Runs the gate for the caller of `sessionId`, judged by that session's own delivery record. */
+  private async decide(op: Operation, sessionId: string, call: AttachedCall | undefined, eventAt?: number): Promise<RelevanceDecision> {
+    const record = await this.options.ledger.deliveryFor(op, sessionId);
     const decision = decideRelevance(
       { operationId: op.operationId, action: op.action, state: op.state as 'COMMITTED' | 'FAILED_FINAL' | 'CANCELLED' | 'UNKNOWN', agent: op.scope.agent, goal: op.scope.goal },
-      this.snapshot(op, call),
+      this.snapshot(op, record, call),
     );
     const now = Date.now();
-    const told = op.delivery?.delivered === true && decision.decision === 'suppress';
+    const told = record?.delivered === true && decision.decision === 'suppress';
     // A suppressed duplicate keeps the record of the delivery that did happen.
     if (!told) {
-      await this.options.ledger.recordDelivery(op, {
-        decision: decision.decision,
-        reasons: decision.reasons,
-        at: now,
-        agent: call?.session.activeAgent,
-        channel: 'none',
-        delivered: false,
-      });
+      await this.options.ledger.recordDelivery(
+        op,
+        {
+          decision: decision.decision,
+          reasons: decision.reasons,
+          at: now,
+          agent: call?.session.activeAgent,
+          channel: 'none',
+          delivered: false,
+        },
+        sessionId,
+      );
     }
     for (const reason of decision.reasons) gateDecisions.labels(decision.decision, reason).inc();
     if (eventAt !== undefined) deliveryLag.labels(decision.decision).observe(Math.max(0, now - eventAt) / 1000);
-    if (call && op.scope.turnId !== undefined && op.scope.turnId !== String(call.session.turnId)) lateResults.labels(op.action).inc();
+    if (call && op.scope.turnId !== undefined && sessionId === op.scope.sessionId && op.scope.turnId !== String(call.session.turnId)) lateResults.labels(op.action).inc();
     await this.options.audit.record(
-      op.scope.sessionId,
+      sessionId,
       { type: 'gate_decision', operationId: op.operationId, state: op.state, decision: decision.decision, reasons: decision.reasons, agent: call?.session.activeAgent ?? '' },
       call?.session.turnId,
     );
@@ -298,13 +330,13 @@ export class ResultDelivery {
   }
 
   /** `awaitSpeech`: wait for a spoken result to finish (idle and call-end handling), or not (the read loop). */
-  private async act(op: Operation, call: AttachedCall | undefined, { decision, reasons }: RelevanceDecision, awaitSpeech: boolean): Promise<void> {
+  private async act(op: Operation, sessionId: string, call: AttachedCall | undefined, { decision, reasons }: RelevanceDecision, awaitSpeech: boolean): Promise<void> {
     switch (decision) {
       case 'speak_now':
       case 'route_to_active_agent':
         if (call && !(reasons.includes('caller_speaking') || reasons.includes('response_active'))) {
-          const spoken = this.speak(op, call, reasons).then(async (told) => {
-            if (told) await this.settle(op.operationId);
+          const spoken = this.speak(op, sessionId, call, reasons).then(async (told) => {
+            if (told) await this.settle(sessionId, op.operationId);
           });
           if (awaitSpeech) await spoken;
           else spoken.catch((error: unknown) => this.options.log.warn('speaking a result failed', { ...operationLogFields(op), error }));
@@ -321,17 +353,17 @@ export class ResultDelivery {
       case 'suppress':
         // Reached from idle or call-end handling only (the read loop acknowledges duplicates itself):
         // a result held for later that no longer needs saying lets its entries go.
-        await this.settle(op.operationId);
+        await this.settle(sessionId, op.operationId);
         return;
       case 'deliver_out_of_band':
-        await this.sendOutOfBand(op, call, reasons);
-        await this.settle(op.operationId);
+        await this.sendOutOfBand(op, sessionId, call, reasons);
+        await this.settle(sessionId, op.operationId);
         return;
     }
   }
 
   /** Speaks a result; true when the caller heard it to the end. */
-  private async speak(op: Operation, call: AttachedCall, reasons: readonly string[]): Promise<boolean> {
+  private async speak(op: Operation, sessionId: string, call: AttachedCall, reasons: readonly string[]): Promise<boolean> {
     if (call.speaking.has(op.operationId)) return false;
     call.speaking.add(op.operationId);
     let outcome: SpokenOutcome;
@@ -347,28 +379,38 @@ export class ResultDelivery {
     if (outcome.status !== 'completed') {
       // Cut off (barge-in) or failed: the caller did not hear it all. Say it again when idle.
       call.pending.add(op.operationId);
-      await this.options.audit.record(op.scope.sessionId, { type: 'delivery_interrupted', operationId: op.operationId, responseId: outcome.responseId }, call.session.turnId);
+      await this.options.audit.record(sessionId, { type: 'delivery_interrupted', operationId: op.operationId, responseId: outcome.responseId }, call.session.turnId);
       return false;
     }
     if (owned) owned.told = true;
     const committedAt = op.committedAt ?? op.finishedAt;
     const audibleMs = outcome.firstAudioAt !== undefined && committedAt !== undefined ? Math.max(0, outcome.firstAudioAt - committedAt) : undefined;
-    if (audibleMs !== undefined) observeWithExemplar(commitToAudible, { action: op.action }, audibleMs / 1000, { session_id: op.scope.sessionId, operation_id: op.operationId });
-    await this.options.ledger.recordDelivery(op, {
-      decision: 'spoken',
-      reasons,
-      at: Date.now(),
-      agent: call.session.activeAgent,
-      responseId: outcome.responseId,
-      channel: 'voice',
-      delivered: true,
-      commitToAudibleMs: audibleMs,
-    });
-    await this.options.audit.record(op.scope.sessionId, { type: 'delivered', operationId: op.operationId, channel: 'voice', responseId: outcome.responseId, commitToAudibleMs: audibleMs }, call.session.turnId);
+    if (audibleMs !== undefined) observeWithExemplar(commitToAudible, { action: op.action }, audibleMs / 1000, { session_id: sessionId, operation_id: op.operationId });
+    await this.options.ledger.recordDelivery(
+      op,
+      {
+        decision: 'spoken',
+        reasons,
+        at: Date.now(),
+        agent: call.session.activeAgent,
+        responseId: outcome.responseId,
+        channel: 'voice',
+        delivered: true,
+        commitToAudibleMs: audibleMs,
+      },
+      sessionId,
+    );
+    await this.options.audit.record(sessionId, { type: 'delivered', operationId: op.operationId, channel: 'voice', responseId: outcome.responseId, commitToAudibleMs: audibleMs }, call.session.turnId);
     return true;
   }
 
-  private async sendOutOfBand(op: Operation, call: AttachedCall | undefined, reasons: readonly string[]): Promise<void> {
+  /**
+   * Sends the result as a message to the operation's caller. A session that only joined a shared
+   * read gets none: the out-of-band queue keeps one message per operation (its owner's), and the
+   * gate's record for the joiner already says it was not delivered.
+   */
+  private async sendOutOfBand(op: Operation, sessionId: string, call: AttachedCall | undefined, reasons: readonly string[]): Promise<void> {
+    if (sessionId !== op.scope.sessionId) return;
     await this.options.outOfBand.enqueue({
       operationId: op.operationId,
       tenantId: op.tenantId,
@@ -385,12 +427,29 @@ export class ResultDelivery {
   }
 }
 
+/** Stream entries are held per session and operation: a shared read is owed to each of its calls. */
+function unackedKey(sessionId: string, operationId: string): string {
+  return `${sessionId} ${operationId}`;
+}
+
 type StreamReply = [string, [string, string[]][]][];
 
 function toRecord(fields: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) out[fields[i] ?? ''] = fields[i + 1] ?? '';
   return out;
+}
+
+/**
+ * Acknowledges an entry and deletes it from the stream in one step. Each stream has one consumer
+ * group, so an acknowledged entry is owed to nobody; deleting it keeps the stream as long as what is
+ * still owed (unread or unacknowledged) and no longer. The stream is not capped (XADD MAXLEN):
+ * trimming drops the oldest entries whether acknowledged or not, so it could lose a result a live
+ * gateway has not delivered yet.
+ */
+export async function acknowledge(redis: Redis, key: string, group: string, id: string): Promise<void> {
+  const replies = (await redis.multi().xack(key, group, id).xdel(key, id).exec()) ?? [];
+  for (const [error] of replies) if (error) throw error;
 }
 
 export async function ensureGroup(redis: Redis, key: string): Promise<void> {

@@ -183,7 +183,7 @@ export class ToolRuntime {
     let op: Operation | undefined;
     try {
       op = await this.options.actions.waitFor(session.tenantId, decision.operationId, deadline);
-      if (op && (op.state === 'COMMITTED' || op.state === 'FAILED_FINAL' || op.state === 'CANCELLED')) await this.toldInToolOutput(op);
+      if (op && (op.state === 'COMMITTED' || op.state === 'FAILED_FINAL' || op.state === 'CANCELLED')) await this.toldInToolOutput(op, session.sessionId);
     } finally {
       session.answeringInline.delete(decision.operationId);
     }
@@ -197,15 +197,20 @@ export class ToolRuntime {
    * result event must not be spoken again. While the tool waits, delivery holds the event
    * (AgentSession.answeringInline); this record then makes the gate find it told (already_told).
    * A read that outlived the deadline is not recorded: its result is delivered like any late one.
+   * The record is this call's: another call sharing the read (coalesced) is told on its own.
    */
-  private async toldInToolOutput(op: Pick<Operation, 'tenantId' | 'operationId'>): Promise<void> {
-    await this.options.actions.ledger.recordDelivery(op, {
-      decision: 'told_in_tool_output',
-      reasons: ['read_answered_inline'],
-      at: Date.now(),
-      channel: 'voice',
-      delivered: true,
-    });
+  private async toldInToolOutput(op: Operation, sessionId: string): Promise<void> {
+    await this.options.actions.ledger.recordDelivery(
+      op,
+      {
+        decision: 'told_in_tool_output',
+        reasons: ['read_answered_inline'],
+        at: Date.now(),
+        channel: 'voice',
+        delivered: true,
+      },
+      sessionId,
+    );
   }
 
   private async mutation(session: AgentSession, call: ToolCall, tool: ToolDefinition, args: Record<string, unknown>, decision: AdmissionDecision): Promise<ToolOutput> {

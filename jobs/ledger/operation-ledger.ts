@@ -60,7 +60,11 @@ export type NewOperation = Pick<
 > & {
   /** How duplicates are recognised: by idempotency key (mutations), by coalesce key (shared reads), or not at all. */
   readonly mode: 'mutation' | 'read' | 'coalesce';
-  /** Most active (admitted, running, waiting to retry) operations of this action for the tenant; -1 for no bound. */
+  /**
+   * Most active (admitted, running, waiting to retry) operations of this action for the tenant; -1
+   * for no bound. An UNKNOWN operation does not count: nothing runs for it while it waits for
+   * reconciliation (it is counted among the tenant's UNKNOWN operations instead).
+   */
   readonly capacity: number;
   /** Window of the action's retry budget, in ms (requests are counted at admission). */
   readonly budgetWindowMs: number;
@@ -132,7 +136,8 @@ export class OperationLedger {
     const k = this.keys;
     const now = this.now();
     // The pointer is written first and never changes; a crash after it leaves a harmless orphan.
-    // Both commands go out together: one round trip, in order on the connection.
+    // Both commands go out together: one round trip, in order on the connection. It lives outside
+    // the tenant's slot, so the script cannot write it; every answer but ADMITTED takes it back.
     const pointer = this.redis.set(k.tenantOf(op.operationId), op.tenantId, 'EX', this.retentionSeconds(op.money) + DAY_SECONDS);
     const admitted = this.redis.ledgerAdmit(
       k.operation(op.tenantId, op.operationId),
@@ -159,8 +164,10 @@ export class OperationLedger {
       case 'ADMITTED':
         return { type: 'admitted', operationId: a, activeBefore: Number(b ?? 0) };
       case 'DUPLICATE':
+        if (a !== op.operationId) await this.redis.del(k.tenantOf(op.operationId));
         return { type: 'duplicate', operationId: a, state: b as OperationState };
       case 'COALESCED':
+        if (a !== op.operationId) await this.redis.del(k.tenantOf(op.operationId));
         return { type: 'coalesced', operationId: a, state: b as OperationState };
       case 'CONFLICT':
         await this.redis.del(k.tenantOf(op.operationId));
@@ -207,6 +214,7 @@ export class OperationLedger {
       change.lease?.mode ?? '',
       change.lease?.mode === 'acquire' ? change.lease.ttlMs : 0,
       change.lease?.mode === 'acquire' ? change.lease.max : 0,
+      k.results(op.tenantId, ''),
     )) as (string | null)[];
     if (reply[0] === 'NO_LEASE') return { attempt: change.attempt ?? op.attempt, noLease: true };
     const error = scriptError(reply, { operationId: op.operationId, to: change.to, attempt: change.attempt });
@@ -367,7 +375,7 @@ export class OperationLedger {
     await Promise.all(batches.map(([tenantId, ids]) => this.redis.zrem(this.keys.outbox(tenantId), ...ids)));
   }
 
-  /** How many operations of each action are active (admitted, not finished) and how many hold a lease. */
+  /** How many operations of each action are active (admitted, running or waiting to retry) and how many hold a lease. */
   async capacityUse(pairs: readonly { tenantId: string; action: string }[]): Promise<{ active: number; leases: number }[]> {
     if (pairs.length === 0) return [];
     const now = this.now();
@@ -401,9 +409,19 @@ export class OperationLedger {
     return { allowed: reply[0] === 1, requests: reply[1] ?? 0, retries: reply[2] ?? 0 };
   }
 
-  /** Records how a result reached (or did not reach) the caller. */
-  async recordDelivery(op: Pick<Operation, 'tenantId' | 'operationId'>, delivery: DeliveryRecord): Promise<void> {
-    await this.redis.hset(this.keys.operation(op.tenantId, op.operationId), 'delivery', JSON.stringify(delivery));
+  /**
+   * Records how a result reached (or did not reach) the caller of `sessionId`: the operation's own
+   * session by default, or a session that joined a shared read, whose record is its own (one call
+   * told does not make another told).
+   */
+  async recordDelivery(op: Pick<Operation, 'tenantId' | 'operationId'> & { readonly scope?: Pick<Operation['scope'], 'sessionId'> }, delivery: DeliveryRecord, sessionId?: string): Promise<void> {
+    await this.redis.hset(this.keys.operation(op.tenantId, op.operationId), deliveryField(op, sessionId), JSON.stringify(delivery));
+  }
+
+  /** The delivery record of one session: the operation's own (`op.delivery`), or a joiner's. */
+  async deliveryFor(op: Operation, sessionId: string): Promise<DeliveryRecord | undefined> {
+    const field = deliveryField(op, sessionId);
+    return field === 'delivery' ? op.delivery : json<DeliveryRecord>((await this.redis.hget(this.keys.operation(op.tenantId, op.operationId), field)) ?? undefined);
   }
 
   private async load(tenantId: string, ids: readonly string[]): Promise<Operation[]> {
@@ -428,6 +446,11 @@ function pairsToRecord(reply: readonly string[]): Record<string, string> {
   const record: Record<string, string> = {};
   for (let i = 1; i + 1 < reply.length; i += 2) record[reply[i] as string] = reply[i + 1] as string;
   return record;
+}
+
+/** Where a session's delivery record is kept: `delivery` for the operation's own session. */
+function deliveryField(op: { readonly scope?: Pick<Operation['scope'], 'sessionId'> }, sessionId: string | undefined): string {
+  return sessionId === undefined || sessionId === op.scope?.sessionId ? 'delivery' : `delivery:${sessionId}`;
 }
 
 function coalesceKeyOf(op: Operation): string {

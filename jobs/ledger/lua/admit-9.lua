@@ -5,7 +5,8 @@
   KEYS[2] operation history list
   KEYS[3] idempotency index (string: key -> operation id)
   KEYS[4] open operations of the tenant (zset: id -> last transition ms)
-  KEYS[5] active operations of the action, counted against capacity (zset: id -> admitted ms)
+  KEYS[5] active operations of the action, counted against capacity (zset: id -> admitted ms):
+          admitted, running or waiting to retry; not UNKNOWN ones (transition-10.lua)
   KEYS[6] session index (zset: id -> created ms)
   KEYS[7] outbox: admitted operations not yet known to be enqueued (zset: id -> admitted ms)
   KEYS[8] coalesce index for identical concurrent reads (string: hash -> operation id)
@@ -24,7 +25,10 @@
     {"ADMITTED", id, active operations before this one}
     {"DUPLICATE", existing id, existing state}   same key, same params
     {"CONFLICT", existing id}                    same key, different params
-    {"COALESCED", existing id, existing state}   an identical read is running
+    {"COALESCED", existing id, existing state}   an identical read is running; a request of another
+                                                 session is recorded in its "joiners" field (JSON:
+                                                 session id -> gateway id), so that session gets the
+                                                 result event too
     {"FULL", active count}                       no room under the capacity
 ]]
 local id = ARGV[1]
@@ -48,8 +52,20 @@ if mode == "mutation" then
 elseif mode == "coalesce" then
   local running = redis.call("GET", KEYS[8])
   if running then
-    local state = redis.call("HGET", KEYS[1]:gsub("[^:]+$", running), "state")
+    local runningKey = KEYS[1]:gsub("[^:]+$", running)
+    local found = redis.call("HMGET", runningKey, "state", "session_id", "joiners")
+    local state = found[1]
     if state and state ~= "COMMITTED" and state ~= "FAILED_FINAL" and state ~= "CANCELLED" then
+      -- Another call joins the read: it is recorded, so the result event reaches its session too.
+      local asked = cjson.decode(ARGV[5])
+      local session = asked["session_id"]
+      if session and session ~= found[2] then
+        local joiners = found[3] and cjson.decode(found[3]) or {}
+        if joiners[session] == nil then
+          joiners[session] = asked["owner_gateway"] or ""
+          redis.call("HSET", runningKey, "joiners", cjson.encode(joiners))
+        end
+      end
       return {"COALESCED", running, state}
     end
     redis.call("DEL", KEYS[8])

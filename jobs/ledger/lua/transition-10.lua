@@ -1,13 +1,17 @@
 --[[
   Moves one operation to a new state by compare-and-set, fenced by attempt. Terminal and UNKNOWN
-  transitions append the result event to the owning gateway's stream in the same step, so a result
-  can never be recorded without its event, nor announced without being recorded.
+  transitions append the result event to the owning gateway's stream (and to the stream of each
+  session that joined a shared read) in the same step, so a result can never be recorded without
+  its event, nor announced without being recorded.
 
   KEYS[1] operation hash
   KEYS[2] operation history list
   KEYS[3] open operations of the tenant (zset)
   KEYS[4] UNKNOWN operations of the tenant (zset: id -> ms it became UNKNOWN)
-  KEYS[5] active operations of the action (capacity zset)
+  KEYS[5] active operations of the action (capacity zset: admitted, running, waiting to retry). An
+          operation leaves it on becoming UNKNOWN (nothing runs for it then, and a provider with no
+          lookup may keep it UNKNOWN until an operator acts) and comes back if reconciliation sends
+          it to retry; UNKNOWN operations are counted in KEYS[4] instead
   KEYS[6] result stream of the gateway that owns the session
   KEYS[7] idempotency index of the operation
   KEYS[8] coalesce index of the operation
@@ -29,6 +33,9 @@
            or "release" (give this operation's lease back with the transition)
   ARGV[13] lease time to live (ms), with "acquire"
   ARGV[14] most leases at once, with "acquire"
+  ARGV[15] the tenant's result stream key without the gateway id: sessions that joined a shared read
+           (the "joiners" field, written by admit-9.lua) get the result event in their own gateway's
+           stream, under their own session id
 
   Output: {"OK", attempt, event id or ""}
     | {"NO_LEASE"} when "acquire" found every lease taken (nothing was changed)
@@ -37,7 +44,7 @@
     {"ERR_ILLEGAL", current state}   current state is not expected, or the move is not legal
     {"ERR_STALE", current attempt}   the caller's attempt is not the current one
 ]]
-local current = redis.call("HMGET", KEYS[1], "state", "attempt", "operation_id", "tenant_id", "session_id")
+local current = redis.call("HMGET", KEYS[1], "state", "attempt", "operation_id", "tenant_id", "session_id", "admitted_at", "joiners")
 local state = current[1]
 if not state then
   return {"ERR_NOT_FOUND"}
@@ -98,8 +105,13 @@ redis.call("RPUSH", KEYS[2],
 
 if to == "UNKNOWN" then
   if state ~= "UNKNOWN" then redis.call("ZADD", KEYS[4], ARGV[4], id) end
+  redis.call("ZREM", KEYS[5], id)
 else
   redis.call("ZREM", KEYS[4], id)
+  if state == "UNKNOWN" and not TERMINAL[to] then
+    -- Sent back to retry: it will run again, so it takes its place under the capacity again.
+    redis.call("ZADD", KEYS[5], current[6] or ARGV[4], id)
+  end
 end
 if ARGV[12] == "release" then
   redis.call("ZREM", KEYS[10], id)
@@ -129,5 +141,17 @@ if ARGV[9] == "1" then
     "attempt", tostring(attempt),
     "at", ARGV[4])
   eventId = ARGV[11]
+  if current[7] then
+    for session, gateway in pairs(cjson.decode(current[7])) do
+      redis.call("XADD", ARGV[15] .. gateway, "*",
+        "event_id", ARGV[11] .. ":" .. session,
+        "operation_id", id,
+        "tenant_id", current[4],
+        "session_id", session,
+        "state", to,
+        "attempt", tostring(attempt),
+        "at", ARGV[4])
+    end
+  end
 end
 return {"OK", tostring(attempt), eventId}
