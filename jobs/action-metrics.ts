@@ -124,6 +124,12 @@ export const leaseDelays = counter({
   labelNames: ['tenant', 'action'],
 });
 
+export const leasesLost = counter({
+  name: 'callgate_leases_lost_total',
+  help: 'Running attempts whose concurrency lease was gone at renewal (expired while the worker stalled): the action may have run above its limit.',
+  labelNames: ['tenant', 'action'],
+});
+
 export const actionActive = gauge({
   name: 'callgate_action_active_operations',
   help: 'Operations of an action admitted and not finished (running, queued or waiting to retry): its queue depth.',

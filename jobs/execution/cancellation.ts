@@ -9,14 +9,16 @@
  *   UNKNOWN                      -> reconcile first; nothing is claimed
  *   COMMITTED                    -> too late: undoing it is a compensation operation
  *
- * "Cancelled" is never reported because a local await was abandoned.
+ * "Cancelled" is never reported because a local await was abandoned. "Requested" means a cancel
+ * job will ask the provider: a call that fails is retried with backoff (operation-queues.ts), and a
+ * new request replaces a cancel job that already gave up.
  */
 import type { Logger } from '../../config/log.ts';
 import { cancellationsConfirmed, cancellationsRequested, operationsFinished } from '../action-metrics.ts';
 import { IllegalTransitionError, OperationNotFoundError, StaleAttemptError } from '../ledger/ledger-errors.ts';
 import { operationLogFields, type Operation, type OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
-import type { Provider } from '../providers/provider.ts';
+import type { CancelResult, Provider } from '../providers/provider.ts';
 import type { OperationQueues } from '../queues/operation-queues.ts';
 import { executionQueueOf } from './operation-executor.ts';
 
@@ -105,6 +107,9 @@ export class Cancellation {
   }
 }
 
+/** Outer bound on one provider cancel call; the provider's own timeoutMs normally ends it first. */
+const CANCEL_CALL_TIMEOUT_MS = 10_000;
+
 export type CancelJobOutcome = { readonly type: 'done'; readonly note: string } | { readonly type: 'again'; readonly delayMs: number };
 
 /** Runs on workers: asks the provider to cancel a request in progress and records what it confirms. */
@@ -119,21 +124,32 @@ export class CancelProcessor {
     if (!op || (op.state !== 'RUNNING' && op.state !== 'FAILED_RETRYABLE')) return { type: 'done', note: `state ${op?.state ?? 'missing'}` };
     const provider = this.options.providers.get(op.provider);
     if (!provider?.cancel) return { type: 'done', note: 'provider cannot cancel' };
-    const answer = await provider.cancel({
-      operationId: op.operationId,
-      idempotencyKey: op.idempotencyKey,
-      tenantId: op.tenantId,
-      operation: op.providerOperation,
-      signal: AbortSignal.timeout(10_000),
-    });
-    this.options.log.child(operationLogFields(op)).info('provider answered the cancel request', { answer: answer.status });
+    const log = this.options.log.child(operationLogFields(op));
+    let answer: CancelResult;
+    try {
+      answer = await provider.cancel({
+        operationId: op.operationId,
+        idempotencyKey: op.idempotencyKey,
+        tenantId: op.tenantId,
+        operation: op.providerOperation,
+        signal: AbortSignal.timeout(CANCEL_CALL_TIMEOUT_MS),
+      });
+    } catch (error) {
+      // Not reached, or its effect unknown: nothing is claimed. The job fails this try and BullMQ
+      // runs it again after a backoff; asking again is harmless (a cancel is idempotent).
+      log.warn('the provider cancel call failed; it will be retried', { error });
+      throw error;
+    }
+    log.info('provider answered the cancel request', { answer: answer.status });
     switch (answer.status) {
       case 'cancelled':
         try {
-          await ledger.transition(op, { from: ['RUNNING', 'FAILED_RETRYABLE'], to: 'CANCELLED', actor: 'canceller', reason: 'provider_confirmed_cancel' });
+          // Fenced by the attempt the provider was asked about: a newer attempt is another request.
+          await ledger.transition(op, { from: ['RUNNING', 'FAILED_RETRYABLE'], to: 'CANCELLED', attempt: op.attempt, actor: 'canceller', reason: 'provider_confirmed_cancel' });
           cancellationsConfirmed.labels(op.action, 'provider').inc();
           operationsFinished.labels(op.tenantId, op.action, 'CANCELLED').inc();
         } catch (error) {
+          if (error instanceof StaleAttemptError) return { type: 'again', delayMs: 0 };
           if (!(error instanceof IllegalTransitionError)) throw error;
         }
         return { type: 'done', note: 'cancelled' };

@@ -13,14 +13,16 @@ import {
   attempts,
   executionToCommit,
   leaseDelays,
+  leasesLost,
   operationsFinished,
   providerTimeouts,
   retryBudgetExhausted,
   unknownOpened,
 } from '../action-metrics.ts';
 import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
+import { leaseHolder } from '../ledger/keys.ts';
 import { isTerminal, type Operation, type OperationState } from '../ledger/operation.ts';
-import type { OperationLedger } from '../ledger/operation-ledger.ts';
+import type { OperationLedger, TransitionChange, TransitionOutcome } from '../ledger/operation-ledger.ts';
 import { ProviderOutcomeUnknownError, ProviderUnreachableError, type Provider, type ProviderResult } from '../providers/provider.ts';
 import { executionQueueFor, type OperationJobData, type OperationQueues } from '../queues/operation-queues.ts';
 import { OperationLogger } from './operation-logger.ts';
@@ -47,13 +49,12 @@ export interface OperationExecutorOptions {
   readonly random?: () => number;
 }
 
-const RELEASE = { mode: 'release' } as const;
-
 /** Delay before a job that found no free lease looks again; jittered so waiting jobs do not align. */
 const NO_LEASE_DELAY_MS = 100;
 
 /** An attempt this process has begun (RUNNING, lease held): what it runs with. */
 interface StartedAttempt {
+  /** The operation as the start left it: RUNNING at `attempt`, marked sending. */
   readonly op: Operation;
   readonly action: ActionConfig;
   readonly provider: Provider;
@@ -65,11 +66,15 @@ interface StartedAttempt {
   readonly attemptStart: number;
 }
 
+/** The lease of a running attempt, which only that attempt renews and gives back. */
+interface AttemptLease {
+  /** Stops renewing and gives the lease back; once (later calls return the first give-back). */
+  giveBack(): Promise<void>;
+}
+
 export class OperationExecutor {
   private readonly now: () => number;
   private readonly random: () => number;
-  /** Leases held by attempts running in this process, so the move ending an attempt returns it. */
-  private readonly leaseOf = new Map<string, { released: boolean }>();
 
   constructor(private readonly options: OperationExecutorOptions) {
     this.now = options.now ?? Date.now;
@@ -108,6 +113,17 @@ export class OperationExecutor {
     }
     op ??= await ledger.get(tenantId, operationId);
     if (!op) return { type: 'done', note: 'operation not found' };
+    return this.decide(op, signal, true);
+  }
+
+  /**
+   * The general path: an operation that did not start in the step that read it. It is cancelled or
+   * failed when late, taken over when its attempt was lost, or started here. `decideAgain`: a start
+   * that finds the operation not due after all (a deadline passed meanwhile) decides once more.
+   */
+  private async decide(op: Operation, signal: AbortSignal, decideAgain: boolean): Promise<ExecutionOutcome> {
+    const { ledger } = this.options;
+    const { tenantId, operationId } = op;
     if (isTerminal(op.state) || op.state === 'UNKNOWN') return { type: 'done', state: op.state, note: 'nothing to run' };
     const log = new OperationLogger(this.options.log, op);
     const action = this.options.actionConfig(op.tenantId, op.action);
@@ -149,41 +165,25 @@ export class OperationExecutor {
       return this.finish(op, { from: ['FAILED_RETRYABLE'], to: 'FAILED_FINAL', reason: 'deadline', fields: { error: errorJson('deadline', 'the operation deadline passed') } }, log);
     }
 
-    return this.attempt(op, action, provider, signal, log);
-  }
-
-  /**
-   * One attempt under the tenant's concurrency lease: taken in the same step as the move to RUNNING,
-   * renewed while the provider works, given back with the move that ends the attempt (or, if that
-   * move was refused, at the end).
-   */
-  private async attempt(op: Operation, action: ActionConfig, provider: Provider, signal: AbortSignal, log: Logger): Promise<ExecutionOutcome> {
-    const { ledger } = this.options;
-    const first = op.attempt === 0;
-    let attempt: number;
+    // One attempt under the tenant's concurrency lease, taken in the same step as the move to RUNNING
+    // (marked sending: from here the request may leave this process). The clock is read again: the
+    // lease expires from it.
     const attemptStart = this.now();
-    try {
-      // Marked sending in the same step as starting: from here the request may leave this process.
-      const fields: Record<string, string> = { sending: '1', sending_at: String(attemptStart) };
-      if (first) fields.started_at = String(attemptStart);
-      const started = await ledger.transition(op, {
-        from: ['ADMITTED', 'FAILED_RETRYABLE'],
-        to: 'RUNNING',
-        attempt: op.attempt,
-        newAttempt: true,
-        actor: 'worker',
-        reason: first ? 'started' : 'retry',
-        fields,
-        lease: { mode: 'acquire', ttlMs: this.options.leaseTtlMs, max: action.maxConcurrent },
-      });
-      if (started.noLease) return this.noLease(op.tenantId, op.action);
-      attempt = started.attempt;
-    } catch (error) {
-      // Cancelled before start, or another worker began this attempt: the provider is not called.
-      if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return { type: 'done', note: error.message };
-      throw error;
+    const started = await ledger.start({ tenantId, operationId, action: op.action }, op.provider, { now: attemptStart, ttlMs: this.options.leaseTtlMs, max: action.maxConcurrent });
+    switch (started.type) {
+      case 'not_found':
+        return { type: 'done', note: 'operation not found' };
+      case 'no_lease':
+        return this.noLease(tenantId, op.action);
+      case 'as_is': {
+        const current = started.operation;
+        if (decideAgain && (current.state === 'ADMITTED' || current.state === 'FAILED_RETRYABLE')) return this.decide(current, signal, false);
+        // Cancelled before start, or another worker began an attempt meanwhile: the provider is not called.
+        return { type: 'done', note: `not started: the operation is ${current.state} at attempt ${current.attempt}` };
+      }
+      case 'started':
+        return this.run({ op: started.operation, action, provider, signal, log, attempt: started.operation.attempt, attemptStart });
     }
-    return this.run({ op, action, provider, signal, log, attempt, attemptStart });
   }
 
   /** A job that found every lease taken waits, without spending an attempt. */
@@ -192,25 +192,52 @@ export class OperationExecutor {
     return { type: 'delay', delayMs: Math.round(NO_LEASE_DELAY_MS * (1 + this.random())), reason: 'no_lease' };
   }
 
-  /** A started attempt: its lease is renewed while the provider works and given back when it ends. */
+  /**
+   * A started attempt. Its lease is its own (held as `<operation id>:<attempt>`): renewed while the
+   * provider works and given back with the move that ends the attempt (issued in the same tick), or at
+   * the end if no move was made. An outdated attempt (taken over after a stall) thus never gives
+   * back, or renews, the lease of the attempt that replaced it. A crash leaves the lease to expire.
+   *
+   * A renewal that finds the lease gone (it expired while this process stalled) is counted and
+   * logged, and renewal stops: the lease is never taken back, since the slot may be another
+   * attempt's now. The one request of this attempt is already sent and is left to finish (dropping
+   * it would not undo it); anything after it, a retry included, is a new attempt that needs a lease
+   * of its own.
+   */
   private async run(started: StartedAttempt): Promise<ExecutionOutcome> {
-    const { op, log } = started;
+    const { op, log, attempt } = started;
     const { ledger } = this.options;
+    const holder = leaseHolder(op.operationId, attempt);
+    /** A renewal found the lease gone (expired, or removed): the slot may be another attempt's now. */
+    let lost = false;
+    let givenBack: Promise<void> | undefined;
     const renew = setInterval(() => {
-      ledger.renewLease(op.tenantId, op.action, op.operationId, this.options.leaseTtlMs).catch((error: unknown) => log.warn('lease renewal failed', { error }));
+      ledger.renewLease(op.tenantId, op.action, holder, this.options.leaseTtlMs).then(
+        (held) => {
+          if (held || lost || givenBack !== undefined) return;
+          lost = true;
+          clearInterval(renew);
+          leasesLost.labels(op.tenantId, op.action).inc();
+          log.warn('concurrency lease lost while the request was at the provider: the action may be above its limit until it answers', { attempt });
+        },
+        (error: unknown) => log.warn('lease renewal failed', { error }),
+      );
     }, Math.max(50, Math.floor(this.options.leaseTtlMs / 3)));
-    const lease = { released: false };
-    this.leaseOf.set(op.operationId, lease);
+    const lease: AttemptLease = {
+      giveBack: () => {
+        clearInterval(renew);
+        givenBack ??= ledger.releaseLease(op.tenantId, op.action, holder);
+        return givenBack;
+      },
+    };
     try {
-      return await this.send(started);
+      return await this.send(started, lease);
     } finally {
-      this.leaseOf.delete(op.operationId);
-      clearInterval(renew);
-      if (!lease.released) await ledger.releaseLease(op.tenantId, op.action, op.operationId);
+      await lease.giveBack();
     }
   }
 
-  private async send(started: StartedAttempt): Promise<ExecutionOutcome> {
+  private async send(started: StartedAttempt, lease: AttemptLease): Promise<ExecutionOutcome> {
     const { op, action, provider, signal, log, attempt, attemptStart } = started;
     attempts.labels(op.action, attempt === 1 ? 'first' : 'retry').inc();
     let result: ProviderResult;
@@ -221,35 +248,45 @@ export class OperationExecutor {
       if (!definitelyNotSent && error instanceof ProviderOutcomeUnknownError) providerTimeouts.labels(op.action).inc();
       if (!definitelyNotSent && !resendSafe(op)) {
         // Timeout after sending, dropped connection, garbage: the effect may exist. Ask, do not resend.
-        await this.toUnknown({ ...op, attempt }, 'RUNNING', attempt, error instanceof Error ? error.message : String(error), log);
+        await this.toUnknown({ ...op, attempt }, 'RUNNING', attempt, error instanceof Error ? error.message : String(error), log, lease);
         return { type: 'done', state: 'UNKNOWN' };
       }
       const code = definitelyNotSent ? 'unreachable' : 'outcome_unknown';
-      return this.retryOrFail({ ...op, attempt }, action, code, error instanceof Error ? error.message : String(error), !definitelyNotSent && op.kind === 'mutation', log);
+      return this.retryOrFail({ ...op, attempt }, action, code, error instanceof Error ? error.message : String(error), !definitelyNotSent && op.kind === 'mutation', log, lease);
     }
 
     if (result.status === 'ok') {
       const fields: Record<string, string> = { result: JSON.stringify(result.result), committed_at: String(this.now()), error: '' };
       if (result.providerRef !== undefined) fields.provider_ref = result.providerRef;
-      const outcome = await this.finish({ ...op, attempt }, { from: ['RUNNING'], to: 'COMMITTED', attempt, reason: 'provider_committed', fields }, log);
+      const outcome = await this.finish({ ...op, attempt }, { from: ['RUNNING'], to: 'COMMITTED', attempt, reason: 'provider_committed', fields }, log, lease);
       if (outcome.type === 'done' && outcome.state === 'COMMITTED') {
         observeWithExemplar(executionToCommit, { action: op.action }, (this.now() - (op.startedAt ?? attemptStart)) / 1000, { operation_id: op.operationId, session_id: op.scope.sessionId });
       }
       return outcome;
     }
     if (!result.retryable) {
-      const cancelled = result.code === 'cancelled' && op.cancelRequested;
+      // Read now, not from the start of the attempt: a cancel is asked for while the request runs.
+      const cancelled = result.code === 'cancelled' && (op.cancelRequested || (await this.options.ledger.rawField(op, 'cancel_requested')) === '1');
       return this.finish(
         { ...op, attempt },
         { from: ['RUNNING'], to: cancelled ? 'CANCELLED' : 'FAILED_FINAL', attempt, reason: cancelled ? 'cancelled_by_provider' : result.code, fields: { error: errorJson(result.code, result.message) } },
         log,
+        lease,
       );
     }
-    return this.retryOrFail({ ...op, attempt }, action, result.code, result.message, false, log);
+    return this.retryOrFail({ ...op, attempt }, action, result.code, result.message, false, log, lease);
   }
 
   /** A retryable failure: FAILED_RETRYABLE and a delayed retry, or FAILED_FINAL when out of attempts, deadline or budget. */
-  private async retryOrFail(op: Operation, action: ActionConfig, code: string, message: string, outcomeUnknown: boolean, log: Logger): Promise<ExecutionOutcome> {
+  private async retryOrFail(
+    op: Operation,
+    action: ActionConfig,
+    code: string,
+    message: string,
+    outcomeUnknown: boolean,
+    log: Logger,
+    lease: AttemptLease,
+  ): Promise<ExecutionOutcome> {
     const decision = decideRetry(action.retry, op.attempt, this.now(), op.deadlineAt, this.random);
     let reason: string | undefined = decision.retry ? undefined : decision.reason;
     if (decision.retry) {
@@ -267,22 +304,24 @@ export class OperationExecutor {
     if (reason !== undefined) {
       if (outcomeUnknown || (op.uncertain && op.kind === 'mutation')) {
         // This or an earlier attempt may have committed: giving up must not claim it failed. Ask first.
-        await this.toUnknown(op, 'RUNNING', op.attempt, `${reason} after ${code}`, log);
+        await this.toUnknown(op, 'RUNNING', op.attempt, `${reason} after ${code}`, log, lease);
         return { type: 'done', state: 'UNKNOWN' };
       }
-      return this.finish(op, { from: ['RUNNING'], to: 'FAILED_FINAL', attempt: op.attempt, reason, fields: { error } }, log);
+      return this.finish(op, { from: ['RUNNING'], to: 'FAILED_FINAL', attempt: op.attempt, reason, fields: { error } }, log, lease);
     }
     try {
-      await this.options.ledger.transition(op, {
-        from: ['RUNNING'],
-        to: 'FAILED_RETRYABLE',
-        attempt: op.attempt,
-        actor: 'worker',
-        reason: code,
-        fields: outcomeUnknown ? { error, last_outcome_unknown: '1', uncertain: '1' } : { error, last_outcome_unknown: '0' },
-        lease: this.releasing(op),
-      });
-      this.released(op);
+      await this.move(
+        op,
+        {
+          from: ['RUNNING'],
+          to: 'FAILED_RETRYABLE',
+          attempt: op.attempt,
+          actor: 'worker',
+          reason: code,
+          fields: outcomeUnknown ? { error, last_outcome_unknown: '1', uncertain: '1' } : { error, last_outcome_unknown: '0' },
+        },
+        lease,
+      );
     } catch (e) {
       if (e instanceof IllegalTransitionError || e instanceof StaleAttemptError) return { type: 'done', note: e.message };
       throw e;
@@ -292,21 +331,9 @@ export class OperationExecutor {
     return { type: 'delay', delayMs, reason: 'retry' };
   }
 
-  /** The lease part of a move that ends this process's attempt of `op`. */
-  private releasing(op: Pick<Operation, 'operationId'>): { mode: 'release' } | undefined {
-    const lease = this.leaseOf.get(op.operationId);
-    return lease && !lease.released ? RELEASE : undefined;
-  }
-
-  private released(op: Pick<Operation, 'operationId'>): void {
-    const lease = this.leaseOf.get(op.operationId);
-    if (lease) lease.released = true;
-  }
-
-  private async toUnknown(op: Operation, from: 'RUNNING' | 'FAILED_RETRYABLE', attempt: number, reason: string, log: Logger): Promise<void> {
+  private async toUnknown(op: Operation, from: 'RUNNING' | 'FAILED_RETRYABLE', attempt: number, reason: string, log: Logger, lease?: AttemptLease): Promise<void> {
     try {
-      await this.options.ledger.transition(op, { from: [from], to: 'UNKNOWN', attempt, actor: 'worker', reason, fields: { error: errorJson('outcome_unknown', reason) }, lease: this.releasing(op) });
-      this.released(op);
+      await this.move(op, { from: [from], to: 'UNKNOWN', attempt, actor: 'worker', reason, fields: { error: errorJson('outcome_unknown', reason) } }, lease);
     } catch (error) {
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return;
       throw error;
@@ -320,12 +347,12 @@ export class OperationExecutor {
     op: Operation,
     change: { from: OperationState[]; to: OperationState; attempt?: number; reason: string; fields?: Record<string, string> },
     log: Logger,
+    lease?: AttemptLease,
   ): Promise<ExecutionOutcome> {
     try {
       // Spelled out: a spread that adds properties takes V8's slow path, and this runs per operation.
       const { from, to, attempt, reason, fields } = change;
-      await this.options.ledger.transition(op, { from, to, attempt, reason, fields, actor: 'worker', lease: this.releasing(op) });
-      this.released(op);
+      await this.move(op, { from, to, attempt, reason, fields, actor: 'worker' }, lease);
     } catch (error) {
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) {
         log.info('transition refused', { to: change.to, reason: error.message });
@@ -336,6 +363,20 @@ export class OperationExecutor {
     if (isTerminal(change.to)) operationsFinished.labels(op.tenantId, op.action, change.to).inc();
     log.info('operation finished', { state: change.to, reason: change.reason });
     return { type: 'done', state: change.to };
+  }
+
+  /**
+   * A move of the operation; with `lease`, a move that ends that attempt, and its lease goes back
+   * in the same write (both are issued in one tick), whether or not the move is refused.
+   */
+  private async move(op: Operation, change: TransitionChange, lease: AttemptLease | undefined): Promise<TransitionOutcome> {
+    const moved = this.options.ledger.transition(op, change);
+    const givenBack = lease?.giveBack();
+    try {
+      return await moved;
+    } finally {
+      await givenBack;
+    }
   }
 }
 

@@ -5,6 +5,15 @@
  * operation id to its tenant, is written outside scripts and never changes.
  */
 
+/**
+ * The member one attempt holds in its action's lease set (`lease(...)`): the operation id and the
+ * attempt, so an outdated attempt can neither renew nor give back the lease of the attempt that
+ * replaced it. start-5.lua writes the same form.
+ */
+export function leaseHolder(operationId: string, attempt: number): string {
+  return `${operationId}:${attempt}`;
+}
+
 export class LedgerKeys {
   constructor(readonly prefix: string) {}
 
@@ -39,6 +48,7 @@ export class LedgerKeys {
   outbox(tenantId: string): string {
     return `${this.tenant(tenantId)}:outbox`;
   }
+  /** The action's concurrency leases: a zset of `leaseHolder(...)` members -> expiry ms. */
   lease(tenantId: string, action: string): string {
     return `${this.tenant(tenantId)}:lease:${action}`;
   }

@@ -3,7 +3,9 @@
  * the same rules apply to every HTTP adapter and are tested as tables.
  *
  *   execute: 2xx readable -> ok; 2xx unreadable -> outcome unknown (it may have committed);
- *            409 / 423 / 429 / 5xx -> retryable failure; other 4xx -> final failure
+ *            408 / 409 / 423 / 425 / 429 -> retryable failure; other 4xx -> final failure;
+ *            5xx -> outcome unknown, except the few that say the request was not acted on
+ *            (see NOT_PROCESSED_SERVER_STATUSES and refusedUnprocessed)
  *   lookup:  404 -> not_found; 200 with a status -> that status; anything else -> unknown
  *   cancel:  cancelled / already_committed / pending / 501, 405 -> not_supported;
  *            anything else -> outcome unknown (ask lookup)
@@ -14,6 +16,17 @@ import type { ProviderHttpResponse } from './provider-http-client.ts';
 
 /** Statuses that mean "not now" rather than "no": conflict with a request in progress, locked, rate limited. */
 const RETRYABLE_CLIENT_STATUSES: ReadonlySet<number> = new Set([408, 409, 423, 425, 429]);
+
+/**
+ * 5xx statuses that say the server did not act on the request at all: it does not implement the
+ * method (501) or the HTTP version (505). Every other 5xx may come after the system of record
+ * committed: a 500 thrown after the write, a proxy's 502 when the backend dropped the connection
+ * after its commit, a proxy's 504 when the backend answered too late. Those are an outcome unknown,
+ * never a definite failure: for a provider that does not honour idempotency keys a resend could be
+ * a second refund, so the operation goes to reconciliation; a provider that does is asked again
+ * with the same key (the executor decides, see operation-executor.ts).
+ */
+const NOT_PROCESSED_SERVER_STATUSES: ReadonlySet<number> = new Set([501, 505]);
 
 type JsonObject = Readonly<Record<string, unknown>>;
 
@@ -27,6 +40,11 @@ export function executeAnswer(provider: string, response: ProviderHttpResponse):
     return providerRef === undefined ? { status: 'ok', result } : { status: 'ok', result, providerRef };
   }
   const error = errorOf(body);
+  if (status >= 500 && !NOT_PROCESSED_SERVER_STATUSES.has(status) && !refusedUnprocessed(status, error)) {
+    throw new ProviderOutcomeUnknownError(`answered status ${status}, possibly after acting on the request`, {
+      cause: new CallgateError('CALLGATE_ERR_PROVIDER_UNAVAILABLE', { provider, status }),
+    });
+  }
   if (status >= 500 || RETRYABLE_CLIENT_STATUSES.has(status)) {
     return {
       status: 'failed',
@@ -98,6 +116,19 @@ export function cancelAnswer(provider: string, response: ProviderHttpResponse): 
   }
   // Whether the cancel took effect is not known: the caller asks lookup, never assumes.
   throw unreadable(provider, `cancel answered status ${status}${body === undefined ? ' with an unreadable body' : ''}`);
+}
+
+/**
+ * A 503 in the system of record's own error format (`{ error: { code } }`) is the system of record
+ * itself saying it is unavailable: overloaded, in maintenance, shedding load. It turned the request
+ * away and did not process it, so a retry is safe. A 503 without that (a proxy's text or HTML page,
+ * an empty body) is not trusted: some proxies answer 503 when the backend reset the connection after
+ * reading the request (Envoy's "upstream reset before headers"), so it is treated like a 502.
+ * A Retry-After header would say the same as the error format, but answers reach this module
+ * without their headers (provider-http-client.ts).
+ */
+function refusedUnprocessed(status: number, error: { code?: string }): boolean {
+  return status === 503 && error.code !== undefined;
 }
 
 function parseObject(text: string): JsonObject | undefined {

@@ -34,6 +34,18 @@ export interface ReconcileJobData extends OperationJobData {
 const KEEP_COMPLETED = { age: 3_600, count: 10_000 };
 const KEEP_FAILED = { age: 7 * 86_400 };
 
+/**
+ * Tries of one cancel job when the provider's cancel call fails (unreachable, 5xx, unreadable),
+ * with a doubling delay from CANCEL_BACKOFF_MS: 250 ms .. 32 s, about 64 s in all, which outlasts
+ * an operation's default deadline (60 s, config deadlineMs). After that the request it was meant
+ * to stop has ended anyway, and each try first checks that the operation is still running.
+ */
+const CANCEL_ATTEMPTS = 9;
+const CANCEL_BACKOFF_MS = 250;
+
+/** States of a job that will still run (or is running); any other is done with, or gone. */
+const LIVE_JOB_STATES: ReadonlySet<string> = new Set(['waiting', 'delayed', 'prioritized', 'active', 'waiting-children']);
+
 export function executionQueueFor(kind: 'read' | 'mutation', providerIdempotent: boolean): ExecutionQueueName {
   if (kind === 'read') return 'ops-reads';
   return providerIdempotent ? 'ops-mutations' : 'ops-mutations-unsafe';
@@ -101,10 +113,23 @@ export class OperationQueues {
     await queue.add('reconcile', data, { jobId, delay: delayMs, attempts: 1, removeOnComplete: true, removeOnFail: KEEP_FAILED });
   }
 
+  /**
+   * One cancel job per operation. A job still waiting, delayed or running will ask the provider;
+   * one that finished or gave up is replaced, so a new request is really sent (BullMQ would ignore
+   * an add under the id of a job it still keeps).
+   */
   async enqueueCancel(data: OperationJobData): Promise<void> {
-    await this.queue(CANCEL_QUEUE).add('cancel', data, {
-      jobId: `cx-${data.operationId}`,
-      attempts: 1,
+    const queue = this.queue(CANCEL_QUEUE);
+    const jobId = `cx-${data.operationId}`;
+    const existing = await queue.getJob(jobId);
+    if (existing) {
+      if (LIVE_JOB_STATES.has(await existing.getState())) return;
+      await queue.remove(jobId);
+    }
+    await queue.add('cancel', data, {
+      jobId,
+      attempts: CANCEL_ATTEMPTS,
+      backoff: { type: 'exponential', delay: CANCEL_BACKOFF_MS },
       removeOnComplete: true,
       removeOnFail: KEEP_FAILED,
     });

@@ -1,8 +1,9 @@
 --[[
-  Extends a lease its holder still has.
+  Extends a lease its holder still has. Never takes one: a holder whose lease expired (and may
+  have been taken) is told so, and must not act as if it still held it.
 
   KEYS[1] lease set of the tenant and action
-  ARGV[1] holder (operation id)
+  ARGV[1] holder: "<operation id>:<attempt>" (keys.ts leaseHolder)
   ARGV[2] now (ms)
   ARGV[3] lease time to live (ms)
 

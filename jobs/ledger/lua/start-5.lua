@@ -10,7 +10,10 @@
   KEYS[2] operation history list
   KEYS[3] open operations of the tenant (zset)
   KEYS[4] UNKNOWN operations of the tenant (zset)
-  KEYS[5] concurrency leases of the action (zset: operation id -> expiry ms)
+  KEYS[5] concurrency leases of the action (zset: "<operation id>:<attempt>" -> expiry ms). Each
+          attempt holds a lease of its own (keys.ts leaseHolder), so an attempt that stalled and was
+          taken over still counts until it gives its lease back or the lease expires, and never
+          gives back or renews the new attempt's
 
   ARGV[1] now (ms)
   ARGV[2] action the job names (the leases of KEYS[5] are this action's)
@@ -47,13 +50,13 @@ if not due or h["action"] ~= ARGV[2] or h["provider"] ~= ARGV[3] or not LEGAL[st
 end
 
 local id = h["operation_id"]
+local attempt = tonumber(h["attempt"] or "0") + 1
 redis.call("ZREMRANGEBYSCORE", KEYS[5], "-inf", now)
-if not redis.call("ZSCORE", KEYS[5], id) and redis.call("ZCARD", KEYS[5]) >= tonumber(ARGV[5]) then
+if redis.call("ZCARD", KEYS[5]) >= tonumber(ARGV[5]) then
   return {"NO_LEASE"}
 end
-redis.call("ZADD", KEYS[5], now + tonumber(ARGV[4]), id)
+redis.call("ZADD", KEYS[5], now + tonumber(ARGV[4]), id .. ":" .. attempt)
 
-local attempt = tonumber(h["attempt"] or "0") + 1
 local changed = {state = "RUNNING", attempt = tostring(attempt), sending = "1", sending_at = ARGV[1]}
 if attempt == 1 then changed["started_at"] = ARGV[1] end
 local flat = {}

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { leaseHolder } from '../../../jobs/ledger/keys.ts';
 import { newOperation, testLedger } from '../../support/operations.ts';
 
 const { redis, ledger } = testLedger('ledger-start');
@@ -16,7 +17,7 @@ function start(spec: { tenantId: string; operationId: string; action: string }, 
 }
 
 describe('when a worker starts an admitted operation in the step that reads it', () => {
-  it('should return it RUNNING at attempt 1, marked sending, with a lease and a history entry', async () => {
+  it('should return it RUNNING at attempt 1, marked sending, with a lease of attempt 1 and a history entry', async () => {
     const spec = await admitted({ tenantId: 'start-a' });
     const now = Date.now();
     const outcome = await start(spec, now);
@@ -24,7 +25,7 @@ describe('when a worker starts an admitted operation in the step that reads it',
     if (outcome.type !== 'started') return;
     expect(outcome.operation).toMatchObject({ operationId: spec.operationId, state: 'RUNNING', attempt: 1, sending: true, startedAt: now, sendingAt: now, params: { time: '21:00' } });
     expect(await ledger.require(spec.tenantId, spec.operationId)).toEqual(outcome.operation);
-    expect(await redis.zscore(ledger.keys.lease(spec.tenantId, spec.action), spec.operationId)).toBe(String(now + LEASE.ttlMs));
+    expect(await redis.zrange(ledger.keys.lease(spec.tenantId, spec.action), 0, -1, 'WITHSCORES')).toEqual([leaseHolder(spec.operationId, 1), String(now + LEASE.ttlMs)]);
     expect((await ledger.history(spec.tenantId, spec.operationId)).at(-1)).toMatchObject({ state: 'RUNNING', attempt: 1, actor: 'worker', reason: 'started' });
   });
 
@@ -32,7 +33,8 @@ describe('when a worker starts an admitted operation in the step that reads it',
     const spec = await admitted({ tenantId: 'start-b' });
     const first = await start(spec);
     if (first.type !== 'started') throw new Error(first.type);
-    await ledger.transition(first.operation, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: 1, actor: 'worker', reason: 'test', lease: { mode: 'release' } });
+    await ledger.transition(first.operation, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: 1, actor: 'worker', reason: 'test' });
+    await ledger.releaseLease(spec.tenantId, spec.action, leaseHolder(spec.operationId, 1));
     const retry = await start(spec, Date.now() + 5);
     expect(retry).toMatchObject({ type: 'started', operation: { state: 'RUNNING', attempt: 2, startedAt: first.operation.startedAt } });
     expect((await ledger.history(spec.tenantId, spec.operationId)).at(-1)).toMatchObject({ state: 'RUNNING', attempt: 2, reason: 'retry' });

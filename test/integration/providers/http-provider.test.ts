@@ -68,7 +68,7 @@ describe('the generic HTTP provider against a stub system of record', () => {
       { status: 409, retryable: true, code: 'bad_input' },
       { status: 423, retryable: true, code: 'bad_input' },
       { status: 429, retryable: true, code: 'bad_input' },
-      { status: 500, retryable: true, code: 'bad_input' },
+      // Its own 503 says it turned the request away unprocessed.
       { status: 503, retryable: true, code: 'bad_input' },
     ];
     for (const row of table) {
@@ -79,8 +79,20 @@ describe('the generic HTTP provider against a stub system of record', () => {
     }
 
     it('should use a callgate code when the failure body is not JSON', async () => {
-      behaviour = (res) => res.writeHead(502).end('<html>bad gateway</html>');
+      behaviour = (res) => res.writeHead(429).end('<html>slow down</html>');
       expect(await provider.execute(providerRequest('x', {}))).toMatchObject({ status: 'failed', retryable: true, code: 'CALLGATE_ERR_PROVIDER_UNAVAILABLE' });
+    });
+
+    // A 5xx may come after the system of record acted on the request: never a definite failure.
+    it.each([
+      [500, () => (res: ServerResponse) => json(res, 500, { error: { code: 'bad_input', message: 'no' } })],
+      [502, () => (res: ServerResponse) => res.writeHead(502).end('<html>bad gateway</html>')],
+      [504, () => (res: ServerResponse) => res.writeHead(504).end('gateway timeout')],
+    ])('should throw outcome unknown for %i', async (_status, make) => {
+      behaviour = make();
+      const error: unknown = await provider.execute(providerRequest('x', {})).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ProviderOutcomeUnknownError);
+      expect((error as Error).cause).toMatchObject({ code: 'CALLGATE_ERR_PROVIDER_UNAVAILABLE' });
     });
   });
 

@@ -43,11 +43,22 @@ describe('when the sandbox injects faults, the sandbox provider', () => {
   });
 
   describe('when the sandbox answers 503 before committing', () => {
-    it('should return a retryable failure and record no effect', async () => {
+    it('should return a retryable failure (its own 503 says the request was turned away) and record no effect', async () => {
       const tenantId = tenant();
       await sandbox.addRule({ tenant: tenantId, operation: 'refund', fault: 'error=503' });
       const request = refund(tenantId);
       expect(await payments.execute(request)).toMatchObject({ status: 'failed', retryable: true, code: 'injected_fault' });
+      expect(await sandbox.effects({ reference: request.operationId })).toHaveLength(0);
+      expect(await payments.lookup(request)).toEqual({ status: 'not_found' });
+    });
+  });
+
+  describe('when the sandbox answers 500 before committing', () => {
+    it('should throw outcome unknown (a 500 may follow a commit; the client cannot tell), and lookup should say not_found', async () => {
+      const tenantId = tenant();
+      await sandbox.addRule({ tenant: tenantId, operation: 'refund', fault: 'error=500' });
+      const request = refund(tenantId);
+      await expect(payments.execute(request)).rejects.toBeInstanceOf(ProviderOutcomeUnknownError);
       expect(await sandbox.effects({ reference: request.operationId })).toHaveLength(0);
       expect(await payments.lookup(request)).toEqual({ status: 'not_found' });
     });
@@ -120,7 +131,7 @@ describe('when the sandbox injects faults, the sandbox provider', () => {
   describe('when a rule targets only the second request', () => {
     it('should fail that one and leave the first and third alone', async () => {
       const tenantId = tenant();
-      await sandbox.addRule({ tenant: tenantId, operation: 'refund', nth: 2, fault: 'error=500' });
+      await sandbox.addRule({ tenant: tenantId, operation: 'refund', nth: 2, fault: 'error=503' });
       const results = [];
       for (let i = 0; i < 3; i++) results.push(await payments.execute(refund(tenantId)));
       expect(results.map((r) => r.status)).toEqual(['ok', 'failed', 'ok']);

@@ -12,7 +12,8 @@ describe('when an execute answer is classified', () => {
     [422, { code: 'slot_taken', message: 'taken' }, { status: 'failed', retryable: false, code: 'slot_taken', message: 'taken' }],
     [409, { error: 'busy' }, { status: 'failed', retryable: true, code: 'CALLGATE_ERR_PROVIDER_UNAVAILABLE', message: 'busy' }],
     [429, {}, { status: 'failed', retryable: true, code: 'CALLGATE_ERR_PROVIDER_UNAVAILABLE', message: 'provider p is unavailable (status 429)' }],
-    [503, 'down', { status: 'failed', retryable: true, code: 'CALLGATE_ERR_PROVIDER_UNAVAILABLE', message: 'provider p is unavailable (status 503)' }],
+    [503, { error: { code: 'maintenance', message: 'back at 6' } }, { status: 'failed', retryable: true, code: 'maintenance', message: 'back at 6' }],
+    [501, '', { status: 'failed', retryable: true, code: 'CALLGATE_ERR_PROVIDER_UNAVAILABLE', message: 'provider p is unavailable (status 501)' }],
     [403, '', { status: 'failed', retryable: false, code: 'CALLGATE_ERR_PROVIDER_REJECTED', message: 'provider p refused the request: status 403' }],
     [302, '', { status: 'failed', retryable: false, code: 'CALLGATE_ERR_PROVIDER_BAD_RESPONSE', message: 'provider p answered with something unreadable: unexpected status 302' }],
   ])('should map status %i with %j', (status, body, expected) => {
@@ -21,6 +22,30 @@ describe('when an execute answer is classified', () => {
 
   it.each([['not json'], ['[1,2]'], ['"text"'], ['']])('should throw outcome unknown for a 2xx body %j', (text) => {
     expect(() => executeAnswer('p', { status: 200, text })).toThrow(ProviderOutcomeUnknownError);
+  });
+
+  // The request may have been acted on before the 5xx: a resend could be a second refund.
+  it.each([
+    [500, { error: { code: 'internal', message: 'oops' } }],
+    [500, ''],
+    [502, '<html>Bad Gateway</html>'],
+    [504, 'upstream request timeout'],
+    [504, { error: { code: 'timeout', message: 'upstream' } }],
+    [503, 'upstream connect error or disconnect/reset before headers'],
+    [503, { message: 'no healthy upstream' }],
+    [503, ''],
+    [507, {}],
+    [599, {}],
+  ])('should throw outcome unknown for status %i with %j, not claim a definite failure', (status, body) => {
+    const thrown: unknown = (() => {
+      try {
+        return executeAnswer('p', answer(status, body));
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(thrown).toBeInstanceOf(ProviderOutcomeUnknownError);
+    expect((thrown as Error).cause).toMatchObject({ code: 'CALLGATE_ERR_PROVIDER_UNAVAILABLE' });
   });
 });
 
