@@ -31,17 +31,20 @@ describe('when the result event of a booking arrives twice', () => {
     const call = await waitFor(async () => gw.sessions[0], 2_000, 'the call session');
     const operationId = await waitFor(async () => [...call.agent.operations.keys()][0], 8_000, 'the booking');
     const ledger = gw.agents.h.layer.ledger;
+    // The event as it stands in the stream, read before delivery acknowledges and deletes it.
+    const redis = testRedis();
+    const key = gw.agents.delivery.streamKey('demo');
+    const original = await waitFor(
+      async () => (await redis.xrange(key, '-', '+')).find(([, fields]) => fields.includes(operationId) && fields.includes('COMMITTED')),
+      8_000,
+      'the result event in the stream',
+    );
     await gw.delivered(operationId);
 
     // The same event again, as a redelivery would bring it.
     const decisionsOf = async () => (await gw.agents.audit.read(call.sessionId)).flatMap((r) => (r.event.type === 'gate_decision' ? [r.event] : []));
     const before = (await decisionsOf()).length;
-    const redis = testRedis();
-    const key = gw.agents.delivery.streamKey('demo');
-    const entries = await redis.xrange(key, '-', '+');
-    const original = entries.find(([, fields]) => fields.includes(operationId) && fields.includes('COMMITTED'));
-    expect(original).toBeDefined();
-    await redis.xadd(key, '*', ...(original?.[1] ?? []));
+    await redis.xadd(key, '*', ...original[1]);
     redis.disconnect();
 
     const after = await waitFor(async () => {
