@@ -78,6 +78,21 @@ export const redisSchema = z.strictObject({
   url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
   /** Prefix for every key callgate writes, so several deployments can share one Redis. */
   prefix: safeId.default('callgate'),
+  /**
+   * How the "sending" mark of an attempt to a provider without idempotency keys is made durable
+   * before the request leaves (a Redis node lost before it persisted the mark would otherwise let
+   * the attempt be sent twice): `replica` waits for `replicas` replicas to acknowledge it (WAIT),
+   * `fsync` requires the server to run with appendonly yes and appendfsync always (checked), `none`
+   * trusts a single Redis whose loss loses the whole ledger anyway (the embedded default).
+   * A mark that cannot be made durable within `timeoutMs` is not sent: the attempt is retried.
+   */
+  durability: z
+    .strictObject({
+      mode: z.enum(['none', 'replica', 'fsync']).default('none'),
+      replicas: z.int().min(1).max(16).default(1),
+      timeoutMs: z.int().min(10).max(60_000).default(1_000),
+    })
+    .default({ mode: 'none', replicas: 1, timeoutMs: 1_000 }),
 });
 
 export const logSchema = z.strictObject({
@@ -127,6 +142,12 @@ export const providerSchema = z.discriminatedUnion('type', [
     supportsCancel: z.boolean().default(false),
     /** Whether GET {baseUrl}/operations/{id} answers; without it an UNKNOWN operation needs an operator. */
     supportsLookup: z.boolean().default(true),
+    /**
+     * Whether POST {baseUrl}/operations/{id}/void voids attempts by their tokens (jobs/providers/
+     * http-provider.ts). Without it or idempotency keys, an UNKNOWN operation the provider has no
+     * record of stays UNKNOWN for an operator: a request still on its way could take effect later.
+     */
+    supportsVoid: z.boolean().default(false),
     timeoutMs: z.int().min(10).default(10_000),
     /** Environment variable holding a bearer token for the system of record, if any. */
     tokenEnv: envName.optional(),
@@ -350,6 +371,15 @@ export const configSchema = z
         usedPorts.set(key, where);
       }
     };
+    for (const [name, provider] of Object.entries(config.providers)) {
+      if (config.worker.reconcileGraceMs <= provider.timeoutMs) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['worker', 'reconcileGraceMs'],
+          message: `must be above providers.${name}.timeoutMs (${provider.timeoutMs}): "not found" is not believed while a request can still be answered`,
+        });
+      }
+    }
     if (config.worker.leaseTtlMs <= config.worker.lockDurationMs) {
       ctx.addIssue({ code: 'custom', path: ['worker', 'leaseTtlMs'], message: 'must be above worker.lockDurationMs (a running job must not lose its lease)' });
     }

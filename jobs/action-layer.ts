@@ -95,11 +95,13 @@ export class ActionLayer {
       log,
       leaseTtlMs: config.worker.leaseTtlMs,
       reconcileGraceMs: config.worker.reconcileGraceMs,
+      durability: config.redis.durability,
     });
     const reconciler = new Reconciler({
       ledger,
       queues: this.queues,
       providers,
+      actionConfig: (tenantId, action) => tenants.get(tenantId)?.actions[action],
       log,
       graceMs: config.worker.reconcileGraceMs,
       backoffMs: config.worker.reconcileBackoffMs,

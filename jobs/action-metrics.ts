@@ -130,6 +130,18 @@ export const leasesLost = counter({
   labelNames: ['tenant', 'action'],
 });
 
+export const sendsRefused = counter({
+  name: 'callgate_sends_refused_total',
+  help: 'Attempts not sent to their provider: the sending mark was not durable in time (not_durable), or the lease expired before the send (lease_lost).',
+  labelNames: ['action', 'reason'],
+});
+
+export const voids = counter({
+  name: 'callgate_attempt_voids_total',
+  help: 'Requests to providers to void earlier attempts before a resend, by outcome (voided, committed, processing, unknown, not_supported).',
+  labelNames: ['action', 'outcome'],
+});
+
 export const actionActive = gauge({
   name: 'callgate_action_active_operations',
   help: 'Operations of an action admitted and not finished (running, queued or waiting to retry): its queue depth.',
@@ -138,7 +150,7 @@ export const actionActive = gauge({
 
 export const actionLeases = gauge({
   name: 'callgate_action_leases_in_use',
-  help: 'Concurrency leases held for an action: operations at the provider right now.',
+  help: 'Concurrency leases held for an action: requests at the provider right now, including timed-out ones whose outcome is not settled yet.',
   labelNames: ['tenant', 'action'],
 });
 

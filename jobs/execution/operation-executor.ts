@@ -17,12 +17,13 @@ import {
   operationsFinished,
   providerTimeouts,
   retryBudgetExhausted,
+  sendsRefused,
   unknownOpened,
 } from '../action-metrics.ts';
 import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
 import { leaseHolder } from '../ledger/keys.ts';
 import { isTerminal, type Operation, type OperationState } from '../ledger/operation.ts';
-import type { OperationLedger, TransitionChange, TransitionOutcome } from '../ledger/operation-ledger.ts';
+import type { OperationLedger, SendingDurability, TransitionChange, TransitionOutcome } from '../ledger/operation-ledger.ts';
 import { ProviderOutcomeUnknownError, ProviderUnreachableError, type Provider, type ProviderResult } from '../providers/provider.ts';
 import { executionQueueFor, type OperationJobData, type OperationQueues } from '../queues/operation-queues.ts';
 import { OperationLogger } from './operation-logger.ts';
@@ -45,16 +46,19 @@ export interface OperationExecutorOptions {
   readonly leaseTtlMs: number;
   /** How long a reconcile waits after the request was sent before trusting "not found". */
   readonly reconcileGraceMs: number;
-  readonly now?: () => number;
+  /** How the sending mark is made durable before a request without idempotency keys leaves (config redis.durability). */
+  readonly durability?: SendingDurability;
   readonly random?: () => number;
 }
 
 /** Delay before a job that found no free lease looks again; jittered so waiting jobs do not align. */
 const NO_LEASE_DELAY_MS = 100;
 
+const NO_DURABILITY: SendingDurability = { mode: 'none', replicas: 1, timeoutMs: 1_000 };
+
 /** An attempt this process has begun (RUNNING, lease held): what it runs with. */
 interface StartedAttempt {
-  /** The operation as the start left it: RUNNING at `attempt`, marked sending. */
+  /** The operation as the start left it: RUNNING at `attempt`, marked sending, with its fence token. */
   readonly op: Operation;
   readonly action: ActionConfig;
   readonly provider: Provider;
@@ -66,19 +70,45 @@ interface StartedAttempt {
   readonly attemptStart: number;
 }
 
-/** The lease of a running attempt, which only that attempt renews and gives back. */
+/**
+ * What the move that ends an attempt does with its lease: `release` when the attempt's outcome is
+ * settled (an answer, or certainly not sent), `park` when it is not (the request may still be at
+ * the provider: the lease is kept until the send time plus the provider timeout and the reconcile
+ * grace, or until reconciliation settles it).
+ */
+type LeaseEnd = 'release' | 'park';
+
+/** The lease of a running attempt, which only that attempt renews and ends. */
 interface AttemptLease {
-  /** Stops renewing and gives the lease back; once (later calls return the first give-back). */
-  giveBack(): Promise<void>;
+  /** The lease as the move that ends the attempt carries it. */
+  change(end: LeaseEnd): NonNullable<TransitionChange['lease']>;
+  /** Stops renewing (the move that ended the attempt carried the lease, or it is left to expire). */
+  stop(): void;
+  /** Ends the lease by itself, for a move that was refused (the script did not touch it). */
+  endAlone(end: LeaseEnd): Promise<void>;
+  /** False when a renewal found the lease gone (it expired while this process was paused). */
+  held(): Promise<boolean>;
+}
+
+/** How a retryable end of an attempt (or of a lost one) is settled. */
+interface RetryRequest {
+  readonly from: 'RUNNING' | 'FAILED_RETRYABLE';
+  readonly actor: 'worker';
+  readonly code: string;
+  readonly message: string;
+  /** The attempt may have taken effect (its outcome is unknown). */
+  readonly outcomeUnknown: boolean;
+  readonly lease?: { readonly handle: AttemptLease; readonly end: LeaseEnd };
+  readonly fields?: Readonly<Record<string, string>>;
 }
 
 export class OperationExecutor {
-  private readonly now: () => number;
   private readonly random: () => number;
+  private readonly durability: SendingDurability;
 
   constructor(private readonly options: OperationExecutorOptions) {
-    this.now = options.now ?? Date.now;
     this.random = options.random ?? Math.random;
+    this.durability = options.durability ?? NO_DURABILITY;
   }
 
   async execute(job: OperationJobData, signal: AbortSignal): Promise<ExecutionOutcome> {
@@ -90,12 +120,8 @@ export class OperationExecutor {
     if (job.action !== undefined && jobAction !== undefined && jobProvider !== undefined) {
       // The job names its action: the attempt begins in the step that reads the operation, when it
       // is due. What is not due comes back as it is and takes the general path below.
-      const attemptStart = this.now();
-      const started = await ledger.start({ tenantId, operationId, action: job.action }, jobAction.provider, {
-        now: attemptStart,
-        ttlMs: this.options.leaseTtlMs,
-        max: jobAction.maxConcurrent,
-      });
+      const attemptStart = Date.now();
+      const started = await ledger.start({ tenantId, operationId, action: job.action }, jobAction.provider, this.attemptLimits(jobAction));
       switch (started.type) {
         case 'not_found':
           return { type: 'done', note: 'operation not found' };
@@ -116,10 +142,20 @@ export class OperationExecutor {
     return this.decide(op, signal, true);
   }
 
+  private attemptLimits(action: ActionConfig): { ttlMs: number; max: number; maxAttempts: number } {
+    return { ttlMs: this.options.leaseTtlMs, max: action.maxConcurrent, maxAttempts: action.retry.maxAttempts };
+  }
+
+  /** How long an attempt whose outcome is unknown keeps its lease after its request was sent. */
+  private parkMs(provider: Provider): number {
+    return provider.timeoutMs + this.options.reconcileGraceMs;
+  }
+
   /**
    * The general path: an operation that did not start in the step that read it. It is cancelled or
-   * failed when late, taken over when its attempt was lost, or started here. `decideAgain`: a start
-   * that finds the operation not due after all (a deadline passed meanwhile) decides once more.
+   * failed when late or out of attempts, taken over when its attempt was lost, or started here.
+   * `decideAgain`: a start that finds the operation not due after all (a deadline passed
+   * meanwhile) decides once more. Deadlines are compared on the Redis clock, as the start does.
    */
   private async decide(op: Operation, signal: AbortSignal, decideAgain: boolean): Promise<ExecutionOutcome> {
     const { ledger } = this.options;
@@ -128,7 +164,7 @@ export class OperationExecutor {
     const log = new OperationLogger(this.options.log, op);
     const action = this.options.actionConfig(op.tenantId, op.action);
     const provider = this.options.providers.get(op.provider);
-    const now = this.now();
+    const now = await ledger.time();
 
     if (op.state === 'ADMITTED' && (now > op.admissionDeadlineAt || now > op.deadlineAt)) {
       const reason = now > op.deadlineAt ? 'deadline_passed_before_start' : 'admission_deadline_passed';
@@ -141,35 +177,21 @@ export class OperationExecutor {
     }
     if (!action || !provider) return { type: 'done', note: 'not configured' };
 
-    if (op.state === 'RUNNING') {
-      // A redelivered job: the worker that ran it is gone (stalled lock) or this is a duplicate delivery.
-      if (op.sending && !resendSafe(op)) {
-        await this.toUnknown(op, 'RUNNING', op.attempt, 'redelivered_while_sending', log);
-        return { type: 'done', state: 'UNKNOWN' };
-      }
-      try {
-        // The lost attempt may have reached the provider: a resend is safe (same key), giving up is not.
-        const fields = op.sending && op.kind === 'mutation' ? { uncertain: '1' } : undefined;
-        await ledger.transition(op, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: op.attempt, actor: 'worker', reason: 'worker_lost', fields });
-      } catch (error) {
-        if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return { type: 'done', note: 'taken over elsewhere' };
-        throw error;
-      }
-      op = await ledger.require(tenantId, operationId);
-    }
-    if (op.state === 'FAILED_RETRYABLE' && now > op.deadlineAt) {
+    if (op.state === 'RUNNING') return this.takeOver(op, action, provider, log);
+    if (op.state === 'FAILED_RETRYABLE' && (now > op.deadlineAt || op.attempt >= action.retry.maxAttempts)) {
+      const reason = now > op.deadlineAt ? 'deadline' : 'attempts_exhausted';
       if (op.uncertain && op.kind === 'mutation') {
-        await this.toUnknown(op, 'FAILED_RETRYABLE', op.attempt, 'deadline_after_unknown_outcome', log);
+        await this.toUnknown(op, 'FAILED_RETRYABLE', `${reason}_after_unknown_outcome`, log);
         return { type: 'done', state: 'UNKNOWN' };
       }
-      return this.finish(op, { from: ['FAILED_RETRYABLE'], to: 'FAILED_FINAL', reason: 'deadline', fields: { error: errorJson('deadline', 'the operation deadline passed') } }, log);
+      const message = reason === 'deadline' ? 'the operation deadline passed' : 'no attempt is left';
+      return this.finish(op, { from: ['FAILED_RETRYABLE'], to: 'FAILED_FINAL', attempt: op.attempt, reason, fields: { error: errorJson(reason, message) } }, log);
     }
 
     // One attempt under the tenant's concurrency lease, taken in the same step as the move to RUNNING
-    // (marked sending: from here the request may leave this process). The clock is read again: the
-    // lease expires from it.
-    const attemptStart = this.now();
-    const started = await ledger.start({ tenantId, operationId, action: op.action }, op.provider, { now: attemptStart, ttlMs: this.options.leaseTtlMs, max: action.maxConcurrent });
+    // (marked sending: from here the request may leave this process).
+    const attemptStart = Date.now();
+    const started = await ledger.start({ tenantId, operationId, action: op.action }, op.provider, this.attemptLimits(action));
     switch (started.type) {
       case 'not_found':
         return { type: 'done', note: 'operation not found' };
@@ -186,6 +208,35 @@ export class OperationExecutor {
     }
   }
 
+  /**
+   * A redelivered job whose operation is RUNNING: the worker that ran it is gone (a stalled lock)
+   * or paused. Its attempt is fenced off: a send that may have left goes to reconciliation when a
+   * resend could be a second effect; otherwise the operation is retried like any failed attempt,
+   * counted against the attempts, the backoff and the retry budget. The lost attempt's lease is
+   * kept while its request may still be at the provider.
+   */
+  private async takeOver(op: Operation, action: ActionConfig, provider: Provider, log: Logger): Promise<ExecutionOutcome> {
+    const lost: AttemptLease = {
+      change: (end) => (end === 'park' ? { mode: 'park', forMs: this.parkMs(provider) } : { mode: 'release' }),
+      stop: () => undefined,
+      endAlone: async () => undefined,
+      held: async () => false,
+    };
+    if (op.sending && !resendSafe(op)) {
+      await this.toUnknown(op, 'RUNNING', 'redelivered_while_sending', log, { handle: lost, end: 'park' });
+      return { type: 'done', state: 'UNKNOWN' };
+    }
+    return this.retryOrGiveUp(op, action, {
+      from: 'RUNNING',
+      actor: 'worker',
+      code: 'worker_lost',
+      message: 'the worker running the attempt was lost',
+      // The lost attempt may have reached the provider: a resend is safe (same key), giving up is not.
+      outcomeUnknown: op.sending && op.kind === 'mutation',
+      lease: { handle: lost, end: op.sending ? 'park' : 'release' },
+    }, log);
+  }
+
   /** A job that found every lease taken waits, without spending an attempt. */
   private noLease(tenantId: string, action: string): ExecutionOutcome {
     leaseDelays.labels(tenantId, action).inc();
@@ -194,100 +245,130 @@ export class OperationExecutor {
 
   /**
    * A started attempt. Its lease is its own (held as `<operation id>:<attempt>`): renewed while the
-   * provider works and given back with the move that ends the attempt (issued in the same tick), or at
-   * the end if no move was made. An outdated attempt (taken over after a stall) thus never gives
-   * back, or renews, the lease of the attempt that replaced it. A crash leaves the lease to expire.
+   * provider works, and ended by the move that ends the attempt, in the same script: given back
+   * when the outcome is settled, kept ("parked") for the send time plus the provider timeout and
+   * the reconcile grace when it is not (a timed-out request may still be at the provider; the
+   * provider must not see more than maxConcurrent requests of the tenant and action). An outdated
+   * attempt (taken over after a stall) thus never gives back, or renews, the lease of the attempt
+   * that replaced it. A crash, or an error with no move, leaves the lease to expire.
    *
    * A renewal that finds the lease gone (it expired while this process stalled) is counted and
    * logged, and renewal stops: the lease is never taken back, since the slot may be another
-   * attempt's now. The one request of this attempt is already sent and is left to finish (dropping
-   * it would not undo it); anything after it, a retry included, is a new attempt that needs a lease
-   * of its own.
+   * attempt's now. A lease found gone before the request is sent stops the send.
    */
   private async run(started: StartedAttempt): Promise<ExecutionOutcome> {
-    const { op, log, attempt } = started;
+    const { op, log, attempt, provider } = started;
     const { ledger } = this.options;
     const holder = leaseHolder(op.operationId, attempt);
     /** A renewal found the lease gone (expired, or removed): the slot may be another attempt's now. */
     let lost = false;
-    let givenBack: Promise<void> | undefined;
+    let stopped = false;
+    const noteLost = () => {
+      if (lost || stopped) return;
+      lost = true;
+      clearInterval(renew);
+      leasesLost.labels(op.tenantId, op.action).inc();
+      log.warn('concurrency lease lost while the attempt ran: the action may be above its limit until it answers', { attempt });
+    };
+    const renewOnce = async (): Promise<boolean> => {
+      const held = await ledger.renewLease(op.tenantId, op.action, holder, this.options.leaseTtlMs);
+      if (!held) noteLost();
+      return held;
+    };
     const renew = setInterval(() => {
-      ledger.renewLease(op.tenantId, op.action, holder, this.options.leaseTtlMs).then(
-        (held) => {
-          if (held || lost || givenBack !== undefined) return;
-          lost = true;
-          clearInterval(renew);
-          leasesLost.labels(op.tenantId, op.action).inc();
-          log.warn('concurrency lease lost while the request was at the provider: the action may be above its limit until it answers', { attempt });
-        },
-        (error: unknown) => log.warn('lease renewal failed', { error }),
-      );
+      renewOnce().catch((error: unknown) => log.warn('lease renewal failed', { error }));
     }, Math.max(50, Math.floor(this.options.leaseTtlMs / 3)));
     const lease: AttemptLease = {
-      giveBack: () => {
+      change: (end) => (end === 'park' ? { mode: 'park', forMs: this.parkMs(provider) } : { mode: 'release' }),
+      stop: () => {
+        stopped = true;
         clearInterval(renew);
-        givenBack ??= ledger.releaseLease(op.tenantId, op.action, holder);
-        return givenBack;
       },
+      endAlone: (end) =>
+        end === 'park'
+          ? ledger.parkLease(op.tenantId, op.action, holder, (op.sendingAt ?? 0) + this.parkMs(provider))
+          : ledger.releaseLease(op.tenantId, op.action, holder),
+      held: () => (lost ? Promise.resolve(false) : renewOnce()),
     };
     try {
       return await this.send(started, lease);
     } finally {
-      await lease.giveBack();
+      lease.stop();
     }
   }
 
   private async send(started: StartedAttempt, lease: AttemptLease): Promise<ExecutionOutcome> {
     const { op, action, provider, signal, log, attempt, attemptStart } = started;
+    const { ledger } = this.options;
     attempts.labels(op.action, attempt === 1 ? 'first' : 'retry').inc();
+    if (!resendSafe(op)) {
+      // A second send of this request would be a second effect: the mark that it may have left must
+      // survive the loss of a Redis node before it leaves (config redis.durability).
+      const durable = await ledger.makeDurable(this.durability);
+      if (!durable.ok) {
+        sendsRefused.labels(op.action, 'not_durable').inc();
+        log.warn('request not sent: its sending mark is not durable', { attempt, reason: durable.reason });
+        return this.retryOrGiveUp(op, action, { from: 'RUNNING', actor: 'worker', code: 'sending_mark_not_durable', message: durable.reason, outcomeUnknown: false, lease: { handle: lease, end: 'release' }, fields: { sending: '0' } }, log);
+      }
+    }
+    if (!(await lease.held())) {
+      // The lease expired before the request left (this process was paused): another attempt may
+      // hold the slot, or have taken the operation over. Nothing is sent under a lost lease.
+      sendsRefused.labels(op.action, 'lease_lost').inc();
+      return this.retryOrGiveUp(op, action, { from: 'RUNNING', actor: 'worker', code: 'lease_lost_before_send', message: 'the concurrency lease expired before the request was sent', outcomeUnknown: false, fields: { sending: '0' } }, log);
+    }
     let result: ProviderResult;
     try {
-      result = await executeUntilDeadline(provider, op, signal, Math.max(1, op.deadlineAt - this.now()));
+      result = await executeUntilDeadline(provider, op, signal, Math.max(1, op.deadlineAt - (await ledger.time())));
     } catch (error) {
       const definitelyNotSent = error instanceof ProviderUnreachableError;
+      const message = error instanceof Error ? error.message : String(error);
       if (!definitelyNotSent && error instanceof ProviderOutcomeUnknownError) providerTimeouts.labels(op.action).inc();
       if (!definitelyNotSent && !resendSafe(op)) {
         // Timeout after sending, dropped connection, garbage: the effect may exist. Ask, do not resend.
-        await this.toUnknown({ ...op, attempt }, 'RUNNING', attempt, error instanceof Error ? error.message : String(error), log, lease);
+        await this.toUnknown(op, 'RUNNING', message, log, { handle: lease, end: 'park' });
         return { type: 'done', state: 'UNKNOWN' };
       }
       const code = definitelyNotSent ? 'unreachable' : 'outcome_unknown';
-      return this.retryOrFail({ ...op, attempt }, action, code, error instanceof Error ? error.message : String(error), !definitelyNotSent && op.kind === 'mutation', log, lease);
+      return this.retryOrGiveUp(
+        op,
+        action,
+        { from: 'RUNNING', actor: 'worker', code, message, outcomeUnknown: !definitelyNotSent && op.kind === 'mutation', lease: { handle: lease, end: definitelyNotSent ? 'release' : 'park' } },
+        log,
+      );
     }
 
     if (result.status === 'ok') {
-      const fields: Record<string, string> = { result: JSON.stringify(result.result), committed_at: String(this.now()), error: '' };
+      const fields: Record<string, string> = { result: JSON.stringify(result.result), committed_at: String(Date.now()), error: '' };
       if (result.providerRef !== undefined) fields.provider_ref = result.providerRef;
-      const outcome = await this.finish({ ...op, attempt }, { from: ['RUNNING'], to: 'COMMITTED', attempt, reason: 'provider_committed', fields }, log, lease);
+      const outcome = await this.finish(op, { from: ['RUNNING'], to: 'COMMITTED', attempt, reason: 'provider_committed', fields }, log, lease);
       if (outcome.type === 'done' && outcome.state === 'COMMITTED') {
-        observeWithExemplar(executionToCommit, { action: op.action }, (this.now() - (op.startedAt ?? attemptStart)) / 1000, { operation_id: op.operationId, session_id: op.scope.sessionId });
+        observeWithExemplar(executionToCommit, { action: op.action }, (Date.now() - (op.startedAt ?? attemptStart)) / 1000, { operation_id: op.operationId, session_id: op.scope.sessionId });
       }
       return outcome;
     }
     if (!result.retryable) {
       // Read now, not from the start of the attempt: a cancel is asked for while the request runs.
-      const cancelled = result.code === 'cancelled' && (op.cancelRequested || (await this.options.ledger.rawField(op, 'cancel_requested')) === '1');
+      const cancelled = result.code === 'cancelled' && (op.cancelRequested || (await ledger.rawField(op, 'cancel_requested')) === '1');
       return this.finish(
-        { ...op, attempt },
+        op,
         { from: ['RUNNING'], to: cancelled ? 'CANCELLED' : 'FAILED_FINAL', attempt, reason: cancelled ? 'cancelled_by_provider' : result.code, fields: { error: errorJson(result.code, result.message) } },
         log,
         lease,
       );
     }
-    return this.retryOrFail({ ...op, attempt }, action, result.code, result.message, false, log, lease);
+    return this.retryOrGiveUp(op, action, { from: 'RUNNING', actor: 'worker', code: result.code, message: result.message, outcomeUnknown: false, lease: { handle: lease, end: 'release' } }, log);
   }
 
-  /** A retryable failure: FAILED_RETRYABLE and a delayed retry, or FAILED_FINAL when out of attempts, deadline or budget. */
-  private async retryOrFail(
-    op: Operation,
-    action: ActionConfig,
-    code: string,
-    message: string,
-    outcomeUnknown: boolean,
-    log: Logger,
-    lease: AttemptLease,
-  ): Promise<ExecutionOutcome> {
-    const decision = decideRetry(action.retry, op.attempt, this.now(), op.deadlineAt, this.random);
+  /**
+   * A retryable end of an attempt: FAILED_RETRYABLE and a delayed retry, or the end when the
+   * attempts, the deadline or the retry budget say no more: FAILED_FINAL, or UNKNOWN when this or
+   * an earlier attempt may have taken effect. Used for failed attempts and lost ones alike, so that
+   * every send after the first is an attempt the retry policy counted.
+   */
+  private async retryOrGiveUp(op: Operation, action: ActionConfig, request: RetryRequest, log: Logger): Promise<ExecutionOutcome> {
+    const { code, message, outcomeUnknown } = request;
+    const decision = decideRetry(action.retry, op.attempt, await this.options.ledger.time(), op.deadlineAt, this.random);
     let reason: string | undefined = decision.retry ? undefined : decision.reason;
     if (decision.retry) {
       const budget = await this.options.ledger.spendRetry(op, {
@@ -304,24 +385,16 @@ export class OperationExecutor {
     if (reason !== undefined) {
       if (outcomeUnknown || (op.uncertain && op.kind === 'mutation')) {
         // This or an earlier attempt may have committed: giving up must not claim it failed. Ask first.
-        await this.toUnknown(op, 'RUNNING', op.attempt, `${reason} after ${code}`, log, lease);
+        await this.toUnknown(op, request.from, `${reason} after ${code}`, log, request.lease);
         return { type: 'done', state: 'UNKNOWN' };
       }
-      return this.finish(op, { from: ['RUNNING'], to: 'FAILED_FINAL', attempt: op.attempt, reason, fields: { error } }, log, lease);
+      return this.finish(op, { from: [request.from], to: 'FAILED_FINAL', attempt: op.attempt, reason, fields: { ...request.fields, error } }, log, request.lease?.handle, request.lease?.end);
     }
+    const fields: Record<string, string> = outcomeUnknown
+      ? { ...request.fields, error, last_outcome_unknown: '1', uncertain: '1' }
+      : { ...request.fields, error, last_outcome_unknown: '0' };
     try {
-      await this.move(
-        op,
-        {
-          from: ['RUNNING'],
-          to: 'FAILED_RETRYABLE',
-          attempt: op.attempt,
-          actor: 'worker',
-          reason: code,
-          fields: outcomeUnknown ? { error, last_outcome_unknown: '1', uncertain: '1' } : { error, last_outcome_unknown: '0' },
-        },
-        lease,
-      );
+      await this.move(op, { from: [request.from], to: 'FAILED_RETRYABLE', attempt: op.attempt, actor: request.actor, reason: code, fields }, request.lease?.handle, request.lease?.end);
     } catch (e) {
       if (e instanceof IllegalTransitionError || e instanceof StaleAttemptError) return { type: 'done', note: e.message };
       throw e;
@@ -331,9 +404,15 @@ export class OperationExecutor {
     return { type: 'delay', delayMs, reason: 'retry' };
   }
 
-  private async toUnknown(op: Operation, from: 'RUNNING' | 'FAILED_RETRYABLE', attempt: number, reason: string, log: Logger, lease?: AttemptLease): Promise<void> {
+  private async toUnknown(
+    op: Operation,
+    from: 'RUNNING' | 'FAILED_RETRYABLE',
+    reason: string,
+    log: Logger,
+    lease?: { readonly handle: AttemptLease; readonly end: LeaseEnd },
+  ): Promise<void> {
     try {
-      await this.move(op, { from: [from], to: 'UNKNOWN', attempt, actor: 'worker', reason, fields: { error: errorJson('outcome_unknown', reason) } }, lease);
+      await this.move(op, { from: [from], to: 'UNKNOWN', attempt: op.attempt, actor: 'worker', reason, fields: { error: errorJson('outcome_unknown', reason) } }, lease?.handle, lease?.end);
     } catch (error) {
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return;
       throw error;
@@ -348,11 +427,12 @@ export class OperationExecutor {
     change: { from: OperationState[]; to: OperationState; attempt?: number; reason: string; fields?: Record<string, string> },
     log: Logger,
     lease?: AttemptLease,
+    end: LeaseEnd = 'release',
   ): Promise<ExecutionOutcome> {
     try {
       // Spelled out: a spread that adds properties takes V8's slow path, and this runs per operation.
       const { from, to, attempt, reason, fields } = change;
-      await this.move(op, { from, to, attempt, reason, fields, actor: 'worker' }, lease);
+      await this.move(op, { from, to, attempt, reason, fields, actor: 'worker' }, lease, end);
     } catch (error) {
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) {
         log.info('transition refused', { to: change.to, reason: error.message });
@@ -366,16 +446,18 @@ export class OperationExecutor {
   }
 
   /**
-   * A move of the operation; with `lease`, a move that ends that attempt, and its lease goes back
-   * in the same write (both are issued in one tick), whether or not the move is refused.
+   * A move of the operation, fenced by the attempt's token when it has one; with `lease`, a move
+   * that ends that attempt and carries its lease (given back or parked in the same script). A
+   * refused move did not touch the lease: it is ended by itself then.
    */
-  private async move(op: Operation, change: TransitionChange, lease: AttemptLease | undefined): Promise<TransitionOutcome> {
-    const moved = this.options.ledger.transition(op, change);
-    const givenBack = lease?.giveBack();
+  private async move(op: Operation, change: TransitionChange, lease: AttemptLease | undefined, end: LeaseEnd = 'release'): Promise<TransitionOutcome> {
+    lease?.stop();
+    const fenced: TransitionChange = lease === undefined || change.attempt === undefined ? change : { ...change, token: op.attemptToken, lease: lease.change(end) };
     try {
-      return await moved;
-    } finally {
-      await givenBack;
+      return await this.options.ledger.transition(op, fenced);
+    } catch (error) {
+      if (lease !== undefined && (error instanceof IllegalTransitionError || error instanceof StaleAttemptError)) await lease.endAlone(end);
+      throw error;
     }
   }
 }
@@ -394,6 +476,7 @@ async function executeUntilDeadline(provider: Provider, op: Operation, signal: A
     return await provider.execute({
       operationId: op.operationId,
       idempotencyKey: op.idempotencyKey,
+      attemptToken: op.attemptToken,
       tenantId: op.tenantId,
       operation: op.providerOperation,
       params: op.params,

@@ -5,7 +5,9 @@
  *     up; unsafe queues never redeliver): run it again (the provider was never called)
  *   - a RUNNING operation whose job is gone or failed (its worker died; unsafe queues never
  *     redeliver): UNKNOWN and reconcile if the request may have been sent to a provider that does
- *     not honour idempotency keys, otherwise back to FAILED_RETRYABLE and run again
+ *     not honour idempotency keys (fenced by the lost attempt and its token), otherwise its job is
+ *     run again and the executor takes the lost attempt over under the retry policy (attempts,
+ *     backoff, budget), as for a redelivered job
  *   - a FAILED_RETRYABLE operation without a job: run again
  *   - an UNKNOWN operation without a reconcile job: reconcile
  * It also refreshes the UNKNOWN gauges.
@@ -30,7 +32,6 @@ export interface RecoverySweepOptions {
   readonly intervalMs: number;
   readonly staleAfterMs: number;
   readonly reconcileGraceMs: number;
-  readonly now?: () => number;
 }
 
 export interface SweepReport {
@@ -42,10 +43,8 @@ export interface SweepReport {
 export class RecoverySweep {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<SweepReport> | undefined;
-  private readonly now: () => number;
 
   constructor(private readonly options: RecoverySweepOptions) {
-    this.now = options.now ?? Date.now;
   }
 
   start(): void {
@@ -80,7 +79,7 @@ export class RecoverySweep {
 
   private async outbox(tenantId: string, report: SweepReport): Promise<void> {
     const { ledger, queues } = this.options;
-    for (const id of await ledger.outbox(tenantId, this.now() - OUTBOX_SETTLE_MS)) {
+    for (const id of await ledger.outbox(tenantId, (await ledger.time()) - OUTBOX_SETTLE_MS)) {
       const op = await ledger.get(tenantId, id);
       if (op?.state === 'ADMITTED') {
         await queues.enqueueExecution(executionQueueOf(op), { operationId: id, tenantId, action: op.action });
@@ -94,7 +93,7 @@ export class RecoverySweep {
 
   private async stale(tenantId: string, report: SweepReport): Promise<void> {
     const { ledger, queues } = this.options;
-    for (const op of await ledger.listOpen(tenantId, this.now() - this.options.staleAfterMs)) {
+    for (const op of await ledger.listOpen(tenantId, (await ledger.time()) - this.options.staleAfterMs)) {
       if (op.state !== 'ADMITTED' && op.state !== 'RUNNING' && op.state !== 'FAILED_RETRYABLE') continue;
       const queue = executionQueueOf(op);
       const jobState = await queues.jobState(queue, op.operationId);
@@ -116,6 +115,7 @@ export class RecoverySweep {
         from: ['RUNNING'],
         to: 'UNKNOWN',
         attempt: op.attempt,
+        token: op.attemptToken,
         actor: 'sweeper',
         reason: 'worker_lost_while_sending',
         fields: { error: errorJson('outcome_unknown', 'the worker died after sending') },
@@ -124,10 +124,6 @@ export class RecoverySweep {
       await queues.enqueueReconcile({ ...data, tries: 0, reason: 'worker_lost_while_sending' }, 0);
       log.warn('worker lost while sending; reconciling', { operation_id: op.operationId });
       return;
-    }
-    if (op.state === 'RUNNING') {
-      const fields = op.sending && op.kind === 'mutation' ? { uncertain: '1' } : undefined;
-      await ledger.transition(op, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: op.attempt, actor: 'sweeper', reason: 'worker_lost', fields });
     }
     await queues.requeueExecution(queue, data);
     log.warn('re-running an operation whose worker was lost', { operation_id: op.operationId, state: op.state });
@@ -138,7 +134,7 @@ export class RecoverySweep {
     const rows = await ledger.listUnknown(tenantId);
     unknownOpen.labels(tenantId).set(rows.length);
     const oldest = rows.reduce((min, row) => Math.min(min, row.since), Number.POSITIVE_INFINITY);
-    unknownOldestAge.labels(tenantId).set(rows.length === 0 ? 0 : (this.now() - oldest) / 1000);
+    unknownOldestAge.labels(tenantId).set(rows.length === 0 ? 0 : ((await ledger.time()) - oldest) / 1000);
     for (const { operation } of rows) {
       if ((await ledger.rawField(operation, 'reconcile_stuck')) === '1') continue;
       await queues.enqueueReconcile({ operationId: operation.operationId, tenantId, tries: 0, reason: 'sweep' }, 0);

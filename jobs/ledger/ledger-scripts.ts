@@ -27,8 +27,24 @@ function prelude(): string {
     .map(([from, tos]) => `${from} = {${tos.map((to) => `${to} = true`).join(', ')}}`)
     .join(', ');
   const terminal = [...TERMINAL_STATES].map((s) => `${s} = true`).join(', ');
-  return `local LEGAL = {${legal}}\nlocal TERMINAL = {${terminal}}\n`;
+  return `local LEGAL = {${legal}}\nlocal TERMINAL = {${terminal}}\n${SHARED_LUA}`;
 }
+
+/**
+ * Helpers every script shares. Times that scripts compare (leases, deadlines, the retry budget's
+ * window) come from the Redis server's clock, never from the calling process: two processes whose
+ * clocks differ by seconds still agree on whether a lease expired (test/integration/ledger/
+ * clock-offset.test.ts).
+ */
+const SHARED_LUA = `
+local function redis_now()
+  local t = redis.call("TIME")
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function lease_holder(id, attempt)
+  return id .. ":" .. tostring(attempt)
+end
+`;
 
 function commandName(file: string): string {
   const base = file.replace(/-\d+\.lua$/, '');

@@ -20,6 +20,8 @@ import {
 } from './operation.ts';
 
 const DAY_SECONDS = 86_400;
+/** How often `fsync` durability asks the server again how it persists writes (an operator may change it). */
+const FSYNC_CHECK_MS = 60_000;
 /** How long outbox clears are gathered before one ZREM sends them. */
 const OUTBOX_CLEAR_BATCH_MS = 5;
 
@@ -28,6 +30,13 @@ const staleRefused = counter({
   help: 'Transitions refused because the worker held a superseded attempt.',
   labelNames: ['action'],
 });
+
+/** config redis.durability: how an attempt's sending mark is made durable before its request leaves. */
+export interface SendingDurability {
+  readonly mode: 'none' | 'replica' | 'fsync';
+  readonly replicas: number;
+  readonly timeoutMs: number;
+}
 
 export interface OperationLedgerOptions {
   /** Key prefix (config redis.prefix). */
@@ -83,16 +92,28 @@ export interface TransitionChange {
   readonly to: OperationState;
   /** The attempt the caller holds; omitted only where no worker attempt is involved. */
   readonly attempt?: number;
+  /**
+   * The fence token of the attempt the caller holds (`Operation.attemptToken`): refused as stale
+   * when the operation's current token differs, even at the same attempt number (a rollback).
+   */
+  readonly token?: string;
   readonly actor: Actor;
   readonly reason: string;
   readonly fields?: Readonly<Record<string, string>>;
   /** Begin a new attempt (the attempt number is incremented and returned). */
   readonly newAttempt?: boolean;
   /**
-   * The action's concurrency lease, in the same step: take one before moving (the move happens only
-   * if one is free), or give this operation's back with the move.
+   * The attempt's concurrency lease (`<id>:<attempt>`), in the same step: take one before moving
+   * (the move happens only if one is free); give it back with a move that settles the attempt's
+   * outcome; keep it ("park") for `forMs` after the request was sent when the outcome is not settled
+   * (the request may still be at the provider); or give back every attempt's ("settle") when
+   * reconciliation has settled them all.
    */
-  readonly lease?: { readonly mode: 'acquire'; readonly ttlMs: number; readonly max: number } | { readonly mode: 'release' };
+  readonly lease?:
+    | { readonly mode: 'acquire'; readonly ttlMs: number; readonly max: number }
+    | { readonly mode: 'release' }
+    | { readonly mode: 'park'; readonly forMs: number }
+    | { readonly mode: 'settle' };
 }
 
 export interface TransitionOutcome {
@@ -121,6 +142,7 @@ export class OperationLedger {
   private readonly redis: Redis & LedgerCommands;
   private readonly now: () => number;
   private readonly pendingOutboxClears = new Map<string, string[]>();
+  private fsyncChecked: { readonly at: number; readonly problem: string | undefined } | undefined;
   private outboxFlushTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -186,7 +208,7 @@ export class OperationLedger {
    */
   async transition(op: Operation, change: TransitionChange): Promise<TransitionOutcome> {
     const k = this.keys;
-    const now = this.now();
+    const lease = change.lease;
     const emits = isTerminal(change.to) || change.to === 'UNKNOWN';
     const eventId = emits ? `ev_${randomUUID()}` : '';
     const reply = (await this.redis.ledgerTransition(
@@ -203,7 +225,7 @@ export class OperationLedger {
       change.from.join(','),
       change.attempt === undefined ? '' : String(change.attempt),
       change.to,
-      now,
+      change.token ?? '',
       change.actor,
       change.reason,
       JSON.stringify(change.fields ?? {}),
@@ -211,9 +233,9 @@ export class OperationLedger {
       emits ? '1' : '0',
       this.retentionSeconds(op.money),
       eventId,
-      change.lease?.mode ?? '',
-      change.lease?.mode === 'acquire' ? change.lease.ttlMs : 0,
-      change.lease?.mode === 'acquire' ? change.lease.max : 0,
+      lease?.mode ?? '',
+      lease?.mode === 'acquire' ? lease.ttlMs : lease?.mode === 'park' ? lease.forMs : 0,
+      lease?.mode === 'acquire' ? lease.max : 0,
       k.results(op.tenantId, ''),
     )) as (string | null)[];
     if (reply[0] === 'NO_LEASE') return { attempt: change.attempt ?? op.attempt, noLease: true };
@@ -227,14 +249,15 @@ export class OperationLedger {
 
   /**
    * Reads an operation and, in the same step, begins its next attempt if it is due: ADMITTED or
-   * FAILED_RETRYABLE within its deadlines at `attempt.now`, of `job.action` and bound to `provider`,
-   * with one of the action's leases free (taken with the move). The move is the one `transition` would make to
-   * RUNNING with a new attempt, marked sending; anything else is left as it is and returned.
+   * FAILED_RETRYABLE within its deadlines (on the Redis clock) and, for a retry, below
+   * `attempt.maxAttempts`, of `job.action` and bound to `provider`, with one of the action's leases
+   * free (taken with the move). The move is the one `transition` would make to RUNNING with a new
+   * attempt, marked sending, with a new fence token; anything else is left as it is and returned.
    */
   async start(
     job: { readonly tenantId: string; readonly operationId: string; readonly action: string },
     provider: string,
-    attempt: { readonly now: number; readonly ttlMs: number; readonly max: number },
+    attempt: { readonly ttlMs: number; readonly max: number; readonly maxAttempts: number; readonly token?: string },
   ): Promise<StartOutcome> {
     const k = this.keys;
     const reply = (await this.redis.ledgerStart(
@@ -243,11 +266,12 @@ export class OperationLedger {
       k.open(job.tenantId),
       k.unknown(job.tenantId),
       k.lease(job.tenantId, job.action),
-      attempt.now,
+      attempt.token ?? `at_${randomUUID()}`,
       job.action,
       provider,
       attempt.ttlMs,
       attempt.max,
+      attempt.maxAttempts,
     )) as string[];
     switch (reply[0]) {
       case 'STARTED':
@@ -378,7 +402,7 @@ export class OperationLedger {
   /** How many operations of each action are active (admitted, running or waiting to retry) and how many hold a lease. */
   async capacityUse(pairs: readonly { tenantId: string; action: string }[]): Promise<{ active: number; leases: number }[]> {
     if (pairs.length === 0) return [];
-    const now = this.now();
+    const now = await this.time();
     const pipeline = this.redis.pipeline();
     for (const { tenantId, action } of pairs) {
       pipeline.zcard(this.keys.active(tenantId, action));
@@ -389,18 +413,69 @@ export class OperationLedger {
   }
 
   async renewLease(tenantId: string, action: string, holder: string, ttlMs: number): Promise<boolean> {
-    return (await this.redis.ledgerLeaseRenew(this.keys.lease(tenantId, action), holder, this.now(), ttlMs)) === 1;
+    return (await this.redis.ledgerLeaseRenew(this.keys.lease(tenantId, action), holder, ttlMs)) === 1;
+  }
+
+  /**
+   * Makes the writes this connection made so far (an attempt's "sending" mark) durable on the
+   * configured topology before a request leaves: WAIT for replicas, or a server that fsyncs every
+   * write (checked once a minute). `ok: false` means the request must not be sent.
+   */
+  async makeDurable(durability: SendingDurability): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }> {
+    switch (durability.mode) {
+      case 'none':
+        return { ok: true };
+      case 'replica': {
+        const acked = Number(await this.redis.call('WAIT', durability.replicas, durability.timeoutMs));
+        return acked >= durability.replicas ? { ok: true } : { ok: false, reason: `${acked} of ${durability.replicas} replicas acknowledged the sending mark within ${durability.timeoutMs} ms` };
+      }
+      case 'fsync': {
+        const now = Date.now();
+        if (this.fsyncChecked === undefined || now - this.fsyncChecked.at > FSYNC_CHECK_MS) {
+          this.fsyncChecked = { at: now, problem: await this.fsyncProblem() };
+        }
+        const problem = this.fsyncChecked.problem;
+        return problem === undefined ? { ok: true } : { ok: false, reason: problem };
+      }
+    }
+  }
+
+  private async fsyncProblem(): Promise<string | undefined> {
+    try {
+      const [, appendonly] = (await this.redis.call('CONFIG', 'GET', 'appendonly')) as string[];
+      const [, appendfsync] = (await this.redis.call('CONFIG', 'GET', 'appendfsync')) as string[];
+      if (appendonly !== 'yes' || appendfsync !== 'always') return `redis runs with appendonly ${String(appendonly)} and appendfsync ${String(appendfsync)}, not yes and always`;
+      return undefined;
+    } catch (error) {
+      return `redis did not say how it persists writes (CONFIG GET): ${error instanceof Error ? error.message : String(error)}`;
+    }
+  }
+
+  /**
+   * The Redis server's clock (ms): the one every time stored or compared in the ledger is on
+   * (deadlines, leases, the grace before "not found" is believed), whatever this process's clock says.
+   */
+  async time(): Promise<number> {
+    const [seconds, micros] = await this.redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
 
   async releaseLease(tenantId: string, action: string, holder: string): Promise<void> {
     await this.redis.zrem(this.keys.lease(tenantId, action), holder);
   }
 
+  /**
+   * Keeps a lease its holder still has until `untilMs` (Redis clock), no longer renewed: the
+   * attempt's request may still be at the provider. A lease already gone is not taken again.
+   */
+  async parkLease(tenantId: string, action: string, holder: string, untilMs: number): Promise<void> {
+    await this.redis.zadd(this.keys.lease(tenantId, action), 'XX', untilMs, holder);
+  }
+
   async spendRetry(op: Operation, window: { windowMs: number; ratio: number; minimum: number }): Promise<RetryBudgetDecision> {
     const reply = (await this.redis.ledgerRetryBudget(
       this.keys.budgetRequests(op.tenantId, op.action),
       this.keys.budgetRetries(op.tenantId, op.action),
-      this.now(),
       window.windowMs,
       window.ratio,
       window.minimum,
@@ -525,6 +600,8 @@ function fromHash(h: Record<string, string>): Operation {
     },
     state: (h.state ?? 'REQUESTED') as OperationState,
     attempt: Number(h.attempt ?? '0'),
+    attemptToken: h.attempt_token,
+    attemptTokens: h.attempt_tokens === undefined || h.attempt_tokens === '' ? [] : h.attempt_tokens.split(','),
     sending: h.sending === '1',
     uncertain: h.uncertain === '1',
     providerIdempotent: h.provider_idempotent === '1',

@@ -130,6 +130,13 @@ export interface Operation {
   readonly scope: ConversationScope;
   readonly state: OperationState;
   readonly attempt: number;
+  /**
+   * The current attempt's fence token (random per attempt, written with the move to RUNNING): what
+   * the provider request carries and what the attempt's own moves are fenced by.
+   */
+  readonly attemptToken?: string;
+  /** Every attempt's token, oldest first: what a provider is asked to void before a resend. */
+  readonly attemptTokens: readonly string[];
   /** Set once the request to a provider may have left this process (UNKNOWN becomes possible). */
   readonly sending: boolean;
   /**

@@ -5,12 +5,18 @@
  *                                              X-Callgate-Operation-Id, X-Callgate-Tenant-Id
  *   GET  {baseUrl}/operations/{operationId}    lookup for reconciliation
  *   POST {baseUrl}/operations/{operationId}/cancel   when supportsCancel
+ *   POST {baseUrl}/operations/{operationId}/void     when supportsVoid: JSON
+ *        { attempt_tokens: [...] }; the system of record refuses any later request whose
+ *        X-Callgate-Attempt-Token is one of them, and answers { status: voided | committed |
+ *        processing } (committed with the result when one of them took effect)
+ *
+ * Every execute carries X-Callgate-Attempt-Token, the attempt's random fence token.
  *
  * Answers are classified by ./provider-answer.ts, transport failures by ./provider-http-client.ts.
  * Lookup never throws: a provider that cannot be asked "cannot say now" (status unknown).
  */
 import { counter, histogram, SLOW_SECONDS_BUCKETS } from '../../config/metrics.ts';
-import { cancelAnswer, executeAnswer, lookupAnswer } from './provider-answer.ts';
+import { cancelAnswer, executeAnswer, lookupAnswer, voidAnswer } from './provider-answer.ts';
 import { ProviderHttpClient } from './provider-http-client.ts';
 import {
   ProviderOutcomeUnknownError,
@@ -20,6 +26,7 @@ import {
   type Provider,
   type ProviderRequest,
   type ProviderResult,
+  type VoidResult,
 } from './provider.ts';
 
 export interface HttpProviderOptions {
@@ -29,16 +36,18 @@ export interface HttpProviderOptions {
   readonly supportsCancel: boolean;
   /** False for a system of record that cannot be asked what happened (UNKNOWN then stays UNKNOWN). */
   readonly supportsLookup?: boolean;
+  /** True when POST {baseUrl}/operations/{id}/void answers (see the convention above). */
+  readonly supportsVoid?: boolean;
   readonly timeoutMs: number;
   /** Bearer token, already read from the environment by the caller. */
   readonly token?: string;
 }
 
-export type ProviderCall = 'execute' | 'lookup' | 'cancel';
+export type ProviderCall = 'execute' | 'lookup' | 'cancel' | 'void';
 
 const providerRequests = counter<'provider' | 'call' | 'outcome'>({
   name: 'callgate_provider_requests_total',
-  help: 'Requests to systems of record by provider, call (execute, lookup, cancel) and classified outcome',
+  help: 'Requests to systems of record by provider, call (execute, lookup, cancel, void) and classified outcome',
   labelNames: ['provider', 'call', 'outcome'],
 });
 
@@ -51,12 +60,15 @@ const providerSeconds = histogram<'provider' | 'call'>({
 
 export const OPERATION_ID_HEADER = 'X-Callgate-Operation-Id';
 export const TENANT_ID_HEADER = 'X-Callgate-Tenant-Id';
+export const ATTEMPT_TOKEN_HEADER = 'X-Callgate-Attempt-Token';
 
 export class HttpProvider implements Provider {
   readonly name: string;
   readonly honoursIdempotencyKeys: boolean;
   readonly supportsCancel: boolean;
   readonly supportsLookup: boolean;
+  readonly supportsVoid: boolean;
+  readonly timeoutMs: number;
   protected readonly client: ProviderHttpClient;
 
   constructor(options: HttpProviderOptions) {
@@ -64,6 +76,8 @@ export class HttpProvider implements Provider {
     this.honoursIdempotencyKeys = options.honoursIdempotencyKeys;
     this.supportsCancel = options.supportsCancel;
     this.supportsLookup = options.supportsLookup ?? true;
+    this.supportsVoid = options.supportsVoid ?? false;
+    this.timeoutMs = options.timeoutMs;
     this.client = new ProviderHttpClient({
       provider: options.name,
       baseUrl: options.baseUrl,
@@ -77,7 +91,7 @@ export class HttpProvider implements Provider {
       const response = await this.client.send({
         method: 'POST',
         path: encodeURIComponent(request.operation),
-        headers: this.headers(request),
+        headers: request.attemptToken === undefined ? this.headers(request) : { ...this.headers(request), [ATTEMPT_TOKEN_HEADER]: request.attemptToken },
         body: request.params,
         signal: request.signal,
       });
@@ -120,6 +134,26 @@ export class HttpProvider implements Provider {
         signal: request.signal,
       });
       return cancelAnswer(this.name, response);
+    }, (result) => result.status);
+  }
+
+  /** Voids attempts by their tokens. Never throws: a void that could not be asked is unknown. */
+  async voidAttempts(request: Omit<ProviderRequest, 'params'> & { readonly attemptTokens: readonly string[] }): Promise<VoidResult> {
+    if (!this.supportsVoid) return { status: 'unknown', reason: 'the provider does not void attempts' };
+    return this.measure('void', async () => {
+      try {
+        const response = await this.client.send({
+          method: 'POST',
+          path: `operations/${encodeURIComponent(request.operationId)}/void`,
+          headers: this.headers(request),
+          body: { attempt_tokens: request.attemptTokens },
+          signal: request.signal,
+        });
+        return voidAnswer(response);
+      } catch (error) {
+        if (error instanceof ProviderOutcomeUnknownError || error instanceof ProviderUnreachableError) return { status: 'unknown', reason: error.message };
+        throw error;
+      }
     }, (result) => result.status);
   }
 

@@ -9,9 +9,10 @@
  *   lookup:  404 -> not_found; 200 with a status -> that status; anything else -> unknown
  *   cancel:  cancelled / already_committed / pending / 501, 405 -> not_supported;
  *            anything else -> outcome unknown (ask lookup)
+ *   void:    200 voided / committed / processing; anything else -> unknown (nothing is voided)
  */
 import { CallgateError } from '../../config/errors.ts';
-import { ProviderOutcomeUnknownError, type CancelResult, type LookupResult, type ProviderResult } from './provider.ts';
+import { ProviderOutcomeUnknownError, type CancelResult, type LookupResult, type ProviderResult, type VoidResult } from './provider.ts';
 import type { ProviderHttpResponse } from './provider-http-client.ts';
 
 /** Statuses that mean "not now" rather than "no": conflict with a request in progress, locked, rate limited. */
@@ -116,6 +117,26 @@ export function cancelAnswer(provider: string, response: ProviderHttpResponse): 
   }
   // Whether the cancel took effect is not known: the caller asks lookup, never assumes.
   throw unreadable(provider, `cancel answered status ${status}${body === undefined ? ' with an unreadable body' : ''}`);
+}
+
+/** Only an explicit `voided` counts: any other answer leaves the attempts as they were. */
+export function voidAnswer(response: ProviderHttpResponse): VoidResult {
+  const { status } = response;
+  const body = parseObject(response.text);
+  if (status < 200 || status >= 300 || body === undefined) return { status: 'unknown', reason: `void answered status ${status}` };
+  switch (body.status) {
+    case 'voided':
+      return { status: 'voided' };
+    case 'committed': {
+      const result = isObject(body.result) ? body.result : {};
+      const providerRef = firstString(body.provider_ref, body.providerRef);
+      return providerRef === undefined ? { status: 'committed', result } : { status: 'committed', result, providerRef };
+    }
+    case 'processing':
+      return { status: 'processing' };
+    default:
+      return { status: 'unknown', reason: `void answered an unknown status ${String(body.status)}` };
+  }
 }
 
 /**

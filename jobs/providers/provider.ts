@@ -14,6 +14,12 @@ export interface ProviderRequest {
   /** Our operation id: the provider records it as its reference, so `lookup` can find it. */
   readonly operationId: string;
   readonly idempotencyKey: string;
+  /**
+   * The attempt's fence token (random per attempt, X-Callgate-Attempt-Token): a provider that can
+   * void attempts refuses a request whose token was voided, so a request held up on its way (a slow
+   * proxy, a paused worker) cannot take effect after reconciliation decided to send again.
+   */
+  readonly attemptToken?: string;
   readonly tenantId: string;
   /** The operation name at the provider (`book`, `cancel`, `refund`, `availability`, ...). */
   readonly operation: string;
@@ -46,16 +52,39 @@ export type CancelResult =
   | { readonly status: 'pending' }
   | { readonly status: 'not_supported' };
 
+/**
+ * What `voidAttempts` did. `voided`: the provider will refuse any request carrying one of the
+ * tokens from now on, and none of them took effect, so a new attempt is not a second effect.
+ */
+export type VoidResult =
+  | { readonly status: 'voided' }
+  /** One of the attempts took effect before the void: the operation is committed. */
+  | { readonly status: 'committed'; readonly result: Readonly<Record<string, unknown>>; readonly providerRef?: string }
+  /** A request with one of the tokens is being processed now: ask again later. */
+  | { readonly status: 'processing' }
+  /** The provider could not be asked or did not say: nothing is known to be voided. */
+  | { readonly status: 'unknown'; readonly reason: string };
+
 export interface Provider {
   readonly name: string;
   /** True when a repeated request with the same Idempotency-Key has no second effect. */
   readonly honoursIdempotencyKeys: boolean;
   readonly supportsCancel: boolean;
   readonly supportsLookup: boolean;
+  /**
+   * True when the provider can void attempts (`voidAttempts`). Without it (and without idempotency
+   * keys) a "not found" is never turned into a resend: a request still on its way could take effect
+   * after it, so the operation stays UNKNOWN for a person (docs/runbook.md).
+   */
+  readonly supportsVoid: boolean;
+  /** How long one request may take before the client gives up (the lease and grace bounds build on it). */
+  readonly timeoutMs: number;
   execute(request: ProviderRequest): Promise<ProviderResult>;
   /** Asks the provider what happened to `operationId`; required for reconciliation. */
   lookup?(request: Omit<ProviderRequest, 'params'>): Promise<LookupResult>;
   cancel?(request: Omit<ProviderRequest, 'params'>): Promise<CancelResult>;
+  /** Voids the attempts with these tokens, or reports that one took effect; required for supportsVoid. */
+  voidAttempts?(request: Omit<ProviderRequest, 'params'> & { readonly attemptTokens: readonly string[] }): Promise<VoidResult>;
   close?(): Promise<void>;
 }
 

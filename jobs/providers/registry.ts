@@ -39,6 +39,7 @@ export function createProviders(config: Pick<Config, 'providers'>, options: Prov
         honoursIdempotencyKeys: entry.honoursIdempotencyKeys,
         supportsCancel: entry.supportsCancel,
         supportsLookup: entry.supportsLookup,
+        supportsVoid: entry.supportsVoid,
         timeoutMs: entry.timeoutMs,
         ...(token === undefined ? {} : { token }),
       }),

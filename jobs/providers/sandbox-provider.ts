@@ -2,8 +2,9 @@
  * An adapter for one service of the bundled sandbox. The sandbox speaks the generic HTTP
  * provider convention under /{service}, so this is an HttpProvider with the service's
  * declarations fixed: bookings honour idempotency keys, payments do not (a repeated refund is a
- * second refund). Both support cancel of a request in progress and lookup by operation id;
- * bookings also by idempotency key, for a request that reached the sandbox under another id.
+ * second refund). Both support cancel of a request in progress, voiding attempts by their tokens
+ * and lookup by operation id; bookings also by idempotency key, for a request that reached the
+ * sandbox under another id.
  */
 import { HttpProvider } from './http-provider.ts';
 import type { LookupResult, ProviderRequest } from './provider.ts';
@@ -27,6 +28,7 @@ export class SandboxProvider extends HttpProvider {
       baseUrl: `${options.sandboxUrl.replace(/\/$/, '')}/${options.service}`,
       honoursIdempotencyKeys: options.service === 'bookings',
       supportsCancel: true,
+      supportsVoid: true,
       timeoutMs: options.timeoutMs,
     });
     this.service = options.service;

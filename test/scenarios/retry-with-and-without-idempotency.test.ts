@@ -52,7 +52,7 @@ describe('when a provider fails during a caller’s action', () => {
         overrides: (config) => {
           const providers = config.providers as Record<string, Record<string, unknown>>;
           providers.payments = { ...providers.payments, timeoutMs: 1_000 };
-          config.worker = { reconcileGraceMs: 500, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
+          config.worker = { reconcileGraceMs: 1_200, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
         },
       }),
     );

@@ -31,7 +31,7 @@ describe('when the booking commits at the provider but its answer is lost', () =
       overrides: (config) => {
         const providers = config.providers as Record<string, Record<string, unknown>>;
         providers.bookings = { ...providers.bookings, timeoutMs: PROVIDER_TIMEOUT_MS };
-        config.worker = { reconcileGraceMs: 500, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
+        config.worker = { reconcileGraceMs: 1_200, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
       },
     });
     own(cg);

@@ -52,7 +52,7 @@ export const FAST_WORKER = {
   lockDurationMs: 1_000,
   stalledIntervalMs: 500,
   leaseTtlMs: 3_000,
-  reconcileGraceMs: 300,
+  reconcileGraceMs: 1_200,
   reconcileBackoffMs: 100,
   reconcileMaxBackoffMs: 1_000,
   sweepIntervalMs: 300,
@@ -82,6 +82,12 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       ...options.tenantSettings?.(sandbox.url)[id],
     })),
   };
+  // "Not found" is believed only after a grace above every provider's timeout (config validation).
+  if (options.worker?.reconcileGraceMs === undefined) {
+    const timeouts = Object.values(parseConfig({ ...document, worker: { ...document.worker, reconcileGraceMs: 3_600_000 } }).providers).map((p) => p.timeoutMs);
+    const longest = Math.max(...timeouts);
+    document.worker.reconcileGraceMs = Math.max(FAST_WORKER.reconcileGraceMs, longest + 200);
+  }
   const config = parseConfig(document);
   const dir = mkdtempSync(join(tmpdir(), 'callgate-harness-'));
   const configPath = join(dir, 'callgate.yaml');

@@ -14,7 +14,9 @@
 
   ARGV[1] operation id
   ARGV[2] params hash
-  ARGV[3] now (ms)
+  ARGV[3] the caller's clock (ms) when it computed the deadlines in ARGV[5]: they are moved onto
+          the Redis server's clock (deadline + redis_now() - ARGV[3]), which every later comparison
+          uses, so a process whose clock is off does not shorten or stretch them
   ARGV[4] capacity: most active operations allowed for the action, -1 for no bound
   ARGV[5] fields of the new operation, a JSON object of strings
   ARGV[6] mode: "mutation" (dedupe by idempotency key), "read", or "coalesce" (share a running read)
@@ -32,7 +34,9 @@
     {"FULL", active count}                       no room under the capacity
 ]]
 local id = ARGV[1]
-local now = tonumber(ARGV[3])
+local now = redis_now()
+local stamp = tostring(now)
+local skew = now - tonumber(ARGV[3])
 local capacity = tonumber(ARGV[4])
 local mode = ARGV[6]
 
@@ -78,12 +82,16 @@ if capacity >= 0 and active >= capacity then
 end
 
 local flat = {}
-for k, v in pairs(cjson.decode(ARGV[5])) do
+local given = cjson.decode(ARGV[5])
+for _, name in ipairs({"admission_deadline_at", "deadline_at"}) do
+  if given[name] then given[name] = tostring(tonumber(given[name]) + skew) end
+end
+for k, v in pairs(given) do
   flat[#flat + 1] = k
   flat[#flat + 1] = v
 end
 -- The record's own fields come last, so they win over any of the same name.
-for _, v in ipairs({"state", "ADMITTED", "attempt", "0", "sending", "0", "params_hash", ARGV[2], "created_at", ARGV[3], "admitted_at", ARGV[3]}) do
+for _, v in ipairs({"state", "ADMITTED", "attempt", "0", "sending", "0", "params_hash", ARGV[2], "created_at", stamp, "admitted_at", stamp}) do
   flat[#flat + 1] = v
 end
 redis.call("HSET", KEYS[1], unpack(flat))
@@ -96,11 +104,11 @@ elseif mode == "coalesce" then
   redis.call("SET", KEYS[8], id)
 end
 -- Scores are given as the caller's strings: a Lua number would be printed and parsed again.
-redis.call("ZADD", KEYS[4], ARGV[3], id)
-redis.call("ZADD", KEYS[5], ARGV[3], id)
-redis.call("ZADD", KEYS[6], ARGV[3], id)
+redis.call("ZADD", KEYS[4], stamp, id)
+redis.call("ZADD", KEYS[5], stamp, id)
+redis.call("ZADD", KEYS[6], stamp, id)
 redis.call("EXPIRE", KEYS[6], tonumber(ARGV[7]))
-redis.call("ZADD", KEYS[7], ARGV[3], id)
+redis.call("ZADD", KEYS[7], stamp, id)
 redis.call("ZREMRANGEBYSCORE", KEYS[9], "-inf", now - tonumber(ARGV[8]))
-redis.call("ZADD", KEYS[9], ARGV[3], id)
+redis.call("ZADD", KEYS[9], stamp, id)
 return {"ADMITTED", id, active}

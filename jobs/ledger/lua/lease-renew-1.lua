@@ -4,13 +4,14 @@
 
   KEYS[1] lease set of the tenant and action
   ARGV[1] holder: "<operation id>:<attempt>" (keys.ts leaseHolder)
-  ARGV[2] now (ms)
-  ARGV[3] lease time to live (ms)
+  ARGV[2] lease time to live (ms), from the Redis server's clock
 
   Output: 1 when renewed, 0 when the holder no longer has the lease (it expired and may be taken)
 ]]
-if redis.call("ZSCORE", KEYS[1], ARGV[1]) then
-  redis.call("ZADD", KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]), ARGV[1])
+local score = redis.call("ZSCORE", KEYS[1], ARGV[1])
+if score and tonumber(score) > redis_now() then
+  -- XX: a lease given back meanwhile is not taken again.
+  redis.call("ZADD", KEYS[1], "XX", redis_now() + tonumber(ARGV[2]), ARGV[1])
   return 1
 end
 return 0

@@ -4,24 +4,23 @@
 
   KEYS[1] requests in the window (zset: operation id -> ms)
   KEYS[2] retries in the window (zset: operation id:attempt -> ms)
-  ARGV[1] now (ms)
-  ARGV[2] window (ms)
-  ARGV[3] ratio
-  ARGV[4] minimum retries always allowed per window
-  ARGV[5] member for this retry (operation id:attempt)
+  ARGV[1] window (ms), measured on the Redis server's clock
+  ARGV[2] ratio
+  ARGV[3] minimum retries always allowed per window
+  ARGV[4] member for this retry (operation id:attempt)
 
   Output: {allowed (1|0), requests, retries before this one}
 ]]
-local now = tonumber(ARGV[1])
-local since = now - tonumber(ARGV[2])
+local now = redis_now()
+local since = now - tonumber(ARGV[1])
 redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", since)
 redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", since)
 local requests = redis.call("ZCARD", KEYS[1])
 local retries = redis.call("ZCARD", KEYS[2])
-local allowance = math.max(tonumber(ARGV[4]), math.floor(tonumber(ARGV[3]) * requests))
+local allowance = math.max(tonumber(ARGV[3]), math.floor(tonumber(ARGV[2]) * requests))
 if retries < allowance then
-  redis.call("ZADD", KEYS[2], now, ARGV[5])
-  redis.call("PEXPIRE", KEYS[2], tonumber(ARGV[2]))
+  redis.call("ZADD", KEYS[2], now, ARGV[4])
+  redis.call("PEXPIRE", KEYS[2], tonumber(ARGV[1]))
   return {1, requests, retries}
 end
 return {0, requests, retries}

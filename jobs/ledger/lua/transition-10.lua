@@ -16,12 +16,13 @@
   KEYS[7] idempotency index of the operation
   KEYS[8] coalesce index of the operation
   KEYS[9] outbox (zset)
-  KEYS[10] concurrency leases of the action (zset: operation id -> expiry ms)
+  KEYS[10] concurrency leases of the action (zset: "<operation id>:<attempt>" -> expiry ms)
 
   ARGV[1] states the caller expects the operation to be in, comma separated
   ARGV[2] attempt the caller holds, or "" when the transition is not fenced
   ARGV[3] new state
-  ARGV[4] now (ms)
+  ARGV[4] fence token the caller holds (the attempt's attempt_token), or "" when not fenced by
+          token; an attempt number handed out twice (a Redis rollback) does not match a token
   ARGV[5] actor
   ARGV[6] reason
   ARGV[7] fields to set, a JSON object of strings ("" values delete the field)
@@ -29,9 +30,16 @@
   ARGV[9] "1" to append a result event
   ARGV[10] retention (seconds) applied when the new state is terminal
   ARGV[11] event id to use for the result event
-  ARGV[12] lease: "" (none), "acquire" (take one of the action's leases first, or change nothing),
-           or "release" (give this operation's lease back with the transition)
-  ARGV[13] lease time to live (ms), with "acquire"
+  ARGV[12] lease of the attempt (the holder "<id>:<attempt>", attempt as read before ARGV[8]):
+           ""        none
+           "acquire" take one of the action's leases first, or change nothing
+           "release" the attempt's outcome is settled: give its lease back with the move
+           "park"    the attempt's outcome is not settled (its request may still be at the
+                     provider): keep its lease, no longer renewed, until sending_at + ARGV[13]
+                     (the provider timeout plus the reconcile grace), unless settled sooner
+           "settle"  the outcome of every attempt so far is settled (reconciled): give back the
+                     leases of attempts 1 .. current
+  ARGV[13] with "acquire": lease time to live (ms); with "park": how long after sending_at (ms)
   ARGV[14] most leases at once, with "acquire"
   ARGV[15] the tenant's result stream key without the gateway id: sessions that joined a shared read
            (the "joiners" field, written by admit-9.lua) get the result event in their own gateway's
@@ -42,9 +50,11 @@
   Errors (returned, not raised):
     {"ERR_NOT_FOUND"}
     {"ERR_ILLEGAL", current state}   current state is not expected, or the move is not legal
-    {"ERR_STALE", current attempt}   the caller's attempt is not the current one
+    {"ERR_STALE", current attempt}   the caller's attempt (or fence token) is not the current one
+
+  Times (history, finished_at, lease expiries, index scores) are the Redis server's (redis_now).
 ]]
-local current = redis.call("HMGET", KEYS[1], "state", "attempt", "operation_id", "tenant_id", "session_id", "admitted_at", "joiners")
+local current = redis.call("HMGET", KEYS[1], "state", "attempt", "operation_id", "tenant_id", "session_id", "admitted_at", "joiners", "attempt_token", "sending_at")
 local state = current[1]
 if not state then
   return {"ERR_NOT_FOUND"}
@@ -61,14 +71,19 @@ local attempt = tonumber(current[2] or "0")
 if ARGV[2] ~= "" and tonumber(ARGV[2]) ~= attempt then
   return {"ERR_STALE", tostring(attempt)}
 end
-local now = tonumber(ARGV[4])
+if ARGV[4] ~= "" and ARGV[4] ~= (current[8] or "") then
+  return {"ERR_STALE", tostring(attempt)}
+end
+local now = redis_now()
+local stamp = tostring(now)
 local id = current[3]
+local holder = lease_holder(id, attempt)
 if ARGV[12] == "acquire" then
   redis.call("ZREMRANGEBYSCORE", KEYS[10], "-inf", now)
-  if not redis.call("ZSCORE", KEYS[10], id) and redis.call("ZCARD", KEYS[10]) >= tonumber(ARGV[14]) then
+  if not redis.call("ZSCORE", KEYS[10], holder) and redis.call("ZCARD", KEYS[10]) >= tonumber(ARGV[14]) then
     return {"NO_LEASE"}
   end
-  redis.call("ZADD", KEYS[10], now + tonumber(ARGV[13]), id)
+  redis.call("ZADD", KEYS[10], now + tonumber(ARGV[13]), holder)
 end
 
 -- One HSET and at most one HDEL for the whole change, with the effect of applying in order: the
@@ -94,7 +109,7 @@ set[#set + 1] = "state"
 set[#set + 1] = to
 if TERMINAL[to] then
   set[#set + 1] = "finished_at"
-  set[#set + 1] = ARGV[4]
+  set[#set + 1] = stamp
 end
 redis.call("HSET", KEYS[1], unpack(set))
 if #unset > 0 then
@@ -104,17 +119,23 @@ redis.call("RPUSH", KEYS[2],
   cjson.encode({state = to, at = now, attempt = attempt, actor = ARGV[5], reason = ARGV[6]}))
 
 if to == "UNKNOWN" then
-  if state ~= "UNKNOWN" then redis.call("ZADD", KEYS[4], ARGV[4], id) end
+  if state ~= "UNKNOWN" then redis.call("ZADD", KEYS[4], stamp, id) end
   redis.call("ZREM", KEYS[5], id)
 else
   redis.call("ZREM", KEYS[4], id)
   if state == "UNKNOWN" and not TERMINAL[to] then
     -- Sent back to retry: it will run again, so it takes its place under the capacity again.
-    redis.call("ZADD", KEYS[5], current[6] or ARGV[4], id)
+    redis.call("ZADD", KEYS[5], current[6] or stamp, id)
   end
 end
 if ARGV[12] == "release" then
-  redis.call("ZREM", KEYS[10], id)
+  redis.call("ZREM", KEYS[10], holder)
+elseif ARGV[12] == "park" then
+  -- Only a lease the attempt still holds is kept: one that expired may be another attempt's slot now.
+  local sentAt = tonumber(current[9] or "") or now
+  redis.call("ZADD", KEYS[10], "XX", sentAt + tonumber(ARGV[13]), holder)
+elseif ARGV[12] == "settle" then
+  for n = 1, attempt do redis.call("ZREM", KEYS[10], lease_holder(id, n)) end
 end
 
 if TERMINAL[to] then
@@ -127,7 +148,7 @@ if TERMINAL[to] then
   redis.call("EXPIRE", KEYS[2], retention)
   if redis.call("GET", KEYS[7]) == id then redis.call("EXPIRE", KEYS[7], retention) end
 else
-  redis.call("ZADD", KEYS[3], ARGV[4], id)
+  redis.call("ZADD", KEYS[3], stamp, id)
 end
 
 local eventId = ""
@@ -139,7 +160,7 @@ if ARGV[9] == "1" then
     "session_id", current[5],
     "state", to,
     "attempt", tostring(attempt),
-    "at", ARGV[4])
+    "at", stamp)
   eventId = ARGV[11]
   if current[7] then
     for session, gateway in pairs(cjson.decode(current[7])) do
@@ -150,7 +171,7 @@ if ARGV[9] == "1" then
         "session_id", session,
         "state", to,
         "attempt", tostring(attempt),
-        "at", ARGV[4])
+        "at", stamp)
     end
   end
 end

@@ -9,6 +9,8 @@ export type ReferenceOutcome =
   | { readonly state: 'cancelled' };
 
 export interface InFlightRequest {
+  /** The attempt's fence token (X-Callgate-Attempt-Token), when the request carried one. */
+  readonly attemptToken?: string;
   /** How a cancel of this request is treated (from the request's fault spec). */
   readonly cancelMode: 'on' | 'off' | 'deferred';
   /** `processing`: lookups answer "still processing" while it is in flight. */
@@ -23,6 +25,8 @@ export class ReferenceBook {
   private inFlight = new Map<string, Set<InFlightRequest>>();
   /** Outcomes whose lookups keep answering "processing" (a lookup=processing fault on the request). */
   private stuck = new Set<string>();
+  /** Attempt tokens voided per reference: a request carrying one is refused, whenever it arrives. */
+  private voided = new Map<string, Set<string>>();
 
   outcome(service: string, reference: string): ReferenceOutcome | undefined {
     return this.outcomes.get(key(service, reference));
@@ -70,9 +74,22 @@ export class ReferenceBook {
     return [...this.inFlight.values()].flatMap((set) => [...set]);
   }
 
+  /** From now on a request of `reference` carrying one of `tokens` takes no effect. */
+  voidTokens(service: string, reference: string, tokens: readonly string[]): void {
+    const k = key(service, reference);
+    const set = this.voided.get(k) ?? new Set<string>();
+    for (const token of tokens) set.add(token);
+    this.voided.set(k, set);
+  }
+
+  isVoided(service: string, reference: string, token: string | undefined): boolean {
+    return token !== undefined && (this.voided.get(key(service, reference))?.has(token) ?? false);
+  }
+
   reset(): void {
     this.outcomes = new Map();
     this.stuck = new Set();
+    this.voided = new Map();
   }
 }
 

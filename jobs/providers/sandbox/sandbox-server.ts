@@ -25,6 +25,7 @@ export const FAULT_HEADER = 'x-sandbox-fault';
 export const TENANT_HEADER = 'x-callgate-tenant-id';
 export const OPERATION_HEADER = 'x-callgate-operation-id';
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
+export const ATTEMPT_TOKEN_HEADER = 'x-callgate-attempt-token';
 /** The tenant of requests that name none. */
 const DEFAULT_TENANT = 'default';
 
@@ -46,6 +47,8 @@ type WaitEnd = 'elapsed' | 'woken' | 'closing';
 
 interface RequestContext extends ServiceContext {
   readonly spec: FaultSpec;
+  /** The attempt's fence token (X-Callgate-Attempt-Token), when the request carries one. */
+  readonly attemptToken?: string;
 }
 
 export async function startSandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {
@@ -145,10 +148,12 @@ export class SandboxServer {
     const bodyReference = typeof body.reference === 'string' && body.reference !== '' ? body.reference : undefined;
     const reference = headerValue(req, OPERATION_HEADER) ?? bodyReference;
     const idempotencyKey = headerValue(req, IDEMPOTENCY_HEADER);
+    const attemptToken = headerValue(req, ATTEMPT_TOKEN_HEADER);
     const context = (operation: string): RequestContext => ({
       tenant,
       reference,
       idempotencyKey,
+      attemptToken,
       spec: mergeFaultSpecs(this.rules.match({ service: service.name, operation, tenant }), headerSpec),
     });
 
@@ -160,6 +165,7 @@ export class SandboxServer {
       }
       if (third !== undefined && fourth === undefined && method === 'GET') return this.lookup(service, third, context('lookup'), res);
       if (third !== undefined && fourth === 'cancel' && method === 'POST') return this.cancel(service, third, context('cancel'), res);
+      if (third !== undefined && fourth === 'void' && method === 'POST') return this.voidAttempts(service, third, body, context('void'), res);
       return notFound(res, url.pathname);
     }
     if (third !== undefined || !service.operations().includes(second)) return notFound(res, url.pathname);
@@ -174,11 +180,15 @@ export class SandboxServer {
     context: RequestContext,
     res: ServerResponse,
   ): Promise<void> {
-    const { tenant, reference, idempotencyKey, spec } = context;
+    const { tenant, reference, idempotencyKey, spec, attemptToken } = context;
     const mutation = service.isMutation(operation);
     this.journal.requestReceived(reference);
     if (mutation && reference !== undefined && this.tombstones.has(tombstone(service.name, reference))) {
       return this.deliver(res, cancelledAnswer(), spec);
+    }
+    if (mutation && reference !== undefined && this.references.isVoided(service.name, reference, attemptToken)) {
+      // An attempt voided by reconciliation arrived late (held by a proxy, sent by a paused worker).
+      return sendJson(res, 410, { error: { code: 'attempt_voided', message: `attempt ${attemptToken ?? ''} of ${reference} was voided; it takes no effect` } });
     }
     const keyed = mutation && service.honoursIdempotencyKeys && idempotencyKey !== undefined ? idempotencyKey : undefined;
     if (keyed !== undefined) {
@@ -203,6 +213,7 @@ export class SandboxServer {
     const end = this.journal.begin(tenant, operation);
     let wake: () => void = () => undefined;
     const inFlight: InFlightRequest = {
+      attemptToken,
       cancelMode: spec.cancel ?? 'on',
       lookupProcessing: spec.lookup === 'processing',
       cancelRequested: false,
@@ -301,6 +312,35 @@ export class SandboxServer {
     const { status, body } = record.answer;
     if (status < 300) return sendJson(res, 200, { status: 'committed', idempotency_key: key, result: body.result, provider_ref: body.provider_ref });
     return sendJson(res, 200, { status: 'failed', idempotency_key: key, error: body.error });
+  }
+
+  /**
+   * Voids attempts of `reference` by their tokens, unless one took effect (then: committed) or is
+   * being processed now (then: processing, ask again). A voided token's request is refused later.
+   */
+  private async voidAttempts(
+    service: SandboxService,
+    reference: string,
+    body: Readonly<Record<string, unknown>>,
+    context: RequestContext,
+    res: ServerResponse,
+  ): Promise<void> {
+    const { spec } = context;
+    if ((await this.wait(spec.latencyMs ?? 0)) === 'closing') return void res.destroy();
+    if (spec.errorStatus !== undefined) return sendJson(res, spec.errorStatus, injectedError(spec.errorStatus));
+    const tokens = body.attempt_tokens;
+    if (!Array.isArray(tokens) || !tokens.every((t): t is string => typeof t === 'string' && t !== '')) {
+      return sendJson(res, 400, { error: { code: 'invalid_request', message: 'attempt_tokens must be an array of non-empty strings' } });
+    }
+    const outcome = this.references.outcome(service.name, reference);
+    if (outcome?.state === 'committed') {
+      return sendJson(res, 200, { status: 'committed', reference, result: outcome.result, provider_ref: outcome.providerRef });
+    }
+    if (this.references.pending(service.name, reference).some((p) => p.attemptToken !== undefined && tokens.includes(p.attemptToken))) {
+      return sendJson(res, 200, { status: 'processing', reference });
+    }
+    this.references.voidTokens(service.name, reference, tokens);
+    return sendJson(res, 200, { status: 'voided', reference, attempt_tokens: tokens });
   }
 
   private async cancel(service: SandboxService, reference: string, context: RequestContext, res: ServerResponse): Promise<void> {

@@ -37,6 +37,8 @@ class CancellableProvider implements Provider {
   readonly honoursIdempotencyKeys = true;
   readonly supportsCancel = true;
   readonly supportsLookup = false;
+  readonly supportsVoid = false;
+  readonly timeoutMs = 1_000;
   execution = new Held<ProviderResult>();
   cancellation: Held<CancelResult> | undefined;
 
@@ -60,7 +62,7 @@ describe('when the provider confirms a cancel after the attempt it was about has
     const provider = new CancellableProvider();
     const f = (fx = startExecutorFixture({ provider }));
     const id = await f.admit();
-    const lease = { now: Date.now(), ttlMs: 60_000, max: 4 };
+    const lease = { ttlMs: 60_000, max: 4, maxAttempts: 5 };
     const first = await f.ledger.start(jobOf(id), provider.name, lease);
     if (first.type !== 'started') throw new Error(first.type);
 
@@ -70,7 +72,7 @@ describe('when the provider confirms a cancel after the attempt it was about has
     // Attempt 1 ends retryably and attempt 2 starts: a new request at the provider.
     await f.ledger.transition(first.operation, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: 1, actor: 'worker', reason: 'injected' });
     await f.ledger.releaseLease(TENANT, ACTION_NAME, leaseHolder(id, 1));
-    expect(await f.ledger.start(jobOf(id), provider.name, { ...lease, now: Date.now() })).toMatchObject({ type: 'started', operation: { attempt: 2 } });
+    expect(await f.ledger.start(jobOf(id), provider.name, lease)).toMatchObject({ type: 'started', operation: { attempt: 2 } });
     provider.cancellation.answer({ status: 'cancelled' });
 
     expect(await cancelling).toEqual({ type: 'again', delayMs: 0 });

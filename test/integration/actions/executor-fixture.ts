@@ -58,7 +58,7 @@ export function startExecutorFixture(options: ExecutorFixtureOptions): ExecutorF
     ...options.action,
   });
   const providers = new Map([[provider.name, provider]]);
-  const reconciler = new Reconciler({ ledger, queues, providers, log: quietLog, graceMs: 0, backoffMs: 10, maxBackoffMs: 100 });
+  const reconciler = new Reconciler({ ledger, queues, providers, actionConfig: () => action, log: quietLog, graceMs: 0, backoffMs: 10, maxBackoffMs: 100 });
   return {
     redis,
     ledger,

@@ -19,6 +19,8 @@ class HeldProvider implements Provider {
   readonly honoursIdempotencyKeys = true;
   readonly supportsCancel = false;
   readonly supportsLookup = false;
+  readonly supportsVoid = false;
+  readonly timeoutMs = 1_000;
   inFlight = 0;
   maxInFlight = 0;
   /** Effects by idempotency key: a repeated key is not a second effect. */
@@ -72,9 +74,9 @@ describe('when a stalled attempt is taken over while its request is still at the
 
     const first = a.execute(jobOf(op1), NO_SIGNAL); // worker A, attempt 1
     await provider.arrived(op1);
-    // Worker B gets the job again after A's lock expired: it takes the operation over, but A's
-    // request still holds the only lease, so B's attempt waits.
-    expect(await b.execute(jobOf(op1), NO_SIGNAL)).toMatchObject({ type: 'delay', reason: 'no_lease' });
+    // Worker B gets the job again after A's lock expired: it takes the operation over as a failed
+    // attempt (a retry after the backoff), and A's request still holds the only lease.
+    expect(await b.execute(jobOf(op1), NO_SIGNAL)).toMatchObject({ type: 'delay', reason: 'retry' });
     expect(await f.ledger.require(TENANT, op1)).toMatchObject({ state: 'FAILED_RETRYABLE', attempt: 1 });
     expect(await c.execute(jobOf(op2), NO_SIGNAL)).toMatchObject({ type: 'delay', reason: 'no_lease' });
     expect(await leases(f)).toEqual([leaseHolder(op1, 1)]);
@@ -133,7 +135,7 @@ describe('when an operation begins a new attempt', () => {
   it('should need a lease of its own while the previous attempt still holds one', async () => {
     const f = (fx = startExecutorFixture({ provider: new HeldProvider(), action: { maxConcurrent: 1 } }));
     const id = await f.admit();
-    const lease = { now: Date.now(), ttlMs: 60_000, max: 1 };
+    const lease = { ttlMs: 60_000, max: 1, maxAttempts: 5 };
     const first = await f.ledger.start(jobOf(id), 'held', lease);
     if (first.type !== 'started') throw new Error(first.type);
     await f.ledger.transition(first.operation, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: 1, actor: 'worker', reason: 'worker_lost' });
