@@ -56,6 +56,13 @@ const NO_LEASE_DELAY_MS = 100;
 
 const NO_DURABILITY: SendingDurability = { mode: 'none', replicas: 1, timeoutMs: 1_000 };
 
+/**
+ * How long an attempt refused before its request left (its sending mark not durable, its lease
+ * expired while paused) waits before it is tried again. Such an attempt spends nothing of the retry
+ * policy (nothing was sent), so it waits a fixed, short time; the operation deadline still bounds it.
+ */
+const NOT_SENT_RETRY_MS = 250;
+
 /** An attempt this process has begun (RUNNING, lease held): what it runs with. */
 interface StartedAttempt {
   /** The operation as the start left it: RUNNING at `attempt`, marked sending, with its fence token. */
@@ -178,7 +185,7 @@ export class OperationExecutor {
     if (!action || !provider) return { type: 'done', note: 'not configured' };
 
     if (op.state === 'RUNNING') return this.takeOver(op, action, provider, log);
-    if (op.state === 'FAILED_RETRYABLE' && (now > op.deadlineAt || op.attempt >= action.retry.maxAttempts)) {
+    if (op.state === 'FAILED_RETRYABLE' && (now > op.deadlineAt || op.sentAttempts >= action.retry.maxAttempts)) {
       const reason = now > op.deadlineAt ? 'deadline' : 'attempts_exhausted';
       if (op.uncertain && op.kind === 'mutation') {
         await this.toUnknown(op, 'FAILED_RETRYABLE', `${reason}_after_unknown_outcome`, log);
@@ -308,14 +315,14 @@ export class OperationExecutor {
       if (!durable.ok) {
         sendsRefused.labels(op.action, 'not_durable').inc();
         log.warn('request not sent: its sending mark is not durable', { attempt, reason: durable.reason });
-        return this.retryOrGiveUp(op, action, { from: 'RUNNING', actor: 'worker', code: 'sending_mark_not_durable', message: durable.reason, outcomeUnknown: false, lease: { handle: lease, end: 'release' }, fields: { sending: '0' } }, log);
+        return this.notSent(op, 'sending_mark_not_durable', durable.reason, log, lease);
       }
     }
     if (!(await lease.held())) {
       // The lease expired before the request left (this process was paused): another attempt may
       // hold the slot, or have taken the operation over. Nothing is sent under a lost lease.
       sendsRefused.labels(op.action, 'lease_lost').inc();
-      return this.retryOrGiveUp(op, action, { from: 'RUNNING', actor: 'worker', code: 'lease_lost_before_send', message: 'the concurrency lease expired before the request was sent', outcomeUnknown: false, fields: { sending: '0' } }, log);
+      return this.notSent(op, 'lease_lost_before_send', 'the concurrency lease expired before the request was sent', log);
     }
     let result: ProviderResult;
     try {
@@ -361,6 +368,23 @@ export class OperationExecutor {
   }
 
   /**
+   * An attempt refused before its request left: FAILED_RETRYABLE, not sending, its count given back
+   * to the retry policy (nothing reached the provider), tried again after NOT_SENT_RETRY_MS.
+   */
+  private async notSent(op: Operation, code: string, message: string, log: Logger, lease?: AttemptLease): Promise<ExecutionOutcome> {
+    // Its token is dropped from the list a provider is asked to void: its request never existed.
+    const tokens = op.attemptTokens.filter((t) => t !== op.attemptToken).join(',');
+    const fields = { sending: '0', sent_attempts: String(Math.max(0, op.sentAttempts - 1)), attempt_tokens: tokens, error: errorJson(code, message), last_outcome_unknown: '0' };
+    try {
+      await this.move(op, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: op.attempt, actor: 'worker', reason: code, fields }, lease, 'release');
+    } catch (e) {
+      if (e instanceof IllegalTransitionError || e instanceof StaleAttemptError) return { type: 'done', note: e.message };
+      throw e;
+    }
+    return { type: 'delay', delayMs: NOT_SENT_RETRY_MS, reason: 'retry' };
+  }
+
+  /**
    * A retryable end of an attempt: FAILED_RETRYABLE and a delayed retry, or the end when the
    * attempts, the deadline or the retry budget say no more: FAILED_FINAL, or UNKNOWN when this or
    * an earlier attempt may have taken effect. Used for failed attempts and lost ones alike, so that
@@ -368,7 +392,7 @@ export class OperationExecutor {
    */
   private async retryOrGiveUp(op: Operation, action: ActionConfig, request: RetryRequest, log: Logger): Promise<ExecutionOutcome> {
     const { code, message, outcomeUnknown } = request;
-    const decision = decideRetry(action.retry, op.attempt, await this.options.ledger.time(), op.deadlineAt, this.random);
+    const decision = decideRetry(action.retry, op.sentAttempts, await this.options.ledger.time(), op.deadlineAt, this.random);
     let reason: string | undefined = decision.retry ? undefined : decision.reason;
     if (decision.retry) {
       const budget = await this.options.ledger.spendRetry(op, {
@@ -452,7 +476,8 @@ export class OperationExecutor {
    */
   private async move(op: Operation, change: TransitionChange, lease: AttemptLease | undefined, end: LeaseEnd = 'release'): Promise<TransitionOutcome> {
     lease?.stop();
-    const fenced: TransitionChange = lease === undefined || change.attempt === undefined ? change : { ...change, token: op.attemptToken, lease: lease.change(end) };
+    const token = change.attempt === undefined ? undefined : op.attemptToken;
+    const fenced: TransitionChange = lease === undefined || change.attempt === undefined ? { ...change, token } : { ...change, token, lease: lease.change(end) };
     try {
       return await this.options.ledger.transition(op, fenced);
     } catch (error) {

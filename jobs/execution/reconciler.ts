@@ -134,7 +134,7 @@ export class Reconciler {
     // Nothing happened at the provider and nothing can any more: a resend is a new attempt.
     const fields = { reconciled_at: String(Date.now()), last_outcome_unknown: '0', uncertain: '0' };
     const action = this.options.actionConfig(op.tenantId, op.action);
-    const decision = action === undefined ? undefined : decideRetry(action.retry, op.attempt, now, op.deadlineAt, this.random);
+    const decision = action === undefined ? undefined : decideRetry(action.retry, op.sentAttempts, now, op.deadlineAt, this.random);
     let reason = decision === undefined ? 'action_not_configured' : decision.retry ? undefined : decision.reason;
     if (action !== undefined && decision?.retry === true) {
       const budget = await ledger.spendRetry(op, { windowMs: action.retry.budgetWindowSeconds * 1000, ratio: action.retry.budgetRatio, minimum: action.retry.budgetMinRetries });

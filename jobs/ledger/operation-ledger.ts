@@ -602,6 +602,7 @@ function fromHash(h: Record<string, string>): Operation {
     attempt: Number(h.attempt ?? '0'),
     attemptToken: h.attempt_token,
     attemptTokens: h.attempt_tokens === undefined || h.attempt_tokens === '' ? [] : h.attempt_tokens.split(','),
+    sentAttempts: Number(h.sent_attempts ?? h.attempt ?? '0'),
     sending: h.sending === '1',
     uncertain: h.uncertain === '1',
     providerIdempotent: h.provider_idempotent === '1',

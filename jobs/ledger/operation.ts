@@ -137,6 +137,11 @@ export interface Operation {
   readonly attemptToken?: string;
   /** Every attempt's token, oldest first: what a provider is asked to void before a resend. */
   readonly attemptTokens: readonly string[];
+  /**
+   * Attempts that may have reached the provider: what the retry policy counts. An attempt refused
+   * before its request left (its sending mark not durable, its lease expired) is not among them.
+   */
+  readonly sentAttempts: number;
   /** Set once the request to a provider may have left this process (UNKNOWN becomes possible). */
   readonly sending: boolean;
   /**

@@ -33,6 +33,10 @@ export interface HarnessOptions {
   readonly providers?: (sandboxUrl: string) => Record<string, Record<string, unknown>>;
   /** The layer's logger (quiet by default). */
   readonly log?: Logger;
+  /** A Redis of the test's own (a primary with a replica, say) instead of the run's shared one. */
+  readonly redisUrl?: string;
+  /** Settings of the `redis` section over the URL and prefix (e.g. `durability`). */
+  readonly redis?: Record<string, unknown>;
 }
 
 export interface Harness {
@@ -63,7 +67,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const sandbox = await startSandboxFixture();
   const prefix = uniquePrefix('act');
   const document = {
-    redis: { url: testRedisUrl(), prefix },
+    redis: { url: options.redisUrl ?? testRedisUrl(), prefix, ...options.redis },
     sandbox: { enabled: false, url: sandbox.url },
     http: { port: 0 },
     sip: { udpPort: 0, tcpPort: 0 },
@@ -92,7 +96,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'callgate-harness-'));
   const configPath = join(dir, 'callgate.yaml');
   writeFileSync(configPath, stringify(document));
-  const layer = await ActionLayer.open({ config, redisUrl: testRedisUrl(), log: options.log ?? quietLog, providers: createProviders(config), sandboxUrl: sandbox.url });
+  const layer = await ActionLayer.open({ config, redisUrl: options.redisUrl ?? testRedisUrl(), log: options.log ?? quietLog, providers: createProviders(config), sandboxUrl: sandbox.url });
   if (options.workers !== false) await layer.startWorkers();
   return {
     config,

@@ -24,7 +24,8 @@
   ARGV[3] provider the worker will call
   ARGV[4] lease time to live (ms)
   ARGV[5] most leases at once
-  ARGV[6] most attempts (retry.maxAttempts)
+  ARGV[6] most attempts (retry.maxAttempts), counted in sent_attempts: attempts that may have
+          reached the provider (one refused before its request left gives its count back)
 
   Output:
     {"STARTED", field, value, ...}   the record after the move (attempt is the new attempt)
@@ -47,7 +48,7 @@ local due = false
 if state == "ADMITTED" then
   due = now <= tonumber(h["admission_deadline_at"] or "0") and now <= tonumber(h["deadline_at"] or "0")
 elseif state == "FAILED_RETRYABLE" then
-  due = now <= tonumber(h["deadline_at"] or "0") and tonumber(h["attempt"] or "0") < tonumber(ARGV[6])
+  due = now <= tonumber(h["deadline_at"] or "0") and tonumber(h["sent_attempts"] or h["attempt"] or "0") < tonumber(ARGV[6])
 end
 if not due or h["action"] ~= ARGV[2] or h["provider"] ~= ARGV[3] or not LEGAL[state]["RUNNING"] then
   table.insert(record, 1, "AS_IS")
@@ -70,6 +71,7 @@ local changed = {
   sending_at = tostring(now),
   attempt_token = ARGV[1],
   attempt_tokens = (tokens and tokens ~= "") and (tokens .. "," .. ARGV[1]) or ARGV[1],
+  sent_attempts = tostring(tonumber(h["sent_attempts"] or h["attempt"] or "0") + 1),
 }
 if attempt == 1 then changed["started_at"] = tostring(now) end
 local flat = {}
