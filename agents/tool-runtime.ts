@@ -73,6 +73,7 @@ export class ToolRuntime {
   private readonly now: () => number;
 
   constructor(private readonly options: ToolRuntimeOptions) {
+    checkIntentFields(options.catalogue, options.tenants);
     this.before = options.before ?? DEFAULT_BEFORE;
     this.after = options.after ?? DEFAULT_AFTER;
     this.now = options.now ?? Date.now;
@@ -163,7 +164,7 @@ export class ToolRuntime {
     };
     let decision: AdmissionDecision;
     try {
-      decision = await this.options.actions.admit({ tenantId: session.tenantId, action: tool.action, args, scope, intent: undefined });
+      decision = await this.options.actions.admit({ tenantId: session.tenantId, action: tool.action, args, scope, intentFields: tool.intent });
     } catch (error) {
       if (error instanceof IdempotencyConflictError) {
         return { status: 'rejected', error: 'conflict', operation_id: error.operationId, message: 'A different request with the same key exists.' };
@@ -333,6 +334,28 @@ export class ToolRuntime {
         await audit.record(session.sessionId, { type: 'handoff', from: session.activeAgent, to: target, pending }, session.turnId);
         session.activeAgent = target;
         return { status: 'ok', agent: target, pending_operations: pending, message: `You are now the ${target} agent.` };
+      }
+    }
+  }
+}
+
+/**
+ * Intent fields must be arguments of the tools that run the action: a misspelt one would count as
+ * absent in every request, and two refunds of different amounts would then be one intent.
+ */
+function checkIntentFields(catalogue: AgentCatalogue, tenants: ReadonlyMap<string, TenantConfig>): void {
+  for (const agent of catalogue.names()) {
+    for (const tool of catalogue.get(agent)?.tools ?? []) {
+      if (tool.action === undefined) continue;
+      const known = new Set(Object.keys(tool.parameters.shape));
+      const declared: [string, readonly string[] | undefined][] = [['the tool', tool.intent]];
+      for (const tenant of tenants.values()) {
+        const configured = tenant.actions[tool.action]?.intent;
+        declared.push([`tenants[${tenant.id}].actions.${tool.action}.intent`, Array.isArray(configured) ? configured : undefined]);
+      }
+      for (const [where, fields] of declared) {
+        const unknown = (fields ?? []).find((field) => !known.has(field));
+        if (unknown !== undefined) throw new CallgateError('CALLGATE_ERR_CONFIG_UNKNOWN_INTENT_FIELD', { field: unknown, where, tool: tool.name });
       }
     }
   }
