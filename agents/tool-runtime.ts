@@ -269,17 +269,27 @@ export class ToolRuntime {
     await audit.record(session.sessionId, { type: 'superseded', operationId: older, by: newer, action: 'left_running', detail: cancel?.type }, session.turnId);
   }
 
-  /** Undoes a committed operation with its tool's declared compensation. */
+  /**
+   * Undoes a committed operation with its tool's declared compensation. The call owns the
+   * compensation like any operation it started, so its result (an undo that failed included) is
+   * told through the gate; one that cannot be admitted now is owed and admitted later by workers.
+   */
   async compensate(session: AgentSession, operationId: string, because: string): Promise<void> {
     const owned = session.operations.get(operationId);
     const tool = owned ? this.toolsFor(owned.agent).find((t) => t.name === owned.tool) : undefined;
     const op = await this.options.actions.ledger.get(session.tenantId, operationId);
     if (!tool?.compensation || !op?.result) return;
+    const action = tool.compensation.action;
+    const compensationTool = this.toolsFor(session.activeAgent).find((t) => t.action === action);
     const outcome = await this.options.actions.compensate(op, {
-      action: tool.compensation.action,
+      action,
       args: tool.compensation.args(op.result),
+      intentFields: compensationTool?.intent,
       scope: { sessionId: session.sessionId, ownerGateway: session.ownerGateway, caller: session.caller, agent: session.activeAgent, turnId: String(session.turnId) },
     });
+    if (outcome.type === 'admitted') {
+      session.own({ operationId: outcome.decision.operationId, action, tool: compensationTool?.name ?? action, agent: session.activeAgent });
+    }
     await this.options.audit.record(session.sessionId, { type: 'superseded', operationId, by: because, action: 'compensating', detail: outcome.type }, session.turnId);
   }
 

@@ -145,7 +145,7 @@ export class Admission {
     switch (result.type) {
       case 'admitted': {
         this.enqueue(executionQueueFor(action.kind, providerIdempotent), { operationId, tenantId: request.tenantId, action: request.action });
-        if (request.compensates !== undefined) compensations.labels(request.action).inc();
+        if (request.compensates !== undefined) compensations.labels(request.action, 'admitted').inc();
         decision = { type: 'started', operationId, idempotencyKey, queued: result.activeBefore >= action.maxConcurrent };
         break;
       }
