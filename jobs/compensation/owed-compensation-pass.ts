@@ -1,8 +1,9 @@
 /**
  * The owed-compensation pass, run by workers beside the recovery sweep: it settles compensations
- * in flight (a committed one is done; one that ended FAILED_FINAL or CANCELLED releases its link
- * on the original, is counted as failed and logged at error) and admits compensations that are
- * owed (they could not be admitted when asked, or their admission was lost in a crash).
+ * in flight (a committed one is done; one not started within its admission deadline is owed again;
+ * one that ended FAILED_FINAL or otherwise CANCELLED releases its link on the original, is counted
+ * as failed and logged at error) and admits compensations that are owed (they could not be
+ * admitted when asked, or their admission was lost in a crash).
  */
 import type { Logger } from '../../config/log.ts';
 import { compensations } from '../action-metrics.ts';
@@ -68,6 +69,9 @@ export class OwedCompensationPass {
         report.settled++;
         compensations.labels(outcome.action, 'committed').inc();
         log.info('compensation committed', { operation_id: originalId, compensation_id: outcome.compensationId, action: outcome.action });
+      } else if (outcome.type === 'reowed') {
+        compensations.labels(outcome.action, 'owed').inc();
+        log.warn('compensation not started within its admission deadline; owed again', { operation_id: originalId, compensation_id: outcome.compensationId, action: outcome.action });
       } else if (outcome.type === 'released') {
         report.failed++;
         reportFailed(log, { originalId, compensationId: outcome.compensationId, action: outcome.action, state: outcome.state, tries: outcome.tries });
@@ -79,6 +83,10 @@ export class OwedCompensationPass {
     const { ledger, compensator, log } = this.options;
     for (const originalId of await ledger.listOwedCompensations(tenantId, PASS_BATCH)) {
       const owed = await ledger.owedCompensation(tenantId, originalId);
+      if (owed.compensatedBy !== undefined) {
+        await ledger.unlistOwedCompensation(tenantId, originalId);
+        continue;
+      }
       const request = parseRequest(owed.request);
       if (!request) {
         // No request (admitted meanwhile, or the original expired) or an unreadable one: nothing to admit.
@@ -93,8 +101,10 @@ export class OwedCompensationPass {
           log.info('owed compensation admitted', { operation_id: originalId, compensation_id: decision.decision.operationId, action: request.action });
         } else if (decision.type === 'failed') {
           report.failed++;
-        } else if (decision.type === 'not_committed' || decision.type === 'already_compensated') {
+        } else if (decision.type === 'not_committed') {
           await ledger.dropOwedCompensation(tenantId, originalId);
+        } else if (decision.type === 'already_compensated') {
+          await ledger.unlistOwedCompensation(tenantId, originalId);
         }
       } catch (error) {
         // Refused for good (admitOwed dropped, counted and logged it) or Redis: the rest still get their turn.

@@ -124,10 +124,11 @@ export type LinkCompensationOutcome =
   | { readonly type: 'try_ended'; readonly state: OperationState; readonly tries: number }
   | { readonly type: 'not_committed'; readonly state: OperationState };
 
-/** What settling a compensation in flight found (compensation-settle-3.lua). */
+/** What settling a compensation in flight found (compensation-settle-4.lua). */
 export type SettleCompensationOutcome =
   | { readonly type: 'open' }
   | { readonly type: 'committed'; readonly compensationId: string; readonly action: string }
+  | { readonly type: 'reowed'; readonly compensationId: string; readonly action: string }
   | { readonly type: 'released'; readonly compensationId: string; readonly action: string; readonly state: OperationState; readonly tries: number }
   | { readonly type: 'moved' | 'gone' };
 
@@ -135,8 +136,10 @@ export type SettleCompensationOutcome =
 export interface OwedCompensation {
   /** The compensation request (JSON), absent when nothing is owed. */
   readonly request?: string;
-  /** Compensations of the original that ended without effect so far. */
+  /** Compensations of the original that ended without effect so far (each try has its own key). */
   readonly tries: number;
+  /** The compensation linked now, if any (then nothing is owed, whatever the index says). */
+  readonly compensatedBy?: string;
 }
 
 export interface RetryBudgetDecision {
@@ -363,7 +366,7 @@ export class OperationLedger {
 
   /**
    * Looks at the compensation linked to `originalId`: done, still running, or ended without effect
-   * (then its link is released, once). See compensation-settle-3.lua.
+   * (then its link is released, once). See compensation-settle-4.lua.
    */
   async settleCompensation(tenantId: string, originalId: string): Promise<SettleCompensationOutcome> {
     const k = this.keys;
@@ -373,12 +376,15 @@ export class OperationLedger {
       k.operation(tenantId, originalId),
       k.operation(tenantId, linked ?? originalId),
       k.compensationsInFlight(tenantId),
+      k.compensationsOwed(tenantId),
       compensationId,
       originalId,
     )) as string[];
     switch (reply[0]) {
       case 'COMMITTED':
         return { type: 'committed', compensationId, action: reply[1] ?? '' };
+      case 'REOWED':
+        return { type: 'reowed', compensationId, action: reply[1] ?? '' };
       case 'RELEASED':
         return { type: 'released', compensationId, action: reply[1] ?? '', state: reply[2] as OperationState, tries: Number(reply[3] ?? 0) };
       case 'OPEN':
@@ -392,13 +398,18 @@ export class OperationLedger {
 
   /** The owed compensation of `originalId` and how many tries of it failed. */
   async owedCompensation(tenantId: string, originalId: string): Promise<OwedCompensation> {
-    const [request, tries] = await this.redis.hmget(this.keys.operation(tenantId, originalId), 'compensation_owed', 'compensation_tries');
-    return { request: request ?? undefined, tries: Number(tries ?? 0) };
+    const [request, tries, compensatedBy] = await this.redis.hmget(this.keys.operation(tenantId, originalId), 'compensation_owed', 'compensation_tries', 'compensated_by');
+    return { request: request ?? undefined, tries: Number(tries ?? 0), compensatedBy: compensatedBy ?? undefined };
   }
 
   /** Gives up an owed compensation that can never be admitted (its request is refused as invalid). */
   async dropOwedCompensation(tenantId: string, originalId: string): Promise<void> {
     await this.redis.multi().hdel(this.keys.operation(tenantId, originalId), 'compensation_owed').zrem(this.keys.compensationsOwed(tenantId), originalId).exec();
+  }
+
+  /** Takes an original off the owed index only (a compensation is linked to it already). */
+  async unlistOwedCompensation(tenantId: string, originalId: string): Promise<void> {
+    await this.redis.zrem(this.keys.compensationsOwed(tenantId), originalId);
   }
 
   /** Originals owed a compensation, longest owed first. */

@@ -1,6 +1,7 @@
 --[[
   Links an admitted compensation to the operation it undoes (compensated_by), and moves the undo
-  from owed to in flight in the same step. A compensation try that already ended without effect
+  from owed to in flight in the same step (its request stays in compensation_owed until it has
+  settled, so an undo not started in time can be owed again: compensation-settle-4.lua). A compensation try that already ended without effect
   (FAILED_FINAL, CANCELLED) is not linked: if its end was settled already (its link released, it
   is compensation_failed) the caller's key is stale and the undo stays owed for the next key;
   otherwise (it ended before it was ever linked, after a crash) its failure is recorded here as
@@ -51,7 +52,6 @@ if state == "FAILED_FINAL" or state == "CANCELLED" then
   return {"TRY_ENDED", state, tostring(tries)}
 end
 redis.call("HSET", KEYS[1], "compensated_by", ARGV[1])
-redis.call("HDEL", KEYS[1], "compensation_owed")
 redis.call("ZREM", KEYS[3], found[3])
 local time = redis.call("TIME")
 redis.call("ZADD", KEYS[4], "NX", tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000), found[3])

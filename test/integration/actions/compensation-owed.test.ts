@@ -4,6 +4,7 @@ import { compensationCount } from '../../support/compensation-metrics.ts';
 import { waitFor } from '../../support/processes.ts';
 
 const TENANT = 'tenant-undo-busy';
+const QUEUED = 'tenant-undo-queued';
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({
@@ -12,6 +13,11 @@ beforeAll(async () => {
         book_table: BOOK,
         // One cancellation at a time, and a request over that is answered busy at once.
         cancel_booking: { ...CANCEL_BOOKING, policy: 'reject', maxConcurrent: 1 },
+      },
+      [QUEUED]: {
+        book_table: BOOK,
+        // One cancellation at a time; a queued one not started within 300 ms is cancelled unsent.
+        cancel_booking: { ...CANCEL_BOOKING, policy: 'queue', maxConcurrent: 1, admissionDeadlineMs: 300 },
       },
     },
   });
@@ -44,7 +50,6 @@ describe('when a compensation is answered busy', () => {
     const compensation = await h.layer.waitFor(TENANT, compensationId, 10_000);
     expect(compensation).toMatchObject({ state: 'COMMITTED', compensates: id, idempotencyKey: `comp_${id}` });
     expect(await h.layer.ledger.listOwedCompensations(TENANT)).toEqual([]);
-    expect(await h.layer.ledger.rawField({ tenantId: TENANT, operationId: id }, 'compensation_owed')).toBeUndefined();
 
     // Asking again (the call repeating itself) gives the same undo, not a second one.
     expect(await h.layer.compensate({ tenantId: TENANT, operationId: id }, { action: 'cancel_booking', args: { booking_id: bookingId }, scope: h.scope() })).toEqual({
@@ -52,7 +57,42 @@ describe('when a compensation is answered busy', () => {
       compensatedBy: compensationId,
     });
     await h.layer.compensationsNow();
+    expect(await h.layer.ledger.rawField({ tenantId: TENANT, operationId: id }, 'compensation_owed')).toBeUndefined();
     const cancellations = await h.sandbox.effects({ tenant: TENANT, operation: 'cancel_booking' });
     expect(cancellations.map((e) => e.reference)).toEqual([compensationId]);
+  });
+});
+
+describe('when a queued compensation is not started within its admission deadline', () => {
+  it('should be owed again and admitted under the next key, cancelling the booking exactly once', async () => {
+    const decision = await h.layer.admit({ tenantId: QUEUED, action: 'book_table', args: booking(), scope: h.scope() });
+    if (decision.type !== 'started') throw new Error(`not started: ${decision.type}`);
+    const id = decision.operationId;
+    const booked = await h.layer.waitFor(QUEUED, id, 10_000);
+    const bookingId = String(booked?.result?.booking_id);
+    const failedBefore = await compensationCount('cancel_booking', 'failed');
+
+    await h.sandbox.addRule({ fault: 'latency=1000', tenant: QUEUED, operation: 'cancel_booking', times: 1 });
+    expect((await h.layer.admit({ tenantId: QUEUED, action: 'cancel_booking', args: { booking_id: 'bk_999998' }, scope: h.scope() })).type).toBe('started');
+    const undo = await h.layer.compensate({ tenantId: QUEUED, operationId: id }, { action: 'cancel_booking', args: { booking_id: bookingId }, scope: h.scope() });
+    expect(undo).toMatchObject({ type: 'admitted', decision: { type: 'started', queued: true } });
+    const firstTry = undo.type === 'admitted' ? undo.decision.operationId : '';
+
+    // The first try waits behind the slow cancellation past its admission deadline: CANCELLED
+    // without calling the provider, then owed again and admitted as comp_<id>_2.
+    expect((await h.layer.waitFor(QUEUED, firstTry, 10_000))?.error?.code).toBe('admission_deadline_passed');
+    // Tried again (as often as the action stays full) until one try runs and commits.
+    const done = await waitFor(async () => {
+      const linked = (await h.layer.ledger.get(QUEUED, id))?.compensatedBy;
+      const op = linked === undefined ? undefined : await h.layer.ledger.get(QUEUED, linked);
+      return op?.state === 'COMMITTED' ? op : undefined;
+    }, 10_000, 'a later try to commit');
+    expect(done.operationId).not.toBe(firstTry);
+    expect(done.idempotencyKey).toMatch(new RegExp(`^comp_${id}_\\d+$`));
+    const secondTry = done.operationId;
+    const cancellations = await h.sandbox.effects({ tenant: QUEUED, operation: 'cancel_booking' });
+    expect(cancellations.map((e) => e.reference)).toEqual([secondTry]);
+    // A try that never started is no failure: nothing to alert on.
+    expect(await compensationCount('cancel_booking', 'failed')).toBe(failedBefore);
   });
 });
