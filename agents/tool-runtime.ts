@@ -73,7 +73,9 @@ export class ToolRuntime {
   private readonly now: () => number;
 
   constructor(private readonly options: ToolRuntimeOptions) {
-    checkIntentFields(options.catalogue, options.tenants);
+    for (const unkeyed of checkIntentFields(options.catalogue, options.tenants)) {
+      options.log.warn('mutation keyed by all its arguments: a reworded free-text argument or an added flag starts a second operation; declare its intent fields (actions.<name>.intent, or intent: all)', unkeyed);
+    }
     this.before = options.before ?? DEFAULT_BEFORE;
     this.after = options.after ?? DEFAULT_AFTER;
     this.now = options.now ?? Date.now;
@@ -351,12 +353,16 @@ export class ToolRuntime {
 
 /**
  * Intent fields must be arguments of the tools that run the action: a misspelt one would count as
- * absent in every request, and two refunds of different amounts would then be one intent.
+ * absent in every request, and two refunds of different amounts would then be one intent. Returns
+ * the mutations keyed by all their arguments without anyone choosing so (no `intent` configured,
+ * none declared by a tool running them), for a warning.
  */
-function checkIntentFields(catalogue: AgentCatalogue, tenants: ReadonlyMap<string, TenantConfig>): void {
+function checkIntentFields(catalogue: AgentCatalogue, tenants: ReadonlyMap<string, TenantConfig>): { tenant: string; action: string }[] {
+  const declaredByTool = new Set<string>();
   for (const agent of catalogue.names()) {
     for (const tool of catalogue.get(agent)?.tools ?? []) {
       if (tool.action === undefined) continue;
+      if (tool.intent !== undefined && tool.intent.length > 0) declaredByTool.add(tool.action);
       const known = new Set(Object.keys(tool.parameters.shape));
       const declared: [string, readonly string[] | undefined][] = [['the tool', tool.intent]];
       for (const tenant of tenants.values()) {
@@ -369,6 +375,13 @@ function checkIntentFields(catalogue: AgentCatalogue, tenants: ReadonlyMap<strin
       }
     }
   }
+  const unkeyed: { tenant: string; action: string }[] = [];
+  for (const tenant of tenants.values()) {
+    for (const [action, config] of Object.entries(tenant.actions)) {
+      if (config.kind === 'mutation' && config.intent === undefined && !declaredByTool.has(action)) unkeyed.push({ tenant: tenant.id, action });
+    }
+  }
+  return unkeyed;
 }
 
 /** An operation id the model gave, where "latest" means the call's most recent operation. */
