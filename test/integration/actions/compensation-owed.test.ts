@@ -43,6 +43,10 @@ describe('when a compensation is answered busy', () => {
     expect(undo).toMatchObject({ type: 'owed', compensates: id, reason: 'at_capacity' });
     expect(await h.layer.ledger.rawField({ tenantId: TENANT, operationId: id }, 'compensation_owed')).toBeDefined();
     expect(await h.layer.ledger.listOwedCompensations(TENANT)).toEqual([id]);
+    // Owed since now, on Redis's clock (the age gauge and its alert read this).
+    const [counts] = await h.layer.ledger.owedCompensationCounts([TENANT]);
+    expect(counts?.owed).toBe(1);
+    expect(Math.abs((counts?.oldestSince ?? 0) - Date.now())).toBeLessThan(5_000);
     expect(await compensationCount('cancel_booking', 'owed')).toBe(owedBefore + 1);
 
     // Once the place is free, the owed-compensation pass admits it and links it to the original.
