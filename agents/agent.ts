@@ -22,6 +22,12 @@ export interface ToolDefinition<S extends ZodRawShape = ZodRawShape> {
   /** The tenant action this tool runs (a key of the tenant's `actions`). */
   readonly action?: string;
   /**
+   * The arguments that make two requests the same intent (refund: order and amount), when the
+   * tenant's action configuration does not name them (its `intent` wins). Free text and control
+   * flags stay out, so a reworded reason or an added `confirmed: true` is the same operation.
+   */
+  readonly intent?: readonly (keyof z.infer<ZodObject<S>> & string)[];
+  /**
    * The goal a request serves ("booking"). A newer request for the same goal in the call
    * supersedes the older one; the gate then speaks an older result only if it had a real effect.
    */

@@ -6,7 +6,8 @@
  * What it protects:
  *   - UNKNOWN is never announced as success or failure: reconcile first.
  *   - A superseded operation that did commit an effect is never dropped: the caller must learn the
- *     real state ("the 21:00 booking went through; shall I move it to 21:30?").
+ *     real state ("the 21:00 booking went through; shall I move it to 21:30?"). Nor is an undo
+ *     (compensation) that failed: the effect it was to undo still stands.
  *   - Results reach the caller through the agent now active only if that agent may reveal them.
  *   - A caller who hung up, was transferred to a human, or whose gateway died hears nothing: the
  *     result goes out of band.
@@ -30,6 +31,7 @@ export type RelevanceReason =
   | 'already_told'
   | 'superseded_no_effect'
   | 'superseded_with_effect'
+  | 'undo_failed'
   | 'caller_hung_up'
   | 'transferred_to_human'
   | 'gateway_gone'
@@ -53,6 +55,8 @@ export interface GateOperation {
   /** The agent that started it. */
   readonly agent?: string;
   readonly goal?: string;
+  /** Set on a compensation: the committed operation it undoes. */
+  readonly compensates?: string;
 }
 
 /** What the gate needs of the call, at the moment of the decision. */
@@ -92,9 +96,12 @@ export function decideRelevance(op: GateOperation, session: SessionSnapshot): Re
     const where: RelevanceReason[] = session.call === 'active' ? [] : [callGoneReason(session.call)];
     return { decision: 'reconcile_first', reasons: ['outcome_unknown', ...where] };
   }
-  const hasEffect = op.state === 'COMMITTED';
+  // An undo that failed leaves the original's effect in place: the caller must learn that as they
+  // would learn of the effect itself (test/unit/agents/compensation-result.test.ts).
+  const undoFailed = op.compensates !== undefined && op.state !== 'COMMITTED';
+  const hasEffect = op.state === 'COMMITTED' || undoFailed;
   if (session.superseded && !hasEffect) return { decision: 'suppress', reasons: ['superseded_no_effect', outcome] };
-  const reasons: RelevanceReason[] = [outcome];
+  const reasons: RelevanceReason[] = undoFailed ? [outcome, 'undo_failed'] : [outcome];
   if (session.superseded) reasons.push('superseded_with_effect');
   if (session.call !== 'active') return { decision: 'deliver_out_of_band', reasons: [callGoneReason(session.call), ...reasons] };
 

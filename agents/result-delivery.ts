@@ -298,7 +298,7 @@ export class ResultDelivery {
   private async decide(op: Operation, sessionId: string, call: AttachedCall | undefined, eventAt?: number): Promise<RelevanceDecision> {
     const record = await this.options.ledger.deliveryFor(op, sessionId);
     const decision = decideRelevance(
-      { operationId: op.operationId, action: op.action, state: op.state as 'COMMITTED' | 'FAILED_FINAL' | 'CANCELLED' | 'UNKNOWN', agent: op.scope.agent, goal: op.scope.goal },
+      { operationId: op.operationId, action: op.action, state: op.state as 'COMMITTED' | 'FAILED_FINAL' | 'CANCELLED' | 'UNKNOWN', agent: op.scope.agent, goal: op.scope.goal, compensates: op.compensates },
       this.snapshot(op, record, call),
     );
     const now = Date.now();

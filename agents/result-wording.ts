@@ -31,6 +31,7 @@ function details(result: Readonly<Record<string, unknown>> | undefined): string 
  */
 export function describeForModel(op: Operation, reasons: readonly string[]): string {
   const what = `The ${name(op)} ${op.operationId}`;
+  if (op.compensates !== undefined) return describeUndoForModel(op, what);
   let line: string;
   switch (op.state) {
     case 'COMMITTED':
@@ -53,8 +54,36 @@ export function describeForModel(op: Operation, reasons: readonly string[]): str
   return line;
 }
 
+/**
+ * A compensation undoes an earlier operation: its result is told as what became of that one. A
+ * failed undo is never worded as a success: the earlier operation still stands.
+ */
+function describeUndoForModel(op: Operation, what: string): string {
+  const earlier = `the earlier request ${op.compensates ?? ''}`;
+  switch (op.state) {
+    case 'COMMITTED':
+      return `${what} went through${details(op.result)}: ${earlier} is undone.`;
+    case 'FAILED_FINAL':
+    case 'CANCELLED':
+      return `${what} did not go through${op.state === 'FAILED_FINAL' ? `: ${op.error?.message ?? 'it failed'}` : ''}. ${earlier} was NOT undone and still stands; tell the caller so, and that a person will follow up.`;
+    default:
+      return `${what} is still being confirmed. Do not say whether ${earlier} was undone.`;
+  }
+}
+
 /** The text of an SMS or webhook when the caller can no longer hear it. */
 export function describeForCaller(op: Operation): string {
+  if (op.compensates !== undefined) {
+    switch (op.state) {
+      case 'COMMITTED':
+        return `Your earlier request ${op.compensates} is undone (${name(op)}${details(op.result)}). Reference ${op.operationId}.`;
+      case 'FAILED_FINAL':
+      case 'CANCELLED':
+        return `We could not undo your earlier request ${op.compensates}: it still stands. We will contact you about it. Reference ${op.operationId}.`;
+      default:
+        return `We are still undoing your earlier request ${op.compensates}; we will message you again. Reference ${op.operationId}.`;
+    }
+  }
   switch (op.state) {
     case 'COMMITTED':
       return `Your ${name(op)} is confirmed${details(op.result)}. Reference ${op.operationId}.`;

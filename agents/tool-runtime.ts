@@ -12,7 +12,7 @@ import type { Logger } from '../config/log.ts';
 import { counter } from '../config/metrics.ts';
 import type { ActionConfig, TenantConfig } from '../config/schema.ts';
 import { formatIssues } from '../config/load.ts';
-import type { ActionLayer } from '../jobs/action-layer.ts';
+import type { ActionLayer, CompensationDecision } from '../jobs/action-layer.ts';
 import type { AdmissionDecision } from '../jobs/admission/admission.ts';
 import { IdempotencyConflictError } from '../jobs/ledger/ledger-errors.ts';
 import type { Operation } from '../jobs/ledger/operation.ts';
@@ -73,6 +73,9 @@ export class ToolRuntime {
   private readonly now: () => number;
 
   constructor(private readonly options: ToolRuntimeOptions) {
+    for (const unkeyed of checkIntentFields(options.catalogue, options.tenants)) {
+      options.log.warn('mutation keyed by all its arguments: a reworded free-text argument or an added flag starts a second operation; declare its intent fields (actions.<name>.intent, or intent: all)', unkeyed);
+    }
     this.before = options.before ?? DEFAULT_BEFORE;
     this.after = options.after ?? DEFAULT_AFTER;
     this.now = options.now ?? Date.now;
@@ -163,7 +166,7 @@ export class ToolRuntime {
     };
     let decision: AdmissionDecision;
     try {
-      decision = await this.options.actions.admit({ tenantId: session.tenantId, action: tool.action, args, scope, intent: undefined });
+      decision = await this.options.actions.admit({ tenantId: session.tenantId, action: tool.action, args, scope, intentFields: tool.intent });
     } catch (error) {
       if (error instanceof IdempotencyConflictError) {
         return { status: 'rejected', error: 'conflict', operation_id: error.operationId, message: 'A different request with the same key exists.' };
@@ -234,13 +237,14 @@ export class ToolRuntime {
         session.mutationTimes.push(this.now());
         const goal = tool.goal?.(args);
         const superseded = session.own({ operationId: decision.operationId, action: tool.action ?? tool.name, tool: tool.name, agent: session.activeAgent, goal, openCallId: call.callId });
-        if (superseded) await this.supersede(session, superseded.operationId, decision.operationId);
+        const undo = superseded ? await this.supersede(session, superseded.operationId, decision.operationId) : undefined;
         return {
           status: 'started',
           operation_id: decision.operationId,
           idempotency_key: decision.idempotencyKey,
           queued: decision.queued,
           message: 'Started. Tell the caller it is being confirmed; the result will follow. Do not say it is done yet.',
+          ...(undo === undefined ? {} : { earlier_request: undo }),
         };
       }
     }
@@ -251,7 +255,7 @@ export class ToolRuntime {
    * committed; if it is running without cancel support it is left alone and the gate will tell the
    * caller what really happened.
    */
-  private async supersede(session: AgentSession, older: string, newer: string): Promise<void> {
+  private async supersede(session: AgentSession, older: string, newer: string): Promise<string | undefined> {
     const { actions, audit } = this.options;
     const cancel = await actions.cancel(session.tenantId, older).catch((error: unknown) => {
       this.options.log.warn('cancel of a superseded operation failed', { operation_id: older, error });
@@ -261,25 +265,42 @@ export class ToolRuntime {
       await audit.record(session.sessionId, { type: 'superseded', operationId: older, by: newer, action: 'cancelled', detail: cancel.type }, session.turnId);
       return;
     }
-    if (cancel?.type === 'committed') {
-      await this.compensate(session, older, newer);
-      return;
-    }
+    if (cancel?.type === 'committed') return undoNote(older, await this.compensate(session, older, newer));
     await audit.record(session.sessionId, { type: 'superseded', operationId: older, by: newer, action: 'left_running', detail: cancel?.type }, session.turnId);
+    return undefined;
   }
 
-  /** Undoes a committed operation with its tool's declared compensation. */
-  async compensate(session: AgentSession, operationId: string, because: string): Promise<void> {
+  /**
+   * Undoes a committed operation with its tool's declared compensation. The call owns the
+   * compensation like any operation it started, so its result (an undo that failed included) is
+   * told through the gate; one that cannot be admitted now is owed and admitted later by workers.
+   */
+  async compensate(session: AgentSession, operationId: string, because: string): Promise<CompensationDecision['type'] | 'refused' | undefined> {
     const owned = session.operations.get(operationId);
     const tool = owned ? this.toolsFor(owned.agent).find((t) => t.name === owned.tool) : undefined;
     const op = await this.options.actions.ledger.get(session.tenantId, operationId);
-    if (!tool?.compensation || !op?.result) return;
-    const outcome = await this.options.actions.compensate(op, {
-      action: tool.compensation.action,
-      args: tool.compensation.args(op.result),
-      scope: { sessionId: session.sessionId, ownerGateway: session.ownerGateway, caller: session.caller, agent: session.activeAgent, turnId: String(session.turnId) },
-    });
-    await this.options.audit.record(session.sessionId, { type: 'superseded', operationId, by: because, action: 'compensating', detail: outcome.type }, session.turnId);
+    if (!tool?.compensation || !op?.result) return undefined;
+    const action = tool.compensation.action;
+    const compensationTool = this.toolsFor(session.activeAgent).find((t) => t.action === action);
+    let outcome: CompensationDecision['type'] | 'refused';
+    try {
+      const decision = await this.options.actions.compensate(op, {
+        action,
+        args: tool.compensation.args(op.result),
+        intentFields: compensationTool?.intent,
+        scope: { sessionId: session.sessionId, ownerGateway: session.ownerGateway, caller: session.caller, agent: session.activeAgent, turnId: String(session.turnId) },
+      });
+      if (decision.type === 'admitted') {
+        session.own({ operationId: decision.decision.operationId, action, tool: compensationTool?.name ?? action, agent: session.activeAgent });
+      }
+      outcome = decision.type;
+    } catch (error) {
+      // Refused at admission (the compensator counts and logs a refusal) or Redis unreachable: not undone now.
+      this.options.log.error('compensation could not be requested', { operation_id: operationId, action, error });
+      outcome = 'refused';
+    }
+    await this.options.audit.record(session.sessionId, { type: 'superseded', operationId, by: because, action: 'compensating', detail: outcome }, session.turnId);
+    return outcome;
   }
 
   private async control(session: AgentSession, kind: NonNullable<ToolDefinition['control']>, args: Record<string, unknown>, control: CallControl | undefined): Promise<ToolOutput> {
@@ -335,6 +356,56 @@ export class ToolRuntime {
         return { status: 'ok', agent: target, pending_operations: pending, message: `You are now the ${target} agent.` };
       }
     }
+  }
+}
+
+/**
+ * Intent fields must be arguments of the tools that run the action: a misspelt one would count as
+ * absent in every request, and two refunds of different amounts would then be one intent. Returns
+ * the mutations keyed by all their arguments without anyone choosing so (no `intent` configured,
+ * none declared by a tool running them), for a warning.
+ */
+function checkIntentFields(catalogue: AgentCatalogue, tenants: ReadonlyMap<string, TenantConfig>): { tenant: string; action: string }[] {
+  const declaredByTool = new Set<string>();
+  for (const agent of catalogue.names()) {
+    for (const tool of catalogue.get(agent)?.tools ?? []) {
+      if (tool.action === undefined) continue;
+      if (tool.intent !== undefined && tool.intent.length > 0) declaredByTool.add(tool.action);
+      const known = new Set(Object.keys(tool.parameters.shape));
+      const declared: [string, readonly string[] | undefined][] = [['the tool', tool.intent]];
+      for (const tenant of tenants.values()) {
+        const configured = tenant.actions[tool.action]?.intent;
+        declared.push([`tenants[${tenant.id}].actions.${tool.action}.intent`, Array.isArray(configured) ? configured : undefined]);
+      }
+      for (const [where, fields] of declared) {
+        const unknown = (fields ?? []).find((field) => !known.has(field));
+        if (unknown !== undefined) throw new CallgateError('CALLGATE_ERR_CONFIG_UNKNOWN_INTENT_FIELD', { field: unknown, where, tool: tool.name });
+      }
+    }
+  }
+  const unkeyed: { tenant: string; action: string }[] = [];
+  for (const tenant of tenants.values()) {
+    for (const [action, config] of Object.entries(tenant.actions)) {
+      if (config.kind === 'mutation' && config.intent === undefined && !declaredByTool.has(action)) unkeyed.push({ tenant: tenant.id, action });
+    }
+  }
+  return unkeyed;
+}
+
+/**
+ * What the model must know at once about the request a new one replaced, when undoing it did not
+ * start: an undo owed for later is not done yet, and one that failed or was refused leaves it in
+ * place. An admitted undo says nothing here: its own result follows through the gate.
+ */
+function undoNote(older: string, outcome: CompensationDecision['type'] | 'refused' | undefined): string | undefined {
+  switch (outcome) {
+    case 'owed':
+      return `The earlier request ${older} will be undone shortly; do not say it is undone yet.`;
+    case 'failed':
+    case 'refused':
+      return `The earlier request ${older} could not be undone: it still stands. Tell the caller, and that a person will follow up.`;
+    default:
+      return undefined;
   }
 }
 

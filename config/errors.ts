@@ -14,6 +14,7 @@ export const ERRORS = {
   // configuration and startup
   CALLGATE_ERR_CONFIG_INVALID: { message: 'invalid configuration: {problems}' },
   CALLGATE_ERR_CONFIG_UNKNOWN_AGENT: { message: 'tenant {tenant} names unknown agent {agent}' },
+  CALLGATE_ERR_CONFIG_UNKNOWN_INTENT_FIELD: { message: 'intent field {field} (in {where}) is not an argument of tool {tool}' },
   CALLGATE_ERR_REDIS_NOT_INSTALLED: {
     message: 'redis-server was not found on PATH and REDIS_URL is not set; install it (apt-get install -y redis-server) or set REDIS_URL',
   },

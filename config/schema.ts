@@ -16,6 +16,9 @@ const safeId = z
   .string()
   .regex(/^[a-z][a-z0-9_-]{0,62}$/, 'must start with a letter and use only a-z, 0-9, _ and - (at most 63 characters)');
 
+/** An argument name as tools declare them (JSON Schema property names of tool parameters). */
+const fieldName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must be a plain argument name (letters, digits, _; at most 64 characters)');
+
 const envName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name (A-Z, 0-9, _)');
 
 const cidr = z
@@ -182,6 +185,13 @@ export const actionSchema = z.strictObject({
   fallback: z.string().min(1).optional(),
   /** Overrides what the provider declares about honouring idempotency keys. */
   providerIdempotent: z.boolean().optional(),
+  /**
+   * The arguments that make two requests of a mutation the same intent (refund: `[order_id,
+   * amount_cents]`): the idempotency key and the conflict check cover these only, so free text
+   * and control flags (`reason`, `confirmed`) never start a second operation. `all`: every
+   * argument. Unset: the intent fields the tool declares, or every argument if it declares none.
+   */
+  intent: z.union([z.literal('all'), z.array(fieldName).min(1).max(32)]).optional(),
   /** Money-moving: kept for `ledger.moneyRetentionDays`. */
   money: z.boolean().default(false),
   /** Above this amount the caller must confirm explicitly (billing actions). */
@@ -353,6 +363,16 @@ export const configSchema = z
         }
         if (action.retry.backoffMs > action.retry.maxBackoffMs) {
           ctx.addIssue({ code: 'custom', path: [...at, 'retry', 'backoffMs'], message: 'must not be above retry.maxBackoffMs' });
+        }
+        if (action.intent !== undefined && action.kind === 'read') {
+          ctx.addIssue({ code: 'custom', path: [...at, 'intent'], message: 'only mutations declare intent fields (identical reads are coalesced on all their arguments)' });
+        }
+        if (Array.isArray(action.intent)) {
+          const seen = new Set<string>();
+          action.intent.forEach((field, f) => {
+            if (seen.has(field)) ctx.addIssue({ code: 'custom', path: [...at, 'intent', f], message: `${field} is named twice` });
+            seen.add(field);
+          });
         }
         if (action.admissionDeadlineMs > action.deadlineMs) {
           ctx.addIssue({ code: 'custom', path: [...at, 'admissionDeadlineMs'], message: 'must not be above deadlineMs' });

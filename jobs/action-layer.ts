@@ -8,8 +8,10 @@ import type { ZodType } from 'zod';
 import { CallgateError } from '../config/errors.ts';
 import type { Logger } from '../config/log.ts';
 import type { Config } from '../config/schema.ts';
-import { actionActive, actionLeases, actionMaxConcurrent } from './action-metrics.ts';
+import { actionActive, actionLeases, actionMaxConcurrent, compensationOwedOldestAge, compensationsOwed } from './action-metrics.ts';
 import { Admission, type AdmissionDecision, type AdmissionRequest } from './admission/admission.ts';
+import { Compensator, type CompensationDecision, type CompensationRequest } from './compensation/compensator.ts';
+import { OwedCompensationPass, type CompensationPassReport } from './compensation/owed-compensation-pass.ts';
 import { Cancellation, CancelProcessor, type CancelDecision } from './execution/cancellation.ts';
 import { OperationExecutor } from './execution/operation-executor.ts';
 import { waitForOutcome } from './execution/operation-watcher.ts';
@@ -35,20 +37,19 @@ export interface ActionLayerOptions {
   readonly sandboxUrl?: string;
 }
 
-export type CompensationDecision =
-  | { readonly type: 'admitted'; readonly decision: AdmissionDecision; readonly compensates: string }
-  | { readonly type: 'already_compensated'; readonly compensatedBy: string }
-  | { readonly type: 'not_committed'; readonly state: Operation['state'] };
+export type { CompensationDecision } from './compensation/compensator.ts';
 
 export class ActionLayer {
   readonly ledger: OperationLedger;
   readonly queues: OperationQueues;
   readonly admission: Admission;
   readonly cancellation: Cancellation;
+  readonly compensator: Compensator;
   readonly outOfBand: OutOfBandQueue;
   private outOfBandWorker: OutOfBandWorker | undefined;
   private workers: OperationWorkers | undefined;
   private sweep: RecoverySweep | undefined;
+  private compensationPass: OwedCompensationPass | undefined;
   private workerConnection: Redis | undefined;
   private executionConnection: Redis | undefined;
 
@@ -65,6 +66,7 @@ export class ActionLayer {
     this.queues = new OperationQueues(producer, config.redis.prefix);
     this.admission = new Admission({ config, ledger: this.ledger, queues: this.queues, providers: options.providers, schemas: options.schemas, log: options.log });
     this.cancellation = new Cancellation({ ledger: this.ledger, queues: this.queues, providers: options.providers });
+    this.compensator = new Compensator({ ledger: this.ledger, admission: this.admission, log: options.log });
     this.outOfBand = new OutOfBandQueue(producer, config.redis.prefix);
   }
 
@@ -136,16 +138,31 @@ export class ActionLayer {
       reconcileGraceMs: config.worker.reconcileGraceMs,
     });
     this.sweep.start();
+    this.compensationPass = new OwedCompensationPass({
+      ledger: this.ledger,
+      compensator: this.compensator,
+      tenants: config.tenants.map((t) => t.id),
+      log,
+      intervalMs: config.worker.sweepIntervalMs,
+    });
+    this.compensationPass.start();
   }
 
   /** Refreshes the gauges read from Redis (queue depths, active operations and leases per action); called on scrape. */
   async refreshMetrics(): Promise<void> {
     const pairs = this.options.config.tenants.flatMap((t) => Object.entries(t.actions).map(([action, cfg]) => ({ tenantId: t.id, action, max: cfg.maxConcurrent })));
-    const [use] = await Promise.all([this.ledger.capacityUse(pairs), this.queues.refreshMetrics()]);
+    const tenants = this.options.config.tenants.map((t) => t.id);
+    const [use, owed] = await Promise.all([this.ledger.capacityUse(pairs), this.ledger.owedCompensationCounts(tenants), this.queues.refreshMetrics()]);
     pairs.forEach((pair, i) => {
       actionActive.labels(pair.tenantId, pair.action).set(use[i]?.active ?? 0);
       actionLeases.labels(pair.tenantId, pair.action).set(use[i]?.leases ?? 0);
       actionMaxConcurrent.labels(pair.tenantId, pair.action).set(pair.max);
+    });
+    const now = Date.now();
+    tenants.forEach((tenantId, i) => {
+      const { owed: count = 0, oldestSince = 0 } = owed[i] ?? {};
+      compensationsOwed.labels(tenantId).set(count);
+      compensationOwedOldestAge.labels(tenantId).set(count > 0 && oldestSince > 0 ? Math.max(0, now - oldestSince) / 1000 : 0);
     });
   }
 
@@ -153,6 +170,12 @@ export class ActionLayer {
   async sweepNow(): Promise<void> {
     if (!this.sweep) throw new Error('the recovery sweep runs only where workers run');
     await this.sweep.sweep();
+  }
+
+  /** Runs one owed-compensation pass now (tests). */
+  async compensationsNow(): Promise<CompensationPassReport> {
+    if (!this.compensationPass) throw new Error('the owed-compensation pass runs only where workers run');
+    return this.compensationPass.pass();
   }
 
   admit(request: AdmissionRequest): Promise<AdmissionDecision> {
@@ -165,26 +188,11 @@ export class ActionLayer {
 
   /**
    * Undoes a committed operation with a new one (for example cancel_booking for a booking): it goes
-   * through admission like any request and is linked both ways. Asking twice gives the same one.
+   * through admission like any request and is linked both ways. Asking twice gives the same one; a
+   * compensation that cannot be admitted now is owed and admitted later (jobs/compensation/).
    */
-  async compensate(
-    original: Pick<Operation, 'tenantId' | 'operationId'>,
-    request: Omit<AdmissionRequest, 'tenantId' | 'compensates' | 'idempotencyKey'>,
-  ): Promise<CompensationDecision> {
-    const op = await this.ledger.require(original.tenantId, original.operationId);
-    if (op.compensatedBy !== undefined) return { type: 'already_compensated', compensatedBy: op.compensatedBy };
-    if (op.state !== 'COMMITTED') return { type: 'not_committed', state: op.state };
-    const decision = await this.admission.admit({
-      ...request,
-      tenantId: op.tenantId,
-      compensates: op.operationId,
-      idempotencyKey: `comp_${op.operationId}`,
-    });
-    const compensation = decision.type === 'started' || decision.type === 'duplicate' ? decision.operationId : undefined;
-    if (compensation === undefined) return { type: 'admitted', decision, compensates: op.operationId };
-    const linked = await this.ledger.setFenced(op, ['COMMITTED'], undefined, { compensated_by: compensation }, true);
-    if (!linked.ok && linked.value !== compensation) return { type: 'already_compensated', compensatedBy: linked.value };
-    return { type: 'admitted', decision, compensates: op.operationId };
+  compensate(original: Pick<Operation, 'tenantId' | 'operationId'>, request: CompensationRequest): Promise<CompensationDecision> {
+    return this.compensator.request(original, request);
   }
 
   /** Waits until the operation is terminal (or UNKNOWN, if asked), or the timeout passes. */
@@ -200,6 +208,7 @@ export class ActionLayer {
 
   async close(): Promise<void> {
     await this.sweep?.stop();
+    await this.compensationPass?.stop();
     await this.workers?.close();
     await this.outOfBandWorker?.close();
     await this.outOfBand.close();

@@ -102,8 +102,20 @@ export const cancellationsConfirmed = counter({
 
 export const compensations = counter({
   name: 'callgate_compensations_total',
-  help: 'Compensation operations admitted for committed operations.',
-  labelNames: ['action'],
+  help: 'Compensations (undos of committed operations) by compensating action and outcome: admitted, owed (could not be admitted yet; admitted later), committed, failed (ended without effect or refused: the original still stands).',
+  labelNames: ['action', 'outcome'],
+});
+
+export const compensationsOwed = gauge({
+  name: 'callgate_compensations_owed',
+  help: 'Committed operations owed a compensation that is not admitted yet, per tenant.',
+  labelNames: ['tenant'],
+});
+
+export const compensationOwedOldestAge = gauge({
+  name: 'callgate_compensation_owed_oldest_age_seconds',
+  help: 'How long the oldest owed compensation of the tenant has waited to be admitted (0 when none).',
+  labelNames: ['tenant'],
 });
 
 export const queueJobs = gauge({

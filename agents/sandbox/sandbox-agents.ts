@@ -23,6 +23,7 @@ export const bookTable = tool({
     'Book a table. Answers at once with an operation id; the confirmation follows. Asking again for the same booking does not book twice. To change a booking, book the new time: the earlier one is cancelled for you.',
   parameters: z.object({ restaurant, date, time, party_size: z.int().min(1).max(20), name: z.string().min(1).max(80) }),
   action: 'book_table',
+  intent: ['restaurant', 'date', 'time', 'party_size'],
   goal: (args) => `booking:${String(args.restaurant)}:${String(args.date)}`,
   compensation: { action: 'cancel_booking', args: (result) => ({ booking_id: result.booking_id }) },
 });
@@ -32,6 +33,7 @@ export const cancelBooking = tool({
   description: 'Cancel a confirmed booking by its booking id.',
   parameters: z.object({ booking_id: z.string().min(1).max(64) }),
   action: 'cancel_booking',
+  intent: ['booking_id'],
 });
 
 export const lookupOrder = tool({
@@ -52,6 +54,7 @@ export const refund = tool({
     confirmed: z.boolean().optional(),
   }),
   action: 'refund',
+  intent: ['order_id', 'amount_cents'],
   goal: (args) => `refund:${String(args.order_id)}`,
   amount: (args) => Number(args.amount_cents) / 100,
 });

@@ -22,7 +22,12 @@ import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import type { Provider } from '../providers/provider.ts';
 import { executionQueueFor, type ExecutionQueueName, type OperationJobData, type OperationQueues } from '../queues/operation-queues.ts';
 import { admissionMode, capacityFor, decideWhenFull, type BusyReason } from './backpressure.ts';
-import { deriveCoalesceKeyOf, deriveIdempotencyKeyOf, normalizeArguments, paramsHashOf } from './idempotency.ts';
+import { deriveCoalesceKeyOf, deriveIdempotencyKeyOf, intentOf, normalizeArguments, paramsHashOf, type IntentFields } from './idempotency.ts';
+
+/** Which arguments make two requests of `action` one intent (see actionSchema `intent`). */
+export function intentFieldsOf(action: { readonly intent?: IntentFields }, request: Pick<AdmissionRequest, 'intentFields'>): IntentFields {
+  return action.intent ?? (request.intentFields !== undefined && request.intentFields.length > 0 ? request.intentFields : 'all');
+}
 
 /** Arguments above this size are refused: tool arguments are small, and the ledger keeps them. */
 export const MAX_ARGUMENT_BYTES = 16_384;
@@ -34,8 +39,11 @@ export interface AdmissionRequest {
   readonly action: string;
   readonly args: unknown;
   readonly scope: ConversationScope;
-  /** A declared intent (goal); with it, changed arguments for the same intent are a conflict. */
-  readonly intent?: string;
+  /**
+   * The intent fields the tool declares (agents/agent.ts); the action's configured `intent` wins
+   * over them, and without either every argument is part of the intent.
+   */
+  readonly intentFields?: readonly string[];
   /** An explicit key (an API client's Idempotency-Key); derived when absent. */
   readonly idempotencyKey?: string;
   /** The committed operation this one undoes. */
@@ -100,9 +108,11 @@ export class Admission {
     const now = this.now();
     const operationId = newOperationId(now);
     const mode = admissionMode(action);
-    const idempotencyKey =
-      request.idempotencyKey ??
-      deriveIdempotencyKeyOf({ tenantId: request.tenantId, action: request.action, sessionId: request.scope.sessionId, intent: request.intent }, canonical);
+    // The key and the conflict check cover the intent fields only; all arguments are stored and
+    // sent to the provider (those of the first request, for a duplicate).
+    const fields = intentFieldsOf(action, request);
+    const intent = fields === 'all' ? canonical : intentOf(fields, args);
+    const idempotencyKey = request.idempotencyKey ?? deriveIdempotencyKeyOf({ tenantId: request.tenantId, action: request.action, sessionId: request.scope.sessionId }, fields, intent);
     const providerIdempotent = this.providerIdempotent(action);
     let result;
     try {
@@ -114,7 +124,7 @@ export class Admission {
         provider: action.provider,
         providerOperation: action.operation ?? request.action,
         idempotencyKey,
-        paramsHash: paramsHashOf(canonical),
+        paramsHash: paramsHashOf(intent),
         params: args,
         scope: request.scope,
         providerIdempotent,
@@ -135,7 +145,7 @@ export class Admission {
     switch (result.type) {
       case 'admitted': {
         this.enqueue(executionQueueFor(action.kind, providerIdempotent), { operationId, tenantId: request.tenantId, action: request.action });
-        if (request.compensates !== undefined) compensations.labels(request.action).inc();
+        if (request.compensates !== undefined) compensations.labels(request.action, 'admitted').inc();
         decision = { type: 'started', operationId, idempotencyKey, queued: result.activeBefore >= action.maxConcurrent };
         break;
       }

@@ -1,8 +1,11 @@
 /**
  * Idempotency keys and parameter hashes (pure). A key names one human intent: the tenant, the
- * action, the conversation it came from and either the declared intent (a goal such as "booking
- * for tonight") or the normalized arguments. The model's call id is never part of it: the model
- * may ask twice for the same thing with two call ids, and that is still one booking.
+ * action, the conversation it came from and the normalized values of the action's intent fields
+ * (refund: order and amount). Free text and control flags (a reworded `reason`, `confirmed: true`
+ * added once the caller said yes) are not intent fields, so they never make a second operation.
+ * The model's call id is never part of it: the model may ask twice for the same thing with two
+ * call ids, and that is still one booking. An action that declares no intent fields is keyed by
+ * all its arguments. Pinned by test/unit/jobs/intent-keys.test.ts.
  */
 import { createHash } from 'node:crypto';
 
@@ -45,12 +48,15 @@ function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-/** Hash of the normalized arguments: same key with another hash is a conflict. */
+/**
+ * Hash of the normalized arguments (or of the canonical intent, `intentOf`): same key with another
+ * hash is a conflict.
+ */
 export function paramsHash(args: unknown): string {
   return paramsHashOf(canonicalJson(args));
 }
 
-/** The same, from arguments already in canonical form (admission computes it once). */
+/** The same, from a canonical form computed already (admission computes it once). */
 export function paramsHashOf(canonical: string): string {
   return sha256(canonical);
 }
@@ -60,17 +66,36 @@ export interface IntentScope {
   readonly action: string;
   /** The conversation the request belongs to (the call's session id). */
   readonly sessionId: string;
-  /** A declared intent; when set it replaces the arguments in the key, so changed arguments conflict. */
-  readonly intent?: string;
 }
 
-export function deriveIdempotencyKey(scope: IntentScope, args: unknown): string {
-  return deriveIdempotencyKeyOf(scope, scope.intent !== undefined ? '' : canonicalJson(args));
+/**
+ * Which arguments make two requests the same intent: the named fields, or all of them. A field
+ * missing from the arguments counts as null, so leaving an optional intent field out and sending
+ * it as null are one intent.
+ */
+export type IntentFields = readonly string[] | 'all';
+
+/**
+ * The part of the arguments the key and the conflict check look at, in canonical form: the intent
+ * fields only (keys sorted, strings folded as in `normalizeArguments`), or all the arguments.
+ */
+export function intentOf(fields: IntentFields, args: Readonly<Record<string, unknown>>): string {
+  if (fields === 'all') return canonicalJson(args);
+  const picked: Record<string, unknown> = {};
+  for (const field of fields) picked[field] = Object.hasOwn(args, field) ? (args[field] ?? null) : null;
+  return canonicalJson(picked);
 }
 
-/** The same, from arguments already in canonical form. */
-export function deriveIdempotencyKeyOf(scope: IntentScope, canonicalArgs: string): string {
-  const what = scope.intent !== undefined ? `intent:${normalizeArguments(scope.intent) as string}` : `args:${canonicalArgs}`;
+export function deriveIdempotencyKey(scope: IntentScope, args: Readonly<Record<string, unknown>>, fields: IntentFields = 'all'): string {
+  return deriveIdempotencyKeyOf(scope, fields, intentOf(fields, args));
+}
+
+/**
+ * The same, from the canonical intent (`intentOf`). Keys of actions keyed by all arguments are the
+ * ones earlier versions derived, so requests repeated across an upgrade still find their operation.
+ */
+export function deriveIdempotencyKeyOf(scope: IntentScope, fields: IntentFields, canonicalIntent: string): string {
+  const what = fields === 'all' ? `args:${canonicalIntent}` : `fields:${canonicalIntent}`;
   return `idk_${sha256([scope.tenantId, scope.action, scope.sessionId, what].join('\u0000')).slice(0, 40)}`;
 }
 

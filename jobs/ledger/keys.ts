@@ -58,6 +58,14 @@ export class LedgerKeys {
   budgetRetries(tenantId: string, action: string): string {
     return `${this.tenant(tenantId)}:budget:retry:${action}`;
   }
+  /** Committed operations owed a compensation not admitted yet (zset: original id -> ms owed since). */
+  compensationsOwed(tenantId: string): string {
+    return `${this.tenant(tenantId)}:comp:owed`;
+  }
+  /** Committed operations whose linked compensation has not ended yet (zset: original id -> ms linked). */
+  compensationsInFlight(tenantId: string): string {
+    return `${this.tenant(tenantId)}:comp:inflight`;
+  }
   /** The result stream a gateway reads for one tenant's operations. */
   results(tenantId: string, gatewayId: string): string {
     return `${this.tenant(tenantId)}:results:${gatewayId}`;

@@ -20,6 +20,9 @@ export interface LedgerCommands {
   ledgerSetFenced(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerLeaseRenew(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerRetryBudget(...args: (string | number)[]): Promise<ScriptReply>;
+  ledgerCompensationOwe(...args: (string | number)[]): Promise<ScriptReply>;
+  ledgerCompensationLink(...args: (string | number)[]): Promise<ScriptReply>;
+  ledgerCompensationSettle(...args: (string | number)[]): Promise<ScriptReply>;
 }
 
 function prelude(): string {

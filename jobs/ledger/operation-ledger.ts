@@ -131,6 +131,38 @@ export type StartOutcome =
   | { readonly type: 'no_lease' }
   | { readonly type: 'not_found' };
 
+/** What recording an owed compensation found (compensation-owe-2.lua). */
+export type OweCompensationOutcome =
+  | { readonly type: 'owed'; readonly tries: number; readonly newly: boolean; readonly request: string }
+  | { readonly type: 'linked'; readonly compensationId: string }
+  | { readonly type: 'not_committed'; readonly state: OperationState };
+
+/** What linking an admitted compensation found (compensation-link-4.lua). */
+export type LinkCompensationOutcome =
+  | { readonly type: 'linked' }
+  | { readonly type: 'other'; readonly compensationId: string }
+  | { readonly type: 'stale_try' }
+  | { readonly type: 'try_ended'; readonly state: OperationState; readonly tries: number }
+  | { readonly type: 'not_committed'; readonly state: OperationState };
+
+/** What settling a compensation in flight found (compensation-settle-4.lua). */
+export type SettleCompensationOutcome =
+  | { readonly type: 'open' }
+  | { readonly type: 'committed'; readonly compensationId: string; readonly action: string }
+  | { readonly type: 'reowed'; readonly compensationId: string; readonly action: string }
+  | { readonly type: 'released'; readonly compensationId: string; readonly action: string; readonly state: OperationState; readonly tries: number }
+  | { readonly type: 'moved' | 'gone' };
+
+/** An owed compensation as stored on its original. */
+export interface OwedCompensation {
+  /** The compensation request (JSON), absent when nothing is owed. */
+  readonly request?: string;
+  /** Compensations of the original that ended without effect so far (each try has its own key). */
+  readonly tries: number;
+  /** The compensation linked now, if any (then nothing is owed, whatever the index says). */
+  readonly compensatedBy?: string;
+}
+
 export interface RetryBudgetDecision {
   readonly allowed: boolean;
   readonly requests: number;
@@ -309,6 +341,124 @@ export class OperationLedger {
       throw error;
     }
     return { ok: true };
+  }
+
+  /**
+   * Records that `original` is owed a compensation (the request, as JSON), before it is admitted;
+   * the first request owed is kept. See compensation-owe-2.lua.
+   */
+  async oweCompensation(original: Pick<Operation, 'tenantId' | 'operationId'>, request: string): Promise<OweCompensationOutcome> {
+    const k = this.keys;
+    const reply = (await this.redis.ledgerCompensationOwe(k.operation(original.tenantId, original.operationId), k.compensationsOwed(original.tenantId), request)) as string[];
+    switch (reply[0]) {
+      case 'OWED':
+        return { type: 'owed', tries: Number(reply[1] ?? 0), newly: reply[2] === '1', request: reply[3] ?? request };
+      case 'LINKED':
+        return { type: 'linked', compensationId: reply[1] ?? '' };
+      case 'ERR_ILLEGAL':
+        return { type: 'not_committed', state: reply[1] as OperationState };
+      default:
+        throw new OperationNotFoundError(original.operationId);
+    }
+  }
+
+  /** Links an admitted compensation to `original`; the undo is no longer owed but in flight. See compensation-link-4.lua. */
+  async linkCompensation(original: Pick<Operation, 'tenantId' | 'operationId'>, compensationId: string): Promise<LinkCompensationOutcome> {
+    const k = this.keys;
+    const reply = (await this.redis.ledgerCompensationLink(
+      k.operation(original.tenantId, original.operationId),
+      k.operation(original.tenantId, compensationId),
+      k.compensationsOwed(original.tenantId),
+      k.compensationsInFlight(original.tenantId),
+      compensationId,
+    )) as string[];
+    switch (reply[0]) {
+      case 'LINKED':
+        return { type: 'linked' };
+      case 'OTHER':
+        return { type: 'other', compensationId: reply[1] ?? '' };
+      case 'STALE_TRY':
+        return { type: 'stale_try' };
+      case 'TRY_ENDED':
+        return { type: 'try_ended', state: reply[1] as OperationState, tries: Number(reply[2] ?? 0) };
+      case 'ERR_ILLEGAL':
+        return { type: 'not_committed', state: reply[1] as OperationState };
+      default:
+        throw new OperationNotFoundError(reply[0] === 'ERR_NOT_FOUND' ? compensationId : original.operationId);
+    }
+  }
+
+  /**
+   * Looks at the compensation linked to `originalId`: done, still running, or ended without effect
+   * (then its link is released, once). See compensation-settle-4.lua.
+   */
+  async settleCompensation(tenantId: string, originalId: string): Promise<SettleCompensationOutcome> {
+    const k = this.keys;
+    const linked = await this.redis.hget(k.operation(tenantId, originalId), 'compensated_by');
+    const compensationId = linked ?? '';
+    const reply = (await this.redis.ledgerCompensationSettle(
+      k.operation(tenantId, originalId),
+      k.operation(tenantId, linked ?? originalId),
+      k.compensationsInFlight(tenantId),
+      k.compensationsOwed(tenantId),
+      compensationId,
+      originalId,
+    )) as string[];
+    switch (reply[0]) {
+      case 'COMMITTED':
+        return { type: 'committed', compensationId, action: reply[1] ?? '' };
+      case 'REOWED':
+        return { type: 'reowed', compensationId, action: reply[1] ?? '' };
+      case 'RELEASED':
+        return { type: 'released', compensationId, action: reply[1] ?? '', state: reply[2] as OperationState, tries: Number(reply[3] ?? 0) };
+      case 'OPEN':
+        return { type: 'open' };
+      case 'MOVED':
+        return { type: 'moved' };
+      default:
+        return { type: 'gone' };
+    }
+  }
+
+  /** The owed compensation of `originalId` and how many tries of it failed. */
+  async owedCompensation(tenantId: string, originalId: string): Promise<OwedCompensation> {
+    const [request, tries, compensatedBy] = await this.redis.hmget(this.keys.operation(tenantId, originalId), 'compensation_owed', 'compensation_tries', 'compensated_by');
+    return { request: request ?? undefined, tries: Number(tries ?? 0), compensatedBy: compensatedBy ?? undefined };
+  }
+
+  /** Gives up an owed compensation that can never be admitted (its request is refused as invalid). */
+  async dropOwedCompensation(tenantId: string, originalId: string): Promise<void> {
+    await this.redis.multi().hdel(this.keys.operation(tenantId, originalId), 'compensation_owed').zrem(this.keys.compensationsOwed(tenantId), originalId).exec();
+  }
+
+  /** Takes an original off the owed index only (a compensation is linked to it already). */
+  async unlistOwedCompensation(tenantId: string, originalId: string): Promise<void> {
+    await this.redis.zrem(this.keys.compensationsOwed(tenantId), originalId);
+  }
+
+  /** Originals owed a compensation, longest owed first. */
+  async listOwedCompensations(tenantId: string, limit = 100): Promise<string[]> {
+    return this.redis.zrange(this.keys.compensationsOwed(tenantId), 0, limit - 1);
+  }
+
+  /** Originals whose compensation is in flight, oldest first. */
+  async listCompensationsInFlight(tenantId: string, limit = 100): Promise<string[]> {
+    return this.redis.zrange(this.keys.compensationsInFlight(tenantId), 0, limit - 1);
+  }
+
+  /** How many compensations each tenant owes, and since when the oldest is owed (ms, 0 for none). */
+  async owedCompensationCounts(tenantIds: readonly string[]): Promise<{ owed: number; oldestSince: number }[]> {
+    if (tenantIds.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const tenantId of tenantIds) {
+      pipeline.zcard(this.keys.compensationsOwed(tenantId));
+      pipeline.zrange(this.keys.compensationsOwed(tenantId), 0, 0, 'WITHSCORES');
+    }
+    const replies = (await pipeline.exec()) ?? [];
+    return tenantIds.map((_, i) => {
+      const oldest = replies[2 * i + 1]?.[1] as string[] | undefined;
+      return { owed: Number(replies[2 * i]?.[1] ?? 0), oldestSince: Number(oldest?.[1] ?? 0) };
+    });
   }
 
   async get(tenantId: string, operationId: string): Promise<Operation | undefined> {

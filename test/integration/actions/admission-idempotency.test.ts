@@ -50,10 +50,10 @@ describe('when the same booking is requested twice in one call', () => {
 describe('when a key is reused with different parameters', () => {
   it('should refuse with a typed conflict and write nothing new', async () => {
     const scope = h.scope();
-    const first = await h.layer.admit({ tenantId: 'tenant-idem', action: 'book_table', args: booking({ time: '21:00' }), scope, intent: 'dinner tonight' });
+    const first = await h.layer.admit({ tenantId: 'tenant-idem', action: 'book_table', args: booking({ time: '21:00' }), scope, idempotencyKey: 'dinner-tonight' });
     expect(first.type).toBe('started');
     const error = await h.layer
-      .admit({ tenantId: 'tenant-idem', action: 'book_table', args: booking({ time: '21:30' }), scope, intent: 'dinner tonight' })
+      .admit({ tenantId: 'tenant-idem', action: 'book_table', args: booking({ time: '21:30' }), scope, idempotencyKey: 'dinner-tonight' })
       .then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(IdempotencyConflictError);
     expect((error as IdempotencyConflictError).operationId).toBe(first.type === 'started' ? first.operationId : '');

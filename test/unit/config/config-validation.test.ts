@@ -72,6 +72,26 @@ describe('when a configuration breaks a rule', () => {
       'tenants[0].actions.refund.policy: coalesce is only allowed for read actions',
     ],
     [
+      'an intent field that is not a plain name',
+      (d) => (tenant(d).actions = { refund: { kind: 'mutation', provider: 'bookings', intent: ['order.id'] } }),
+      'tenants[0].actions.refund.intent[0]: must be a plain argument name',
+    ],
+    [
+      'an intent field named twice',
+      (d) => (tenant(d).actions = { refund: { kind: 'mutation', provider: 'bookings', intent: ['order_id', 'order_id'] } }),
+      'tenants[0].actions.refund.intent[1]: order_id is named twice',
+    ],
+    [
+      'intent fields on a read',
+      (d) => (tenant(d).actions = { lookup: { kind: 'read', provider: 'bookings', intent: ['order_id'] } }),
+      'tenants[0].actions.lookup.intent: only mutations declare intent fields',
+    ],
+    [
+      'an empty intent',
+      (d) => (tenant(d).actions = { refund: { kind: 'mutation', provider: 'bookings', intent: [] } }),
+      'tenants[0].actions.refund.intent:',
+    ],
+    [
       'degrade without a fallback',
       (d) => (tenant(d).actions = { refund: { kind: 'mutation', provider: 'bookings', policy: 'degrade' } }),
       'tenants[0].actions.refund.fallback: the degrade policy needs a fallback',
