@@ -44,7 +44,9 @@ export interface OperationView {
   readonly action: string;
   readonly state: string;
   readonly session_id: string;
-  readonly delivery?: { readonly decision: string; readonly reasons: string[]; readonly delivered: boolean; readonly channel: string };
+  readonly delivery?: { readonly decision: string; readonly reasons: string[]; readonly delivered: boolean; readonly channel: string; readonly queued?: boolean };
+  /** Each out-of-band channel's state (written by the worker when the receiver took it). */
+  readonly out_of_band?: Readonly<Record<string, { readonly state: string; readonly attempts: number }>>;
 }
 
 export interface TimelineEntryView {
