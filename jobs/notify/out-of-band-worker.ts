@@ -4,7 +4,7 @@
  * recorded on the operation (delivered on a 2xx, failed while retries remain, gave_up when they ran
  * out), before the job itself moves on.
  */
-import { Worker, type Job } from 'bullmq';
+import { Worker, type Job, type MinimalJob } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../config/log.ts';
 import { counter } from '../../config/metrics.ts';
@@ -26,6 +26,14 @@ const deliveries = counter({
   help: 'Out-of-band result sends by channel and outcome (sent: the receiver answered 2xx, failed_attempt: retried later, gave_up: no retry left).',
   labelNames: ['channel', 'outcome'],
 });
+
+/** The delay before retry `attemptsMade` of a channel job: its first delay doubled, up to its cap. */
+function channelBackoff(attemptsMade: number, type?: string, _error?: Error, job?: MinimalJob): number {
+  if (type !== OUT_OF_BAND_BACKOFF || !job) return 0;
+  const { backoff } = job.opts;
+  const first = typeof backoff === 'object' ? (backoff.delay ?? 0) : 0;
+  return retryDelayMs(attemptsMade, first, (job.data as ChannelJob).maxBackoffMs);
+}
 
 export interface OutOfBandWorkerOptions {
   readonly connection: Redis;
@@ -56,10 +64,7 @@ export class OutOfBandWorker {
       connection: this.options.connection,
       prefix: bullPrefix(this.options.prefix),
       concurrency: SEND_CONCURRENCY,
-      settings: {
-        backoffStrategy: (attemptsMade, type, _error, job) =>
-          type === OUT_OF_BAND_BACKOFF && job ? retryDelayMs(attemptsMade, Number(job.opts.backoff && typeof job.opts.backoff === 'object' ? job.opts.backoff.delay : 0), Number((job.data as ChannelJob).maxBackoffMs)) : 0,
-      },
+      settings: { backoffStrategy: channelBackoff },
     });
     this.worker.on('error', (error) => this.options.log.error('out-of-band worker error', { error }));
     this.redrive.start();

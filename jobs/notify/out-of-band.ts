@@ -18,9 +18,6 @@ import { bullPrefix } from '../queues/operation-queues.ts';
 import { channelJobId, channelsOf, NOTIFY_QUEUE, OUT_OF_BAND_BACKOFF, type ChannelJob, type OutOfBandMessage } from './out-of-band-message.ts';
 import { OutOfBandRecords } from './out-of-band-records.ts';
 
-export { NOTIFY_QUEUE, type OutOfBandMessage } from './out-of-band-message.ts';
-export { signWebhook } from './webhook-sender.ts';
-
 /** Finished sends are kept this long, so a late duplicate of the same operation's message finds its job. */
 const KEEP_COMPLETED_SECONDS = 7 * 86_400;
 /** Failed (given-up) sends are kept as long as the given-up index remembers them (see out-of-band-redrive.ts). */

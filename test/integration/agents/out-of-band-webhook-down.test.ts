@@ -20,7 +20,7 @@ beforeAll(async () => {
   a = await startAgentsHarness({
     tenants: { [TENANT]: { book_table: BOOK } },
     tenantSettings: () => ({
-      [TENANT]: { notify: { webhookUrl: `${receiver.url}/hook`, webhookSecretEnv: 'CALLGATE_TEST_OOB_SECRET', sms: 'sandbox', retry: { attempts: 40, backoffMs: 50, maxBackoffMs: 200 } } },
+      [TENANT]: { notify: { webhookUrl: `${receiver.url}/hook`, webhookSecretEnv: 'CALLGATE_TEST_OOB_SECRET', sms: 'sandbox', retry: { attempts: 100, backoffMs: 50, maxBackoffMs: 200 } } },
     }),
   });
 });
@@ -42,8 +42,8 @@ describe('when the webhook receiver is down while SMS works', () => {
     // The gateway's record says the message is queued, not delivered.
     const queued = await waitFor(async () => {
       const op = await a.h.layer.ledger.get(TENANT, id);
-      return op?.delivery?.decision === 'deliver_out_of_band' ? op : undefined;
-    }, 10_000, 'the out-of-band decision');
+      return op?.delivery?.channel === 'out_of_band' ? op : undefined;
+    }, 10_000, 'the message to be queued out of band');
     expect(queued.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band', delivered: false, queued: true });
 
     const smsDone = await waitFor(async () => {
