@@ -221,7 +221,7 @@ export const notifySchema = z.strictObject({
   webhookSecretEnv: envName.optional(),
   /** SMS: `none`, `sandbox` (the sandbox's message sink) or an HTTP SMS API. */
   sms: z.union([z.enum(['none', 'sandbox']), httpSmsSchema]).default('sandbox'),
-  /** Per-channel retries; the defaults keep trying for about 45 minutes. */
+  /** Per-channel retries; the defaults keep trying for 35 to 45 minutes (15 delays: 2 s doubling to 5 min, less up to a fifth). */
   retry: notifyRetrySchema.default(notifyRetrySchema.parse({})),
 });
 

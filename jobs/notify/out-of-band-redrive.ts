@@ -1,7 +1,7 @@
 /**
  * The automatic re-drive: a slow periodic pass that queues again messages whose retries ran out,
  * while they are younger than a day, a bounded number of times each. It covers a receiver down for
- * hours, which the per-channel retries (about 45 minutes) do not. Several workers may run it at
+ * hours, which the per-channel retries (35 to 45 minutes) do not. Several workers may run it at
  * once: a message is queued again by one of them only (record-channel-2.lua).
  */
 import type { Logger } from '../../config/log.ts';
@@ -11,12 +11,12 @@ import type { OutOfBandRecords } from './out-of-band-records.ts';
 export interface OutOfBandRedriveSettings {
   /**
    * How often the pass runs: also the least wait between giving up and trying again. Fifteen
-   * minutes keeps a receiver that is down from seeing a retry storm; below the retries' ~45 min.
+   * minutes keeps a receiver that is down from seeing a retry storm; below the retries' 35 to 45 minutes.
    */
   readonly intervalMs: number;
   /** Messages first queued longer ago than this are left to an operator (a day: the result is stale by then). */
   readonly maxAgeMs: number;
-  /** Re-drives per message by this pass (operators are not bounded): with 45 min of retries each, about 5 h more. */
+  /** Re-drives per message by this pass (operators are not bounded): with up to 45 min of retries each, about 5 h more. */
   readonly maxRedrives: number;
   /** Given-up messages are forgotten by the index (and the gauge) this long after they were first queued; the operation keeps its record. */
   readonly forgetAfterMs: number;
