@@ -59,6 +59,12 @@ export class OutOfBandRecords {
     return this.call(tenantId, operationId, channel, 'redrive', 0, '', String(maxRedrives), jobGone ? '1' : '0');
   }
 
+  /** One channel's record, if the message was queued on it. */
+  async get(tenantId: string, operationId: string, channel: OutOfBandChannel): Promise<OutOfBandRecord | undefined> {
+    const raw = await this.redis.hget(this.keys.operation(tenantId, operationId), `oob:${channel}`);
+    return raw === null ? undefined : (JSON.parse(raw) as OutOfBandRecord);
+  }
+
   /** The message as the gateway queued it (kept for re-drives). */
   async message(tenantId: string, operationId: string): Promise<OutOfBandMessage | undefined> {
     const raw = await this.redis.hget(this.keys.operation(tenantId, operationId), 'oob:message');

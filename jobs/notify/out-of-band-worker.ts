@@ -74,6 +74,8 @@ export class OutOfBandWorker {
   private async deliver(job: Job<ChannelJob>): Promise<OutOfBandChannel> {
     const { message, channel } = job.data;
     const attempts = job.attemptsMade + 1;
+    // A job run again after its message was delivered (a stalled worker's job) sends nothing.
+    if ((await this.records.get(message.tenantId, message.operationId, channel))?.state === 'delivered') return channel;
     try {
       await this.sender(message.tenantId, channel).send(message, idempotencyKey(message.operationId, channel));
     } catch (error) {
