@@ -405,13 +405,15 @@ export class ResultDelivery {
   }
 
   /**
-   * Sends the result as a message to the operation's caller. A session that only joined a shared
+   * Queues the result as a message to the operation's caller. A session that only joined a shared
    * read gets none: the out-of-band queue keeps one message per operation (its owner's), and the
-   * gate's record for the joiner already says it was not delivered.
+   * gate's record for the joiner already says it was not delivered. The record says queued, not
+   * delivered: each channel's delivery is recorded by the worker when the receiver took it
+   * (`Operation.outOfBand`, test/integration/agents/out-of-band-webhook-down.test.ts).
    */
   private async sendOutOfBand(op: Operation, sessionId: string, call: AttachedCall | undefined, reasons: readonly string[]): Promise<void> {
     if (sessionId !== op.scope.sessionId) return;
-    await this.options.outOfBand.enqueue({
+    const channels = await this.options.outOfBand.enqueue({
       operationId: op.operationId,
       tenantId: op.tenantId,
       sessionId: op.scope.sessionId,
@@ -422,7 +424,7 @@ export class ResultDelivery {
     });
     const owned = call?.session.operations.get(op.operationId);
     if (owned) owned.told = true;
-    await this.options.ledger.recordDelivery(op, { decision: 'deliver_out_of_band', reasons, at: Date.now(), agent: call?.session.activeAgent, channel: 'out_of_band', delivered: true });
+    await this.options.ledger.recordDelivery(op, { decision: 'deliver_out_of_band', reasons, at: Date.now(), agent: call?.session.activeAgent, channel: 'out_of_band', delivered: false, queued: channels.length > 0 });
     await this.options.audit.record(op.scope.sessionId, { type: 'delivered', operationId: op.operationId, channel: 'out_of_band' }, call?.session.turnId);
   }
 }

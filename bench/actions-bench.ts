@@ -79,6 +79,8 @@ function benchConfig(redisUrl: string, prefix: string, sandboxUrl: string, concu
         id: TENANT,
         numbers: ['7999'],
         agent: 'concierge',
+        // The bench measures operations; no result goes out of band.
+        notify: { outOfBand: false },
         actions: {
           book_table: { kind: 'mutation', provider: 'bookings', operation: 'book', policy: 'queue', maxConcurrent: 1_000, maxQueued: 1_000_000, admissionDeadlineMs: 600_000, deadlineMs: 600_000 },
         },

@@ -41,6 +41,7 @@ export const ERRORS = {
   CALLGATE_ERR_OP_NOT_CANCELLABLE: { message: 'operation {operationId} in state {state} cannot be cancelled: {reason}', httpStatus: 409 },
   CALLGATE_ERR_OP_NOT_COMPENSABLE: { message: 'operation {operationId} in state {state} cannot be compensated', httpStatus: 409 },
   CALLGATE_ERR_OP_RECONCILE_REFUSED: { message: 'operation {operationId} in state {state} has nothing to reconcile', httpStatus: 409 },
+  CALLGATE_ERR_OOB_REDRIVE_REFUSED: { message: 'operation {operationId} has no out-of-band message that gave up ({channels})', httpStatus: 409 },
 
   // providers (systems of record)
   CALLGATE_ERR_PROVIDER_TIMEOUT: { message: 'provider {provider} did not answer within {timeoutMs} ms' },

@@ -218,12 +218,42 @@ export const trunkSchema = z.strictObject({
     .optional(),
 });
 
+/** What an HTTP SMS template may name; each is filled from the out-of-band message. */
+export const SMS_TEMPLATE_FIELDS = ['to', 'text', 'operation_id', 'tenant_id', 'session_id', 'state'] as const;
+
+/** A generic SMS API: one templated POST per message, authenticated with a bearer token. */
+export const httpSmsSchema = z.strictObject({
+  type: z.literal('http'),
+  url: z.url({ protocol: /^https?$/ }),
+  /** Environment variable holding the bearer token (never the token itself). */
+  tokenEnv: envName,
+  /**
+   * The request body with `{to}`, `{text}`, `{operation_id}`, `{tenant_id}`, `{session_id}`,
+   * `{state}` placeholders, escaped for `contentType` (JSON string content, or form-encoded).
+   */
+  body: z.string().min(1),
+  contentType: z.enum(['application/json', 'application/x-www-form-urlencoded']).default('application/json'),
+  timeoutMs: z.int().min(100).max(60_000).default(5_000),
+});
+
+export const notifyRetrySchema = z.strictObject({
+  /** Sends per channel before the message is given up (then re-driven, see docs/out-of-band.md). */
+  attempts: z.int().min(1).max(100).default(16),
+  /** First retry delay; each next one doubles, up to maxBackoffMs. */
+  backoffMs: z.int().min(1).default(2_000),
+  maxBackoffMs: z.int().min(1).default(300_000),
+});
+
 export const notifySchema = z.strictObject({
+  /** false: this tenant sends nothing out of band (a result the caller can no longer hear is only recorded). */
+  outOfBand: z.boolean().default(true),
   /** Signed (HMAC-SHA256) webhook for out-of-band results. */
   webhookUrl: z.url().optional(),
   webhookSecretEnv: envName.optional(),
-  /** SMS adapter: `sandbox` records messages in the sandbox sink. */
-  sms: z.enum(['none', 'sandbox']).default('sandbox'),
+  /** SMS: `none`, `sandbox` (the sandbox's message sink) or an HTTP SMS API. */
+  sms: z.union([z.enum(['none', 'sandbox']), httpSmsSchema]).default('sandbox'),
+  /** Per-channel retries; the defaults keep trying for 35 to 45 minutes (15 delays: 2 s doubling to 5 min, less up to a fifth). */
+  retry: notifyRetrySchema.default(notifyRetrySchema.parse({})),
 });
 
 export const tenantSchema = z.strictObject({
@@ -239,7 +269,7 @@ export const tenantSchema = z.strictObject({
   codecs: z.array(z.enum(['PCMU', 'PCMA', 'opus'])).min(1).default(['PCMU', 'PCMA', 'opus']),
   /** At most this many tools of one call run at once. */
   maxToolsPerSession: z.int().min(1).max(64).default(4),
-  notify: notifySchema.default({ sms: 'sandbox' }),
+  notify: notifySchema.default(notifySchema.parse({})),
   actions: z.record(safeId, actionSchema).default({}),
   /**
    * Answer this tenant's numbers with a media test instead of the agent: `echo` plays back what
@@ -381,6 +411,7 @@ export const configSchema = z
       if (tenant.notify.webhookUrl !== undefined && tenant.notify.webhookSecretEnv === undefined) {
         ctx.addIssue({ code: 'custom', path: ['tenants', t, 'notify', 'webhookSecretEnv'], message: 'a webhook needs a signing secret' });
       }
+      for (const issue of notifyIssues(tenant.notify, config.sandbox)) ctx.addIssue({ code: 'custom', path: ['tenants', t, 'notify', ...issue.path], message: issue.message });
     });
     const usedPorts = new Map<string, string>();
     const claim = (key: string, where: string, path: (string | number)[]) => {
@@ -420,6 +451,46 @@ export type ActionConfig = z.infer<typeof actionSchema>;
 export type ProviderConfig = z.infer<typeof providerSchema>;
 export type RetryConfig = z.infer<typeof retrySchema>;
 export type WorkerConfig = Config['worker'];
+export type NotifyConfig = z.infer<typeof notifySchema>;
+export type HttpSmsConfig = z.infer<typeof httpSmsSchema>;
+
+/**
+ * Out-of-band settings that cannot deliver: refused at load, so a tenant is never promised a
+ * message that no channel can carry (test/unit/config/notify-validation.test.ts).
+ */
+function notifyIssues(notify: NotifyConfig, sandbox: z.infer<typeof sandboxSchema>): { path: (string | number)[]; message: string }[] {
+  const issues: { path: (string | number)[]; message: string }[] = [];
+  if (notify.retry.backoffMs > notify.retry.maxBackoffMs) issues.push({ path: ['retry', 'backoffMs'], message: 'must not be above retry.maxBackoffMs' });
+  if (!notify.outOfBand) {
+    if (notify.webhookUrl !== undefined) issues.push({ path: ['webhookUrl'], message: 'is never used: outOfBand is false' });
+    if (typeof notify.sms === 'object') issues.push({ path: ['sms'], message: 'is never used: outOfBand is false' });
+    return issues;
+  }
+  if (notify.webhookUrl === undefined && notify.sms === 'none') {
+    issues.push({ path: [], message: 'no out-of-band channel: set webhookUrl or sms, or outOfBand: false to send nothing when a caller can no longer be told' });
+  }
+  if (notify.sms === 'sandbox' && !sandbox.enabled && sandbox.url === undefined) {
+    issues.push({ path: ['sms'], message: 'sends SMS through the sandbox, which does not run here: set sandbox.enabled or sandbox.url, or choose another channel' });
+  }
+  if (typeof notify.sms === 'object') issues.push(...smsTemplateIssues(notify.sms).map((message) => ({ path: ['sms', 'body'], message })));
+  return issues;
+}
+
+function smsTemplateIssues(sms: HttpSmsConfig): string[] {
+  const issues: string[] = [];
+  const named = [...sms.body.matchAll(/\{([a-z_]+)\}/g)].map((match) => match[1] ?? '');
+  const unknown = named.filter((name) => !(SMS_TEMPLATE_FIELDS as readonly string[]).includes(name));
+  if (unknown.length > 0) issues.push(`unknown placeholder ${unknown.map((name) => `{${name}}`).join(', ')} (known: ${SMS_TEMPLATE_FIELDS.map((name) => `{${name}}`).join(' ')})`);
+  for (const needed of ['to', 'text']) if (!named.includes(needed)) issues.push(`must contain {${needed}}`);
+  if (sms.contentType === 'application/json' && unknown.length === 0) {
+    try {
+      JSON.parse(sms.body.replace(/\{[a-z_]+\}/g, 'x'));
+    } catch {
+      issues.push('is not JSON once its placeholders are filled (contentType is application/json)');
+    }
+  }
+  return issues;
+}
 
 function isCidr(value: string): boolean {
   const [address, bits, ...rest] = value.split('/');

@@ -20,7 +20,9 @@ import { RecoverySweep } from './execution/recovery-sweep.ts';
 import type { Operation } from './ledger/operation.ts';
 import { OperationLedger } from './ledger/operation-ledger.ts';
 import type { Provider } from './providers/provider.ts';
-import { OutOfBandQueue, OutOfBandWorker, SandboxSmsSender } from './notify/out-of-band.ts';
+import { OutOfBandQueue } from './notify/out-of-band.ts';
+import { OutOfBandWorker } from './notify/out-of-band-worker.ts';
+import { SandboxSmsSender } from './notify/sandbox-sms-sender.ts';
 import { OperationQueues } from './queues/operation-queues.ts';
 import { OperationWorkers } from './queues/operation-workers.ts';
 import { connect } from './redis/connection.ts';
@@ -67,7 +69,7 @@ export class ActionLayer {
     this.admission = new Admission({ config, ledger: this.ledger, queues: this.queues, providers: options.providers, schemas: options.schemas, log: options.log });
     this.cancellation = new Cancellation({ ledger: this.ledger, queues: this.queues, providers: options.providers });
     this.compensator = new Compensator({ ledger: this.ledger, admission: this.admission, log: options.log });
-    this.outOfBand = new OutOfBandQueue(producer, config.redis.prefix);
+    this.outOfBand = new OutOfBandQueue({ connection: producer, prefix: config.redis.prefix, tenants: new Map(config.tenants.map((t) => [t.id, t])) });
   }
 
   /** Connects the producer side (admission, cancellation, lookups). */
@@ -124,7 +126,8 @@ export class ActionLayer {
       connection: this.workerConnection,
       prefix: config.redis.prefix,
       tenants,
-      sms: this.options.sandboxUrl === undefined ? undefined : new SandboxSmsSender(this.options.sandboxUrl),
+      queue: this.outOfBand,
+      sandboxSms: this.options.sandboxUrl === undefined ? undefined : new SandboxSmsSender(this.options.sandboxUrl),
       log,
     });
     this.outOfBandWorker.start();
@@ -152,7 +155,7 @@ export class ActionLayer {
   async refreshMetrics(): Promise<void> {
     const pairs = this.options.config.tenants.flatMap((t) => Object.entries(t.actions).map(([action, cfg]) => ({ tenantId: t.id, action, max: cfg.maxConcurrent })));
     const tenants = this.options.config.tenants.map((t) => t.id);
-    const [use, owed] = await Promise.all([this.ledger.capacityUse(pairs), this.ledger.owedCompensationCounts(tenants), this.queues.refreshMetrics()]);
+    const [use, owed] = await Promise.all([this.ledger.capacityUse(pairs), this.ledger.owedCompensationCounts(tenants), this.queues.refreshMetrics(), this.outOfBand.refreshMetrics()]);
     pairs.forEach((pair, i) => {
       actionActive.labels(pair.tenantId, pair.action).set(use[i]?.active ?? 0);
       actionLeases.labels(pair.tenantId, pair.action).set(use[i]?.leases ?? 0);

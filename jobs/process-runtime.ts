@@ -48,6 +48,7 @@ function registerConfiguredSecrets(config: Config): void {
   for (const tenant of config.tenants) {
     if (tenant.trunk.digest) registerSecret(process.env[tenant.trunk.digest.passwordEnv]);
     if (tenant.notify.webhookSecretEnv) registerSecret(process.env[tenant.notify.webhookSecretEnv]);
+    if (typeof tenant.notify.sms === 'object') registerSecret(process.env[tenant.notify.sms.tokenEnv]);
   }
   for (const provider of Object.values(config.providers)) {
     if (provider.type === 'http' && provider.tokenEnv) registerSecret(process.env[provider.tokenEnv]);

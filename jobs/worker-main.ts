@@ -42,7 +42,7 @@ export async function startActionLayer(context: ProcessContext, options: ActionL
   });
   context.onShutdown('action layer', () => layer.close());
   if (options.runWorkers) await layer.startWorkers();
-  registerOperationsApi(http, { ledger: layer.ledger, queues: layer.queues, tenants: config.tenants.map((t) => t.id) });
+  registerOperationsApi(http, { ledger: layer.ledger, queues: layer.queues, outOfBand: layer.outOfBand, tenants: config.tenants.map((t) => t.id) });
   http.addMetricsRefresher(() => layer.refreshMetrics());
   return layer;
 }

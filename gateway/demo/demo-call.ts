@@ -15,7 +15,7 @@ import { encodeUlaw } from '../media/g711.ts';
 import { DemoCallerMedia } from './demo-caller-media.ts';
 import { attachCallgate, startFreshCallgate, type DemoTarget } from './demo-callgate.ts';
 import { DemoSipCaller } from './demo-sip-caller.ts';
-import { buildDemoEntries, checkDemoStory, type DemoEntry, type DemoMessage, type DemoOperation } from './demo-report.ts';
+import { buildDemoEntries, checkDemoStory, deliveredOutOfBand, type DemoEntry, type DemoMessage, type DemoOperation } from './demo-report.ts';
 
 /** The whole demo, startup to report, stays under a minute; past this it gives up and cleans up. */
 export const DEMO_TIMEOUT_MS = 58_000;
@@ -179,7 +179,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
       const { operations } = await getJson<{ operations: DemoOperation[] }>(operationsUrl);
       const bookings = operations.filter((op) => op.action === 'book_table');
       const settled = operations.every((op) => ['COMMITTED', 'FAILED_FINAL', 'CANCELLED'].includes(op.state));
-      return settled && bookings.length >= 2 && bookings.every((op) => op.delivery !== undefined) && bookings.some((op) => op.delivery?.delivered === true && op.delivery.channel === 'out_of_band');
+      return settled && bookings.length >= 2 && bookings.every((op) => op.delivery !== undefined) && bookings.some(deliveredOutOfBand);
     }, 25_000);
     if (target.sandboxUrl !== undefined) {
       const sandbox = target.sandboxUrl;

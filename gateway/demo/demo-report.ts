@@ -22,6 +22,13 @@ export interface DemoOperation {
   readonly result?: Readonly<Record<string, unknown>>;
   readonly compensated_by?: string;
   readonly delivery?: { readonly decision: string; readonly reasons: readonly string[]; readonly delivered: boolean; readonly channel: string };
+  /** Each out-of-band channel's state, written when its receiver took the message. */
+  readonly out_of_band?: Readonly<Record<string, { readonly state: string }>>;
+}
+
+/** The result went out of band and at least one channel's receiver took it. */
+export function deliveredOutOfBand(op: DemoOperation): boolean {
+  return op.delivery?.channel === 'out_of_band' && Object.values(op.out_of_band ?? {}).some((record) => record.state === 'delivered');
 }
 
 export interface DemoMessage {
@@ -180,7 +187,7 @@ export function checkDemoStory(input: { entries: readonly DemoEntry[]; operation
   if (!(hungUp < lateCommitted)) problems.push('the caller did not hang up before the 20:30 booking was confirmed');
   const gate = entries.find((e) => e.type === 'gate_decision' && e.detail.operationId === late.operation_id);
   if (gate?.detail.decision !== 'deliver_out_of_band' || !(lateCommitted <= gate.at)) problems.push(`the gate did not send the 20:30 result out of band after its commit (decision: ${str(gate?.detail.decision)})`);
-  if (late.delivery?.delivered !== true || late.delivery.channel !== 'out_of_band') problems.push('the 20:30 result is not recorded as delivered out of band');
+  if (!deliveredOutOfBand(late)) problems.push('the 20:30 result is not recorded as delivered out of band');
   if (entries.some((e) => e.type === 'result_spoken' && e.detail.operationId === early.operation_id && e.detail.status === 'completed')) problems.push('the caller was told about the 19:30 booking they had replaced');
   if (input.sandbox) {
     const sent = input.messages.filter((m) => m.operationId === late.operation_id);
@@ -218,7 +225,9 @@ export function formatDemoReport(report: {
   lines.push(`  ${pad('op', 5)}${pad('operation id', 32)}${pad('action', 20)}${pad('time', 7)}${pad('state', 13)}delivery`);
   for (const op of [...report.operations].sort((a, b) => alias(a.operation_id).localeCompare(alias(b.operation_id)))) {
     const d = op.delivery;
-    const delivery = d === undefined ? '-' : `${d.decision === 'suppress' ? 'suppressed, not told' : `${d.decision} via ${d.channel}${d.delivered ? '' : ' (pending)'}`}; reasons: ${d.reasons.join(', ')}`;
+    const channels = Object.entries(op.out_of_band ?? {}).map(([channel, record]) => `${channel} ${record.state}`);
+    const pending = d?.channel === 'out_of_band' && channels.length > 0 ? ` (${channels.join(', ')})` : d?.delivered ? '' : ' (pending)';
+    const delivery = d === undefined ? '-' : `${d.decision === 'suppress' ? 'suppressed, not told' : `${d.decision} via ${d.channel}${pending}`}; reasons: ${d.reasons.join(', ')}`;
     lines.push(`  ${pad(alias(op.operation_id), 5)}${pad(op.operation_id, 32)}${pad(op.action, 20)}${pad(str(op.params?.time ?? ''), 7)}${pad(op.state + (op.compensated_by !== undefined ? '*' : ''), 13)}${delivery}`);
   }
   if (report.operations.some((op) => !TERMINAL.includes(op.state))) lines.push('  (some operations are not final yet)');

@@ -5,15 +5,20 @@
  *   GET  /v1/operations?state=UNKNOWN[&tenant=]      operations currently UNKNOWN
  *   GET  /v1/operations?idempotency_key=K[&tenant=]  the operation holding a key
  *   POST /v1/operations/:id/reconcile                ask the provider now (UNKNOWN only)
+ *   POST /v1/operations/:id/notify/redrive           send again an out-of-band message that gave up
  */
 import { CallgateError } from '../../config/errors.ts';
 import type { Operation } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
+import type { OutOfBandQueue } from '../notify/out-of-band.ts';
 import type { OperationQueues } from '../queues/operation-queues.ts';
 import type { HttpServer } from './server.ts';
 
-export function registerOperationsApi(http: HttpServer, deps: { ledger: OperationLedger; queues: OperationQueues; tenants: readonly string[] }): void {
-  const { ledger, queues, tenants } = deps;
+export function registerOperationsApi(
+  http: HttpServer,
+  deps: { ledger: OperationLedger; queues: OperationQueues; outOfBand: Pick<OutOfBandQueue, 'redrive'>; tenants: readonly string[] },
+): void {
+  const { ledger, queues, outOfBand, tenants } = deps;
   const tenantsOf = (query: URLSearchParams): readonly string[] => {
     const tenant = query.get('tenant');
     if (tenant === null) return tenants;
@@ -53,6 +58,20 @@ export function registerOperationsApi(http: HttpServer, deps: { ledger: Operatio
     await queues.enqueueReconcile({ operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason: 'operator' }, 0, true);
     return { status: 202, body: { operation: view(op), reconcile: 'requested' } };
   });
+
+  // Channels that gave up are queued again (unbounded: an operator decides); delivered ones are not
+  // sent twice, and one still being retried is left to its retries.
+  http.route('POST', '/v1/operations/:id/notify/redrive', async ({ params }) => {
+    const id = params.id ?? '';
+    const op = await ledger.getById(id);
+    if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
+    const channels = await outOfBand.redrive(op.tenantId, op.operationId, 'operator');
+    if (!Object.values(channels).includes('requeued')) {
+      const states = Object.entries(op.outOfBand ?? {}).map(([channel, record]) => `${channel}: ${record.state}`);
+      throw new CallgateError('CALLGATE_ERR_OOB_REDRIVE_REFUSED', { operationId: id, channels: states.length > 0 ? states.join(', ') : 'none queued' });
+    }
+    return { status: 202, body: { operation: view((await ledger.get(op.tenantId, op.operationId)) ?? op), redrive: channels } };
+  });
 }
 
 /** The public shape of an operation: everything but internal bookkeeping. */
@@ -78,6 +97,7 @@ function view(op: Operation): Record<string, unknown> {
     compensates: op.compensates,
     compensated_by: op.compensatedBy,
     delivery: op.delivery,
+    out_of_band: op.outOfBand,
     created_at: op.createdAt,
     started_at: op.startedAt,
     committed_at: op.committedAt,

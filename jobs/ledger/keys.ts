@@ -70,6 +70,10 @@ export class LedgerKeys {
   results(tenantId: string, gatewayId: string): string {
     return `${this.tenant(tenantId)}:results:${gatewayId}`;
   }
+  /** Out-of-band messages that gave up: a zset of `<operation id> <channel>` -> when first queued (ms). */
+  outOfBandGivenUp(tenantId: string): string {
+    return `${this.tenant(tenantId)}:oob:gave_up`;
+  }
   /** Global pointer operation id -> tenant id (for lookups by id alone). */
   tenantOf(operationId: string): string {
     return `${this.prefix}:optenant:${operationId}`;

@@ -17,6 +17,9 @@ import {
   type Operation,
   type OperationError,
   type OperationState,
+  type OutOfBandChannel,
+  type OutOfBandRecord,
+  OUT_OF_BAND_CHANNELS,
 } from './operation.ts';
 
 const DAY_SECONDS = 86_400;
@@ -773,6 +776,17 @@ function fromHash(h: Record<string, string>): Operation {
     compensatedBy: h.compensated_by,
     cancelRequested: h.cancel_requested === '1',
     delivery: json<DeliveryRecord>(h.delivery),
+    outOfBand: outOfBandOf(h),
     coalesceKey: h.coalesce_key,
   };
+}
+
+/** The `oob:<channel>` records (jobs/notify writes them), or undefined when none was queued. */
+function outOfBandOf(h: Record<string, string>): Partial<Record<OutOfBandChannel, OutOfBandRecord>> | undefined {
+  const records: Partial<Record<OutOfBandChannel, OutOfBandRecord>> = {};
+  for (const channel of OUT_OF_BAND_CHANNELS) {
+    const record = json<OutOfBandRecord>(h[`oob:${channel}`]);
+    if (record) records[channel] = record;
+  }
+  return Object.keys(records).length === 0 ? undefined : records;
 }

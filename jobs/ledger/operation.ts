@@ -91,10 +91,37 @@ export interface DeliveryRecord {
   readonly agent?: string;
   readonly responseId?: string;
   readonly channel?: 'voice' | 'out_of_band' | 'none';
-  /** The caller has the result (a spoken response finished, or the out-of-band message was queued). */
+  /**
+   * The caller has the result (a spoken response finished). Out of band it stays false: the
+   * receivers' answers are the operation's `outOfBand` records, written by the worker.
+   */
   readonly delivered?: boolean;
+  /** The out-of-band message was queued on at least one channel (see `Operation.outOfBand`). */
+  readonly queued?: boolean;
   /** Milliseconds from the commit to the first audio of the spoken acknowledgement. */
   readonly commitToAudibleMs?: number;
+}
+
+/** The channels an out-of-band message goes out on, each delivered and retried on its own. */
+export const OUT_OF_BAND_CHANNELS = ['webhook', 'sms'] as const;
+export type OutOfBandChannel = (typeof OUT_OF_BAND_CHANNELS)[number];
+
+/**
+ * Where one channel's message stands (field `oob:<channel>`): queued by the gateway, then written
+ * by the worker: delivered when the receiver answered 2xx, failed while retries remain, gave_up
+ * when they ran out (re-drivable: queued again, `redrives` counts how often).
+ */
+export interface OutOfBandRecord {
+  readonly state: 'queued' | 'delivered' | 'failed' | 'gave_up';
+  /** Sends tried since it was last queued. */
+  readonly attempts: number;
+  /** When the state was written (Redis time, ms). */
+  readonly at: number;
+  readonly error?: string;
+  /** Times it was queued again after giving up. */
+  readonly redrives: number;
+  /** When it was first queued (Redis time, ms): the automatic re-drive stops a day after it. */
+  readonly since: number;
 }
 
 export interface OperationError {
@@ -167,6 +194,8 @@ export interface Operation {
   readonly compensatedBy?: string;
   readonly cancelRequested: boolean;
   readonly delivery?: DeliveryRecord;
+  /** Out-of-band messages by channel, when the result went out of band. */
+  readonly outOfBand?: Readonly<Partial<Record<OutOfBandChannel, OutOfBandRecord>>>;
   /** For shared reads: identical concurrent requests find the running operation by this key. */
   readonly coalesceKey?: string;
 }

@@ -1,158 +1,152 @@
 /**
  * Out-of-band delivery: a result the caller can no longer hear (hung up, transferred, gateway gone)
- * is sent as a message. The gateway enqueues it; workers send it with retries. One message per
- * operation: the job id is derived from the operation id and every send carries the same
- * Idempotency-Key, so a retried send is recorded once by the receiver.
+ * is sent as a message, one job per channel (`oob-<operation id>-<channel>`), so a receiver that is
+ * down delays only its own channel. The gateway queues it and records `queued` per channel on the
+ * operation; workers (out-of-band-worker.ts) send it and record what the receiver answered. A
+ * message whose retries ran out is re-driven by an operator (POST /v1/operations/:id/notify/redrive)
+ * or by the slow automatic pass (out-of-band-redrive.ts). See docs/out-of-band.md.
+ *
+ *   gateway: queue oob:<channel> -> add job ---> worker: send -> oob:<channel> delivered | failed | gave_up
+ *   re-drive: gave_up -> queued (one caller wins) -> replace the failed job -> worker ...
  */
-import { createHmac } from 'node:crypto';
-import { Queue, Worker, type Job } from 'bullmq';
+import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Logger } from '../../config/log.ts';
-import { counter } from '../../config/metrics.ts';
+import { counter, gauge } from '../../config/metrics.ts';
 import type { TenantConfig } from '../../config/schema.ts';
+import { OUT_OF_BAND_CHANNELS, type OutOfBandChannel } from '../ledger/operation.ts';
 import { bullPrefix } from '../queues/operation-queues.ts';
+import { channelJobId, channelsOf, NOTIFY_QUEUE, OUT_OF_BAND_BACKOFF, type ChannelJob, type OutOfBandMessage } from './out-of-band-message.ts';
+import { OutOfBandRecords } from './out-of-band-records.ts';
 
-export const NOTIFY_QUEUE = 'ops-notify';
+/** Finished sends are kept this long, so a late duplicate of the same operation's message finds its job. */
+const KEEP_COMPLETED_SECONDS = 7 * 86_400;
+/** Failed (given-up) sends are kept as long as the given-up index remembers them (see out-of-band-redrive.ts). */
+const KEEP_FAILED_SECONDS = 30 * 86_400;
+/**
+ * How long a re-drive waits for a send that is just ending (its job still active when the message
+ * was marked given up) before replacing the job; sends time out well within this.
+ */
+const REPLACE_WAIT_MS = 10_000;
+const REPLACE_POLL_MS = 50;
 
-const deliveries = counter({
-  name: 'callgate_out_of_band_deliveries_total',
-  help: 'Out-of-band result messages by channel and outcome (sent, failed_attempt, gave_up).',
-  labelNames: ['channel', 'outcome'],
+const redrives = counter({
+  name: 'callgate_out_of_band_redrives_total',
+  help: 'Out-of-band messages queued again after they gave up, by channel and trigger (operator, automatic).',
+  labelNames: ['channel', 'trigger'],
 });
 
-export interface OutOfBandMessage {
-  readonly operationId: string;
-  readonly tenantId: string;
-  readonly sessionId: string;
-  readonly caller?: string;
-  readonly state: string;
-  readonly text: string;
-  readonly reasons: readonly string[];
-}
+const givenUp = gauge({
+  name: 'callgate_out_of_band_given_up',
+  help: 'Out-of-band messages whose retries ran out and that no channel has delivered since, by tenant.',
+  labelNames: ['tenant'],
+});
 
-/** Sends SMS; the sandbox adapter posts to the sandbox sink, a real one to a carrier API. */
-export interface SmsSender {
-  send(message: OutOfBandMessage, idempotencyKey: string): Promise<void>;
-}
+/** What a re-drive did for one channel. */
+export type RedriveOutcome = 'requeued' | 'delivered' | 'in_progress' | 'bound';
 
-export class SandboxSmsSender implements SmsSender {
-  constructor(private readonly sandboxUrl: string) {}
-
-  async send(message: OutOfBandMessage, idempotencyKey: string): Promise<void> {
-    const response = await fetch(`${this.sandboxUrl}/messages`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-      body: JSON.stringify({ to: message.caller ?? 'unknown', text: message.text, operation_id: message.operationId, session_id: message.sessionId }),
-      signal: AbortSignal.timeout(5_000),
-    });
-    if (!response.ok) throw new Error(`sms sink answered ${response.status}`);
-  }
-}
-
-/** `t=<unix ms>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the receiver recomputes it with the shared secret. */
-export function signWebhook(secret: string, body: string, timestamp: number): string {
-  const mac = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
-  return `t=${timestamp},v1=${mac}`;
+export interface OutOfBandQueueOptions {
+  readonly connection: Redis;
+  readonly prefix: string;
+  readonly tenants: ReadonlyMap<string, TenantConfig>;
 }
 
 export class OutOfBandQueue {
-  private readonly queue: Queue<OutOfBandMessage>;
+  private readonly queue: Queue<ChannelJob>;
+  readonly records: OutOfBandRecords;
 
-  constructor(connection: Redis, prefix: string) {
-    this.queue = new Queue<OutOfBandMessage>(NOTIFY_QUEUE, { connection, prefix: bullPrefix(prefix) });
+  constructor(private readonly options: OutOfBandQueueOptions) {
+    this.queue = new Queue<ChannelJob>(NOTIFY_QUEUE, { connection: options.connection, prefix: bullPrefix(options.prefix) });
+    this.records = new OutOfBandRecords(options.connection, options.prefix);
   }
 
-  /** Enqueues the message of an operation; a second call for the same operation adds nothing. */
-  async enqueue(message: OutOfBandMessage): Promise<void> {
-    await this.queue.add('deliver', message, {
-      jobId: `oob-${message.operationId}`,
-      attempts: 8,
-      backoff: { type: 'exponential', delay: 500 },
-      removeOnComplete: { age: 7 * 86_400 },
-      removeOnFail: { age: 30 * 86_400 },
-    });
+  /**
+   * Queues the message on each of the tenant's channels and records it `queued` on the operation.
+   * A channel already queued keeps its record; one already delivered or given up is not sent again
+   * (a given-up message is re-driven, see `redrive`). Returns the channels the message is on.
+   */
+  async enqueue(message: OutOfBandMessage): Promise<readonly OutOfBandChannel[]> {
+    const tenant = this.options.tenants.get(message.tenantId);
+    if (!tenant) return [];
+    const channels = channelsOf(tenant.notify);
+    for (const channel of channels) {
+      const { record } = await this.records.queue(message, channel);
+      if (record?.state === 'delivered' || record?.state === 'gave_up') continue;
+      await this.add(tenant, message, channel);
+    }
+    return channels;
+  }
+
+  /**
+   * Queues again the operation's channels that gave up (or whose job is gone while still marked
+   * queued or failed), each at most `maxRedrives` times (0: no bound). A channel still being sent
+   * is left alone.
+   */
+  async redrive(tenantId: string, operationId: string, trigger: 'operator' | 'automatic', maxRedrives = 0, only?: OutOfBandChannel): Promise<Partial<Record<OutOfBandChannel, RedriveOutcome>>> {
+    const tenant = this.options.tenants.get(tenantId);
+    const message = await this.records.message(tenantId, operationId);
+    const outcomes: Partial<Record<OutOfBandChannel, RedriveOutcome>> = {};
+    if (!tenant || !message) return outcomes;
+    for (const channel of OUT_OF_BAND_CHANNELS) {
+      if (only !== undefined && channel !== only) continue;
+      const jobState = await this.queue.getJobState(channelJobId(operationId, channel));
+      const outcome = await this.records.redrive(tenantId, operationId, channel, maxRedrives, jobState === 'failed' || jobState === 'unknown');
+      if (outcome.status === 'not_found' || outcome.record === undefined) continue;
+      if (outcome.status === 'ok') {
+        await this.replace(tenant, message, channel);
+        redrives.labels(channel, trigger).inc();
+        outcomes[channel] = 'requeued';
+      } else if (outcome.status === 'bound') {
+        outcomes[channel] = 'bound';
+      } else {
+        outcomes[channel] = outcome.record.state === 'delivered' ? 'delivered' : 'in_progress';
+      }
+    }
+    return outcomes;
+  }
+
+  /** Refreshes the given-up gauge from Redis (called on scrape). */
+  async refreshMetrics(): Promise<void> {
+    for (const tenantId of this.options.tenants.keys()) givenUp.labels(tenantId).set(await this.records.countGivenUp(tenantId));
   }
 
   async close(): Promise<void> {
     await this.queue.close();
   }
-}
 
-export interface OutOfBandWorkerOptions {
-  readonly connection: Redis;
-  readonly prefix: string;
-  readonly tenants: ReadonlyMap<string, TenantConfig>;
-  readonly sms?: SmsSender;
-  readonly env?: NodeJS.ProcessEnv;
-  readonly log: Logger;
-}
+  private async add(tenant: TenantConfig, message: OutOfBandMessage, channel: OutOfBandChannel): Promise<void> {
+    const { retry } = tenant.notify;
+    await this.queue.add(
+      channel,
+      { message, channel, maxBackoffMs: retry.maxBackoffMs },
+      {
+        jobId: channelJobId(message.operationId, channel),
+        attempts: retry.attempts,
+        backoff: { type: OUT_OF_BAND_BACKOFF, delay: retry.backoffMs },
+        removeOnComplete: { age: KEEP_COMPLETED_SECONDS },
+        removeOnFail: { age: KEEP_FAILED_SECONDS },
+      },
+    );
+  }
 
-export class OutOfBandWorker {
-  private worker: Worker<OutOfBandMessage> | undefined;
-
-  constructor(private readonly options: OutOfBandWorkerOptions) {}
-
-  start(): void {
-    if (this.options.sms === undefined) {
-      const wanting = [...this.options.tenants.values()].filter((t) => t.notify.sms === 'sandbox').map((t) => t.id);
-      if (wanting.length > 0) {
-        this.options.log.error('tenants send results by SMS through the sandbox sink, but no sandbox is reachable: set sandbox.enabled, or sandbox.url to the one running elsewhere', { tenants: wanting.slice(0, 20) });
+  /**
+   * BullMQ ignores an add whose job id exists, so the finished job is removed first; a job still
+   * active (its last send is ending) is waited for.
+   */
+  private async replace(tenant: TenantConfig, message: OutOfBandMessage, channel: OutOfBandChannel): Promise<void> {
+    const jobId = channelJobId(message.operationId, channel);
+    const until = Date.now() + REPLACE_WAIT_MS;
+    for (;;) {
+      const state = await this.queue.getJobState(jobId);
+      if (state === 'unknown') break;
+      if (state === 'failed' || state === 'completed') {
+        await this.queue.remove(jobId);
+        continue;
       }
+      // Waiting or delayed: it will run, nothing to replace.
+      if (state !== 'active') return;
+      if (Date.now() > until) throw new Error(`out-of-band job ${jobId} is still active; re-drive it again later`);
+      await new Promise((resolve) => setTimeout(resolve, REPLACE_POLL_MS));
     }
-    this.worker = new Worker<OutOfBandMessage>(NOTIFY_QUEUE, (job) => this.deliver(job), {
-      connection: this.options.connection,
-      prefix: bullPrefix(this.options.prefix),
-      concurrency: 8,
-    });
-    this.worker.on('error', (error) => this.options.log.error('out-of-band worker error', { error }));
-    this.worker.on('failed', (job, error) => {
-      const final = job !== undefined && job.attemptsMade >= (job.opts.attempts ?? 1);
-      deliveries.labels('any', final ? 'gave_up' : 'failed_attempt').inc();
-      this.options.log.warn('out-of-band delivery failed', { operation_id: job?.data.operationId, error: error.message, final });
-    });
-  }
-
-  private async deliver(job: Job<OutOfBandMessage>): Promise<string> {
-    const message = job.data;
-    const tenant = this.options.tenants.get(message.tenantId);
-    const key = `oob-${message.operationId}`;
-    // A channel the tenant asked for that cannot be used fails the job before anything is sent.
-    if (tenant?.notify.sms === 'sandbox' && this.options.sms === undefined) throw new Error('no SMS sender: no sandbox is reachable (sandbox.enabled or sandbox.url)');
-    const channels: string[] = [];
-    const webhookUrl = tenant?.notify.webhookUrl;
-    if (webhookUrl !== undefined) {
-      const secretEnv = tenant?.notify.webhookSecretEnv;
-      const secret = secretEnv === undefined ? undefined : (this.options.env ?? process.env)[secretEnv];
-      if (secret === undefined || secret === '') throw new Error(`webhook secret ${secretEnv ?? ''} is not set`);
-      const body = JSON.stringify({
-        type: 'operation.result',
-        operation_id: message.operationId,
-        tenant_id: message.tenantId,
-        session_id: message.sessionId,
-        caller: message.caller,
-        state: message.state,
-        text: message.text,
-        reasons: message.reasons,
-      });
-      const response = await fetch(webhookUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-callgate-signature': signWebhook(secret, body, Date.now()) },
-        body,
-        signal: AbortSignal.timeout(5_000),
-      });
-      if (!response.ok) throw new Error(`webhook answered ${response.status}`);
-      deliveries.labels('webhook', 'sent').inc();
-      channels.push('webhook');
-    }
-    if (tenant?.notify.sms === 'sandbox' && this.options.sms !== undefined) {
-      await this.options.sms.send(message, key);
-      deliveries.labels('sms', 'sent').inc();
-      channels.push('sms');
-    }
-    return channels.join(',') || 'no channel';
-  }
-
-  async close(): Promise<void> {
-    await this.worker?.close();
+    await this.add(tenant, message, channel);
   }
 }

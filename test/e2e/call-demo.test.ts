@@ -20,7 +20,8 @@ describe('when the demo calls a fresh callgate', () => {
     const late = operations.find((op) => op.action === 'book_table' && op.params?.time === '20:30');
     expect(early?.state).toBe('CANCELLED');
     expect(late?.state).toBe('COMMITTED');
-    expect(late?.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band', delivered: true });
+    expect(late?.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band', delivered: false });
+    expect(late?.out_of_band).toMatchObject({ sms: { state: 'delivered' } });
     expect(late?.delivery?.reasons).toContain('caller_hung_up');
     expect(operations.filter((op) => op.action === 'book_table')).toHaveLength(2);
 

@@ -44,7 +44,14 @@ export interface OperationView {
   readonly action: string;
   readonly state: string;
   readonly session_id: string;
-  readonly delivery?: { readonly decision: string; readonly reasons: string[]; readonly delivered: boolean; readonly channel: string };
+  readonly delivery?: { readonly decision: string; readonly reasons: string[]; readonly delivered: boolean; readonly channel: string; readonly queued?: boolean };
+  /** Each out-of-band channel's state (written by the worker when the receiver took it). */
+  readonly out_of_band?: Readonly<Record<string, { readonly state: string; readonly attempts: number }>>;
+}
+
+/** Told: spoken to the end, or out of band with a channel's receiver having taken the message. */
+export function isDelivered(op: OperationView): boolean {
+  return op.delivery?.delivered === true || (op.delivery?.channel === 'out_of_band' && Object.values(op.out_of_band ?? {}).some((record) => record.state === 'delivered'));
 }
 
 export interface TimelineEntryView {
@@ -165,7 +172,7 @@ async function startOnce(options: CallgateProcessOptions, { configPath, prefix }
     async delivered(sessionId, which, timeoutMs = 15_000) {
       return waitFor(async () => {
         const op = (await get<{ operations: OperationView[] }>(`/v1/operations?session_id=${sessionId}`)).operations.find(which);
-        return op?.delivery?.delivered === true ? op : undefined;
+        return op !== undefined && isDelivered(op) ? op : undefined;
       }, timeoutMs, 'the result to be delivered');
     },
     async timeline(sessionId) {

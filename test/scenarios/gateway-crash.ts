@@ -94,10 +94,10 @@ export function gatewayCrashScenario(script: Record<string, unknown>) {
 export async function expectDeliveredOutOfBandOnce(worker: CallgateProcess, sessionId: string, operationId: string): Promise<OperationView> {
   const delivered = await waitFor(async () => {
     const op = (await worker.operations(sessionId)).find((o) => o.operation_id === operationId);
-    return op?.delivery?.delivered === true ? op : undefined;
+    return op?.out_of_band?.sms?.state === 'delivered' ? op : undefined;
   }, 20_000, 'the result to be delivered by the janitor');
   expect(delivered).toMatchObject<Partial<OperationView>>({ state: 'COMMITTED' });
-  expect(delivered.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band' });
+  expect(delivered.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band', delivered: false, queued: true });
   expect(delivered.delivery?.reasons).toContain('gateway_gone');
 
   expect((await messagesOnceSettled(worker.sandboxUrl, operationId)).map((m) => m.deliveries)).toEqual([1]);

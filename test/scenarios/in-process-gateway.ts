@@ -131,7 +131,8 @@ export async function startInProcessGateway(options: InProcessGatewayOptions): P
     async delivered(operationId, timeoutMs = 15_000) {
       return waitFor(async () => {
         const op = await h.layer.ledger.get('demo', operationId);
-        return op?.delivery?.delivered === true ? op : undefined;
+        const sent = op?.delivery?.channel === 'out_of_band' && Object.values(op.outOfBand ?? {}).some((record) => record.state === 'delivered');
+        return op?.delivery?.delivered === true || sent ? op : undefined;
       }, timeoutMs, 'the result to be delivered');
     },
     async close() {

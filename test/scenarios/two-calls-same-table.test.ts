@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
-import { startCallgate, type OperationView } from '../e2e/callgate-process.ts';
+import { isDelivered, startCallgate, type OperationView } from '../e2e/callgate-process.ts';
 import { dial } from './place-call.ts';
 import { sandboxMessages } from '../support/sandbox-messages.ts';
 
@@ -45,7 +45,7 @@ describe('when two callers book the only table for eight at the same time', () =
     const told = await waitFor(async () => {
       const ops: OperationView[] = [];
       for (const id of sessions) ops.push(...(await cg.operations(id)).filter((op) => op.action === 'book_table'));
-      return ops.length === 2 && ops.every((op) => op.delivery?.delivered === true) ? ops : undefined;
+      return ops.length === 2 && ops.every(isDelivered) ? ops : undefined;
     }, 20_000, 'both outcomes to be told');
     for (const run of await Promise.all(sipp)) expect(run.exitCode, run.stderr).toBe(0);
     a.mute();

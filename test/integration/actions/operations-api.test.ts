@@ -13,7 +13,7 @@ beforeAll(async () => {
     worker: { reconcileGraceMs: 60_000, reconcileBackoffMs: 60_000, reconcileMaxBackoffMs: 60_000 },
   });
   http = new HttpServer();
-  registerOperationsApi(http, { ledger: h.layer.ledger, queues: h.layer.queues, tenants: ['tenant-api'] });
+  registerOperationsApi(http, { ledger: h.layer.ledger, queues: h.layer.queues, outOfBand: h.layer.outOfBand, tenants: ['tenant-api'] });
   const address = await http.listen(0, '127.0.0.1');
   base = `http://127.0.0.1:${address.port}`;
 });

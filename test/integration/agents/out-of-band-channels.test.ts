@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signWebhook } from '../../../jobs/notify/out-of-band.ts';
+import { signWebhook } from '../../../jobs/notify/webhook-sender.ts';
 import { BOOK, startHarness, type Harness } from '../../support/action-harness.ts';
 import { waitFor } from '../../support/processes.ts';
 import { sandboxMessages } from '../../support/sandbox-messages.ts';

@@ -25,7 +25,7 @@ function goodRun(): { entries: DemoEntry[]; operations: DemoOperation[]; message
     ],
     operations: [
       { operation_id: EARLY, action: 'book_table', state: 'CANCELLED', params: { time: '19:30' }, delivery: { decision: 'suppress', reasons: ['superseded_no_effect'], delivered: false, channel: 'none' } },
-      { operation_id: LATE, action: 'book_table', state: 'COMMITTED', params: { time: '20:30' }, delivery: { decision: 'deliver_out_of_band', reasons: ['caller_hung_up'], delivered: true, channel: 'out_of_band' } },
+      { operation_id: LATE, action: 'book_table', state: 'COMMITTED', params: { time: '20:30' }, delivery: { decision: 'deliver_out_of_band', reasons: ['caller_hung_up'], delivered: false, channel: 'out_of_band' }, out_of_band: { sms: { state: 'delivered' } } },
     ],
     messages: [{ channel: 'sms', operationId: LATE, body: { text: 'confirmed' }, at: 26_100, deliveries: 1 }],
     effects: [{ operation: 'book', reference: LATE }],
