@@ -103,7 +103,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     progress(options.attach === undefined ? 'starting a fresh callgate (private Redis, simulator, sandbox) on free loopback ports...' : `calling the callgate at ${options.attach.httpUrl}...`);
     target =
       options.attach === undefined
-        ? await startFreshCallgate({ overrides: { CALLGATE__providers__bookings__timeoutMs: String(DEMO_PROVIDER_TIMEOUT_MS) } })
+        ? await startFreshCallgate({ overrides: { CALLGATE__providers__bookings__timeoutMs: String(DEMO_PROVIDER_TIMEOUT_MS), CALLGATE__worker__reconcileGraceMs: String(DEMO_PROVIDER_TIMEOUT_MS + 5_000) } })
         : await attachCallgate(options.attach);
     const host = target.sipHost;
     const speech = await new SpeechSynthesizer().render(CALLER_LINE, 'pcmu').catch(() => undefined);
@@ -239,7 +239,7 @@ async function gatherReport(
   const entries = buildDemoEntries({ sip: sip?.trace ?? [], local, timeline, operations, messages, heard: media?.spans() ?? [] });
   if (problems.length === 0) problems.push(...checkDemoStory({ entries, operations, messages, effects, sandbox: target?.sandboxUrl !== undefined }));
   if (entries.some((e) => e.type === 'operation_unknown') && target?.started === false) {
-    problems.push(`the restaurant's hold outlasted the bookings provider's timeout: start callgate with CALLGATE__providers__bookings__timeoutMs=${DEMO_PROVIDER_TIMEOUT_MS}`);
+    problems.push(`the restaurant's hold outlasted the bookings provider's timeout: start callgate with CALLGATE__providers__bookings__timeoutMs=${DEMO_PROVIDER_TIMEOUT_MS} CALLGATE__worker__reconcileGraceMs=${DEMO_PROVIDER_TIMEOUT_MS + 5_000}`);
   }
   const callgate = target === undefined ? undefined : { httpUrl: target.httpUrl, sipPort: target.sipPort, started: target.started };
   return { ok: problems.length === 0, problems, sessionId, callgate, startedAt, durationMs: Date.now() - startedAt, entries, operations, messages, effects };

@@ -51,7 +51,8 @@ describe('when a provider fails during a caller’s action', () => {
         agent: 'billing',
         overrides: (config) => {
           const providers = config.providers as Record<string, Record<string, unknown>>;
-          providers.payments = { ...providers.payments, timeoutMs: 1_000 };
+          // Every provider answers within 1 s here, so "not found" may be believed after 1.2 s.
+          for (const name of Object.keys(providers)) providers[name] = { ...providers[name], timeoutMs: 1_000 };
           config.worker = { reconcileGraceMs: 1_200, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
         },
       }),

@@ -30,7 +30,8 @@ describe('when the booking commits at the provider but its answer is lost', () =
       agent: 'reservations',
       overrides: (config) => {
         const providers = config.providers as Record<string, Record<string, unknown>>;
-        providers.bookings = { ...providers.bookings, timeoutMs: PROVIDER_TIMEOUT_MS };
+        // Every provider answers within the timeout here, so "not found" may be believed after 1.2 s.
+        for (const name of Object.keys(providers)) providers[name] = { ...providers[name], timeoutMs: PROVIDER_TIMEOUT_MS };
         config.worker = { reconcileGraceMs: 1_200, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
       },
     });
