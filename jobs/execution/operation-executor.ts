@@ -51,6 +51,13 @@ export interface OperationExecutorOptions {
   readonly random?: () => number;
 }
 
+/**
+ * How soon an operation that went UNKNOWN is first looked up. Well below the reconcile grace: a
+ * lookup that finds the request committed or still processing is believed at once, so the caller
+ * hears sooner and the attempt's lease is settled (or kept) before its parked bound passes.
+ */
+const FIRST_LOOKUP_DELAY_MS = 500;
+
 /** Delay before a job that found no free lease looks again; jittered so waiting jobs do not align. */
 const NO_LEASE_DELAY_MS = 100;
 
@@ -75,6 +82,8 @@ interface StartedAttempt {
   readonly attempt: number;
   /** When this attempt began (for execution-to-commit on a first attempt). */
   readonly attemptStart: number;
+  /** The same on this process's monotonic clock (performance.now), which a paused process sees pass. */
+  readonly startedMono: number;
 }
 
 /**
@@ -128,6 +137,7 @@ export class OperationExecutor {
       // The job names its action: the attempt begins in the step that reads the operation, when it
       // is due. What is not due comes back as it is and takes the general path below.
       const attemptStart = Date.now();
+      const startedMono = performance.now();
       const started = await ledger.start({ tenantId, operationId, action: job.action }, jobAction.provider, this.attemptLimits(jobAction));
       switch (started.type) {
         case 'not_found':
@@ -137,7 +147,7 @@ export class OperationExecutor {
         case 'started': {
           const running = started.operation;
           const log = new OperationLogger(this.options.log, running);
-          return this.run({ op: running, action: jobAction, provider: jobProvider, signal, log, attempt: running.attempt, attemptStart });
+          return this.run({ op: running, action: jobAction, provider: jobProvider, signal, log, attempt: running.attempt, attemptStart, startedMono });
         }
         case 'as_is':
           op = started.operation;
@@ -198,6 +208,7 @@ export class OperationExecutor {
     // One attempt under the tenant's concurrency lease, taken in the same step as the move to RUNNING
     // (marked sending: from here the request may leave this process).
     const attemptStart = Date.now();
+    const startedMono = performance.now();
     const started = await ledger.start({ tenantId, operationId, action: op.action }, op.provider, this.attemptLimits(action));
     switch (started.type) {
       case 'not_found':
@@ -211,7 +222,7 @@ export class OperationExecutor {
         return { type: 'done', note: `not started: the operation is ${current.state} at attempt ${current.attempt}` };
       }
       case 'started':
-        return this.run({ op: started.operation, action, provider, signal, log, attempt: started.operation.attempt, attemptStart });
+        return this.run({ op: started.operation, action, provider, signal, log, attempt: started.operation.attempt, attemptStart, startedMono });
     }
   }
 
@@ -305,7 +316,7 @@ export class OperationExecutor {
   }
 
   private async send(started: StartedAttempt, lease: AttemptLease): Promise<ExecutionOutcome> {
-    const { op, action, provider, signal, log, attempt, attemptStart } = started;
+    const { op, action, provider, signal, log, attempt, attemptStart, startedMono } = started;
     const { ledger } = this.options;
     attempts.labels(op.action, attempt === 1 ? 'first' : 'retry').inc();
     if (!resendSafe(op)) {
@@ -318,7 +329,9 @@ export class OperationExecutor {
         return this.notSent(op, 'sending_mark_not_durable', durable.reason, log, lease);
       }
     }
-    if (!(await lease.held())) {
+    // The lease cannot have expired yet unless this process was held up (paused) since the start:
+    // only then is it asked for, so the common path spends no round trip on it.
+    if (performance.now() - startedMono >= this.options.leaseTtlMs / 2 && !(await lease.held())) {
       // The lease expired before the request left (this process was paused): another attempt may
       // hold the slot, or have taken the operation over. Nothing is sent under a lost lease.
       sendsRefused.labels(op.action, 'lease_lost').inc();
@@ -326,7 +339,10 @@ export class OperationExecutor {
     }
     let result: ProviderResult;
     try {
-      result = await executeUntilDeadline(provider, op, signal, Math.max(1, op.deadlineAt - (await ledger.time())));
+      // The deadline is on the Redis clock; the start read it (sendingAt), this process's monotonic
+      // clock says how long ago.
+      const now = op.sendingAt === undefined ? await ledger.time() : op.sendingAt + (performance.now() - startedMono);
+      result = await executeUntilDeadline(provider, op, signal, Math.max(1, op.deadlineAt - now));
     } catch (error) {
       const definitelyNotSent = error instanceof ProviderUnreachableError;
       const message = error instanceof Error ? error.message : String(error);
@@ -443,7 +459,9 @@ export class OperationExecutor {
     }
     incWithExemplar(unknownOpened, { action: op.action }, { operation_id: op.operationId, session_id: op.scope.sessionId });
     log.warn('operation outcome unknown; reconciling', { reason });
-    await this.options.queues.enqueueReconcile({ operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason }, this.options.reconcileGraceMs);
+    // Asked soon: "committed" or "still processing" are believed at once (and settle the lease sooner);
+    // only "not found" waits for the grace, which the reconciler enforces.
+    await this.options.queues.enqueueReconcile({ operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason }, Math.min(this.options.reconcileGraceMs, FIRST_LOOKUP_DELAY_MS));
   }
 
   private async finish(

@@ -15,6 +15,7 @@ import type { ActionConfig } from '../../config/schema.ts';
 import type { Logger } from '../../config/log.ts';
 import { operationsFinished, reconciliations, retryBudgetExhausted, unknownResolved, voids } from '../action-metrics.ts';
 import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
+import { leaseHolder } from '../ledger/keys.ts';
 import { operationLogFields, type Operation, type OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import type { LookupResult, Provider } from '../providers/provider.ts';
@@ -86,6 +87,8 @@ export class Reconciler {
         return this.resolve(op, 'CANCELLED', 'reconciled_cancelled', fields, 'cancelled', log);
       case 'unknown':
         reconciliations.labels(op.action, 'unknown').inc();
+        // A request the provider is still working on keeps its attempt's lease a while longer.
+        if (answer.processing === true) await this.keepLeases(op, provider);
         return this.again(tries, answer.reason);
       case 'not_found':
         return this.notFound(op, provider, tries, log);
@@ -124,6 +127,7 @@ export class Reconciler {
         case 'committed':
           return this.committed(op, voided, log);
         case 'processing':
+          await this.keepLeases(op, provider);
           return this.again(tries, 'an earlier attempt is being processed by the provider');
         case 'unknown':
           return this.again(tries, `void failed: ${voided.reason}`);
@@ -158,6 +162,18 @@ export class Reconciler {
     const fields: Record<string, string> = { reconciled_at: String(Date.now()), result: JSON.stringify(answer.result), committed_at: String(Date.now()), error: '' };
     if (answer.providerRef !== undefined) fields.provider_ref = answer.providerRef;
     return this.resolve(op, 'COMMITTED', 'reconciled_committed', fields, 'committed', log);
+  }
+
+  /**
+   * The provider says a request of the operation is still in progress: the attempts' leases that
+   * are still held are kept for another provider timeout plus grace, so the action's concurrency at
+   * the provider still counts it (a lease already gone is not taken again).
+   */
+  private async keepLeases(op: Operation, provider: Provider): Promise<void> {
+    const until = (await this.options.ledger.time()) + provider.timeoutMs + this.options.graceMs;
+    for (let attempt = 1; attempt <= op.attempt; attempt++) {
+      await this.options.ledger.parkLease(op.tenantId, op.action, leaseHolder(op.operationId, attempt), until);
+    }
   }
 
   /** Left UNKNOWN for an operator: marked (fenced by attempt), logged, alerted on (docs/runbook.md). */

@@ -93,7 +93,7 @@ export function lookupAnswer(response: ProviderHttpResponse): LookupResult {
       return { status: 'not_found' };
     case 'processing':
     case 'pending':
-      return { status: 'unknown', reason: 'the provider is still processing the request' };
+      return { status: 'unknown', reason: 'the provider is still processing the request', processing: true };
     default:
       return { status: 'unknown', reason: `lookup answered an unknown status ${String(body.status)}` };
   }

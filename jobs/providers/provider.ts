@@ -42,7 +42,7 @@ export type LookupResult =
   /** A cancel we asked for took effect before the commit: nothing happened and nothing will. */
   | { readonly status: 'cancelled' }
   /** The provider cannot say now (down, still processing): ask again later. */
-  | { readonly status: 'unknown'; readonly reason: string };
+  | { readonly status: 'unknown'; readonly reason: string; readonly processing?: true };
 
 export type CancelResult =
   | { readonly status: 'cancelled' }

@@ -57,7 +57,7 @@ describe('when a lookup answer is classified', () => {
     [200, { status: 'cancelled' }, { status: 'cancelled' }],
     [200, { status: 'not_found' }, { status: 'not_found' }],
     [404, 'nothing', { status: 'not_found' }],
-    [200, { status: 'processing' }, { status: 'unknown', reason: 'the provider is still processing the request' }],
+    [200, { status: 'processing' }, { status: 'unknown', reason: 'the provider is still processing the request', processing: true }],
     [200, { status: 'weird' }, { status: 'unknown', reason: 'lookup answered an unknown status weird' }],
     [200, 'garbage', { status: 'unknown', reason: 'lookup answer is not a JSON object' }],
     [500, {}, { status: 'unknown', reason: 'lookup answered status 500' }],
