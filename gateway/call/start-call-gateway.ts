@@ -64,7 +64,7 @@ export async function startCallGateway(context: ProcessContext, layer: ActionLay
   await delivery.start();
   context.onShutdown('result delivery', () => delivery.stop());
 
-  const janitor = new Janitor({ redis, prefix, gatewayId, tenants, delivery, heartbeatMs: config.gateway.heartbeatMs, deadAfterMs: config.gateway.deadAfterMs, log });
+  const janitor = new Janitor({ redis, prefix, gatewayId, tenants, delivery, ledger: layer.ledger, heartbeatMs: config.gateway.heartbeatMs, deadAfterMs: config.gateway.deadAfterMs, log });
   await janitor.start();
   context.onShutdown('janitor', async () => {
     await janitor.stop();

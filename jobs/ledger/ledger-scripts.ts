@@ -20,6 +20,7 @@ export interface LedgerCommands {
   ledgerSetFenced(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerLeaseRenew(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerRetryBudget(...args: (string | number)[]): Promise<ScriptReply>;
+  ledgerRecordDelivery(...args: (string | number)[]): Promise<ScriptReply>;
 }
 
 function prelude(): string {

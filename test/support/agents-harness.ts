@@ -88,7 +88,7 @@ export async function startAgentsHarness(options: HarnessOptions & { gatewayId?:
       return { session, port };
     },
     janitor: (id) => {
-      const janitor = new Janitor({ redis, prefix: h.prefix, gatewayId: id, tenants: [...tenants.keys()], delivery: makeDelivery(id), heartbeatMs: 100, deadAfterMs: 300, log: quietLog });
+      const janitor = new Janitor({ redis, prefix: h.prefix, gatewayId: id, tenants: [...tenants.keys()], delivery: makeDelivery(id), ledger: h.layer.ledger, heartbeatMs: 100, deadAfterMs: 300, log: quietLog });
       janitors.push(janitor);
       return janitor;
     },
