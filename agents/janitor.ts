@@ -11,7 +11,7 @@
  * clock that is off changes nothing; only entries idle past the dead threshold are taken over, and
  * a live gateway restarts the idle time of every entry it holds with each heartbeat; a janitor
  * that was cut off from Redis watches a full dead threshold afresh before it judges anyone.
- * Pinned by test/integration/agents/janitor-live-gateway.test.ts.
+ * Pinned by test/integration/agents/janitor-clock-offset.test.ts and janitor-after-redis-cut.test.ts.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../config/log.ts';
@@ -130,9 +130,14 @@ export class Janitor {
       throw error;
     }
     clockOffset.set((this.now() - now) / 1000);
+    this.observe(now);
+    await delivery.refreshHeld();
+  }
+
+  /** Redis answered at `now` (its clock): contact goes on, or starts anew after a gap. */
+  private observe(now: number): void {
     if (this.contactSince === undefined || this.lastContact === undefined || now - this.lastContact > this.continuityMs) this.contactSince = now;
     this.lastContact = now;
-    await delivery.refreshHeld();
   }
 
   /** One round over dead gateways; returns how many events it delivered. */
@@ -146,8 +151,12 @@ export class Janitor {
   private async work(): Promise<number> {
     const { redis, prefix, gatewayId, deadAfterMs, log } = this.options;
     const { now, dead } = await deadGateways(redis, prefix, deadAfterMs);
-    // A heartbeating janitor judges only after a full dead threshold of unbroken contact (beat()).
-    if (this.beating && (this.contactSince === undefined || now - this.contactSince < deadAfterMs)) return 0;
+    // A heartbeating janitor judges only after a full dead threshold of unbroken contact: the answer
+    // to a round sent before a cut-off may be the first to come back after it.
+    if (this.beating) {
+      this.observe(now);
+      if (this.contactSince === undefined || now - this.contactSince < deadAfterMs) return 0;
+    }
     const watchedSince = now - WATCH_DEAD_FOR_MS;
     let handled = 0;
     // WATCH needs a connection of its own: a MULTI sent by anyone else on a shared one would drop it.
