@@ -140,7 +140,10 @@ export class Janitor {
     this.lastContact = now;
   }
 
-  /** One round over dead gateways; returns how many events it delivered. */
+  /**
+   * One round over dead gateways; returns how many events it delivered. A janitor that does not
+   * heartbeat (start() not called: a one-off round) judges on the registry alone.
+   */
   sweep(): Promise<number> {
     this.round ??= this.work().finally(() => {
       this.round = undefined;

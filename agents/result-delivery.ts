@@ -83,8 +83,13 @@ export interface ConversationPort {
 }
 
 export interface ResultDeliveryOptions {
-  /** A connection for blocking reads, used by nothing else. */
+  /** A connection for blocking reads. */
   readonly redis: Redis;
+  /**
+   * A connection for the fenced checks and settlements of entries, which must not wait behind a
+   * blocking read (a check comes before every spoken result); defaults to `redis`.
+   */
+  readonly commands?: Redis;
   readonly ledger: OperationLedger;
   readonly gatewayId: string;
   readonly tenants: readonly string[];
@@ -118,9 +123,11 @@ export class ResultDelivery {
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly now: () => number;
+  private readonly commands: Redis;
 
   constructor(private readonly options: ResultDeliveryOptions) {
     this.now = options.now ?? Date.now;
+    this.commands = options.commands ?? options.redis;
   }
 
   attach(session: AgentSession, port: ConversationPort): void {
@@ -217,7 +224,8 @@ export class ResultDelivery {
    * The event names the session it is for: the operation's own, or one that joined a shared read.
    */
   async processEvent(tenant: string, streamKey: string, group: string, id: string, fields: Readonly<Record<string, string>>, gone = false): Promise<void> {
-    const { ledger, redis } = this.options;
+    const { ledger } = this.options;
+    const redis = this.commands;
     const entry: HeldEntry = { key: streamKey, group, consumer: gone ? janitorConsumer(this.options.gatewayId) : this.options.gatewayId, id };
     const operationId = fields.operation_id ?? '';
     const op = await ledger.get(tenant, operationId);
@@ -265,7 +273,7 @@ export class ResultDelivery {
     const held = this.unacked.get(key);
     if (!held || held.refs.length === 0) return true;
     const kept: HeldEntry[] = [];
-    for (const ref of held.refs) if (await holdEntry(this.options.redis, ref)) kept.push(ref);
+    for (const ref of held.refs) if (await holdEntry(this.commands, ref)) kept.push(ref);
     held.refs = kept;
     if (kept.length > 0) return true;
     this.unacked.delete(key);
@@ -296,7 +304,7 @@ export class ResultDelivery {
     const key = unackedKey(sessionId, operationId);
     const refs = this.unacked.get(key)?.refs ?? [];
     this.unacked.delete(key);
-    for (const ref of refs) await settleEntry(this.options.redis, ref);
+    for (const ref of refs) await settleEntry(this.commands, ref);
   }
 
   /** Re-runs the gate for results waiting in a call (the caller stopped talking, a response ended). */

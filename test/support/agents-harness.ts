@@ -67,7 +67,7 @@ export async function startAgentsHarness(options: HarnessOptions & { gatewayId?:
   const makeDelivery = (id: string) => {
     const connection = testRedis();
     blocking.push(connection);
-    return new ResultDelivery({ redis: connection, ledger: h.layer.ledger, gatewayId: id, tenants: [...tenants.keys()], catalogue, outOfBand: h.layer.outOfBand, audit, log: quietLog });
+    return new ResultDelivery({ redis: connection, commands: redis, ledger: h.layer.ledger, gatewayId: id, tenants: [...tenants.keys()], catalogue, outOfBand: h.layer.outOfBand, audit, log: quietLog });
   };
   const delivery = makeDelivery(gatewayId);
   await delivery.start();

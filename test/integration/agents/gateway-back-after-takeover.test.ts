@@ -38,7 +38,7 @@ afterAll(async () => {
 async function gateway(gatewayId: string, url: string, outOfBand: Pick<OutOfBandQueue, 'enqueue'>): Promise<ResultDelivery> {
   const blocking = new Redis(url, { maxRetriesPerRequest: null });
   const shared = new Redis(url, { maxRetriesPerRequest: null });
-  const delivery = new ResultDelivery({ redis: blocking, ledger: a.h.layer.ledger, gatewayId, tenants: [TENANT], catalogue: a.catalogue, outOfBand, audit: a.audit, log: quietLog });
+  const delivery = new ResultDelivery({ redis: blocking, commands: shared, ledger: a.h.layer.ledger, gatewayId, tenants: [TENANT], catalogue: a.catalogue, outOfBand, audit: a.audit, log: quietLog });
   await delivery.start();
   const janitor = new Janitor({ redis: shared, prefix: a.h.prefix, gatewayId, tenants: [TENANT], delivery, ledger: a.h.layer.ledger, heartbeatMs: HEARTBEAT_MS, deadAfterMs: DEAD_AFTER_MS, log: quietLog });
   await janitor.start();

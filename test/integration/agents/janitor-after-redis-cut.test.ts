@@ -45,7 +45,7 @@ async function gateway(gatewayId: string): Promise<{ delivery: ResultDelivery; p
   proxies.push(proxy);
   const blocking = new Redis(proxy.redisUrl(testRedisUrl()), { maxRetriesPerRequest: null });
   const shared = new Redis(proxy.redisUrl(testRedisUrl()), { maxRetriesPerRequest: null });
-  const delivery = new ResultDelivery({ redis: blocking, ledger: a.h.layer.ledger, gatewayId, tenants: [TENANT], catalogue: a.catalogue, outOfBand: a.h.layer.outOfBand, audit: a.audit, log: quietLog });
+  const delivery = new ResultDelivery({ redis: blocking, commands: shared, ledger: a.h.layer.ledger, gatewayId, tenants: [TENANT], catalogue: a.catalogue, outOfBand: a.h.layer.outOfBand, audit: a.audit, log: quietLog });
   await delivery.start();
   const janitor = new Janitor({ redis: shared, prefix: a.h.prefix, gatewayId, tenants: [TENANT], delivery, ledger: a.h.layer.ledger, heartbeatMs: HEARTBEAT_MS, deadAfterMs: DEAD_AFTER_MS, log: quietLog });
   await janitor.start();

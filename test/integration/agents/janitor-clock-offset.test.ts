@@ -45,7 +45,7 @@ class SlowPort implements ConversationPort {
 async function gateway(gatewayId: string, offsetMs: number): Promise<ResultDelivery> {
   const connection = testRedis();
   const now = (): number => Date.now() + offsetMs;
-  const delivery = new ResultDelivery({ redis: connection, ledger: a.h.layer.ledger, gatewayId, tenants: [TENANT], catalogue: a.catalogue, outOfBand: a.h.layer.outOfBand, audit: a.audit, log: quietLog, now });
+  const delivery = new ResultDelivery({ redis: connection, commands: redis, ledger: a.h.layer.ledger, gatewayId, tenants: [TENANT], catalogue: a.catalogue, outOfBand: a.h.layer.outOfBand, audit: a.audit, log: quietLog, now });
   await delivery.start();
   const janitor = new Janitor({ redis, prefix: a.h.prefix, gatewayId, tenants: [TENANT], delivery, ledger: a.h.layer.ledger, heartbeatMs: HEARTBEAT_MS, deadAfterMs: DEAD_AFTER_MS, log: quietLog, now });
   await janitor.start();
