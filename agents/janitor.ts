@@ -41,6 +41,12 @@ const TAKE_OVER_COUNT = 500;
  * the gateway's streams watched (never retired on a partial look) until fewer are open.
  */
 const OPEN_OPERATIONS_LOOKED_AT = 10_000;
+/**
+ * How often a janitor tries again to retire a gateway past its watch window: each try reads the
+ * tenant's open operations, and a gateway that owns one stuck UNKNOWN (waiting for a person) could
+ * otherwise cost that read every round. A minute is nothing against the 24 h window.
+ */
+const RETIRE_RETRY_MS = 60_000;
 
 const clockOffset = gauge({
   name: 'callgate_gateway_clock_offset_seconds',
@@ -79,6 +85,8 @@ export class Janitor {
    * before the cut, one after it), which stays below deadAfterMs only up to this gap.
    */
   private readonly continuityMs: number;
+  /** Redis time before which a gateway that could not be retired is not tried again. */
+  private readonly retireAfter = new Map<string, number>();
 
   constructor(private readonly options: JanitorOptions) {
     this.now = options.now ?? Date.now;
@@ -172,9 +180,10 @@ export class Janitor {
         const delivered = await this.takeOver(gateway);
         if (delivered > 0) log.warn('delivered results of a gateway that stopped', { dead_gateway: gateway, events: delivered });
         handled += delivered;
-        if (lastBeat <= watchedSince) {
+        if (lastBeat <= watchedSince && now >= (this.retireAfter.get(gateway) ?? 0)) {
           transactions ??= redis.duplicate();
-          await this.retire(transactions, gateway, watchedSince, lock);
+          if ((await this.retire(transactions, gateway, watchedSince, lock)) === 'owns_open_operations') this.retireAfter.set(gateway, now + RETIRE_RETRY_MS);
+          else this.retireAfter.delete(gateway);
         }
       }
     } finally {
@@ -215,9 +224,9 @@ export class Janitor {
    * included) is owned by the gateway, in a transaction that fails if an event lands meanwhile;
    * the registry entry goes once no stream is left. Until then the entry stays and the janitors
    * keep taking its streams over, so a result that comes after the window (an UNKNOWN reconciled
-   * late) still lands where a janitor reads it.
+   * late) still lands where a janitor reads it. Returns what held it back, if anything.
    */
-  private async retire(connection: Redis, gateway: string, watchedSince: number, lock: string): Promise<void> {
+  private async retire(connection: Redis, gateway: string, watchedSince: number, lock: string): Promise<'retired' | 'owes_results' | 'owns_open_operations' | 'changed'> {
     const { redis, tenants, delivery, log } = this.options;
     for (const tenant of tenants) {
       const key = delivery.streamKey(tenant, gateway);
@@ -227,20 +236,21 @@ export class Janitor {
       if (await owesResults(connection, key)) {
         await connection.unwatch();
         log.warn('a gateway past its watch window still has results to deliver', { dead_gateway: gateway, tenant });
-        return;
+        return 'owes_results';
       }
       if (await this.ownsOpenOperations(tenant, gateway)) {
         await connection.unwatch();
         log.warn('a gateway past its watch window still owns open operations; its streams stay watched', { dead_gateway: gateway, tenant });
-        return;
+        return 'owns_open_operations';
       }
-      if ((await connection.multi().del(key).exec()) === null) return;
+      if ((await connection.multi().del(key).exec()) === null) return 'changed';
     }
     const score = await redis.zscore(registryKey(this.options.prefix), gateway);
     // A gateway with the same id that heartbeats again keeps its entry (and makes its streams anew).
     if (score !== null && Number(score) <= watchedSince) await redis.zrem(registryKey(this.options.prefix), gateway);
     await redis.del(lock);
     log.info('retired a gateway after its watch window', { dead_gateway: gateway });
+    return 'retired';
   }
 
   /** Whether an open (or UNKNOWN) operation of the tenant is owned by `gateway`; true when too many to tell. */
