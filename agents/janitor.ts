@@ -113,9 +113,10 @@ export class Janitor {
   }
 
   /**
-   * On a clean shutdown: the gateway's heartbeat is set to look as old as a dead gateway's, so the
-   * janitors take over its streams at once, watch them for results of operations still running, and
-   * retire it when the watch window ends, as they do for a gateway that died.
+   * On a clean shutdown: the gateway's heartbeat is set (on Redis's clock) to look as old as a dead
+   * gateway's, so the janitors take over its streams at once (what it held, once idle past the dead
+   * threshold: it may still be telling it while it drains), watch them for results of operations
+   * still running, and retire it when the watch window ends, as they do for a gateway that died.
    */
   async resign(): Promise<void> {
     this.beating = false;
