@@ -14,7 +14,7 @@ RUN npm run build \
  && npm run build:native \
  && cp --parents gateway/media/native/build/Release/rtp_udp.node dist/ \
  && cp config/*.yaml dist/config/ \
- && find jobs -name '*.lua' -exec cp --parents {} dist/ \; \
+ && find jobs agents -name '*.lua' -exec cp --parents {} dist/ \; \
  && find gateway -name '*.yaml' -exec cp --parents {} dist/ \; \
  && npm prune --omit=dev
 

@@ -25,6 +25,7 @@ import type { AgentSession } from './agent-session.ts';
 import type { AuditLog } from './audit.ts';
 import { decideRelevance, type RelevanceDecision, type SessionSnapshot } from './relevance-gate.ts';
 import { describeForCaller, describeForModel } from './result-wording.ts';
+import { holdEntry, settleEntry, type HeldEntry } from './delivery-scripts.ts';
 
 const gateDecisions = counter({
   name: 'callgate_gate_decisions_total',
@@ -54,6 +55,10 @@ const deliveryLag = histogram({
 });
 
 export const DELIVERY_GROUP = 'delivery';
+/** The consumer under which a gateway's janitor holds the entries it took over from dead gateways. */
+export function janitorConsumer(gatewayId: string): string {
+  return `janitor-${gatewayId}`;
+}
 /**
  * How long an ended call is remembered: results that arrive later are then sent out of band as
  * "caller hung up" rather than "gateway gone"; after this the memory is freed.
@@ -78,8 +83,13 @@ export interface ConversationPort {
 }
 
 export interface ResultDeliveryOptions {
-  /** A connection for blocking reads, used by nothing else. */
+  /** A connection for blocking reads. */
   readonly redis: Redis;
+  /**
+   * A connection for the fenced checks and settlements of entries, which must not wait behind a
+   * blocking read (a check comes before every spoken result); defaults to `redis`.
+   */
+  readonly commands?: Redis;
   readonly ledger: OperationLedger;
   readonly gatewayId: string;
   readonly tenants: readonly string[];
@@ -87,6 +97,8 @@ export interface ResultDeliveryOptions {
   readonly outOfBand: Pick<OutOfBandQueue, 'enqueue'>;
   readonly audit: AuditLog;
   readonly log: Logger;
+  /** The process clock (times written on delivery records), for tests of a gateway whose clock is off. */
+  readonly now?: () => number;
 }
 
 interface AttachedCall {
@@ -96,6 +108,8 @@ interface AttachedCall {
   readonly pending: Set<string>;
   /** Results being spoken right now: a duplicate event meanwhile is not spoken again. */
   readonly speaking: Set<string>;
+  /** Results whose stream entries a janitor took over (this gateway looked dead): never said here. */
+  readonly lost: Set<string>;
 }
 
 export class ResultDelivery {
@@ -105,14 +119,19 @@ export class ResultDelivery {
    * that caller has the result (spoken to the end, or sent out of band), so a gateway that dies
    * before that leaves them pending for the janitor (or for itself after a restart), never lost.
    */
-  private readonly unacked = new Map<string, { key: string; group: string; id: string }[]>();
+  private readonly unacked = new Map<string, { readonly sessionId: string; readonly operationId: string; refs: HeldEntry[] }>();
   private running = false;
   private loop: Promise<void> | undefined;
+  private readonly now: () => number;
+  private readonly commands: Redis;
 
-  constructor(private readonly options: ResultDeliveryOptions) {}
+  constructor(private readonly options: ResultDeliveryOptions) {
+    this.now = options.now ?? Date.now;
+    this.commands = options.commands ?? options.redis;
+  }
 
   attach(session: AgentSession, port: ConversationPort): void {
-    this.calls.set(session.sessionId, { session, port, pending: new Set(), speaking: new Set() });
+    this.calls.set(session.sessionId, { session, port, pending: new Set(), speaking: new Set(), lost: new Set() });
   }
 
   async start(): Promise<void> {
@@ -205,11 +224,13 @@ export class ResultDelivery {
    * The event names the session it is for: the operation's own, or one that joined a shared read.
    */
   async processEvent(tenant: string, streamKey: string, group: string, id: string, fields: Readonly<Record<string, string>>, gone = false): Promise<void> {
-    const { ledger, redis } = this.options;
+    const { ledger } = this.options;
+    const redis = this.commands;
+    const entry: HeldEntry = { key: streamKey, group, consumer: gone ? janitorConsumer(this.options.gatewayId) : this.options.gatewayId, id };
     const operationId = fields.operation_id ?? '';
     const op = await ledger.get(tenant, operationId);
     if (!op || !(isTerminal(op.state) || op.state === 'UNKNOWN')) {
-      await acknowledge(redis, streamKey, group, id);
+      await settleEntry(redis, entry);
       return;
     }
     const sessionId = fields.session_id || op.scope.sessionId;
@@ -217,33 +238,73 @@ export class ResultDelivery {
     if (call?.session.answeringInline.has(op.operationId)) {
       // A tool is about to put this read's result in its output: held, and gated again when the
       // call is idle, by which time the tool has recorded it as told (or timed out, and it is said).
-      this.hold(sessionId, op.operationId, { key: streamKey, group, id });
+      this.hold(sessionId, op.operationId, entry);
       call.pending.add(op.operationId);
       return;
     }
     const decision = await this.decide(op, sessionId, call, fields.at === undefined ? undefined : Number(fields.at));
     if (decision.decision === 'suppress' || decision.decision === 'reconcile_first') {
-      await acknowledge(redis, streamKey, group, id);
+      await settleEntry(redis, entry);
       return;
     }
-    this.hold(sessionId, op.operationId, { key: streamKey, group, id });
+    this.hold(sessionId, op.operationId, entry);
     await this.act(op, sessionId, call, decision, false);
   }
 
   /** Keeps a stream entry unacknowledged until the session's caller has the result (see settle). */
-  private hold(sessionId: string, operationId: string, ref: { key: string; group: string; id: string }): void {
+  private hold(sessionId: string, operationId: string, ref: HeldEntry): void {
     const key = unackedKey(sessionId, operationId);
-    const refs = this.unacked.get(key) ?? [];
-    refs.push(ref);
-    this.unacked.set(key, refs);
+    const held = this.unacked.get(key) ?? { sessionId, operationId, refs: [] };
+    held.refs.push(ref);
+    this.unacked.set(key, held);
   }
 
-  /** The session's caller has the result: every stream entry held for it there is acknowledged. */
+  /**
+   * Whether this gateway still holds the result for the session (fenced in Redis: its consumer
+   * still has a stream entry of it pending, whose idle time starts again). Entries a janitor took
+   * over are dropped; with none left the result is lost to the janitor, which delivers it out of
+   * band, and it is never said here. A result with no entry held (told from the call's own
+   * memory, as at the end of a call) was never taken over.
+   */
+  private async owns(sessionId: string, operationId: string): Promise<boolean> {
+    const call = this.calls.get(sessionId);
+    if (call?.lost.has(operationId)) return false;
+    const key = unackedKey(sessionId, operationId);
+    const held = this.unacked.get(key);
+    if (!held || held.refs.length === 0) return true;
+    const kept: HeldEntry[] = [];
+    for (const ref of held.refs) if (await holdEntry(this.commands, ref)) kept.push(ref);
+    held.refs = kept;
+    if (kept.length > 0) return true;
+    this.unacked.delete(key);
+    call?.pending.delete(operationId);
+    call?.lost.add(operationId);
+    this.options.log.warn('a janitor took over a result this gateway held; it is not said here', { session_id: sessionId, operation_id: operationId });
+    return false;
+  }
+
+  /**
+   * Starts the idle time of every entry this gateway's calls hold again (called with each
+   * heartbeat, below the dead threshold), so the results of a live gateway never look idle to a
+   * janitor, however long they wait or are spoken; entries found taken over are dropped as in
+   * `owns`. Entries its janitor took over are left to idle: one whose delivery failed is claimed
+   * again by a later round.
+   */
+  async refreshHeld(): Promise<void> {
+    for (const { sessionId, operationId, refs } of [...this.unacked.values()]) {
+      if (refs.some((ref) => ref.consumer === this.options.gatewayId)) await this.owns(sessionId, operationId);
+    }
+  }
+
+  /**
+   * The session's caller has the result: every stream entry still held for it there is
+   * acknowledged (fenced: one a janitor took over is the janitor's to settle).
+   */
   private async settle(sessionId: string, operationId: string): Promise<void> {
     const key = unackedKey(sessionId, operationId);
-    const refs = this.unacked.get(key) ?? [];
+    const refs = this.unacked.get(key)?.refs ?? [];
     this.unacked.delete(key);
-    for (const ref of refs) await acknowledge(this.options.redis, ref.key, ref.group, ref.id);
+    for (const ref of refs) await settleEntry(this.commands, ref);
   }
 
   /** Re-runs the gate for results waiting in a call (the caller stopped talking, a response ended). */
@@ -277,7 +338,8 @@ export class ResultDelivery {
   }
 
   private snapshot(op: Operation, told: DeliveryRecord | undefined, call: AttachedCall | undefined): SessionSnapshot {
-    const persistedTold = told?.delivered === true && told.decision !== 'reconcile_first';
+    // Queued out of band counts as told for the gateway side: nothing more is spoken.
+    const persistedTold = (told?.delivered === true || told?.channel === 'out_of_band') && told.decision !== 'reconcile_first';
     if (!call) {
       return {
         call: 'gone',
@@ -301,23 +363,21 @@ export class ResultDelivery {
       { operationId: op.operationId, action: op.action, state: op.state as 'COMMITTED' | 'FAILED_FINAL' | 'CANCELLED' | 'UNKNOWN', agent: op.scope.agent, goal: op.scope.goal, compensates: op.compensates },
       this.snapshot(op, record, call),
     );
-    const now = Date.now();
-    const told = record?.delivered === true && decision.decision === 'suppress';
-    // A suppressed duplicate keeps the record of the delivery that did happen.
-    if (!told) {
-      await this.options.ledger.recordDelivery(
-        op,
-        {
-          decision: decision.decision,
-          reasons: decision.reasons,
-          at: now,
-          agent: call?.session.activeAgent,
-          channel: 'none',
-          delivered: false,
-        },
-        sessionId,
-      );
-    }
+    const now = this.now();
+    // Forward only: a duplicate's "already told" keeps the record of the delivery that happened or
+    // is under way, and no decision replaces a final record (record-delivery-1.lua).
+    await this.options.ledger.advanceDelivery(
+      op,
+      {
+        decision: decision.decision,
+        reasons: decision.reasons,
+        at: now,
+        agent: call?.session.activeAgent,
+        channel: 'none',
+        delivered: false,
+      },
+      sessionId,
+    );
     for (const reason of decision.reasons) gateDecisions.labels(decision.decision, reason).inc();
     if (eventAt !== undefined) deliveryLag.labels(decision.decision).observe(Math.max(0, now - eventAt) / 1000);
     if (call && op.scope.turnId !== undefined && sessionId === op.scope.sessionId && op.scope.turnId !== String(call.session.turnId)) lateResults.labels(op.action).inc();
@@ -356,6 +416,7 @@ export class ResultDelivery {
         await this.settle(sessionId, op.operationId);
         return;
       case 'deliver_out_of_band':
+        if (!(await this.owns(sessionId, op.operationId))) return;
         await this.sendOutOfBand(op, sessionId, call, reasons);
         await this.settle(sessionId, op.operationId);
         return;
@@ -366,6 +427,10 @@ export class ResultDelivery {
   private async speak(op: Operation, sessionId: string, call: AttachedCall, reasons: readonly string[]): Promise<boolean> {
     if (call.speaking.has(op.operationId)) return false;
     call.speaking.add(op.operationId);
+    if (!(await this.owns(sessionId, op.operationId))) {
+      call.speaking.delete(op.operationId);
+      return false;
+    }
     let outcome: SpokenOutcome;
     try {
       outcome = await call.port.deliver({ operationId: op.operationId, message: describeForModel(op, reasons), output: modelOutput(op) });
@@ -386,12 +451,12 @@ export class ResultDelivery {
     const committedAt = op.committedAt ?? op.finishedAt;
     const audibleMs = outcome.firstAudioAt !== undefined && committedAt !== undefined ? Math.max(0, outcome.firstAudioAt - committedAt) : undefined;
     if (audibleMs !== undefined) observeWithExemplar(commitToAudible, { action: op.action }, audibleMs / 1000, { session_id: sessionId, operation_id: op.operationId });
-    await this.options.ledger.recordDelivery(
+    await this.options.ledger.advanceDelivery(
       op,
       {
         decision: 'spoken',
         reasons,
-        at: Date.now(),
+        at: this.now(),
         agent: call.session.activeAgent,
         responseId: outcome.responseId,
         channel: 'voice',
@@ -424,7 +489,7 @@ export class ResultDelivery {
     });
     const owned = call?.session.operations.get(op.operationId);
     if (owned) owned.told = true;
-    await this.options.ledger.recordDelivery(op, { decision: 'deliver_out_of_band', reasons, at: Date.now(), agent: call?.session.activeAgent, channel: 'out_of_band', delivered: false, queued: channels.length > 0 });
+    await this.options.ledger.advanceDelivery(op, { decision: 'deliver_out_of_band', reasons, at: Date.now(), agent: call?.session.activeAgent, channel: 'out_of_band', delivered: false, queued: channels.length > 0 });
     await this.options.audit.record(op.scope.sessionId, { type: 'delivered', operationId: op.operationId, channel: 'out_of_band' }, call?.session.turnId);
   }
 }
@@ -440,18 +505,6 @@ function toRecord(fields: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) out[fields[i] ?? ''] = fields[i + 1] ?? '';
   return out;
-}
-
-/**
- * Acknowledges an entry and deletes it from the stream in one step. Each stream has one consumer
- * group, so an acknowledged entry is owed to nobody; deleting it keeps the stream as long as what is
- * still owed (unread or unacknowledged) and no longer. The stream is not capped (XADD MAXLEN):
- * trimming drops the oldest entries whether acknowledged or not, so it could lose a result a live
- * gateway has not delivered yet.
- */
-export async function acknowledge(redis: Redis, key: string, group: string, id: string): Promise<void> {
-  const replies = (await redis.multi().xack(key, group, id).xdel(key, id).exec()) ?? [];
-  for (const [error] of replies) if (error) throw error;
 }
 
 export async function ensureGroup(redis: Redis, key: string): Promise<void> {

@@ -203,7 +203,7 @@ export class ToolRuntime {
    * The record is this call's: another call sharing the read (coalesced) is told on its own.
    */
   private async toldInToolOutput(op: Operation, sessionId: string): Promise<void> {
-    await this.options.actions.ledger.recordDelivery(
+    await this.options.actions.ledger.advanceDelivery(
       op,
       {
         decision: 'told_in_tool_output',

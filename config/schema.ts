@@ -359,6 +359,10 @@ export const configSchema = z
     if (config.rtp.jitterMinMs > config.rtp.jitterMaxMs) {
       ctx.addIssue({ code: 'custom', path: ['rtp', 'jitterMinMs'], message: 'must not be above rtp.jitterMaxMs' });
     }
+    if (config.gateway.deadAfterMs < 3 * config.gateway.heartbeatMs) {
+      // A janitor back from a cut-off needs a gap of unbroken contact below deadAfterMs - 2 heartbeats (janitor.ts).
+      ctx.addIssue({ code: 'custom', path: ['gateway', 'deadAfterMs'], message: `must be at least 3 times gateway.heartbeatMs (${config.gateway.heartbeatMs})` });
+    }
     const owners = new Map<string, number>();
     const tenantIds = new Map<string, number>();
     config.tenants.forEach((tenant, t) => {

@@ -60,11 +60,11 @@ export async function startCallGateway(context: ProcessContext, layer: ActionLay
   const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
   const audit = new AuditLog(redis, prefix, log);
   const runtime = new ToolRuntime({ catalogue, tenants: new Map(config.tenants.map((t) => [t.id, t])), actions: layer, audit, log });
-  const delivery = new ResultDelivery({ redis: blocking, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit, log });
+  const delivery = new ResultDelivery({ redis: blocking, commands: redis, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit, log });
   await delivery.start();
   context.onShutdown('result delivery', () => delivery.stop());
 
-  const janitor = new Janitor({ redis, prefix, gatewayId, tenants, delivery, heartbeatMs: config.gateway.heartbeatMs, deadAfterMs: config.gateway.deadAfterMs, log });
+  const janitor = new Janitor({ redis, prefix, gatewayId, tenants, delivery, ledger: layer.ledger, heartbeatMs: config.gateway.heartbeatMs, deadAfterMs: config.gateway.deadAfterMs, log });
   await janitor.start();
   context.onShutdown('janitor', async () => {
     await janitor.stop();

@@ -23,6 +23,7 @@ export interface LedgerCommands {
   ledgerCompensationOwe(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerCompensationLink(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerCompensationSettle(...args: (string | number)[]): Promise<ScriptReply>;
+  ledgerRecordDelivery(...args: (string | number)[]): Promise<ScriptReply>;
 }
 
 function prelude(): string {

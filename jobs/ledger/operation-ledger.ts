@@ -638,12 +638,18 @@ export class OperationLedger {
   }
 
   /**
-   * Records how a result reached (or did not reach) the caller of `sessionId`: the operation's own
-   * session by default, or a session that joined a shared read, whose record is its own (one call
-   * told does not make another told).
+   * Records a session's delivery forward only (record-delivery-1.lua has the stages): in progress
+   * -> spoken / out of band / failed, never back to a duplicate event's decision, and a final
+   * record is never replaced. Returns whether it was written, and the record that stands.
    */
-  async recordDelivery(op: Pick<Operation, 'tenantId' | 'operationId'> & { readonly scope?: Pick<Operation['scope'], 'sessionId'> }, delivery: DeliveryRecord, sessionId?: string): Promise<void> {
-    await this.redis.hset(this.keys.operation(op.tenantId, op.operationId), deliveryField(op, sessionId), JSON.stringify(delivery));
+  async advanceDelivery(
+    op: Pick<Operation, 'tenantId' | 'operationId'> & { readonly scope?: Pick<Operation['scope'], 'sessionId'> },
+    delivery: DeliveryRecord,
+    sessionId?: string,
+  ): Promise<{ readonly written: boolean; readonly current?: DeliveryRecord }> {
+    const reply = (await this.redis.ledgerRecordDelivery(this.keys.operation(op.tenantId, op.operationId), deliveryField(op, sessionId), JSON.stringify(delivery))) as (number | string | null)[];
+    if (reply[0] === 1) return { written: true, current: delivery };
+    return { written: false, current: typeof reply[1] === 'string' ? json<DeliveryRecord>(reply[1]) : undefined };
   }
 
   /** The delivery record of one session: the operation's own (`op.delivery`), or a joiner's. */

@@ -67,7 +67,7 @@ export async function startAgentsHarness(options: HarnessOptions & { gatewayId?:
   const makeDelivery = (id: string) => {
     const connection = testRedis();
     blocking.push(connection);
-    return new ResultDelivery({ redis: connection, ledger: h.layer.ledger, gatewayId: id, tenants: [...tenants.keys()], catalogue, outOfBand: h.layer.outOfBand, audit, log: quietLog });
+    return new ResultDelivery({ redis: connection, commands: redis, ledger: h.layer.ledger, gatewayId: id, tenants: [...tenants.keys()], catalogue, outOfBand: h.layer.outOfBand, audit, log: quietLog });
   };
   const delivery = makeDelivery(gatewayId);
   await delivery.start();
@@ -88,7 +88,7 @@ export async function startAgentsHarness(options: HarnessOptions & { gatewayId?:
       return { session, port };
     },
     janitor: (id) => {
-      const janitor = new Janitor({ redis, prefix: h.prefix, gatewayId: id, tenants: [...tenants.keys()], delivery: makeDelivery(id), heartbeatMs: 100, deadAfterMs: 300, log: quietLog });
+      const janitor = new Janitor({ redis, prefix: h.prefix, gatewayId: id, tenants: [...tenants.keys()], delivery: makeDelivery(id), ledger: h.layer.ledger, heartbeatMs: 100, deadAfterMs: 300, log: quietLog });
       janitors.push(janitor);
       return janitor;
     },

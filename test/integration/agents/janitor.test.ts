@@ -67,8 +67,9 @@ describe('when a gateway dies while it is speaking a result', () => {
     const id = String(out.operation_id);
     await waitFor(async () => (speaking ? true : undefined), 10_000, 'the result being spoken');
     await dying.stop();
-    // Its heartbeat stops; a janitor elsewhere looks.
+    // Its heartbeat stops; a janitor elsewhere looks once its entry has been idle past the dead threshold (300 ms).
     await redis.zadd(`${a.h.prefix}:gateways`, Date.now() - 5_000, 'gw-dying');
+    await new Promise((resolve) => setTimeout(resolve, 350));
     expect(await a.janitor('gw-live').sweep()).toBeGreaterThanOrEqual(1);
     await waitFor(async () => ((await messages(a.h, id)).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
     expect((await a.h.layer.ledger.get('tenant-jan', id))?.delivery).toMatchObject({ decision: 'deliver_out_of_band', reasons: ['gateway_gone', 'committed'] });

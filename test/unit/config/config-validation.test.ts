@@ -132,6 +132,7 @@ describe('when a configuration breaks a rule', () => {
       'tenants[0].actions.refund.retry.backoffMs: must not be above retry.maxBackoffMs',
     ],
     ['retention under 7 days', (d) => (d.ledger = { retentionDays: 3 }), 'ledger.retentionDays:'],
+    ['a dead threshold under three heartbeats', (d) => (d.gateway = { heartbeatMs: 2000, deadAfterMs: 5000 }), 'gateway.deadAfterMs: must be at least 3 times gateway.heartbeatMs'],
     ['a bad allowlist entry', (d) => (tenant(d).trunk = { allowFrom: ['10.0.0.0/40'] }), 'tenants[0].trunk.allowFrom[0]: must be an IPv4 or IPv6'],
     [
       'a digest password in the file',
