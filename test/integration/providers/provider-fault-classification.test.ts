@@ -156,7 +156,7 @@ describe('when the sandbox injects faults, the sandbox provider', () => {
       await sandbox.addRule({ tenant: tenantId, operation: 'lookup', fault: 'lookup=processing' });
       const request = refund(tenantId);
       expect(await payments.execute(request)).toMatchObject({ status: 'ok' });
-      expect(await payments.lookup(request)).toEqual({ status: 'unknown', reason: 'the provider is still processing the request' });
+      expect(await payments.lookup(request)).toEqual({ status: 'unknown', reason: 'the provider is still processing the request', processing: true });
     });
 
     it('should answer unknown when the lookup itself fails with 503', async () => {
