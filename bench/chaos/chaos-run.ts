@@ -34,6 +34,8 @@ export interface ChaosOptions {
   readonly seed: number;
   /** Calls placed per minute across the gateways. */
   readonly callsPerMinute?: number;
+  /** Only these kinds of the seeded schedule are made (all when unset; none when empty). */
+  readonly faultKinds?: readonly FaultKind[];
   /** Keep the run directory (journals, process logs, configuration) for a look afterwards. */
   readonly keep?: boolean;
   /** Progress lines; silent when unset. */
@@ -147,7 +149,9 @@ class ChaosRun {
     this.supervisor = setInterval(() => this.supervise(), 1_000);
 
     const planner = new CallPlanner(this.random.fork('calls'), TENANTS, String(this.options.seed));
-    const schedule = planFaults(this.random.fork('faults'), { startMs: WARM_UP_MS, endMs: runMs, timings: TIMINGS, slots: SLOTS });
+    // The whole schedule is planned and then filtered, so a chosen kind comes at the same moments as in the full run.
+    const kinds = this.options.faultKinds;
+    const schedule = planFaults(this.random.fork('faults'), { startMs: WARM_UP_MS, endMs: runMs, timings: TIMINGS, slots: SLOTS }).filter((f) => kinds === undefined || kinds.includes(f.kind));
     const began = Date.now();
     const faultRuns = this.scheduleFaults(schedule, began);
     await this.placeCalls(planner, began + runMs);
@@ -183,13 +187,7 @@ class ChaosRun {
   abort(): void {
     clearInterval(this.supervisor);
     this.pool?.killAllNow();
-    for (const pid of this.redis?.pids() ?? []) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    this.redis?.killNow();
     if (this.options.keep !== true) rmSync(this.dir, { recursive: true, force: true });
   }
 
@@ -505,7 +503,9 @@ export function formatReport(report: ChaosReport): string {
   if (report.unexpectedExits.length > 0) lines.push(`processes that exited on their own: ${report.unexpectedExits.length}`, ...report.unexpectedExits.slice(0, 5).map((e) => `  ${e}`));
   lines.push('violations:');
   for (const name of INVARIANTS as readonly Invariant[]) {
-    lines.push(`  ${name.padEnd(26)} ${report.result.violations[name]}`);
+    const causes = Object.entries(report.result.causes).filter(([cause]) => cause.startsWith(`${name}/`));
+    const byCause = causes.map(([cause, n]) => `${cause.slice(name.length + 1)} ${n}`).join(', ');
+    lines.push(`  ${name.padEnd(26)} ${report.result.violations[name]}${byCause === '' ? '' : ` (${byCause})`}`);
     for (const example of report.result.examples[name]) lines.push(`      e.g. ${example}`);
   }
   if (report.runDir !== undefined) lines.push(`run directory kept: ${report.runDir}`);

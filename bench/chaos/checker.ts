@@ -57,6 +57,8 @@ export interface CheckInput {
 
 export interface CheckResult {
   readonly violations: Record<Invariant, number>;
+  /** The violations of each invariant by cause (`effects_per_intent/one_operation_twice`, ...). */
+  readonly causes: Record<string, number>;
   /** A few examples per invariant, to start a reproduction from. */
   readonly examples: Record<Invariant, string[]>;
 }
@@ -68,9 +70,15 @@ const MAX_EXAMPLES = 5;
 export function check(input: CheckInput): CheckResult {
   const violations = Object.fromEntries(INVARIANTS.map((name) => [name, 0])) as Record<Invariant, number>;
   const examples = Object.fromEntries(INVARIANTS.map((name) => [name, []])) as unknown as Record<Invariant, string[]>;
-  const violate = (name: Invariant, example: string, count = 1) => {
+  const causes: Record<string, number> = {};
+  const violate = (name: Invariant, cause: string, example: string, count = 1) => {
     violations[name] += count;
-    if (examples[name].length < MAX_EXAMPLES) examples[name].push(example);
+    causes[`${name}/${cause}`] = (causes[`${name}/${cause}`] ?? 0) + count;
+    // The first example of each cause comes first: a rare cause is not hidden by a frequent one.
+    const firstOfCause = causes[`${name}/${cause}`] === count;
+    if (firstOfCause) examples[name].unshift(example);
+    else examples[name].push(example);
+    if (examples[name].length > MAX_EXAMPLES) examples[name].pop();
   };
 
   const intentByKey = new Map(input.intents.map((intent) => [`${intent.tenantId}|${intent.kind}|${intent.key}`, intent]));
@@ -94,16 +102,18 @@ export function check(input: CheckInput): CheckResult {
   // Effects per intended operation.
   for (const [intentId, effects] of effectsByIntent) {
     if (intentId.startsWith('unplanned') || effects.length > 1) {
-      violate('effects_per_intent', `${intentId}: ${effects.length} effects (${effects.map((e) => e.reference ?? '?').join(', ')}), operations ${describeOps(opsByIntent.get(intentId))}`);
+      const references = new Set(effects.map((e) => e.reference));
+      const cause = intentId.startsWith('unplanned') ? 'unplanned' : references.size < effects.length ? 'one_operation_twice' : 'two_operations';
+      violate('effects_per_intent', cause, `${intentId}: ${effects.length} effects (${effects.map((e) => e.reference ?? '?').join(', ')}), operations ${describeOps(opsByIntent.get(intentId))}`);
     }
   }
   for (const intent of input.intents) {
     const ops = opsByIntent.get(intent.intentId) ?? [];
     const effects = effectsByIntent.get(intent.intentId) ?? [];
     const committed = ops.filter((v) => v.operation.state === 'COMMITTED');
-    if (committed.length > 0 && effects.length === 0) violate('effects_per_intent', `${intent.intentId}: COMMITTED (${committed.map((v) => v.operation.operationId).join(', ')}) without an effect`);
+    if (committed.length > 0 && effects.length === 0) violate('effects_per_intent', 'committed_without_effect', `${intent.intentId}: COMMITTED (${committed.map((v) => v.operation.operationId).join(', ')}) without an effect`);
     const maybe = ops.some((v) => v.operation.state === 'COMMITTED' || v.operation.state === 'UNKNOWN' || !isSettled(v.operation));
-    if (effects.length > 0 && ops.length > 0 && !maybe) violate('effects_per_intent', `${intent.intentId}: an effect, but the ledger says ${describeOps(ops)}`);
+    if (effects.length > 0 && ops.length > 0 && !maybe) violate('effects_per_intent', 'effect_not_committed', `${intent.intentId}: an effect, but the ledger says ${describeOps(ops)}`);
   }
 
   // Provider concurrency above the action's limit.
@@ -113,14 +123,14 @@ export function check(input: CheckInput): CheckResult {
     for (const [level, count] of Object.entries(entered)) if (Number(level) > limit.maxConcurrent) above += count;
     if (above > 0) {
       const max = input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.max ?? 0;
-      violate('provider_concurrency', `${limit.tenantId} ${limit.providerOperation}: ${above} requests began above maxConcurrent ${limit.maxConcurrent} (max ${max})`, above);
+      violate('provider_concurrency', limit.providerOperation, `${limit.tenantId} ${limit.providerOperation}: ${above} requests began above maxConcurrent ${limit.maxConcurrent} (max ${max})`, above);
     }
   }
 
   // CANCELLED with an effect.
   for (const view of input.ledger) {
     const effects = effectsByReference.get(view.operation.operationId) ?? [];
-    if (view.operation.state === 'CANCELLED' && effects.length > 0) violate('cancelled_with_effect', `${view.operation.operationId} (${view.operation.action}) CANCELLED with ${effects.length} effect(s)`);
+    if (view.operation.state === 'CANCELLED' && effects.length > 0) violate('cancelled_with_effect', view.operation.action, `${view.operation.operationId} (${view.operation.action}) CANCELLED with ${effects.length} effect(s)`);
   }
 
   // Deliveries: heard to the end on a call, and messages received out of band.
@@ -138,17 +148,17 @@ export function check(input: CheckInput): CheckResult {
     const outOfBand = Math.max(smsKeys.get(op.operationId) ?? 0, webhookKeys.get(op.operationId) ?? 0);
     const total = voice + outOfBand;
     const owed = op.state === 'COMMITTED' || op.state === 'FAILED_FINAL';
-    if (owed && total === 0 && !view.outOfBandGaveUp) violate('delivered_zero_times', `${op.operationId} (${op.action}) ${op.state}, delivery record ${JSON.stringify(op.delivery ?? null)}`);
-    if (!isSettled(op) && op.state !== 'UNKNOWN') violate('delivered_zero_times', `${op.operationId} (${op.action}) still ${op.state} after settling`);
-    if (total > 1) violate('delivered_more_than_once', `${op.operationId} (${op.action}) ${op.state}: heard ${voice}, out of band ${outOfBand}, record ${JSON.stringify(op.delivery ?? null)}`);
-    if (op.state === 'UNKNOWN' && !view.reconcileStuck && !view.countedUnknown) violate('unknown_without_alert', `${op.operationId} (${op.action}) UNKNOWN, neither reconcile_stuck nor counted`);
+    if (owed && total === 0 && !view.outOfBandGaveUp) violate('delivered_zero_times', 'not_delivered', `${op.operationId} (${op.action}) ${op.state}, delivery record ${JSON.stringify(op.delivery ?? null)}`);
+    if (!isSettled(op) && op.state !== 'UNKNOWN') violate('delivered_zero_times', 'still_open', `${op.operationId} (${op.action}) still ${op.state} after settling`);
+    if (total > 1) violate('delivered_more_than_once', voice > 0 && outOfBand > 0 ? 'voice_and_out_of_band' : voice > 1 ? 'voice_twice' : 'out_of_band_twice', `${op.operationId} (${op.action}) ${op.state}: heard ${voice}, out of band ${outOfBand}, record ${JSON.stringify(op.delivery ?? null)}`);
+    if (op.state === 'UNKNOWN' && !view.reconcileStuck && !view.countedUnknown) violate('unknown_without_alert', op.action, `${op.operationId} (${op.action}) UNKNOWN, neither reconcile_stuck nor counted`);
   }
   // A caller told "started" for an operation the ledger no longer has (lost with a Redis node): nothing will ever tell them.
   for (const entry of input.journal) {
     if (entry.type !== 'tool_answered' || entry.status !== 'started' || entry.operationId === undefined) continue;
-    if (!byId.has(entry.operationId)) violate('delivered_zero_times', `${entry.operationId} (${entry.intentId}) answered started, missing from the ledger`);
+    if (!byId.has(entry.operationId)) violate('delivered_zero_times', 'lost_from_ledger', `${entry.operationId} (${entry.intentId}) answered started, missing from the ledger`);
   }
-  return { violations, examples };
+  return { violations, causes, examples };
 }
 
 function isSettled(op: Operation): boolean {

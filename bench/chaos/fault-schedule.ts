@@ -6,21 +6,24 @@
  */
 import type { SeededRandom } from './seeded-random.ts';
 
-export type FaultKind =
-  | 'worker_sigkill'
-  | 'worker_sigstop'
-  | 'gateway_sigkill'
-  | 'gateway_sigstop'
-  | 'clock_offset'
-  | 'redis_failover'
-  | 'redis_restart'
-  | 'provider_slow'
-  | 'provider_5xx'
-  | 'commit_then_timeout'
-  | 'answer_dropped'
-  | 'commit_then_5xx'
-  | 'request_held'
-  | 'webhook_outage';
+export const FAULT_KINDS = [
+  'worker_sigkill',
+  'worker_sigstop',
+  'gateway_sigkill',
+  'gateway_sigstop',
+  'clock_offset',
+  'redis_failover',
+  'redis_restart',
+  'provider_slow',
+  'provider_5xx',
+  'commit_then_timeout',
+  'answer_dropped',
+  'commit_then_5xx',
+  'request_held',
+  'webhook_outage',
+] as const;
+
+export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export type FaultLane = 'processes' | 'redis' | 'provider' | 'webhook';
 

@@ -101,3 +101,21 @@ describe('when the chaos checker reads a run', () => {
     });
   }
 });
+
+describe('when one operation made two refunds and two operations made one each', () => {
+  it('should tell the two causes apart', () => {
+    const other: IntentPlan = { ...INTENT, intentId: 'chaos-a/refund/1', key: 'ord_1002|1' };
+    const twice = { ...effect('op_c'), result: { order_id: 'ord_1002', amount_cents: 1 } };
+    const result = check({
+      intents: [INTENT, other],
+      journal: [heard('op_a'), heard('op_b'), heard('op_c')],
+      effects: [effect('op_a'), effect('op_b'), twice, { ...twice, seq: 2 }],
+      concurrency: { tenants: {} },
+      limits: [],
+      ledger: [view('op_a', 'COMMITTED'), view('op_b', 'COMMITTED'), { ...view('op_c', 'COMMITTED'), operation: { ...operation('op_c', 'COMMITTED'), params: { order_id: 'ord_1002', amount_cents: 1 } } }],
+      sms: [],
+      webhooks: [],
+    });
+    expect(result.causes).toEqual({ 'effects_per_intent/two_operations': 1, 'effects_per_intent/one_operation_twice': 1 });
+  });
+});
