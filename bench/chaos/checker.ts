@@ -148,7 +148,7 @@ export function check(input: CheckInput): CheckResult {
     const outOfBand = Math.max(smsKeys.get(op.operationId) ?? 0, webhookKeys.get(op.operationId) ?? 0);
     const total = voice + outOfBand;
     const owed = op.state === 'COMMITTED' || op.state === 'FAILED_FINAL';
-    if (owed && total === 0 && !view.outOfBandGaveUp) violate('delivered_zero_times', 'not_delivered', `${op.operationId} (${op.action}) ${op.state}, delivery record ${JSON.stringify(op.delivery ?? null)}`);
+    if (owed && total === 0 && !view.outOfBandGaveUp) violate('delivered_zero_times', op.delivery?.delivered === true ? 'ledger_says_delivered' : 'not_delivered', `${op.operationId} (${op.action}) ${op.state}, delivery record ${JSON.stringify(op.delivery ?? null)}`);
     if (!isSettled(op) && op.state !== 'UNKNOWN') violate('delivered_zero_times', 'still_open', `${op.operationId} (${op.action}) still ${op.state} after settling`);
     if (total > 1) violate('delivered_more_than_once', voice > 0 && outOfBand > 0 ? 'voice_and_out_of_band' : voice > 1 ? 'voice_twice' : 'out_of_band_twice', `${op.operationId} (${op.action}) ${op.state}: heard ${voice}, out of band ${outOfBand}, record ${JSON.stringify(op.delivery ?? null)}`);
     if (op.state === 'UNKNOWN' && !view.reconcileStuck && !view.countedUnknown) violate('unknown_without_alert', op.action, `${op.operationId} (${op.action}) UNKNOWN, neither reconcile_stuck nor counted`);

@@ -6,7 +6,7 @@
  */
 import { AgentSession } from '../../agents/agent-session.ts';
 import type { ConversationPort, ResultDelivery, SpokenOutcome } from '../../agents/result-delivery.ts';
-import type { ToolRuntime } from '../../agents/tool-runtime.ts';
+import { toolError, type ToolRuntime } from '../../agents/tool-runtime.ts';
 import type { CallPlan } from './call-plan.ts';
 import type { CallJournal } from './journal.ts';
 import { SeededRandom } from './seeded-random.ts';
@@ -54,7 +54,9 @@ export class SimulatedCall implements ConversationPort {
           if (stopping.aborted) break;
           await sleep(step.delayMs, stopping);
           this.session.turnId++;
-          const output = await this.parts.runtime.handle(this.session, { callId: `fc_${this.plan.sessionId}_${++this.toolCalls}`, name: step.tool, arguments: step.arguments });
+          const call = { callId: `fc_${this.plan.sessionId}_${++this.toolCalls}`, name: step.tool, arguments: step.arguments };
+          // As the call session does: a tool that throws (Redis away) answers an error and the call goes on.
+          const output = await this.parts.runtime.handle(this.session, call).catch((error: unknown) => toolError(error));
           journal.append({
             type: 'tool_answered',
             at: Date.now(),
