@@ -95,11 +95,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     run.abort();
     process.exit(130);
   };
+  // SIGINT (Ctrl-C) and SIGTERM (a CI timeout) leave no process and no directory behind.
   process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
     return await run.execute();
   } finally {
     process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     await run.cleanup();
   }
 }
