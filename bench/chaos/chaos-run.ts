@@ -48,6 +48,8 @@ export interface ChaosReport {
   readonly faults: Record<FaultKind, number>;
   /** Faults of the schedule that could not be made (e.g. clock offsets without libfaketime). */
   readonly skippedFaults: Record<string, number>;
+  /** Provider requests the fault proxy acted on, by what it did (hold, reject, drop_answer, error_after_forward). */
+  readonly proxiedRequests: Record<string, number>;
   readonly calls: number;
   /** Intents whose call reached the tool runtime at least once (a call lost with its gateway before that asked for nothing). */
   readonly intents: number;
@@ -173,6 +175,7 @@ class ChaosRun {
       minutes: this.options.minutes,
       faults: this.faults,
       skippedFaults: this.skipped,
+      proxiedRequests: { ...this.proxy.applied },
       calls: this.calls,
       intents: new Set(gathered.journal.flatMap((e) => (e.type === 'tool_answered' ? [e.intentId] : []))).size,
       operations: { total: gathered.ledger.length, byState: countBy(gathered.ledger.map((v) => v.operation.state)) },
@@ -502,6 +505,7 @@ export function formatReport(report: ChaosReport): string {
     `faults injected: ${Object.entries(report.faults).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'} (total ${Object.values(report.faults).reduce((a, b) => a + b, 0)})`,
   ];
   if (Object.keys(report.skippedFaults).length > 0) lines.push(`faults skipped: ${JSON.stringify(report.skippedFaults)}`);
+  lines.push(`provider requests the fault proxy acted on: ${Object.entries(report.proxiedRequests).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`);
   lines.push(`settled in ${Math.round(report.settledAfterMs / 1000)} s${report.settleTimedOut ? ' (bound reached: operations still open or messages still queued)' : ''}`);
   if (report.unexpectedExits.length > 0) lines.push(`processes that exited on their own: ${report.unexpectedExits.length}`, ...report.unexpectedExits.slice(0, 5).map((e) => `  ${e}`));
   lines.push('violations:');
