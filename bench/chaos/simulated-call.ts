@@ -33,6 +33,8 @@ export class SimulatedCall implements ConversationPort {
   private readonly hangUp = new AbortController();
   private toolCalls = 0;
   private responses = 0;
+  /** Results being played now: the response is active until the last of them ends. */
+  private playing = 0;
 
   constructor(
     private readonly plan: CallPlan,
@@ -81,6 +83,7 @@ export class SimulatedCall implements ConversationPort {
     const responseId = `resp_${this.plan.sessionId}_${++this.responses}`;
     const speakMs = this.random.int(SPEAK_MIN_MS, SPEAK_MAX_MS);
     const bargeIn = this.random.chance(this.plan.bargeInChance);
+    this.playing++;
     this.session.responseActive = true;
     const firstAudioAt = Date.now();
     let status: SpokenOutcome['status'];
@@ -88,7 +91,8 @@ export class SimulatedCall implements ConversationPort {
       const played = await sleep(bargeIn ? Math.floor(speakMs / 2) : speakMs, this.hangUp.signal);
       status = !played ? 'failed' : bargeIn ? 'cancelled' : 'completed';
     } finally {
-      this.session.responseActive = false;
+      this.playing--;
+      this.session.responseActive = this.playing > 0;
     }
     // Durable before delivery hears of it: what the caller heard is recorded even if this process dies next.
     this.parts.journal.append({ type: 'result_played', at: Date.now(), sessionId: this.plan.sessionId, operationId: result.operationId, status });
