@@ -16,8 +16,12 @@ const SPEAK_MIN_MS = 400;
 const SPEAK_MAX_MS = 1_500;
 /** A caller who barges in talks for this long before the line is quiet again. */
 const BARGE_IN_TALK_MS = 600;
-/** How often a quiet call offers held results again (the real call does so on every idle moment). */
-const IDLE_OFFER_MS = 400;
+/**
+ * A backstop: a quiet call offers held results again this often. The call session does so at its
+ * idle moments (a response ended, the caller stopped talking), which deliver() and the barge-in
+ * end reproduce; this catches results that arrived while the line was busy and nothing ended since.
+ */
+const IDLE_OFFER_MS = 1_000;
 
 export interface SimulatedCallParts {
   readonly runtime: ToolRuntime;
@@ -102,6 +106,9 @@ export class SimulatedCall implements ConversationPort {
         this.session.callerSpeaking = false;
         this.offerHeld();
       }, BARGE_IN_TALK_MS).unref();
+    } else {
+      // The response ended and the line is quiet: the call session goes idle here (response done).
+      setImmediate(() => this.offerHeld());
     }
     return { status, responseId, firstAudioAt };
   }
