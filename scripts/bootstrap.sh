@@ -3,8 +3,8 @@
 #   scripts/bootstrap.sh          runtime needs: npm packages, redis-server, and espeak-ng and sox
 #                                 (the local realtime simulator speaks with them)
 #   scripts/bootstrap.sh --test   also what the tests drive: sipp (sip-tester), tshark, promtool,
-#                                 baresip (a real softphone, headless), faketime (processes whose
-#                                 clocks are off)
+#                                 baresip (a real softphone, headless), faketime (libfaketime: the
+#                                 chaos run's clock offsets)
 # Safe to run again: each step checks first and is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -22,8 +22,17 @@ export interface ConcurrencyLevel {
   max: number;
 }
 
+/**
+ * Per tenant and operation, also how many requests began at each level (the level counting the
+ * request itself): `entered["3"] = 5` means five requests began while two others were in progress.
+ * A checker counts the requests that began above an action's limit without sampling the level.
+ */
+export interface OperationConcurrency extends ConcurrencyLevel {
+  entered: Record<string, number>;
+}
+
 export interface ConcurrencyReport {
-  readonly tenants: Record<string, ConcurrencyLevel & { operations: Record<string, ConcurrencyLevel> }>;
+  readonly tenants: Record<string, ConcurrencyLevel & { operations: Record<string, OperationConcurrency> }>;
 }
 
 export class EffectJournal {
@@ -75,11 +84,13 @@ export class EffectJournal {
   /** Marks a request as being processed; the returned function ends it (idempotently). */
   begin(tenant: string, operation: string): () => void {
     const perTenant = (this.concurrency.tenants[tenant] ??= { current: 0, max: 0, operations: {} });
-    const perOperation = (perTenant.operations[operation] ??= { current: 0, max: 0 });
+    const perOperation = (perTenant.operations[operation] ??= { current: 0, max: 0, entered: {} });
     for (const level of [perTenant, perOperation]) {
       level.current += 1;
       level.max = Math.max(level.max, level.current);
     }
+    const at = String(perOperation.current);
+    perOperation.entered[at] = (perOperation.entered[at] ?? 0) + 1;
     let ended = false;
     return () => {
       if (ended) return;

@@ -25,6 +25,11 @@ describe('the sandbox concurrency report', () => {
       const report = await sandbox.concurrency();
       expect(report.tenants.parallel).toMatchObject({ current: 0, max: 5, operations: { refund: { current: 0, max: 5 } } });
     });
+
+    it('should count one request begun at each level from 1 to 5', async () => {
+      const report = await sandbox.concurrency();
+      expect(report.tenants.parallel?.operations.refund?.entered).toEqual({ '1': 1, '2': 1, '3': 1, '4': 1, '5': 1 });
+    });
   });
 
   describe('when requests of one tenant run one after another', () => {

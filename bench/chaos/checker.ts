@@ -1,0 +1,200 @@
+/**
+ * The chaos run's checker: from what the sandbox did (effects, concurrency), what the ledger says
+ * (operations, UNKNOWN alerts, delivery records), what each caller heard (the gateways' journals)
+ * and what the out-of-band channels received, the violations of each invariant. Pure: the run
+ * gathers the inputs (chaos-run.ts), this decides.
+ */
+import type { Operation } from '../../jobs/ledger/operation.ts';
+import type { ConcurrencyReport, SandboxEffect } from '../../jobs/providers/sandbox/effect-journal.ts';
+import type { SinkMessage } from '../../jobs/providers/sandbox/message-sink.ts';
+import { bookingKey, refundKey, type IntentPlan } from './call-plan.ts';
+import type { JournalEntry } from './journal.ts';
+import type { ReceivedWebhook } from './webhook-receiver.ts';
+
+export const INVARIANTS = [
+  /** Each intent has 0 or 1 effects, and exactly 1 when one of its operations is COMMITTED. */
+  'effects_per_intent',
+  /** No provider request began while the tenant's action already had maxConcurrent in progress. */
+  'provider_concurrency',
+  'cancelled_with_effect',
+  /** Every result owed to a caller reached them, or its failure to is visible (alert, given up). */
+  'delivered_zero_times',
+  /** Heard by voice and also sent out of band, or heard twice, or sent twice. */
+  'delivered_more_than_once',
+  /** An UNKNOWN operation is flagged reconcile_stuck or counted by callgate_operations_unknown. */
+  'unknown_without_alert',
+] as const;
+
+export type Invariant = (typeof INVARIANTS)[number];
+
+export interface LedgerView {
+  readonly operation: Operation;
+  /** reconcile_stuck is set: the reconciler gave up and an operator is alerted. */
+  readonly reconcileStuck: boolean;
+  /** In the tenant's UNKNOWN index, which callgate_operations_unknown and its age gauge count. */
+  readonly countedUnknown: boolean;
+  /** Its out-of-band message was given up (the notify job failed for good, or the record says so). */
+  readonly outOfBandGaveUp: boolean;
+}
+
+export interface ActionLimit {
+  readonly tenantId: string;
+  /** The provider operation the sandbox reports under (refund, book, cancel_booking). */
+  readonly providerOperation: string;
+  readonly maxConcurrent: number;
+}
+
+export interface CheckInput {
+  readonly intents: readonly IntentPlan[];
+  readonly journal: readonly JournalEntry[];
+  readonly effects: readonly SandboxEffect[];
+  readonly concurrency: ConcurrencyReport;
+  readonly limits: readonly ActionLimit[];
+  readonly ledger: readonly LedgerView[];
+  readonly sms: readonly SinkMessage[];
+  readonly webhooks: readonly ReceivedWebhook[];
+}
+
+export interface CheckResult {
+  readonly violations: Record<Invariant, number>;
+  /** The violations of each invariant by cause (`effects_per_intent/one_operation_twice`, ...). */
+  readonly causes: Record<string, number>;
+  /** A few examples per invariant, to start a reproduction from. */
+  readonly examples: Record<Invariant, string[]>;
+}
+
+/** Actions whose results are owed to the caller, by the intent kind they serve. */
+const INTENT_ACTIONS = new Set(['refund', 'book_table']);
+const MAX_EXAMPLES = 5;
+
+export function check(input: CheckInput): CheckResult {
+  const violations = Object.fromEntries(INVARIANTS.map((name) => [name, 0])) as Record<Invariant, number>;
+  const examples = Object.fromEntries(INVARIANTS.map((name) => [name, []])) as unknown as Record<Invariant, string[]>;
+  const causes: Record<string, number> = {};
+  const violate = (name: Invariant, cause: string, example: string, count = 1) => {
+    violations[name] += count;
+    causes[`${name}/${cause}`] = (causes[`${name}/${cause}`] ?? 0) + count;
+    // The first example of each cause comes first: a rare cause is not hidden by a frequent one.
+    const firstOfCause = causes[`${name}/${cause}`] === count;
+    if (firstOfCause) examples[name].unshift(example);
+    else examples[name].push(example);
+    if (examples[name].length > MAX_EXAMPLES) examples[name].pop();
+  };
+
+  const intentByKey = new Map(input.intents.map((intent) => [`${intent.tenantId}|${intent.kind}|${intent.key}`, intent]));
+  const effectsByIntent = new Map<string, SandboxEffect[]>();
+  const effectsByReference = new Map<string, SandboxEffect[]>();
+  for (const effect of input.effects) {
+    if (effect.reference !== undefined) push(effectsByReference, effect.reference, effect);
+    const key = effectIntentKey(effect);
+    if (key === undefined) continue;
+    const intent = intentByKey.get(key);
+    push(effectsByIntent, intent?.intentId ?? `unplanned ${key}`, effect);
+  }
+  const opsByIntent = new Map<string, LedgerView[]>();
+  const byId = new Map(input.ledger.map((view) => [view.operation.operationId, view]));
+  for (const view of input.ledger) {
+    const key = operationIntentKey(view.operation);
+    const intent = key === undefined ? undefined : intentByKey.get(key);
+    if (intent) push(opsByIntent, intent.intentId, view);
+  }
+
+  // Effects per intended operation.
+  for (const [intentId, effects] of effectsByIntent) {
+    if (intentId.startsWith('unplanned') || effects.length > 1) {
+      const references = new Set(effects.map((e) => e.reference));
+      const cause = intentId.startsWith('unplanned') ? 'unplanned' : references.size < effects.length ? 'one_operation_twice' : 'two_operations';
+      violate('effects_per_intent', cause, `${intentId}: ${effects.length} effects (${effects.map((e) => e.reference ?? '?').join(', ')}), operations ${describeOps(opsByIntent.get(intentId))}`);
+    }
+  }
+  for (const intent of input.intents) {
+    const ops = opsByIntent.get(intent.intentId) ?? [];
+    const effects = effectsByIntent.get(intent.intentId) ?? [];
+    const committed = ops.filter((v) => v.operation.state === 'COMMITTED');
+    if (committed.length > 0 && effects.length === 0) violate('effects_per_intent', 'committed_without_effect', `${intent.intentId}: COMMITTED (${committed.map((v) => v.operation.operationId).join(', ')}) without an effect`);
+    const maybe = ops.some((v) => v.operation.state === 'COMMITTED' || v.operation.state === 'UNKNOWN' || !isSettled(v.operation));
+    if (effects.length > 0 && ops.length > 0 && !maybe) violate('effects_per_intent', 'effect_not_committed', `${intent.intentId}: an effect, but the ledger says ${describeOps(ops)}`);
+  }
+
+  // Provider concurrency above the action's limit.
+  for (const limit of input.limits) {
+    const entered = input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.entered ?? {};
+    let above = 0;
+    for (const [level, count] of Object.entries(entered)) if (Number(level) > limit.maxConcurrent) above += count;
+    if (above > 0) {
+      const max = input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.max ?? 0;
+      violate('provider_concurrency', limit.providerOperation, `${limit.tenantId} ${limit.providerOperation}: ${above} requests began above maxConcurrent ${limit.maxConcurrent} (max ${max})`, above);
+    }
+  }
+
+  // CANCELLED with an effect.
+  for (const view of input.ledger) {
+    const effects = effectsByReference.get(view.operation.operationId) ?? [];
+    if (view.operation.state === 'CANCELLED' && effects.length > 0) violate('cancelled_with_effect', view.operation.action, `${view.operation.operationId} (${view.operation.action}) CANCELLED with ${effects.length} effect(s)`);
+  }
+
+  // Deliveries: heard to the end on a call, and messages received out of band.
+  const heard = new Map<string, number>();
+  for (const entry of input.journal) {
+    if (entry.type === 'result_played' && entry.status === 'completed') heard.set(entry.operationId, (heard.get(entry.operationId) ?? 0) + 1);
+  }
+  const smsKeys = distinctKeys(input.sms.map((m) => ({ operationId: m.operationId ?? '', key: m.idempotencyKey ?? `seq-${m.seq}` })));
+  const webhookKeys = distinctKeys(input.webhooks.map((w, i) => ({ operationId: w.operationId, key: w.idempotencyKey ?? `n-${i}` })));
+  for (const view of input.ledger) {
+    const op = view.operation;
+    if (!INTENT_ACTIONS.has(op.action) || op.compensates !== undefined) continue;
+    const voice = heard.get(op.operationId) ?? 0;
+    // One message may go over several channels (webhook and SMS): that is one delivery.
+    const outOfBand = Math.max(smsKeys.get(op.operationId) ?? 0, webhookKeys.get(op.operationId) ?? 0);
+    const total = voice + outOfBand;
+    const owed = op.state === 'COMMITTED' || op.state === 'FAILED_FINAL';
+    if (owed && total === 0 && !view.outOfBandGaveUp) violate('delivered_zero_times', op.delivery?.delivered === true ? 'ledger_says_delivered' : 'not_delivered', `${op.operationId} (${op.action}) ${op.state}, delivery record ${JSON.stringify(op.delivery ?? null)}`);
+    if (!isSettled(op) && op.state !== 'UNKNOWN') violate('delivered_zero_times', 'still_open', `${op.operationId} (${op.action}) still ${op.state} after settling`);
+    if (total > 1) violate('delivered_more_than_once', voice > 0 && outOfBand > 0 ? 'voice_and_out_of_band' : voice > 1 ? 'voice_twice' : 'out_of_band_twice', `${op.operationId} (${op.action}) ${op.state}: heard ${voice}, out of band ${outOfBand}, record ${JSON.stringify(op.delivery ?? null)}`);
+    if (op.state === 'UNKNOWN' && !view.reconcileStuck && !view.countedUnknown) violate('unknown_without_alert', op.action, `${op.operationId} (${op.action}) UNKNOWN, neither reconcile_stuck nor counted`);
+  }
+  // A caller told "started" for an operation the ledger no longer has (lost with a Redis node): nothing will ever tell them.
+  for (const entry of input.journal) {
+    if (entry.type !== 'tool_answered' || entry.status !== 'started' || entry.operationId === undefined) continue;
+    if (!byId.has(entry.operationId)) violate('delivered_zero_times', 'lost_from_ledger', `${entry.operationId} (${entry.intentId}) answered started, missing from the ledger`);
+  }
+  return { violations, causes, examples };
+}
+
+function isSettled(op: Operation): boolean {
+  return op.state === 'COMMITTED' || op.state === 'FAILED_FINAL' || op.state === 'CANCELLED';
+}
+
+function effectIntentKey(effect: SandboxEffect): string | undefined {
+  const r = effect.result;
+  if (effect.service === 'payments' && effect.operation === 'refund') return `${effect.tenant}|refund|${refundKey(r.order_id, r.amount_cents)}`;
+  if (effect.service === 'bookings' && effect.operation === 'book') return `${effect.tenant}|booking|${bookingKey(r.restaurant, r.date, r.time, r.party_size)}`;
+  return undefined;
+}
+
+function operationIntentKey(op: Operation): string | undefined {
+  const p = op.params;
+  if (op.action === 'refund') return `${op.tenantId}|refund|${refundKey(p.order_id, p.amount_cents)}`;
+  if (op.action === 'book_table') return `${op.tenantId}|booking|${bookingKey(p.restaurant, p.date, p.time, p.party_size)}`;
+  return undefined;
+}
+
+function describeOps(views: readonly LedgerView[] | undefined): string {
+  return (views ?? []).map((v) => `${v.operation.operationId}=${v.operation.state}`).join(', ') || 'none';
+}
+
+function distinctKeys(rows: readonly { operationId: string; key: string }[]): Map<string, number> {
+  const seen = new Map<string, Set<string>>();
+  for (const { operationId, key } of rows) {
+    const keys = seen.get(operationId) ?? new Set();
+    keys.add(key);
+    seen.set(operationId, keys);
+  }
+  return new Map([...seen].map(([id, keys]) => [id, keys.size]));
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
