@@ -78,9 +78,18 @@ export interface SpokenOutcome {
 
 /** How delivery talks to a live call (implemented by the call session in the gateway). */
 export interface ConversationPort {
-  /** Gives the model the result and asks for one response; resolves when that response ends. */
-  deliver(result: { readonly operationId: string; readonly message: string; readonly output: Readonly<Record<string, unknown>> }): Promise<SpokenOutcome>;
+  /**
+   * Gives the model the result and asks for one response; resolves when that response ends. When
+   * `stop` aborts, the response is cut where it is (as by a barge-in) and resolves `cancelled`.
+   */
+  deliver(result: { readonly operationId: string; readonly message: string; readonly output: Readonly<Record<string, unknown>> }, stop?: AbortSignal): Promise<SpokenOutcome>;
 }
+
+/**
+ * How often delivery looks whether this process was held up (paused, starved of CPU): a tick that
+ * comes much later than it should shows the gap on the monotonic clock.
+ */
+const PAUSE_WATCH_TICK_MS = 100;
 
 export interface ResultDeliveryOptions {
   /** A connection for blocking reads. */
@@ -99,6 +108,14 @@ export interface ResultDeliveryOptions {
   readonly log: Logger;
   /** The process clock (times written on delivery records), for tests of a gateway whose clock is off. */
   readonly now?: () => number;
+  /**
+   * A gap this long in the process's own run (SIGSTOP, a stalled VM) may have let a janitor take
+   * over the results it held: whatever it is speaking then is cut at once, and said again only if
+   * the fenced check finds it still held (else the janitor sends it out of band, and the caller
+   * does not get it twice). Set below gateway.deadAfterMs by a heartbeat (deadAfterMs -
+   * heartbeatMs); unset: not watched (test/integration/agents/gateway-paused-mid-speech.test.ts).
+   */
+  readonly pauseSuspectMs?: number;
 }
 
 interface AttachedCall {
@@ -106,8 +123,8 @@ interface AttachedCall {
   readonly port: ConversationPort;
   /** Results waiting for their moment (idle, the goal, the end of the call). */
   readonly pending: Set<string>;
-  /** Results being spoken right now: a duplicate event meanwhile is not spoken again. */
-  readonly speaking: Set<string>;
+  /** Results being spoken right now, with what cuts them: a duplicate event meanwhile is not spoken again. */
+  readonly speaking: Map<string, AbortController>;
   /** Results whose stream entries a janitor took over (this gateway looked dead): never said here. */
   readonly lost: Set<string>;
 }
@@ -124,6 +141,7 @@ export class ResultDelivery {
   private loop: Promise<void> | undefined;
   private readonly now: () => number;
   private readonly commands: Redis;
+  private pauseWatch: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: ResultDeliveryOptions) {
     this.now = options.now ?? Date.now;
@@ -131,18 +149,46 @@ export class ResultDelivery {
   }
 
   attach(session: AgentSession, port: ConversationPort): void {
-    this.calls.set(session.sessionId, { session, port, pending: new Set(), speaking: new Set(), lost: new Set() });
+    this.calls.set(session.sessionId, { session, port, pending: new Set(), speaking: new Map(), lost: new Set() });
   }
 
   async start(): Promise<void> {
     for (const tenant of this.options.tenants) await ensureGroup(this.options.redis, this.streamKey(tenant));
     this.running = true;
     this.loop = this.readLoop();
+    this.watchForPauses();
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    clearInterval(this.pauseWatch);
     await this.loop;
+  }
+
+  /**
+   * Cuts every result being spoken when this process finds it was held up for `pauseSuspectMs`:
+   * done in the first tick after the gap, before any Redis answer, so a playout that ran on after
+   * a janitor took its result over is stopped rather than finished.
+   */
+  private watchForPauses(): void {
+    const limit = this.options.pauseSuspectMs;
+    if (limit === undefined) return;
+    let last = performance.now();
+    this.pauseWatch = setInterval(() => {
+      const now = performance.now();
+      const gap = now - last;
+      last = now;
+      if (gap < limit) return;
+      let cut = 0;
+      for (const call of this.calls.values()) {
+        for (const stop of call.speaking.values()) {
+          stop.abort(new Error('the gateway was held up; its results may have been taken over'));
+          cut++;
+        }
+      }
+      if (cut > 0) this.options.log.warn('gateway was held up past the takeover threshold; results being spoken were cut', { gap_ms: Math.round(gap), cut });
+    }, PAUSE_WATCH_TICK_MS);
+    this.pauseWatch.unref();
   }
 
   streamKey(tenant: string, gatewayId = this.options.gatewayId): string {
@@ -426,14 +472,17 @@ export class ResultDelivery {
   /** Speaks a result; true when the caller heard it to the end. */
   private async speak(op: Operation, sessionId: string, call: AttachedCall, reasons: readonly string[]): Promise<boolean> {
     if (call.speaking.has(op.operationId)) return false;
-    call.speaking.add(op.operationId);
+    const stop = new AbortController();
+    call.speaking.set(op.operationId, stop);
     if (!(await this.owns(sessionId, op.operationId))) {
       call.speaking.delete(op.operationId);
       return false;
     }
     let outcome: SpokenOutcome;
     try {
-      outcome = await call.port.deliver({ operationId: op.operationId, message: describeForModel(op, reasons), output: modelOutput(op) });
+      outcome = await call.port.deliver({ operationId: op.operationId, message: describeForModel(op, reasons), output: modelOutput(op) }, stop.signal);
+      // Cut by the pause watch: not told here, whatever the port says.
+      if (stop.signal.aborted && outcome.status === 'completed') outcome = { ...outcome, status: 'cancelled' };
     } catch (error) {
       this.options.log.warn('speaking a result failed', { ...operationLogFields(op), error });
       outcome = { status: 'failed' };

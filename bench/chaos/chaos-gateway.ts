@@ -43,7 +43,7 @@ async function main(): Promise<void> {
   const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
   const audit = new AuditLog(redis, config.redis.prefix, log);
   const runtime = new ToolRuntime({ catalogue, tenants: new Map(config.tenants.map((t) => [t.id, t])), actions: layer, audit, log });
-  const delivery = new ResultDelivery({ redis: blocking, commands: redis, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit, log });
+  const delivery = new ResultDelivery({ redis: blocking, commands: redis, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit, log, pauseSuspectMs: config.gateway.deadAfterMs - config.gateway.heartbeatMs });
   await delivery.start();
   context.onShutdown('result delivery', () => delivery.stop());
   const janitor = new Janitor({ redis, prefix: config.redis.prefix, gatewayId, tenants, delivery, ledger: layer.ledger, heartbeatMs: config.gateway.heartbeatMs, deadAfterMs: config.gateway.deadAfterMs, log });

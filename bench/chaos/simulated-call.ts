@@ -83,7 +83,7 @@ export class SimulatedCall implements ConversationPort {
     }
   }
 
-  async deliver(result: { readonly operationId: string; readonly message: string }): Promise<SpokenOutcome> {
+  async deliver(result: { readonly operationId: string; readonly message: string }, stop?: AbortSignal): Promise<SpokenOutcome> {
     const responseId = `resp_${this.plan.sessionId}_${++this.responses}`;
     const speakMs = this.random.int(SPEAK_MIN_MS, SPEAK_MAX_MS);
     const bargeIn = this.random.chance(this.plan.bargeInChance);
@@ -92,8 +92,8 @@ export class SimulatedCall implements ConversationPort {
     const firstAudioAt = Date.now();
     let status: SpokenOutcome['status'];
     try {
-      const played = await sleep(bargeIn ? Math.floor(speakMs / 2) : speakMs, this.hangUp.signal);
-      status = !played ? 'failed' : bargeIn ? 'cancelled' : 'completed';
+      const played = await sleep(bargeIn ? Math.floor(speakMs / 2) : speakMs, stop === undefined ? this.hangUp.signal : AbortSignal.any([this.hangUp.signal, stop]));
+      status = stop?.aborted === true ? 'cancelled' : !played ? 'failed' : bargeIn ? 'cancelled' : 'completed';
     } finally {
       this.playing--;
       this.session.responseActive = this.playing > 0;

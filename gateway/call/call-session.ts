@@ -688,8 +688,9 @@ export class CallSession {
 
   private port(): ConversationPort {
     return {
-      deliver: async ({ operationId, message }) => {
+      deliver: async ({ operationId, message }, stop) => {
         if (!(await this.modelReady) || this.ending || this.model === undefined) return { status: 'failed' };
+        if (stop?.aborted === true) return { status: 'cancelled' };
         const model = this.model;
         const tag = `deliver:${operationId}:${++this.deliverySeq}`;
         const outcome = new Promise<SpokenOutcome>((resolve) => {
@@ -703,6 +704,16 @@ export class CallSession {
             },
           };
           this.deliveries.push(waiter);
+          // Cut as a barge-in cuts: its audio is silenced and its playout cleared, and it is not told.
+          stop?.addEventListener(
+            'abort',
+            () => {
+              if (waiter.responseId !== undefined) this.silenced.add(waiter.responseId);
+              this.clearPlayout();
+              this.settleWaiter(waiter, 'cancelled');
+            },
+            { once: true },
+          );
         });
         model.addSystemMessage(message);
         model.createResponse({ tag });

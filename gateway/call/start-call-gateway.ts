@@ -60,7 +60,7 @@ export async function startCallGateway(context: ProcessContext, layer: ActionLay
   const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
   const audit = new AuditLog(redis, prefix, log);
   const runtime = new ToolRuntime({ catalogue, tenants: new Map(config.tenants.map((t) => [t.id, t])), actions: layer, audit, log });
-  const delivery = new ResultDelivery({ redis: blocking, commands: redis, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit, log });
+  const delivery = new ResultDelivery({ redis: blocking, commands: redis, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit, log, pauseSuspectMs: config.gateway.deadAfterMs - config.gateway.heartbeatMs });
   await delivery.start();
   context.onShutdown('result delivery', () => delivery.stop());
 

@@ -122,4 +122,22 @@ describe('when a gateway process is paused past the dead threshold and resumes',
     expect(await messages(a.h, spokenLive)).toEqual([]);
     await waitFor(async () => ((await redis.xlen(a.delivery.streamKey(TENANT, B))) === 0 ? true : undefined), 3_000, "B's stream settled");
   });
+
+  it('should cut a result it was speaking when paused past the dead threshold: the caller gets it once, by message', { timeout: 60_000 }, async () => {
+    if (!gatewayB) throw new Error('gateway B is started by the test before');
+    const midSpeech = await book(`${B}-speak`, '21:00');
+    await waitFor(async () => (eventsOfB().some((e) => e.event === 'asked' && e.operation === midSpeech) ? true : undefined), 10_000, 'B speaking the third result');
+    gatewayB.child.kill('SIGSTOP');
+    // Past the dead threshold: A's janitor takes the result over and sends it out of band.
+    await waitFor(async () => ((await a.h.layer.ledger.get(TENANT, midSpeech))?.delivery?.decision === 'deliver_out_of_band' ? true : undefined), 8 * DEAD_AFTER_MS, 'the janitor taking the result over');
+    gatewayB.child.kill('SIGCONT');
+    await waitFor(async () => (eventsOfB().some((e) => e.event === 'spoken' && e.operation === midSpeech) ? true : undefined), SPEECH_MS + 5_000, 'B ending its speech');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+
+    // B cut it at once on resuming (nothing played on to its end) and never said it again.
+    const ofB = eventsOfB().filter((e) => e.operation === midSpeech);
+    expect(ofB.map((e) => `${e.event}:${String((e as { status?: string }).status ?? '')}`)).toEqual(['asked:', 'spoken:cancelled']);
+    expect(await messagesOnceSettled(a.h.sandbox.url, midSpeech, { settleMs: 500 })).toEqual([expect.objectContaining({ deliveries: 1 })]);
+    expect((await a.h.layer.ledger.get(TENANT, midSpeech))?.delivery).toMatchObject({ decision: 'deliver_out_of_band', reasons: expect.arrayContaining(['gateway_gone']) as unknown });
+  });
 });

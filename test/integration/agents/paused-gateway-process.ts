@@ -30,16 +30,23 @@ const shared = new Redis(redisUrl, { maxRetriesPerRequest: null });
 const blocking = new Redis(redisUrl, { maxRetriesPerRequest: null });
 const tenants = config.tenants.map((t) => t.id);
 const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
-const delivery = new ResultDelivery({ redis: blocking, commands: shared, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit: new AuditLog(shared, config.redis.prefix, log), log });
+const delivery = new ResultDelivery({ redis: blocking, commands: shared, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit: new AuditLog(shared, config.redis.prefix, log), log, pauseSuspectMs: config.gateway.deadAfterMs - config.gateway.heartbeatMs });
 
 class PrintingPort implements ConversationPort {
   constructor(private readonly sessionId: string) {}
 
-  async deliver(result: { operationId: string }): Promise<SpokenOutcome> {
+  async deliver(result: { operationId: string }, stop?: AbortSignal): Promise<SpokenOutcome> {
     say({ event: 'asked', session: this.sessionId, operation: result.operationId });
-    await new Promise((resolve) => setTimeout(resolve, speechMs));
-    say({ event: 'spoken', session: this.sessionId, operation: result.operationId, status: 'completed' });
-    return { status: 'completed', responseId: `resp_${result.operationId}`, firstAudioAt: Date.now() };
+    const cut = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), speechMs);
+      stop?.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve(true);
+      }, { once: true });
+    });
+    const status = cut ? 'cancelled' : 'completed';
+    say({ event: 'spoken', session: this.sessionId, operation: result.operationId, status });
+    return { status, responseId: `resp_${result.operationId}`, firstAudioAt: Date.now() };
   }
 }
 
