@@ -19,6 +19,7 @@ import {
   retryBudgetExhausted,
   sendsRefused,
   unknownOpened,
+  voids,
 } from '../action-metrics.ts';
 import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
 import { leaseHolder } from '../ledger/keys.ts';
@@ -69,6 +70,13 @@ const NO_DURABILITY: SendingDurability = { mode: 'none', replicas: 1, timeoutMs:
  * policy (nothing was sent), so it waits a fixed, short time; the operation deadline still bounds it.
  */
 const NOT_SENT_RETRY_MS = 250;
+
+/**
+ * How long a retry waits when an earlier attempt could not be voided before it (still in progress
+ * at the provider, or the void went unanswered): about a provider round trip, asked again until
+ * the operation deadline.
+ */
+const EARLIER_ATTEMPT_RETRY_MS = 1_000;
 
 /** An attempt this process has begun (RUNNING, lease held): what it runs with. */
 interface StartedAttempt {
@@ -319,6 +327,25 @@ export class OperationExecutor {
     const { op, action, provider, signal, log, attempt, attemptStart, startedMono } = started;
     const { ledger } = this.options;
     attempts.labels(op.action, attempt === 1 ? 'first' : 'retry').inc();
+    if (attempt > 1 && op.uncertain && provider.supportsVoid && provider.voidAttempts) {
+      // An earlier attempt's request may still be on its way (held by a proxy, sent by a paused
+      // worker): voided first, it can neither take effect late nor load the provider beside this one.
+      const voided = await provider.voidAttempts({
+        operationId: op.operationId,
+        idempotencyKey: op.idempotencyKey,
+        tenantId: op.tenantId,
+        operation: op.providerOperation,
+        attemptTokens: op.attemptTokens.filter((t) => t !== op.attemptToken),
+        signal,
+      });
+      voids.labels(op.action, voided.status).inc();
+      if (voided.status === 'committed') {
+        const fields: Record<string, string> = { result: JSON.stringify(voided.result), committed_at: String(Date.now()), error: '' };
+        if (voided.providerRef !== undefined) fields.provider_ref = voided.providerRef;
+        return this.finish(op, { from: ['RUNNING'], to: 'COMMITTED', attempt, reason: 'earlier_attempt_committed', fields }, log, lease);
+      }
+      if (voided.status !== 'voided') return this.notSent(op, 'earlier_attempt_not_voided', voided.status === 'unknown' ? voided.reason : 'an earlier attempt is in progress at the provider', log, lease, EARLIER_ATTEMPT_RETRY_MS);
+    }
     if (!resendSafe(op)) {
       // A second send of this request would be a second effect: the mark that it may have left must
       // survive the loss of a Redis node before it leaves (config redis.durability).
@@ -387,7 +414,7 @@ export class OperationExecutor {
    * An attempt refused before its request left: FAILED_RETRYABLE, not sending, its count given back
    * to the retry policy (nothing reached the provider), tried again after NOT_SENT_RETRY_MS.
    */
-  private async notSent(op: Operation, code: string, message: string, log: Logger, lease?: AttemptLease): Promise<ExecutionOutcome> {
+  private async notSent(op: Operation, code: string, message: string, log: Logger, lease?: AttemptLease, delayMs = NOT_SENT_RETRY_MS): Promise<ExecutionOutcome> {
     // Its token is dropped from the list a provider is asked to void: its request never existed.
     const tokens = op.attemptTokens.filter((t) => t !== op.attemptToken).join(',');
     const fields = { sending: '0', sent_attempts: String(Math.max(0, op.sentAttempts - 1)), attempt_tokens: tokens, error: errorJson(code, message), last_outcome_unknown: '0' };
@@ -397,7 +424,7 @@ export class OperationExecutor {
       if (e instanceof IllegalTransitionError || e instanceof StaleAttemptError) return { type: 'done', note: e.message };
       throw e;
     }
-    return { type: 'delay', delayMs: NOT_SENT_RETRY_MS, reason: 'retry' };
+    return { type: 'delay', delayMs, reason: 'retry' };
   }
 
   /**

@@ -108,12 +108,11 @@ export class Reconciler {
       reconciliations.labels(op.action, 'not_found_in_grace').inc();
       return { type: 'again', delayMs: trustNotFoundAt - now, reason: 'not found yet; still inside the grace period' };
     }
-    if (!op.providerIdempotent) {
-      if (!provider.supportsVoid || !provider.voidAttempts) {
-        voids.labels(op.action, 'not_supported').inc();
-        reconciliations.labels(op.action, 'not_found_cannot_void').inc();
-        return this.stuck(op, 'not_found_cannot_void', 'its provider has no record of it but cannot void the earlier attempts, so a request still on its way could take effect after a resend', log);
-      }
+    // Void whatever can be voided: also with idempotency keys, a request still on its way would
+    // otherwise take effect after the operation was given up as never received.
+    const voidable = provider.supportsVoid && provider.voidAttempts !== undefined;
+    if (!voidable && !op.providerIdempotent) return this.cannotVoid(op, log);
+    if (voidable && provider.voidAttempts) {
       const voided = await provider.voidAttempts({
         operationId: op.operationId,
         idempotencyKey: op.idempotencyKey,
@@ -135,8 +134,9 @@ export class Reconciler {
           break;
       }
     }
-    // Nothing happened at the provider and nothing can any more: a resend is a new attempt.
-    const fields = { reconciled_at: String(Date.now()), last_outcome_unknown: '0', uncertain: '0' };
+    // A resend is a new attempt (with the same key where the provider dedupes). Without a void, an
+    // earlier request may still take effect: the operation stays uncertain.
+    const fields = { reconciled_at: String(Date.now()), last_outcome_unknown: '0', uncertain: voidable ? '0' : op.uncertain ? '1' : '0' };
     const action = this.options.actionConfig(op.tenantId, op.action);
     const decision = action === undefined ? undefined : decideRetry(action.retry, op.sentAttempts, now, op.deadlineAt, this.random);
     let reason = decision === undefined ? 'action_not_configured' : decision.retry ? undefined : decision.reason;
@@ -148,6 +148,8 @@ export class Reconciler {
       }
     }
     if (reason !== undefined || decision?.retry !== true) {
+      // Giving up says the provider never received it: true only once nothing can still arrive.
+      if (!voidable) return this.cannotVoid(op, log);
       const why = reason ?? 'no_retry';
       return this.resolve(op, 'FAILED_FINAL', why === 'deadline' ? 'reconciled_not_found_after_deadline' : `reconciled_not_found_${why}`, { ...fields, error: errorJson(why, 'the provider never received it and no attempt may be sent again') }, 'not_found', log);
     }
@@ -156,6 +158,16 @@ export class Reconciler {
       await this.options.queues.requeueExecution(executionQueueOf(op), { operationId: op.operationId, tenantId: op.tenantId, action: op.action }, decision.delayMs);
     }
     return outcome;
+  }
+
+  /** "Not found", and no void: a request still on its way could take effect later. Left for an operator. */
+  private cannotVoid(op: Operation, log: Logger): Promise<ReconcileOutcome> {
+    voids.labels(op.action, 'not_supported').inc();
+    reconciliations.labels(op.action, 'not_found_cannot_void').inc();
+    const why = op.providerIdempotent
+      ? 'its provider has no record of it, no attempt may be sent again, and it cannot void the earlier attempts, so a request still on its way could take effect'
+      : 'its provider has no record of it but cannot void the earlier attempts, so a request still on its way could take effect after a resend';
+    return this.stuck(op, 'not_found_cannot_void', why, log);
   }
 
   private committed(op: Operation, answer: { readonly result: Readonly<Record<string, unknown>>; readonly providerRef?: string }, log: Logger): Promise<ReconcileOutcome> {

@@ -33,6 +33,12 @@ describe('when the booking commits at the provider but its answer is lost', () =
         // Every provider answers within the timeout here, so "not found" may be believed after 1.2 s.
         for (const name of Object.keys(providers)) providers[name] = { ...providers[name], timeoutMs: PROVIDER_TIMEOUT_MS };
         config.worker = { reconcileGraceMs: 1_200, reconcileBackoffMs: 200, reconcileMaxBackoffMs: 1_000 };
+        // One attempt: the lost answer goes to reconciliation (a retry would first void the lost
+        // attempt at the provider and learn there that it committed, which is quicker but not this story).
+        for (const tenant of config.tenants as { actions?: Record<string, Record<string, unknown>> }[]) {
+          const book = tenant.actions?.book_table;
+          if (book) book.retry = { ...(book.retry as Record<string, unknown> | undefined), maxAttempts: 1 };
+        }
       },
     });
     own(cg);

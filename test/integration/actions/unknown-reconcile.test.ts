@@ -10,11 +10,12 @@ beforeAll(async () => {
       'tenant-unknown': { refund: { ...REFUND } },
       'tenant-nolookup': { refund: { ...REFUND, provider: 'payments_nolookup' } },
       'tenant-lost': { refund: { ...REFUND } },
-      'tenant-uncertain': { book_table: { ...BOOK, retry: { maxAttempts: 2, backoffMs: 50, maxBackoffMs: 100, budgetRatio: 1, budgetWindowSeconds: 60, budgetMinRetries: 10 } } },
+      'tenant-uncertain': { book_table: { ...BOOK, provider: 'bookings_novoid', retry: { maxAttempts: 2, backoffMs: 50, maxBackoffMs: 100, budgetRatio: 1, budgetWindowSeconds: 60, budgetMinRetries: 10 } } },
       'tenant-garbage': { refund: { ...REFUND }, book_table: { ...BOOK, retry: { maxAttempts: 3, backoffMs: 20, maxBackoffMs: 100, budgetRatio: 1, budgetWindowSeconds: 60, budgetMinRetries: 10 } } },
     },
     providers: (url) => ({
       payments_nolookup: { type: 'http', baseUrl: `${url}/payments`, honoursIdempotencyKeys: false, supportsLookup: false, timeoutMs: 1_000 },
+      bookings_novoid: { type: 'http', baseUrl: `${url}/bookings`, honoursIdempotencyKeys: true, supportsVoid: false, timeoutMs: 1_000 },
     }),
   });
 });
@@ -94,8 +95,11 @@ describe('when a provider answers garbage after committing', () => {
       'RUNNING',
       'COMMITTED',
     ]);
+    // The retry first voids the earlier attempt: the provider answers that it committed, so
+    // nothing is sent again (the key would have deduped it anyway).
+    expect((await h.layer.ledger.history('tenant-garbage', decision.operationId)).at(-1)?.reason).toBe('earlier_attempt_committed');
     const counts = await h.sandbox.counts();
-    expect(counts.requests[decision.operationId]).toBe(2);
+    expect(counts.requests[decision.operationId]).toBe(1);
     expect(counts.effects[decision.operationId]).toBe(1);
   });
 
@@ -114,6 +118,7 @@ describe('when an idempotent booking lost its answer and then runs out of attemp
   it('should ask the provider (UNKNOWN) instead of claiming failure, and find the commit', async () => {
     // The first attempt commits and its answer is held past the client timeout; the retry with the
     // same key meets a 503 and the attempts run out. Only the first attempt's outcome is unknown.
+    // The provider here cannot void, so the retry is sent without asking first.
     await h.sandbox.addRule({ fault: 'commit-then-timeout=2500', tenant: 'tenant-uncertain', operation: 'book', nth: 1 });
     await h.sandbox.addRule({ fault: 'error=503', tenant: 'tenant-uncertain', operation: 'book', nth: 2 });
     const decision = await h.layer.admit({ tenantId: 'tenant-uncertain', action: 'book_table', args: booking(), scope: h.scope() });

@@ -8,13 +8,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Operation } from '../../../jobs/ledger/operation.ts';
-import { REFUND, startHarness, type Harness } from '../../support/action-harness.ts';
+import { BOOK, booking, REFUND, startHarness, type Harness } from '../../support/action-harness.ts';
 import { startHoldingProxy, type HoldingProxy } from '../../support/holding-proxy.ts';
 import { waitFor, type StartedProcess } from '../../support/processes.ts';
 import { startWorkerProcess, stopWorkerProcess } from '../../support/worker-process.ts';
 
 const VOIDING = 'tenant-voiding';
 const NO_VOID = 'tenant-no-void';
+const KEYED = 'tenant-keyed-bookings';
 
 let sandboxUrl = '';
 let proxy: HoldingProxy;
@@ -22,11 +23,12 @@ let h: Harness;
 let worker: StartedProcess;
 beforeAll(async () => {
   // The first refund request is held: its client gives up at the provider timeout (1 s).
-  proxy = await startHoldingProxy(() => sandboxUrl, (method, path, n) => method === 'POST' && path === '/payments/refund' && n === 1);
+  proxy = await startHoldingProxy(() => sandboxUrl, (method, path, n) => method === 'POST' && (path === '/payments/refund' || path === '/bookings/book') && n === 1);
   h = await startHarness({
     tenants: {
       [VOIDING]: { refund: { ...REFUND, provider: 'payments_proxied' } },
       [NO_VOID]: { refund: { ...REFUND, provider: 'payments_proxied_no_void' } },
+      [KEYED]: { book_table: { ...BOOK, provider: 'bookings_proxied' } },
     },
     workers: false,
     providers: (url) => {
@@ -34,6 +36,7 @@ beforeAll(async () => {
       return {
         payments_proxied: { type: 'http', baseUrl: `${proxy.url}/payments`, honoursIdempotencyKeys: false, supportsVoid: true, timeoutMs: 1_000 },
         payments_proxied_no_void: { type: 'http', baseUrl: `${proxy.url}/payments`, honoursIdempotencyKeys: false, supportsVoid: false, timeoutMs: 1_000 },
+        bookings_proxied: { type: 'http', baseUrl: `${proxy.url}/bookings`, honoursIdempotencyKeys: true, supportsVoid: true, timeoutMs: 1_000 },
       };
     },
   });
@@ -91,5 +94,21 @@ describe('when the provider cannot void attempts', () => {
     expect((await h.sandbox.counts()).requests[id]).toBe(1);
     expect(await h.sandbox.effects({ reference: id })).toHaveLength(1);
     expect(await h.layer.ledger.get(NO_VOID, id)).toMatchObject({ state: 'UNKNOWN', attempt: 1 });
+  });
+});
+
+describe('when a provider with idempotency keys also voids attempts', () => {
+  it('should void the held attempt before the retry, so it is refused when it arrives and never runs beside it', async () => {
+    const decision = await h.layer.admit({ tenantId: KEYED, action: 'book_table', args: booking({ time: '13:30' }), scope: h.scope() });
+    if (decision.type !== 'started') throw new Error(decision.type);
+    const id = decision.operationId;
+    const op = await until(KEYED, id, (o) => o.state === 'COMMITTED', 'the retry to commit');
+    const answered = proxy.releasedAnswers.length;
+    proxy.release();
+    await waitFor(async () => (proxy.releasedAnswers.length > answered ? true : undefined), 5_000, 'the held request to be answered');
+    expect(proxy.releasedAnswers.at(-1)?.status).toBe(410);
+    expect(op.attempt).toBe(2);
+    expect(await h.sandbox.effects({ reference: id })).toHaveLength(1);
+    expect((await h.sandbox.concurrency()).tenants[KEYED]?.operations.book?.max).toBe(1);
   });
 });
