@@ -91,6 +91,14 @@ export interface ConversationPort {
  */
 const PAUSE_WATCH_TICK_MS = 100;
 
+/**
+ * A record of what the caller already has (spoken, an entry settled) is written again this often
+ * while Redis does not answer, for up to RECORD_RETRY_FOR_MS: longer than a restart or a failover
+ * takes, so an outage does not leave a told result looking untold (and later sent again).
+ */
+const RECORD_RETRY_MS = 500;
+const RECORD_RETRY_FOR_MS = 120_000;
+
 export interface ResultDeliveryOptions {
   /** A connection for blocking reads. */
   readonly redis: Redis;
@@ -348,9 +356,33 @@ export class ResultDelivery {
    */
   private async settle(sessionId: string, operationId: string): Promise<void> {
     const key = unackedKey(sessionId, operationId);
-    const refs = this.unacked.get(key)?.refs ?? [];
-    this.unacked.delete(key);
-    for (const ref of refs) await settleEntry(this.commands, ref);
+    const held = this.unacked.get(key);
+    const refs = held?.refs ?? [];
+    // Still held (and refreshed by the heartbeat) until settled: a settle lost to a Redis outage
+    // must not leave the entries to idle into a janitor's hands.
+    for (const ref of [...refs]) {
+      await this.untilWritten('settling a stream entry', { operationId }, () => settleEntry(this.commands, ref));
+      refs.splice(refs.indexOf(ref), 1);
+    }
+    if (this.unacked.get(key) === held) this.unacked.delete(key);
+  }
+
+  /**
+   * Runs a write that records what the caller already has, again every RECORD_RETRY_MS while it
+   * fails (Redis away, a failover), for up to RECORD_RETRY_FOR_MS; then it gives up and the error
+   * goes to the caller of this.
+   */
+  private async untilWritten<T>(what: string, op: Pick<Operation, 'operationId'>, write: () => Promise<T>): Promise<T> {
+    const giveUpAt = performance.now() + RECORD_RETRY_FOR_MS;
+    for (let tries = 1; ; tries++) {
+      try {
+        return await write();
+      } catch (error) {
+        if (!this.running || performance.now() >= giveUpAt) throw error;
+        if (tries === 1) this.options.log.warn(`${what} failed; trying again until Redis answers`, { operation_id: op.operationId, error });
+        await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS));
+      }
+    }
   }
 
   /** Re-runs the gate for results waiting in a call (the caller stopped talking, a response ended). */
@@ -500,20 +532,18 @@ export class ResultDelivery {
     const committedAt = op.committedAt ?? op.finishedAt;
     const audibleMs = outcome.firstAudioAt !== undefined && committedAt !== undefined ? Math.max(0, outcome.firstAudioAt - committedAt) : undefined;
     if (audibleMs !== undefined) observeWithExemplar(commitToAudible, { action: op.action }, audibleMs / 1000, { session_id: sessionId, operation_id: op.operationId });
-    await this.options.ledger.advanceDelivery(
-      op,
-      {
-        decision: 'spoken',
-        reasons,
-        at: this.now(),
-        agent: call.session.activeAgent,
-        responseId: outcome.responseId,
-        channel: 'voice',
-        delivered: true,
-        commitToAudibleMs: audibleMs,
-      },
-      sessionId,
-    );
+    const spoken: DeliveryRecord = {
+      decision: 'spoken',
+      reasons,
+      at: this.now(),
+      agent: call.session.activeAgent,
+      responseId: outcome.responseId,
+      channel: 'voice',
+      delivered: true,
+      commitToAudibleMs: audibleMs,
+    };
+    // The caller heard it: that must reach the ledger, also when Redis is away right now.
+    await this.untilWritten('the spoken record', op, () => this.options.ledger.advanceDelivery(op, spoken, sessionId));
     await this.options.audit.record(sessionId, { type: 'delivered', operationId: op.operationId, channel: 'voice', responseId: outcome.responseId, commitToAudibleMs: audibleMs }, call.session.turnId);
     return true;
   }
