@@ -132,7 +132,7 @@ interface AttachedCall {
   /** Results waiting for their moment (idle, the goal, the end of the call). */
   readonly pending: Set<string>;
   /** Results being spoken right now, with what cuts them: a duplicate event meanwhile is not spoken again. */
-  readonly speaking: Map<string, AbortController>;
+  readonly speaking: Map<string, { readonly stop: AbortController; readonly done: Promise<unknown> }>;
   /** Results whose stream entries a janitor took over (this gateway looked dead): never said here. */
   readonly lost: Set<string>;
 }
@@ -189,7 +189,7 @@ export class ResultDelivery {
       if (gap < limit) return;
       let cut = 0;
       for (const call of this.calls.values()) {
-        for (const stop of call.speaking.values()) {
+        for (const { stop } of call.speaking.values()) {
           stop.abort(new Error('the gateway was held up; its results may have been taken over'));
           cut++;
         }
@@ -403,6 +403,9 @@ export class ResultDelivery {
     if (!call) return;
     call.session.phase = phase;
     setTimeout(() => this.calls.delete(sessionId), ENDED_CALL_MEMORY_MS).unref();
+    // A result being spoken as the call ends is owed unless its speech finished: wait for its end
+    // (the port ends it with the call) before judging what the caller still needs.
+    await Promise.all([...call.speaking.values()].map((s) => s.done));
     const owed = new Set([...call.pending, ...[...call.session.operations.values()].filter((o) => !o.told).map((o) => o.operationId)]);
     call.pending.clear();
     for (const operationId of owed) {
@@ -431,7 +434,8 @@ export class ResultDelivery {
       };
     }
     const snapshot = call.session.snapshot(op.operationId, (agent, action) => this.options.catalogue.mayReveal(agent, action));
-    return { ...snapshot, alreadyTold: snapshot.alreadyTold || persistedTold || call.speaking.has(op.operationId) };
+    // Being spoken is not told (it may be cut): a second event meanwhile waits, as for any response.
+    return { ...snapshot, alreadyTold: snapshot.alreadyTold || persistedTold, responseActive: snapshot.responseActive || call.speaking.has(op.operationId) };
   }
 
   /** Runs the gate for the caller of `sessionId`, judged by that session's own delivery record. */
@@ -505,9 +509,11 @@ export class ResultDelivery {
   private async speak(op: Operation, sessionId: string, call: AttachedCall, reasons: readonly string[]): Promise<boolean> {
     if (call.speaking.has(op.operationId)) return false;
     const stop = new AbortController();
-    call.speaking.set(op.operationId, stop);
+    let ended: () => void = () => undefined;
+    call.speaking.set(op.operationId, { stop, done: new Promise<void>((resolve) => (ended = resolve)) });
     if (!(await this.owns(sessionId, op.operationId))) {
       call.speaking.delete(op.operationId);
+      ended();
       return false;
     }
     let outcome: SpokenOutcome;
@@ -520,6 +526,7 @@ export class ResultDelivery {
       outcome = { status: 'failed' };
     } finally {
       call.speaking.delete(op.operationId);
+      ended();
     }
     const owned = call.session.operations.get(op.operationId);
     if (outcome.status !== 'completed') {

@@ -1,8 +1,10 @@
 /**
- * Race: a result event arrives again (a redelivery) while its first copy is being spoken. The
- * duplicate is suppressed as already being told, but its record must not replace the record of
- * the delivery in progress: when that speech is then cut off (barge-in) and the caller hangs up,
- * the result is still owed and goes out of band, once. Real Redis, workers and sandbox.
+ * Race: a result event arrives again (a redelivery) while its first copy is being spoken. Being
+ * spoken is not told: the duplicate waits, and its record must not replace the record of the
+ * delivery in progress. When that speech is then cut off (barge-in) and the caller hangs up, the
+ * result is still owed and goes out of band, once. And a hang-up that ends the speech in the same
+ * moment finds the result owed too (it is judged after the speech ended, not during it). Real
+ * Redis, workers and sandbox.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentSession } from '../../../agents/agent-session.ts';
@@ -61,9 +63,11 @@ describe('when a duplicate result event arrives while the first copy is being sp
       const all = await decisions();
       return all.length > before ? all.slice(before) : undefined;
     }, 5_000, 'the gate decision on the duplicate');
-    expect(after).toEqual([expect.objectContaining({ decision: 'suppress', reasons: expect.arrayContaining(['already_told']) as unknown })]);
+    // Being spoken is not told: the duplicate waits like any result while a response plays.
+    expect(after).toEqual([expect.objectContaining({ decision: 'speak_when_idle', reasons: expect.arrayContaining(['response_active']) as unknown })]);
     // The record still says the result is on its way, not that it was judged already told.
-    expect((await a.h.layer.ledger.get(TENANT, id))?.delivery).toMatchObject({ decision: 'speak_now', delivered: false });
+    expect((await a.h.layer.ledger.get(TENANT, id))?.delivery).toMatchObject({ delivered: false });
+    expect((await a.h.layer.ledger.get(TENANT, id))?.delivery?.decision).not.toBe('suppress');
 
     port.bargeIn();
     await waitFor(async () => ((await a.audit.read(session.sessionId)).some((r) => r.event.type === 'delivery_interrupted') ? true : undefined), 5_000, 'the interruption');
@@ -74,5 +78,22 @@ describe('when a duplicate result event arrives while the first copy is being sp
     // Spoken once (cut off), never again; both stream entries are settled.
     expect(port.asked).toEqual([id]);
     expect(await redis.xlen(key)).toBe(0);
+  });
+});
+
+describe('when the caller hangs up in the same moment the speech of a result is ended by it', () => {
+  it('should judge the result after the speech ended and send it out of band once', async () => {
+    const session = new AgentSession({ sessionId: 'hangup-during-speech', tenantId: TENANT, caller: '+15550178', ownerGateway: 'gw-dup', agent: 'reservations' });
+    const port = new InterruptiblePort();
+    a.delivery.attach(session, port);
+    const out = await a.runtime.handle(session, { callId: 'c-hang', name: 'book_table', arguments: { ...booking(), restaurant: 'bistro-nord', time: '20:30', party_size: 2, name: 'Ada' } });
+    const id = String(out.operation_id);
+    await waitFor(async () => (port.asked.length > 0 ? true : undefined), 10_000, 'the result being spoken');
+    // The hang-up ends the speech and hands the call over in one tick, as a call's end does.
+    port.bargeIn();
+    await a.delivery.onCallEnded(session.sessionId, 'hung_up');
+
+    expect(await messagesOnceSettled(a.h.sandbox.url, id, { settleMs: 500 })).toEqual([expect.objectContaining({ deliveries: 1 })]);
+    expect((await a.h.layer.ledger.get(TENANT, id))?.delivery).toMatchObject({ decision: 'deliver_out_of_band', reasons: expect.arrayContaining(['caller_hung_up']) as unknown });
   });
 });
