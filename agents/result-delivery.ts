@@ -352,6 +352,7 @@ export class ResultDelivery {
         activeAgent: op.scope.agent ?? '',
         activeAgentMayReveal: false,
         callerSpeaking: false,
+        callerOnHold: false,
         responseActive: false,
         alreadyTold: persistedTold,
         superseded: false,
@@ -439,7 +440,7 @@ export class ResultDelivery {
   private waitForIdle(sessionId: string, call: AttachedCall, operationId: string): void {
     call.pending.add(operationId);
     const { session } = call;
-    if (session.phase !== 'active' || session.callerSpeaking || session.responseActive || call.speaking.size > 0) return;
+    if (session.phase !== 'active' || session.callerSpeaking || session.responseActive || session.callerOnHold || call.speaking.size > 0) return;
     setImmediate(() => {
       this.onIdle(sessionId).catch((error: unknown) => this.options.log.warn('delivery on idle failed', { session_id: sessionId, error }));
     });
@@ -470,8 +471,10 @@ export class ResultDelivery {
       return false;
     }
     if (owned) owned.told = true;
+    // A result that waited out a hold is measured from the resume: the wait was the caller's.
     const committedAt = op.committedAt ?? op.finishedAt;
-    const audibleMs = outcome.firstAudioAt !== undefined && committedAt !== undefined ? Math.max(0, outcome.firstAudioAt - committedAt) : undefined;
+    const from = committedAt === undefined ? undefined : Math.max(committedAt, call.session.resumedAt ?? 0);
+    const audibleMs = outcome.firstAudioAt !== undefined && from !== undefined ? Math.max(0, outcome.firstAudioAt - from) : undefined;
     if (audibleMs !== undefined) observeWithExemplar(commitToAudible, { action: op.action }, audibleMs / 1000, { session_id: sessionId, operation_id: op.operationId });
     await this.options.ledger.advanceDelivery(
       op,

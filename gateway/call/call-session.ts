@@ -233,6 +233,7 @@ export class CallSession {
     }
     rtp.setRemote(accepted.media.remote);
     applyDirection(rtp, accepted.media);
+    this.applyHold(accepted.media);
     this.wireCodec = { codec: accepted.media.codec, payloadType: accepted.media.payloadType };
     rtp.on((event) => this.onMedia(event));
     call.dialog.on((event) => this.onDialog(event));
@@ -688,7 +689,12 @@ export class CallSession {
         const model = this.model;
         const spoken = new SpokenResponse({ operationId, tag: `deliver:${operationId}:${++this.deliverySeq}`, now: Date.now });
         this.deliveries.push(spoken);
-        const timer = setTimeout(() => spoken.fail(), DELIVERY_TIMEOUT_MS);
+        // A hold only delays the playout (the audio waits for the resume): the bound starts again.
+        const expire = (): void => {
+          if (this.agent.callerOnHold && !this.ending) timer = setTimeout(expire, DELIVERY_TIMEOUT_MS);
+          else spoken.fail();
+        };
+        let timer = setTimeout(expire, DELIVERY_TIMEOUT_MS);
         model.addSystemMessage(message);
         model.createResponse({ tag: spoken.tag });
         const result = await spoken.outcome;
@@ -716,12 +722,14 @@ export class CallSession {
         if (this.rtp === undefined) return;
         this.rtp.setRemote(event.media.remote);
         applyDirection(this.rtp, event.media);
+        this.applyHold(event.media);
         this.applyCodec(event.media);
         return;
       case 'reinvite':
         if (this.rtp === undefined) return;
         this.rtp.setRemote(event.media.remote);
         applyDirection(this.rtp, event.media);
+        this.applyHold(event.media);
         this.applyCodec(event.media);
         return;
       case 'ended':
@@ -730,6 +738,21 @@ export class CallSession {
       default:
         return;
     }
+  }
+
+  /**
+   * The caller holds the call when our answer may not send (they offered sendonly or inactive, or
+   * the hold address): the gate then holds results rather than speak them unheard, and the resume
+   * offers them at once, measured from the resume (test/scenarios/result-during-hold.test.ts).
+   */
+  private applyHold(media: NegotiatedMedia): void {
+    const onHold = !(media.direction === 'sendrecv' || media.direction === 'sendonly');
+    if (onHold === this.agent.callerOnHold) return;
+    this.agent.callerOnHold = onHold;
+    if (!onHold) this.agent.resumedAt = Date.now();
+    this.emit(callEvents.hold(onHold ? 'held' : 'resumed'));
+    this.log.info(onHold ? 'caller holds the call' : 'caller resumed the call', { direction: media.direction });
+    if (!onHold && !this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
   }
 
   /**
