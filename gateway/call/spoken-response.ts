@@ -60,10 +60,6 @@ export class SpokenResponse {
     return this.id;
   }
 
-  get settled(): boolean {
-    return this.result !== undefined;
-  }
-
   /** The model started the response asked for (matched by tag). */
   created(responseId: string): void {
     this.id ??= responseId;
@@ -72,11 +68,6 @@ export class SpokenResponse {
   /** Audio of one of its items went to the playout. */
   queued(itemId: string): void {
     if (this.result === undefined && !this.items.has(itemId)) this.items.set(itemId, { sentMs: 0, finished: false });
-  }
-
-  /** Whether the item is one this response streamed. */
-  carries(itemId: string): boolean {
-    return this.items.has(itemId);
   }
 
   /** The first packet of an item went out: the first audio the caller can hear (commit-to-audible). */
