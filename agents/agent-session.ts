@@ -36,6 +36,10 @@ export class AgentSession {
   activeAgent: string;
   phase: CallPhase = 'active';
   callerSpeaking = false;
+  /** The caller holds the call: nothing sent reaches them (set by the call from each re-INVITE's direction). */
+  callerOnHold = false;
+  /** When the caller last resumed a held call (ms since epoch): commit-to-audible counts from here, not from a commit in the hold. */
+  resumedAt: number | undefined;
   responseActive = false;
   turnId = 0;
   /** Tools running right now (for the per-call limit). */
@@ -87,6 +91,7 @@ export class AgentSession {
       activeAgent: this.activeAgent,
       activeAgentMayReveal: owned ? mayReveal(this.activeAgent, owned.action) : false,
       callerSpeaking: this.callerSpeaking,
+      callerOnHold: this.callerOnHold,
       responseActive: this.responseActive,
       alreadyTold: owned?.told ?? false,
       superseded: this.isSuperseded(operationId),

@@ -11,7 +11,8 @@
  *   - Results reach the caller through the agent now active only if that agent may reveal them.
  *   - A caller who hung up, was transferred to a human, or whose gateway died hears nothing: the
  *     result goes out of band.
- *   - Nothing is said over the caller or over another response; nothing is said twice.
+ *   - Nothing is said over the caller or over another response, or into a hold; nothing is said twice.
+ *     A result held for the hold goes out of band if the call ends before the resume.
  */
 
 export type RelevanceDecisionType =
@@ -39,6 +40,7 @@ export type RelevanceReason =
   | 'handoff_agent_may_not_reveal'
   | 'goal_inactive'
   | 'caller_speaking'
+  | 'caller_on_hold'
   | 'response_active'
   | 'idle';
 
@@ -67,6 +69,8 @@ export interface SessionSnapshot {
   /** Whether the active agent may reveal results of this operation's action. */
   readonly activeAgentMayReveal: boolean;
   readonly callerSpeaking: boolean;
+  /** The caller holds the call (re-INVITE sendonly/inactive): nothing we send reaches them until the resume. */
+  readonly callerOnHold: boolean;
   readonly responseActive: boolean;
   /** The caller has already been told this result (a duplicate event). */
   readonly alreadyTold: boolean;
@@ -114,6 +118,8 @@ export function decideRelevance(op: GateOperation, session: SessionSnapshot): Re
   }
   if (!session.goalActive && !session.superseded) return { decision: 'hold', reasons: ['goal_inactive', ...reasons] };
   if (handedOff) reasons.unshift('handoff_agent_may_reveal');
+  // Spoken into a hold it would be "told" unheard: it waits for the resume (the call's end sends it out of band).
+  if (session.callerOnHold) return { decision: 'hold', reasons: [...reasons, 'caller_on_hold'] };
   const busy: RelevanceReason[] = [];
   if (session.callerSpeaking) busy.push('caller_speaking');
   if (session.responseActive) busy.push('response_active');

@@ -70,17 +70,21 @@ const READ_COUNT = 50;
 const BLOCK_MS = 500;
 
 export interface SpokenOutcome {
+  /** `completed`: the caller was sent the response to its last packet; else they did not hear it whole. */
   readonly status: 'completed' | 'cancelled' | 'failed';
   readonly responseId?: string;
-  /** When the first audio of the response reached the caller (ms since epoch). */
+  /** When the first packet of the response's audio was sent to the caller (ms since epoch). */
   readonly firstAudioAt?: number;
+  /** How much of its audio was sent to the caller. */
+  readonly heardMs?: number;
 }
 
 /** How delivery talks to a live call (implemented by the call session in the gateway). */
 export interface ConversationPort {
   /**
-   * Gives the model the result and asks for one response; resolves when that response ends. When
-   * `stop` aborts, the response is cut where it is (as by a barge-in) and resolves `cancelled`.
+   * Gives the model the result and asks for one response; resolves on that response's playout
+   * outcome (played to the caller to its end, cut by a barge-in, or lost), not on the model's done.
+   * When `stop` aborts, the response is cut where it is (as by a barge-in) and resolves `cancelled`.
    */
   deliver(result: { readonly operationId: string; readonly message: string; readonly output: Readonly<Record<string, unknown>> }, stop?: AbortSignal): Promise<SpokenOutcome>;
 }
@@ -427,6 +431,7 @@ export class ResultDelivery {
         activeAgent: op.scope.agent ?? '',
         activeAgentMayReveal: false,
         callerSpeaking: false,
+        callerOnHold: false,
         responseActive: false,
         alreadyTold: persistedTold,
         superseded: false,
@@ -484,9 +489,11 @@ export class ResultDelivery {
           else spoken.catch((error: unknown) => this.options.log.warn('speaking a result failed', { ...operationLogFields(op), error }));
           return;
         }
-        call?.pending.add(op.operationId);
+        if (call) this.waitForIdle(sessionId, call, op.operationId);
         return;
       case 'speak_when_idle':
+        if (call) this.waitForIdle(sessionId, call, op.operationId);
+        return;
       case 'hold':
         call?.pending.add(op.operationId);
         return;
@@ -503,6 +510,20 @@ export class ResultDelivery {
         await this.settle(sessionId, op.operationId);
         return;
     }
+  }
+
+  /**
+   * Keeps a result for the call's next idle moment. The call may have gone idle while the gate
+   * decided (its response ended between the snapshot and now): its idle signal found nothing
+   * pending then, and no other is coming, so it is offered again at once.
+   */
+  private waitForIdle(sessionId: string, call: AttachedCall, operationId: string): void {
+    call.pending.add(operationId);
+    const { session } = call;
+    if (session.phase !== 'active' || session.callerSpeaking || session.responseActive || session.callerOnHold || call.speaking.size > 0) return;
+    setImmediate(() => {
+      this.onIdle(sessionId).catch((error: unknown) => this.options.log.warn('delivery on idle failed', { session_id: sessionId, error }));
+    });
   }
 
   /** Speaks a result; true when the caller heard it to the end. */
@@ -536,8 +557,10 @@ export class ResultDelivery {
       return false;
     }
     if (owned) owned.told = true;
+    // A result that waited out a hold is measured from the resume: the wait was the caller's.
     const committedAt = op.committedAt ?? op.finishedAt;
-    const audibleMs = outcome.firstAudioAt !== undefined && committedAt !== undefined ? Math.max(0, outcome.firstAudioAt - committedAt) : undefined;
+    const from = committedAt === undefined ? undefined : Math.max(committedAt, call.session.resumedAt ?? 0);
+    const audibleMs = outcome.firstAudioAt !== undefined && from !== undefined ? Math.max(0, outcome.firstAudioAt - from) : undefined;
     if (audibleMs !== undefined) observeWithExemplar(commitToAudible, { action: op.action }, audibleMs / 1000, { session_id: sessionId, operation_id: op.operationId });
     const spoken: DeliveryRecord = {
       decision: 'spoken',

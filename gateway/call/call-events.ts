@@ -38,6 +38,8 @@ export type CallEvent =
   | { readonly type: 'model_renewed'; readonly attempt: number; readonly agent: string }
   /** callgate said a fixed line itself (no model): an apology while re-opening, or a goodbye. */
   | { readonly type: 'prompt'; readonly kind: CallPromptKind; readonly audio: 'speech' | 'silence'; readonly ms: number }
+  /** The caller put the call on hold (a re-INVITE sendonly/inactive: nothing we send reaches them) or resumed it. */
+  | { readonly type: 'hold'; readonly state: 'held' | 'resumed' }
   /** A re-INVITE changed the codec of the live call (passthrough: no transcoding for the model). */
   | { readonly type: 'codec_changed'; readonly from: string; readonly to: string; readonly passthrough: boolean }
   /** What the agent said in one response, as the model transcribed its own audio. */
@@ -69,6 +71,7 @@ export const callEvents = {
   modelExpiring: (remainingMs: number): CallEvent => ({ type: 'model_expiring', remainingMs }),
   modelRenewed: (attempt: number, agent: string): CallEvent => ({ type: 'model_renewed', attempt, agent }),
   prompt: (kind: CallPromptKind, audio: 'speech' | 'silence', ms: number): CallEvent => ({ type: 'prompt', kind, audio, ms }),
+  hold: (state: 'held' | 'resumed'): CallEvent => ({ type: 'hold', state }),
   codecChanged: (from: string, to: string, passthrough: boolean): CallEvent => ({ type: 'codec_changed', from, to, passthrough }),
   agentSaid: (responseId: string | undefined, text: string): CallEvent => ({ type: 'agent_said', responseId, text }),
   ended: (reason: CallEndReason, dialogReason?: DialogEndReason): CallEvent => ({ type: 'ended', reason, ...(dialogReason !== undefined && { dialogReason }) }),

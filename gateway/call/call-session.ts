@@ -14,7 +14,7 @@ import { observeWithExemplar } from '../../config/metrics.ts';
 import type { RtpConfig } from '../../config/schema.ts';
 import type { AgentCatalogue, ToolOutput } from '../../agents/agent.ts';
 import { AgentSession } from '../../agents/agent-session.ts';
-import type { ConversationPort, ResultDelivery, SpokenOutcome } from '../../agents/result-delivery.ts';
+import type { ConversationPort, ResultDelivery } from '../../agents/result-delivery.ts';
 import { toolError, type CallControl, type ToolRuntime } from '../../agents/tool-runtime.ts';
 import type { OperationLedger } from '../../jobs/ledger/operation-ledger.ts';
 import type { ModelAudioFormat } from '../media/audio-format.ts';
@@ -34,11 +34,12 @@ import { callEvents, type CallEndReason, type CallEvent } from './call-events.ts
 import { callMetrics } from './call-metrics.ts';
 import type { CallPromptKind, CallPrompts } from './call-prompts.ts';
 import type { CallRegistry } from './call-registry.ts';
+import { SpokenResponse } from './spoken-response.ts';
 
 /**
- * How long a spoken result may take from request to response.done. Above the realtime client's
- * RESPONSE_CREATED_TIMEOUT_MS (10 s) plus a long spoken sentence; past it the result is treated
- * as not heard and delivery says it again when the caller is idle.
+ * How long a spoken result may take from request to its last packet played out. Above the realtime
+ * client's RESPONSE_CREATED_TIMEOUT_MS (10 s) plus a long spoken sentence played in real time; past
+ * it the result is treated as not heard and delivery says it again when the caller is idle.
  */
 export const DELIVERY_TIMEOUT_MS = 45_000;
 /**
@@ -103,15 +104,6 @@ export interface CallSessionOptions {
 
 type Listener = (event: CallEvent) => void;
 
-interface DeliveryWaiter {
-  readonly operationId: string;
-  /** The tag of the response asked for to speak it (ResponseRequest.tag). */
-  readonly tag: string;
-  responseId?: string;
-  firstAudioAt?: number;
-  readonly resolve: (outcome: SpokenOutcome) => void;
-}
-
 /** The model audio format for a wire codec: G.711 passes through untouched, Opus goes via 24 kHz PCM. */
 function modelFormats(codec: NegotiatedMedia['codec']): { model: ModelAudioFormat; realtime: AudioFormat } {
   if (codec === 'PCMU') return { model: { encoding: 'pcmu' }, realtime: 'pcmu' };
@@ -146,7 +138,8 @@ export class CallSession {
   private readonly unheard = new Map<string, Set<string>>();
   /** Items each response played, to end them in the playout when the response is done. */
   private readonly itemsByResponse = new Map<string, Set<string>>();
-  private readonly deliveries: DeliveryWaiter[] = [];
+  /** Results being spoken, each a response from its request to the last packet played (or its cut). */
+  private readonly deliveries: SpokenResponse[] = [];
   private deliverySeq = 0;
   private toolChain: Promise<void> = Promise.resolve();
   private ended: Promise<void> | undefined;
@@ -240,6 +233,7 @@ export class CallSession {
     }
     rtp.setRemote(accepted.media.remote);
     applyDirection(rtp, accepted.media);
+    this.applyHold(accepted.media);
     this.wireCodec = { codec: accepted.media.codec, payloadType: accepted.media.payloadType };
     rtp.on((event) => this.onMedia(event));
     call.dialog.on((event) => this.onDialog(event));
@@ -412,7 +406,7 @@ export class CallSession {
     this.itemsByResponse.clear();
     this.clearPlayout();
     const cut = this.deliveries.splice(0);
-    for (const waiter of cut) waiter.resolve({ status: 'failed', ...(waiter.responseId !== undefined && { responseId: waiter.responseId }) });
+    for (const spoken of cut) spoken.fail();
     return cut.length;
   }
 
@@ -453,6 +447,8 @@ export class CallSession {
 
   private clearPlayout(): PlayoutClearResult | null {
     const result = this.rtp?.clear() ?? null;
+    // A result whose audio was still queued (the model is done long before the caller heard it all) is cut.
+    for (const spoken of [...this.deliveries]) spoken.interrupted(result);
     this.playing.clear();
     for (const resolve of this.promptWaiters.values()) resolve();
     this.promptWaiters.clear();
@@ -499,9 +495,8 @@ export class CallSession {
         }
         items.add(event.itemId);
         this.playing.add(event.itemId);
+        this.deliveries.find((spoken) => spoken.responseId === event.responseId)?.queued(event.itemId);
         rtp.play(event.itemId, event.audio);
-        const waiter = this.deliveries.find((w) => w.responseId === event.responseId);
-        if (waiter !== undefined && waiter.firstAudioAt === undefined) waiter.firstAudioAt = Date.now();
         return;
       }
       case 'speech_started':
@@ -528,8 +523,8 @@ export class CallSession {
         // The response that speaks a result is the one created for its request's tag, never merely
         // the next one: a response the server started itself may predate the result's message.
         // A request the model gives up on is reported by its tag (an error) and fails at once.
-        const waiter = event.tag === undefined ? undefined : this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined);
-        if (waiter !== undefined) waiter.responseId = event.responseId;
+        const spoken = event.tag === undefined ? undefined : this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined);
+        spoken?.created(event.responseId);
         this.emit(callEvents.response('created', event.responseId));
         return;
       }
@@ -544,7 +539,8 @@ export class CallSession {
           this.activeResponseId = undefined;
           this.agent.responseActive = false;
         }
-        this.settleDelivery(event.responseId, event.status === 'completed' && heard ? 'completed' : event.status === 'failed' || event.status === 'incomplete' ? 'failed' : 'cancelled');
+        // Settles only once its audio has also played out (or been cut): see SpokenResponse.
+        this.deliveries.find((spoken) => spoken.responseId === event.responseId)?.done(event.status === 'completed' && heard ? 'completed' : event.status === 'failed' || event.status === 'incomplete' ? 'failed' : 'cancelled');
         this.emit(callEvents.response('done', event.responseId, event.status));
         if (!this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
         return;
@@ -570,7 +566,7 @@ export class CallSession {
         // A result's response that will never be created: not spoken, so it is said again when idle.
         const dropped = event.tag === undefined ? undefined : this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined);
         if (dropped !== undefined) {
-          this.settleWaiter(dropped, 'failed');
+          dropped.fail();
           // Said again at the next quiet moment; if the line is quiet already, no event will say
           // so, so look again shortly (once per drop, so a model that keeps refusing is not hammered).
           this.offerAgainSoon();
@@ -692,48 +688,36 @@ export class CallSession {
         if (!(await this.modelReady) || this.ending || this.model === undefined) return { status: 'failed' };
         if (stop?.aborted === true) return { status: 'cancelled' };
         const model = this.model;
-        const tag = `deliver:${operationId}:${++this.deliverySeq}`;
-        const outcome = new Promise<SpokenOutcome>((resolve) => {
-          const timer = setTimeout(() => this.settleWaiter(waiter, 'failed'), DELIVERY_TIMEOUT_MS);
-          const waiter: DeliveryWaiter = {
-            operationId,
-            tag,
-            resolve: (result) => {
-              clearTimeout(timer);
-              resolve(result);
-            },
-          };
-          this.deliveries.push(waiter);
-          // Cut as a barge-in cuts: its audio is silenced and its playout cleared, and it is not told.
-          stop?.addEventListener(
-            'abort',
-            () => {
-              if (waiter.responseId !== undefined) this.silenced.add(waiter.responseId);
-              this.clearPlayout();
-              this.settleWaiter(waiter, 'cancelled');
-            },
-            { once: true },
-          );
-        });
+        const spoken = new SpokenResponse({ operationId, tag: `deliver:${operationId}:${++this.deliverySeq}`, now: Date.now });
+        this.deliveries.push(spoken);
+        // A hold only delays the playout (the audio waits for the resume): the bound starts again.
+        const expire = (): void => {
+          if (this.agent.callerOnHold && !this.ending) timer = setTimeout(expire, DELIVERY_TIMEOUT_MS);
+          else spoken.fail();
+        };
+        let timer = setTimeout(expire, DELIVERY_TIMEOUT_MS);
+        // Cut as a barge-in cuts (its audio silenced, the playout cleared), and not told.
+        stop?.addEventListener(
+          'abort',
+          () => {
+            if (spoken.responseId !== undefined) this.silenced.add(spoken.responseId);
+            this.clearPlayout();
+            spoken.cut();
+          },
+          { once: true },
+        );
         model.addSystemMessage(message);
-        model.createResponse({ tag });
-        const result = await outcome;
+        model.createResponse({ tag: spoken.tag });
+        const result = await spoken.outcome;
+        clearTimeout(timer);
+        const index = this.deliveries.indexOf(spoken);
+        if (index >= 0) this.deliveries.splice(index, 1);
         this.emit(callEvents.resultSpoken(operationId, result.status, result.responseId));
+        // Settled by its playout after the response was done: the line may be quiet now.
+        if (!this.agent.callerSpeaking && !this.agent.responseActive) this.renewIfQuiet(false);
         return result;
       },
     };
-  }
-
-  private settleDelivery(responseId: string, status: SpokenOutcome['status']): void {
-    const waiter = this.deliveries.find((w) => w.responseId === responseId);
-    if (waiter !== undefined) this.settleWaiter(waiter, status);
-  }
-
-  private settleWaiter(waiter: DeliveryWaiter, status: SpokenOutcome['status']): void {
-    const index = this.deliveries.indexOf(waiter);
-    if (index < 0) return;
-    this.deliveries.splice(index, 1);
-    waiter.resolve({ status, ...(waiter.responseId !== undefined && { responseId: waiter.responseId }), ...(waiter.firstAudioAt !== undefined && { firstAudioAt: waiter.firstAudioAt }) });
   }
 
   // ---- signaling and media -------------------------------------------------------------------
@@ -749,12 +733,14 @@ export class CallSession {
         if (this.rtp === undefined) return;
         this.rtp.setRemote(event.media.remote);
         applyDirection(this.rtp, event.media);
+        this.applyHold(event.media);
         this.applyCodec(event.media);
         return;
       case 'reinvite':
         if (this.rtp === undefined) return;
         this.rtp.setRemote(event.media.remote);
         applyDirection(this.rtp, event.media);
+        this.applyHold(event.media);
         this.applyCodec(event.media);
         return;
       case 'ended':
@@ -763,6 +749,21 @@ export class CallSession {
       default:
         return;
     }
+  }
+
+  /**
+   * The caller holds the call when our answer may not send (they offered sendonly or inactive, or
+   * the hold address): the gate then holds results rather than speak them unheard, and the resume
+   * offers them at once, measured from the resume (test/scenarios/result-during-hold.test.ts).
+   */
+  private applyHold(media: NegotiatedMedia): void {
+    const onHold = !(media.direction === 'sendrecv' || media.direction === 'sendonly');
+    if (onHold === this.agent.callerOnHold) return;
+    this.agent.callerOnHold = onHold;
+    if (!onHold) this.agent.resumedAt = Date.now();
+    this.emit(callEvents.hold(onHold ? 'held' : 'resumed'));
+    this.log.info(onHold ? 'caller holds the call' : 'caller resumed the call', { direction: media.direction });
+    if (!onHold && !this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
   }
 
   /**
@@ -793,8 +794,12 @@ export class CallSession {
         this.flushAudio();
         this.model?.sendDtmf(event.digit);
         return;
+      case 'item-started':
+        for (const spoken of this.deliveries) spoken.sent(event.itemId);
+        return;
       case 'item-played': {
         this.playing.delete(event.itemId);
+        for (const spoken of [...this.deliveries]) spoken.finished(event.itemId, event.sentMs);
         const prompt = this.promptWaiters.get(event.itemId);
         if (prompt !== undefined) prompt();
         this.renewIfQuiet(false);
@@ -838,7 +843,7 @@ export class CallSession {
     if (dialog.state !== 'terminated') {
       await Promise.race([dialog.hangup().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, HANGUP_TIMEOUT_MS).unref())]);
     }
-    for (const waiter of this.deliveries.splice(0)) waiter.resolve({ status: 'failed', ...(waiter.responseId !== undefined && { responseId: waiter.responseId }) });
+    for (const spoken of this.deliveries.splice(0)) spoken.fail();
     this.abort.abort();
     if (this.renewal !== undefined) {
       clearTimeout(this.renewal.timer);

@@ -18,6 +18,8 @@ export type PlayoutFrame =
       /** First frame of a talk spurt (RTP marker bit, RFC 3551 §4.1). */
       readonly marker: boolean;
       readonly itemId: string;
+      /** Set on the item's first frame: the caller starts hearing it with this packet. */
+      readonly itemStarted: boolean;
       /** Set on the item's last frame: everything it had was sent. */
       readonly itemDone: boolean;
       /** Milliseconds of the item sent so far, this frame included. */
@@ -117,13 +119,14 @@ export class Playout {
     const payload = item?.payloads.shift();
     if (item && payload) {
       this.queued--;
+      const itemStarted = item.sentMs === 0;
       item.sentMs += item.frameMs.shift() as number;
       const marker = !this.inSpurt;
       this.inSpurt = true;
       const itemDone = item.ended && item.payloads.length === 0;
       if (itemDone) this.items.shift();
       this.counts.framesSent++;
-      return { kind: 'audio', payload, marker, itemId: item.id, itemDone, itemSentMs: item.sentMs };
+      return { kind: 'audio', payload, marker, itemId: item.id, itemStarted, itemDone, itemSentMs: item.sentMs };
     }
     if (item) this.counts.underruns++;
     this.inSpurt = false;

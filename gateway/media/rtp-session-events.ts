@@ -22,6 +22,8 @@ export type RtpSessionEvent =
   | { readonly type: 'ssrc-changed'; readonly previousSsrc: number; readonly ssrc: number }
   /** A re-INVITE changed the wire codec; `sendSsrc` is new when the RTP clock rate changed (RFC 7160). */
   | { readonly type: 'codec-changed'; readonly previous: WireCodec; readonly codec: WireCodec; readonly sendSsrc: number }
+  /** The first frame of a model output item went out: the caller starts hearing it. */
+  | { readonly type: 'item-started'; readonly itemId: string }
   /** The last frame of a model output item went out. */
   | { readonly type: 'item-played'; readonly itemId: string; readonly sentMs: number }
   | { readonly type: 'media-timeout'; readonly reason: MediaTimeoutReason; readonly silentMs: number }
@@ -34,6 +36,7 @@ export const rtpEvents = {
   remoteLatched: (remote: RtpEndpoint, ssrc: number): RtpSessionEvent => ({ type: 'remote-latched', remote, ssrc }),
   ssrcChanged: (previousSsrc: number, ssrc: number): RtpSessionEvent => ({ type: 'ssrc-changed', previousSsrc, ssrc }),
   codecChanged: (previous: WireCodec, codec: WireCodec, sendSsrc: number): RtpSessionEvent => ({ type: 'codec-changed', previous, codec, sendSsrc }),
+  itemStarted: (itemId: string): RtpSessionEvent => ({ type: 'item-started', itemId }),
   itemPlayed: (itemId: string, sentMs: number): RtpSessionEvent => ({ type: 'item-played', itemId, sentMs }),
   mediaTimeout: (reason: MediaTimeoutReason, silentMs: number): RtpSessionEvent => ({ type: 'media-timeout', reason, silentMs }),
   closed: (stats: RtpSessionStats): RtpSessionEvent => ({ type: 'closed', stats }),

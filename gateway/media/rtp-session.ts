@@ -867,6 +867,7 @@ export class RtpSession {
     this.sendRtp(this.codec.payloadType, frame.payload, marker, timestamp, dueMs);
     this.lastSentTimestamp = timestamp;
     this.lastSentDueMs = dueMs;
+    if (frame.kind === 'audio' && frame.itemStarted) this.emit(rtpEvents.itemStarted(frame.itemId));
     if (frame.kind === 'audio' && frame.itemDone) {
       this.rememberPlayed(frame.itemId, frame.itemSentMs);
       this.emit(rtpEvents.itemPlayed(frame.itemId, frame.itemSentMs));

@@ -13,6 +13,7 @@ const session = (overrides: Partial<SessionSnapshot> = {}): SessionSnapshot => (
   alreadyTold: false,
   superseded: false,
   goalActive: true,
+  callerOnHold: false,
   ...overrides,
 });
 

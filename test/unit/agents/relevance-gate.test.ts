@@ -7,6 +7,7 @@ const session = (overrides: Partial<SessionSnapshot> = {}): SessionSnapshot => (
   activeAgent: 'reservations',
   activeAgentMayReveal: true,
   callerSpeaking: false,
+  callerOnHold: false,
   responseActive: false,
   alreadyTold: false,
   superseded: false,
@@ -36,6 +37,14 @@ describe('when the gate decides on a named situation', () => {
     ['a commit after handoff to an agent that may not reveal it', op(), session({ activeAgent: 'billing', activeAgentMayReveal: false }), 'deliver_out_of_band', ['handoff_agent_may_not_reveal', 'committed']],
     ['a failure after handoff to an agent that may not reveal it', op({ state: 'FAILED_FINAL' }), session({ activeAgent: 'billing', activeAgentMayReveal: false }), 'hold', ['handoff_agent_may_not_reveal', 'failed']],
     ['a commit while the caller talks of something else', op(), session({ goalActive: false }), 'hold', ['goal_inactive', 'committed']],
+    ['a commit while the caller holds the call', op(), session({ callerOnHold: true }), 'hold', ['committed', 'caller_on_hold']],
+    ['a failure while the caller holds the call', op({ state: 'FAILED_FINAL' }), session({ callerOnHold: true }), 'hold', ['failed', 'caller_on_hold']],
+    ['a commit while held and the agent still talks into the hold', op(), session({ callerOnHold: true, responseActive: true }), 'hold', ['committed', 'caller_on_hold']],
+    ['a superseded effect while held', op(), session({ callerOnHold: true, superseded: true }), 'hold', ['committed', 'superseded_with_effect', 'caller_on_hold']],
+    ['a commit after handoff while held', op(), session({ callerOnHold: true, activeAgent: 'billing' }), 'hold', ['handoff_agent_may_reveal', 'committed', 'caller_on_hold']],
+    ['a commit after the caller hung up from a hold', op(), session({ callerOnHold: true, call: 'hung_up' }), 'deliver_out_of_band', ['caller_hung_up', 'committed']],
+    ['a duplicate event while held', op(), session({ callerOnHold: true, alreadyTold: true }), 'suppress', ['already_told', 'committed']],
+    ['an UNKNOWN result while held', op({ state: 'UNKNOWN' }), session({ callerOnHold: true }), 'reconcile_first', ['outcome_unknown']],
   ] as const)('should handle %s', (_name, operation, snapshot, decision, reasons) => {
     expect(decideRelevance(operation, snapshot)).toEqual({ decision, reasons });
   });
@@ -52,16 +61,17 @@ describe('when every combination of inputs is tried', () => {
         for (const activeAgentMayReveal of bools)
           for (const callerSpeaking of bools)
             for (const responseActive of bools)
+              for (const callerOnHold of bools)
               for (const alreadyTold of bools)
                 for (const superseded of bools)
                   for (const goalActive of bools)
                     all.push([
                       op({ state }),
-                      session({ call, activeAgent: handedOff ? 'billing' : 'reservations', activeAgentMayReveal, callerSpeaking, responseActive, alreadyTold, superseded, goalActive }),
+                      session({ call, activeAgent: handedOff ? 'billing' : 'reservations', activeAgentMayReveal, callerSpeaking, callerOnHold, responseActive, alreadyTold, superseded, goalActive }),
                     ]);
 
-  it('should cover 2048 combinations, each with exactly one decision and at least one reason', () => {
-    expect(all).toHaveLength(2048);
+  it('should cover 4096 combinations, each with exactly one decision and at least one reason', () => {
+    expect(all).toHaveLength(4096);
     for (const [o, s] of all) expect(decideRelevance(o, s).reasons.length).toBeGreaterThan(0);
   });
 
@@ -90,6 +100,17 @@ describe('when every combination of inputs is tried', () => {
       if (decideRelevance(o, s).decision === 'speak_now') {
         expect(s.callerSpeaking || s.responseActive).toBe(false);
         expect(s.call).toBe('active');
+      }
+    }
+  });
+
+  it('should never speak into a hold, and hold every result that would be spoken', () => {
+    for (const [o, s] of all.filter(([, s]) => s.callerOnHold)) {
+      const { decision, reasons } = decideRelevance(o, s);
+      expect(['speak_now', 'speak_when_idle', 'route_to_active_agent']).not.toContain(decision);
+      const heldCopy = { ...s, callerOnHold: false };
+      if (['speak_now', 'speak_when_idle', 'route_to_active_agent'].includes(decideRelevance(o, heldCopy).decision)) {
+        expect({ decision, onHold: reasons.includes('caller_on_hold') }).toEqual({ decision: 'hold', onHold: true });
       }
     }
   });
