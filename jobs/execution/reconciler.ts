@@ -75,6 +75,7 @@ export class Reconciler {
       });
     } catch (error) {
       reconciliations.labels(op.action, 'error').inc();
+      await this.keepLeases(op, provider);
       return this.again(tries, `lookup failed: ${error instanceof Error ? error.message : String(error)}`);
     }
     const fields = { reconciled_at: String(Date.now()) };
@@ -87,8 +88,9 @@ export class Reconciler {
         return this.resolve(op, 'CANCELLED', 'reconciled_cancelled', fields, 'cancelled', log);
       case 'unknown':
         reconciliations.labels(op.action, 'unknown').inc();
-        // A request the provider is still working on keeps its attempt's lease a while longer.
-        if (answer.processing === true) await this.keepLeases(op, provider);
+        // A request the provider is still working on, or one that cannot be ruled out while the
+        // provider cannot say, keeps its attempt's lease a while longer.
+        await this.keepLeases(op, provider);
         return this.again(tries, answer.reason);
       case 'not_found':
         return this.notFound(op, provider, tries, log);
@@ -129,6 +131,7 @@ export class Reconciler {
           await this.keepLeases(op, provider);
           return this.again(tries, 'an earlier attempt is being processed by the provider');
         case 'unknown':
+          await this.keepLeases(op, provider);
           return this.again(tries, `void failed: ${voided.reason}`);
         case 'voided':
           break;
@@ -177,9 +180,10 @@ export class Reconciler {
   }
 
   /**
-   * The provider says a request of the operation is still in progress: the attempts' leases that
-   * are still held are kept for another provider timeout plus grace, so the action's concurrency at
-   * the provider still counts it (a lease already gone is not taken again).
+   * A request of the operation may still be in progress or on its way (the provider says it is
+   * processing, or could not be asked or could not void): the attempts' leases that are still held
+   * are kept for another provider timeout plus grace, so the action's concurrency at the provider
+   * still counts it (a lease already gone is not taken again).
    */
   private async keepLeases(op: Operation, provider: Provider): Promise<void> {
     const until = (await this.options.ledger.time()) + provider.timeoutMs + this.options.graceMs;
