@@ -413,12 +413,21 @@ export class ResultDelivery {
     const owed = new Set([...call.pending, ...[...call.session.operations.values()].filter((o) => !o.told).map((o) => o.operationId)]);
     call.pending.clear();
     for (const operationId of owed) {
-      const op = await this.options.ledger.get(call.session.tenantId, operationId);
-      // Operations still running report later through their own events.
-      if (!op || !(isTerminal(op.state) || op.state === 'UNKNOWN')) continue;
-      // Already judged as needing no words (superseded without effect, already told): final.
-      if ((await this.options.ledger.deliveryFor(op, sessionId))?.decision === 'suppress') continue;
-      await this.act(op, sessionId, call, await this.decide(op, sessionId, call), true);
+      // Redis away at the hang-up must not leave the result held here for ever: the hand-over is
+      // tried again until Redis answers (each step is idempotent: records move forward only, one
+      // message job per operation and channel).
+      await this.untilWritten('the out-of-band hand-over', { operationId }, async () => {
+        const op = await this.options.ledger.get(call.session.tenantId, operationId);
+        // Operations still running report later through their own events.
+        if (!op || !(isTerminal(op.state) || op.state === 'UNKNOWN')) return;
+        // Already judged as needing no words (superseded without effect, already told): final.
+        if ((await this.options.ledger.deliveryFor(op, sessionId))?.decision === 'suppress') return;
+        await this.act(op, sessionId, call, await this.decide(op, sessionId, call), true);
+      }).catch((error: unknown) => {
+        // Still failing: its entries are let go (no longer refreshed), so a janitor takes them over.
+        this.unacked.delete(unackedKey(sessionId, operationId));
+        this.options.log.error('out-of-band hand-over failed; leaving the result to a janitor', { session_id: sessionId, operation_id: operationId, error });
+      });
     }
   }
 
