@@ -148,7 +148,7 @@ export class ResultDelivery {
    * that caller has the result (spoken to the end, or sent out of band), so a gateway that dies
    * before that leaves them pending for the janitor (or for itself after a restart), never lost.
    */
-  private readonly unacked = new Map<string, { readonly sessionId: string; readonly operationId: string; refs: HeldEntry[] }>();
+  private readonly unacked = new Map<string, HeldResult>();
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly now: () => number;
@@ -190,17 +190,31 @@ export class ResultDelivery {
       const now = performance.now();
       const gap = now - last;
       last = now;
-      if (gap < limit) return;
       let cut = 0;
-      for (const call of this.calls.values()) {
-        for (const { stop } of call.speaking.values()) {
-          stop.abort(new Error('the gateway was held up; its results may have been taken over'));
+      for (const [sessionId, call] of this.calls) {
+        for (const [operationId, { stop }] of call.speaking) {
+          if (stop.signal.aborted) continue;
+          if (gap < limit && !this.holdLapsed(sessionId, operationId, now)) continue;
+          stop.abort(new Error('the gateway was held up or cut off from Redis; its results may have been taken over'));
           cut++;
         }
       }
-      if (cut > 0) this.options.log.warn('gateway was held up past the takeover threshold; results being spoken were cut', { gap_ms: Math.round(gap), cut });
+      if (cut > 0) this.options.log.warn('results being spoken were cut: their hold may have passed to a janitor', { gap_ms: Math.round(gap), cut });
     }, PAUSE_WATCH_TICK_MS);
     this.pauseWatch.unref();
+  }
+
+  /**
+   * Whether this gateway's hold of a result's stream entries may have run out: no hold confirmed by
+   * Redis for `pauseSuspectMs` (a Redis outage, a failover, a stall), so a janitor may claim them
+   * soon. A result with no entry of its own held was never claimable.
+   * Pinned by test/integration/agents/gateway-cut-off-mid-speech.test.ts.
+   */
+  private holdLapsed(sessionId: string, operationId: string, now = performance.now()): boolean {
+    const limit = this.options.pauseSuspectMs;
+    const held = this.unacked.get(unackedKey(sessionId, operationId));
+    if (limit === undefined || !held || !held.refs.some((ref) => ref.consumer === this.options.gatewayId)) return false;
+    return now - held.heldAt >= limit;
   }
 
   streamKey(tenant: string, gatewayId = this.options.gatewayId): string {
@@ -312,7 +326,7 @@ export class ResultDelivery {
   /** Keeps a stream entry unacknowledged until the session's caller has the result (see settle). */
   private hold(sessionId: string, operationId: string, ref: HeldEntry): void {
     const key = unackedKey(sessionId, operationId);
-    const held = this.unacked.get(key) ?? { sessionId, operationId, refs: [] };
+    const held = this.unacked.get(key) ?? { sessionId, operationId, refs: [], heldAt: performance.now() };
     held.refs.push(ref);
     this.unacked.set(key, held);
   }
@@ -330,10 +344,14 @@ export class ResultDelivery {
     const key = unackedKey(sessionId, operationId);
     const held = this.unacked.get(key);
     if (!held || held.refs.length === 0) return true;
+    const sentAt = performance.now();
     const kept: HeldEntry[] = [];
     for (const ref of held.refs) if (await holdEntry(this.commands, ref)) kept.push(ref);
     held.refs = kept;
-    if (kept.length > 0) return true;
+    if (kept.length > 0) {
+      held.heldAt = sentAt;
+      return true;
+    }
     this.unacked.delete(key);
     call?.pending.delete(operationId);
     call?.lost.add(operationId);
@@ -549,8 +567,8 @@ export class ResultDelivery {
     let outcome: SpokenOutcome;
     try {
       outcome = await call.port.deliver({ operationId: op.operationId, message: describeForModel(op, reasons), output: modelOutput(op) }, stop.signal);
-      // Cut by the pause watch: not told here, whatever the port says.
-      if (stop.signal.aborted && outcome.status === 'completed') outcome = { ...outcome, status: 'cancelled' };
+      // Cut by the pause watch, or finished after the hold lapsed: not told here, whatever the port says.
+      if ((stop.signal.aborted || this.holdLapsed(sessionId, op.operationId)) && outcome.status === 'completed') outcome = { ...outcome, status: 'cancelled' };
     } catch (error) {
       this.options.log.warn('speaking a result failed', { ...operationLogFields(op), error });
       outcome = { status: 'failed' };
@@ -613,6 +631,14 @@ export class ResultDelivery {
 }
 
 /** Stream entries are held per session and operation: a shared read is owed to each of its calls. */
+/** Stream entries held for one session's result, and when Redis last confirmed the hold (monotonic ms, when the check was sent). */
+interface HeldResult {
+  readonly sessionId: string;
+  readonly operationId: string;
+  refs: HeldEntry[];
+  heldAt: number;
+}
+
 function unackedKey(sessionId: string, operationId: string): string {
   return `${sessionId} ${operationId}`;
 }

@@ -9,6 +9,7 @@ export class TcpProxy {
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private targetPort: number;
+  private refusing = false;
 
   private constructor(targetPort: number) {
     this.targetPort = targetPort;
@@ -33,6 +34,12 @@ export class TcpProxy {
     this.cutAll();
   }
 
+  /** While on: open connections are cut and new ones closed at once (this client cut off from Redis). */
+  refuse(on: boolean): void {
+    this.refusing = on;
+    if (on) this.cutAll();
+  }
+
   cutAll(): void {
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
@@ -44,6 +51,10 @@ export class TcpProxy {
   }
 
   private accept(client: Socket): void {
+    if (this.refusing) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(this.targetPort, '127.0.0.1');
     for (const socket of [client, upstream]) {
       this.sockets.add(socket);

@@ -4,7 +4,8 @@
  * calls. On `<GATEWAY_ID>-speak` the caller is silent, so results are spoken at once; on
  * `<GATEWAY_ID>-hold` the caller talks until SIGUSR1, which makes it fall silent (results held
  * meanwhile are then told). Each response lasts SPEECH_MS. Prints one JSON line per event:
- * {"event":"ready"}, {"event":"asked","session":…,"operation":…}, {"event":"spoken",…,"status":…}.
+ * {"event":"ready"}, {"event":"asked","session":…,"operation":…}, {"event":"spoken",…,"status":…}, each with
+ * `at` (ms, the host's clock).
  */
 import { Redis } from 'ioredis';
 import { AgentCatalogue } from '../../../agents/agent.ts';
@@ -23,7 +24,7 @@ const speechMs = Number(process.env.SPEECH_MS ?? '1000');
 const config = loadConfig();
 const redisUrl = config.redis.url ?? '';
 const log = new Logger({ level: 'error', sink: { write: (line: string) => process.stderr.write(`${line}\n`) } });
-const say = (event: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify(event)}\n`);
+const say = (event: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify({ ...event, at: Date.now() })}\n`);
 
 const layer = await ActionLayer.open({ config, redisUrl, log, providers: createProviders(config) });
 const shared = new Redis(redisUrl, { maxRetriesPerRequest: null });
