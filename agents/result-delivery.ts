@@ -359,6 +359,16 @@ export class ResultDelivery {
     return false;
   }
 
+  /** `owns`, with a Redis that does not answer taken as still held: the caller has heard it, and that is recorded. */
+  private async stillOwns(sessionId: string, operationId: string): Promise<boolean> {
+    try {
+      return await this.owns(sessionId, operationId);
+    } catch (error) {
+      this.options.log.warn('could not confirm the hold of a result heard to the end; recorded as told', { session_id: sessionId, operation_id: operationId, error });
+      return true;
+    }
+  }
+
   /**
    * Starts the idle time of every entry this gateway's calls hold again (called with each
    * heartbeat, below the dead threshold), so the results of a live gateway never look idle to a
@@ -567,8 +577,9 @@ export class ResultDelivery {
     let outcome: SpokenOutcome;
     try {
       outcome = await call.port.deliver({ operationId: op.operationId, message: describeForModel(op, reasons), output: modelOutput(op) }, stop.signal);
-      // Cut by the pause watch, or finished after the hold lapsed: not told here, whatever the port says.
-      if ((stop.signal.aborted || this.holdLapsed(sessionId, op.operationId)) && outcome.status === 'completed') outcome = { ...outcome, status: 'cancelled' };
+      // Heard to the end, though the hold may have lapsed meanwhile (cut too late, or ended between
+      // two looks of the pause watch): told unless a janitor has taken it over by now.
+      if (outcome.status === 'completed' && (stop.signal.aborted || this.holdLapsed(sessionId, op.operationId)) && !(await this.stillOwns(sessionId, op.operationId))) outcome = { ...outcome, status: 'cancelled' };
     } catch (error) {
       this.options.log.warn('speaking a result failed', { ...operationLogFields(op), error });
       outcome = { status: 'failed' };

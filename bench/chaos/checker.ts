@@ -123,7 +123,11 @@ export function check(input: CheckInput): CheckResult {
     for (const [level, count] of Object.entries(entered)) if (Number(level) > limit.maxConcurrent) above += count;
     if (above > 0) {
       const max = input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.max ?? 0;
-      violate('provider_concurrency', limit.providerOperation, `${limit.tenantId} ${limit.providerOperation}: ${above} requests began above maxConcurrent ${limit.maxConcurrent} (max ${max})`, above);
+      const overlaps = input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.overlaps ?? [];
+      // With the requests in progress at the first overlap above the limit: which operations and attempts.
+      const first = overlaps.find((o) => o.inProgress.length > limit.maxConcurrent);
+      const detail = first === undefined ? '' : `; at ${first.at}: ${first.inProgress.map((r) => `${r.reference ?? '?'} attempt ${(r.attemptToken ?? '?').slice(0, 8)} since ${r.since}`).join(', ')}`;
+      violate('provider_concurrency', limit.providerOperation, `${limit.tenantId} ${limit.providerOperation}: ${above} requests began above maxConcurrent ${limit.maxConcurrent} (max ${max})${detail}`, above);
     }
   }
 

@@ -29,7 +29,23 @@ export interface ConcurrencyLevel {
  */
 export interface OperationConcurrency extends ConcurrencyLevel {
   entered: Record<string, number>;
+  /** The requests in progress each time one began beside another (the first OVERLAPS_KEPT), to tell why. */
+  overlaps?: ConcurrencyOverlap[];
 }
+
+/** One request that began while others were in progress, with all of them (itself last). */
+export interface ConcurrencyOverlap {
+  readonly at: string;
+  readonly inProgress: readonly InProgressRequest[];
+}
+
+export interface InProgressRequest {
+  readonly reference: string | undefined;
+  readonly attemptToken: string | undefined;
+  readonly since: string;
+}
+
+const OVERLAPS_KEPT = 200;
 
 export interface ConcurrencyReport {
   readonly tenants: Record<string, ConcurrencyLevel & { operations: Record<string, OperationConcurrency> }>;
@@ -39,6 +55,7 @@ export class EffectJournal {
   private effects: SandboxEffect[] = [];
   private requests = new Map<string, number>();
   private concurrency: ConcurrencyReport = { tenants: {} };
+  private inProgress: Record<string, Set<InProgressRequest>> = {};
 
   commit(effect: Omit<SandboxEffect, 'seq' | 'at'>): SandboxEffect {
     // Spelled out: a spread that adds properties takes V8's slow path, several µs per request.
@@ -82,19 +99,25 @@ export class EffectJournal {
   }
 
   /** Marks a request as being processed; the returned function ends it (idempotently). */
-  begin(tenant: string, operation: string): () => void {
+  begin(tenant: string, operation: string, request: { readonly reference?: string; readonly attemptToken?: string } = {}): () => void {
     const perTenant = (this.concurrency.tenants[tenant] ??= { current: 0, max: 0, operations: {} });
-    const perOperation = (perTenant.operations[operation] ??= { current: 0, max: 0, entered: {} });
+    const perOperation = (perTenant.operations[operation] ??= { current: 0, max: 0, entered: {}, overlaps: [] });
     for (const level of [perTenant, perOperation]) {
       level.current += 1;
       level.max = Math.max(level.max, level.current);
     }
     const at = String(perOperation.current);
     perOperation.entered[at] = (perOperation.entered[at] ?? 0) + 1;
+    const inProgress: InProgressRequest = { reference: request.reference, attemptToken: request.attemptToken, since: new Date().toISOString() };
+    const running = (this.inProgress[`${tenant}\u0000${operation}`] ??= new Set());
+    running.add(inProgress);
+    const overlaps = (perOperation.overlaps ??= []);
+    if (running.size > 1 && overlaps.length < OVERLAPS_KEPT) overlaps.push({ at: inProgress.since, inProgress: [...running] });
     let ended = false;
     return () => {
       if (ended) return;
       ended = true;
+      running.delete(inProgress);
       perTenant.current -= 1;
       perOperation.current -= 1;
     };
@@ -109,5 +132,6 @@ export class EffectJournal {
     this.requests = new Map();
     // Requests still in flight keep their own level objects; a fresh report starts from zero.
     this.concurrency = { tenants: {} };
+    this.inProgress = {};
   }
 }

@@ -210,7 +210,7 @@ export class SandboxServer {
       }
     }
 
-    const end = this.journal.begin(tenant, operation);
+    const end = this.journal.begin(tenant, operation, { reference, attemptToken });
     let wake: () => void = () => undefined;
     const inFlight: InFlightRequest = {
       attemptToken,
