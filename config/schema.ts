@@ -82,9 +82,9 @@ export const redisSchema = z.strictObject({
   /** Prefix for every key callgate writes, so several deployments can share one Redis. */
   prefix: safeId.default('callgate'),
   /**
-   * How the "sending" mark of an attempt to a provider without idempotency keys is made durable
-   * before the request leaves (a Redis node lost before it persisted the mark would otherwise let
-   * the attempt be sent twice): `replica` waits for `replicas` replicas to acknowledge it (WAIT),
+   * How the "sending" mark of a mutation's attempt is made durable before the request leaves (a
+   * Redis node lost before it persisted the mark would otherwise let the attempt be sent twice, or
+   * be cancelled as never sent): `replica` waits for `replicas` replicas to acknowledge it (WAIT),
    * `fsync` requires the server to run with appendonly yes and appendfsync always (checked), `none`
    * trusts a single Redis whose loss loses the whole ledger anyway (the embedded default).
    * A mark that cannot be made durable within `timeoutMs` is not sent: the attempt is retried.

@@ -47,7 +47,7 @@ export interface OperationExecutorOptions {
   readonly leaseTtlMs: number;
   /** How long a reconcile waits after the request was sent before trusting "not found". */
   readonly reconcileGraceMs: number;
-  /** How the sending mark is made durable before a request without idempotency keys leaves (config redis.durability). */
+  /** How the sending mark of a mutation is made durable before its request leaves (config redis.durability). */
   readonly durability?: SendingDurability;
   readonly random?: () => number;
 }
@@ -346,9 +346,11 @@ export class OperationExecutor {
       }
       if (voided.status !== 'voided') return this.notSent(op, 'earlier_attempt_not_voided', voided.status === 'unknown' ? voided.reason : 'an earlier attempt is in progress at the provider', log, lease, EARLIER_ATTEMPT_RETRY_MS);
     }
-    if (!resendSafe(op)) {
-      // A second send of this request would be a second effect: the mark that it may have left must
-      // survive the loss of a Redis node before it leaves (config redis.durability).
+    if (op.kind === 'mutation') {
+      // The mark that the request may have left must survive the loss of a Redis node before it
+      // leaves (config redis.durability): a mark rolled back to ADMITTED would be sent a second time
+      // without a key, or cancelled past its deadline as never sent with a key
+      // (test/integration/exactly-once/sending-mark-durable.test.ts).
       const durable = await ledger.makeDurable(this.durability);
       if (!durable.ok) {
         sendsRefused.labels(op.action, 'not_durable').inc();

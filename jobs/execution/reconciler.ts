@@ -108,6 +108,8 @@ export class Reconciler {
     const trustNotFoundAt = sentAt + this.options.graceMs;
     if (now < trustNotFoundAt) {
       reconciliations.labels(op.action, 'not_found_in_grace').inc();
+      // Not ruled out yet: the lease outlasts the look at the end of the grace, however late it runs.
+      await this.keepLeases(op, provider);
       return { type: 'again', delayMs: trustNotFoundAt - now, reason: 'not found yet; still inside the grace period' };
     }
     // Void whatever can be voided: also with idempotency keys, a request still on its way would

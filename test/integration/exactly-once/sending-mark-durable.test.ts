@@ -8,7 +8,7 @@
  * the sandbox over HTTP.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { REFUND, startHarness, type Harness } from '../../support/action-harness.ts';
+import { BOOK, REFUND, booking, startHarness, type Harness } from '../../support/action-harness.ts';
 import { waitFor, type StartedProcess } from '../../support/processes.ts';
 import { startRedisPair, type RedisPair } from '../../support/redis-pair.ts';
 import { startWorkerProcess, stopWorkerProcess } from '../../support/worker-process.ts';
@@ -28,17 +28,23 @@ afterEach(async () => {
   pair = undefined;
 });
 
-async function refundAcrossFailover(durability: 'none' | 'replica'): Promise<{ requests: number; effects: number; state: string | undefined }> {
+/** A refund (no idempotency keys at the payments service) or a booking (keyed) started across the failover. */
+const ACTIONS = {
+  refund: { config: REFUND, args: { order_id: 'ord_1040', amount_cents: 1_100 } },
+  book_table: { config: BOOK, args: booking({ time: '19:30' }) },
+};
+
+async function acrossFailover(durability: 'none' | 'replica', action: keyof typeof ACTIONS = 'refund'): Promise<{ requests: number; effects: number; state: string | undefined }> {
   pair = await startRedisPair();
   const harness = (h = await startHarness({
-    // Worker processes start within seconds on a loaded machine: the refund waits for one.
-    tenants: { [TENANT]: { refund: { ...REFUND, admissionDeadlineMs: 60_000, deadlineMs: 120_000 } } },
+    // Worker processes start within seconds on a loaded machine: the operation waits for one.
+    tenants: { [TENANT]: { [action]: { ...ACTIONS[action].config, admissionDeadlineMs: 60_000, deadlineMs: 120_000 } } },
     workers: false,
     redisUrl: pair.primary.url,
     redis: { durability: { mode: durability, replicas: 1, timeoutMs: 300 } },
   }));
   // The refund is admitted (and its job enqueued) while the replica keeps up with the primary.
-  const decision = await harness.layer.admit({ tenantId: TENANT, action: 'refund', args: { order_id: 'ord_1040', amount_cents: 1_100 }, scope: harness.scope() });
+  const decision = await harness.layer.admit({ tenantId: TENANT, action, args: ACTIONS[action].args, scope: harness.scope() });
   if (decision.type !== 'started') throw new Error(decision.type);
   const id = decision.operationId;
   const replicaView = new Redis(pair.replica.url, { maxRetriesPerRequest: null });
@@ -71,12 +77,19 @@ async function refundAcrossFailover(durability: 'none' | 'replica'): Promise<{ r
 
 describe('when the primary is lost before its replica has the sending mark', () => {
   it('should not send the refund until the mark is on the replica: one refund after the failover', { timeout: 90_000 }, async () => {
-    const outcome = await refundAcrossFailover('replica');
+    const outcome = await acrossFailover('replica');
+    expect(outcome).toEqual({ requests: 1, effects: 1, state: 'COMMITTED' });
+  });
+
+  it('should not send a keyed booking before its mark is on the replica either: one request', { timeout: 90_000 }, async () => {
+    // Sent before the loss, a booking rolled back to ADMITTED is sent again (the key saves the
+    // effect) or, once past its deadline, cancelled as never sent though it took effect.
+    const outcome = await acrossFailover('replica', 'book_table');
     expect(outcome).toEqual({ requests: 1, effects: 1, state: 'COMMITTED' });
   });
 
   it('should show why: without durability the refund rolled back to ADMITTED is sent twice', { timeout: 90_000 }, async () => {
-    const outcome = await refundAcrossFailover('none');
+    const outcome = await acrossFailover('none');
     expect(outcome.effects).toBe(2);
   });
 });
