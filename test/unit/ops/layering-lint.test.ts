@@ -11,7 +11,9 @@ const eslint = new ESLint({ cwd: ROOT, overrideConfig: [tseslint.configs.disable
 /** Lints `source` as if it were the file at `path` (relative to the project root). */
 async function layeringErrors(path: string, source: string): Promise<string[]> {
   const [result] = await eslint.lintText(source, { filePath: join(ROOT, path) });
-  return (result?.messages ?? []).filter((message) => message.ruleId === 'no-restricted-imports').map((message) => message.message);
+  return (result?.messages ?? [])
+    .filter((message) => message.ruleId === 'no-restricted-imports')
+    .map((message) => message.message);
 }
 
 describe('when a folder imports across the layers gateway -> agents -> jobs -> config', () => {
