@@ -49,8 +49,6 @@ export class AgentSession {
   readonly answeringInline = new Set<string>();
   /** Goal -> the latest operation for it. */
   private readonly goals = new Map<string, string>();
-  /** Goals the conversation has set aside (results for them are held). */
-  readonly parkedGoals = new Set<string>();
   /** Times of recent mutations, for frequency limits. */
   readonly mutationTimes: number[] = [];
   readonly abort = new AbortController();
@@ -74,7 +72,6 @@ export class AgentSession {
     if (op.goal === undefined) return undefined;
     const previous = this.goals.get(op.goal);
     this.goals.set(op.goal, op.operationId);
-    this.parkedGoals.delete(op.goal);
     return previous === undefined || previous === op.operationId ? undefined : this.operations.get(previous);
   }
 
@@ -95,7 +92,6 @@ export class AgentSession {
       responseActive: this.responseActive,
       alreadyTold: owned?.told ?? false,
       superseded: this.isSuperseded(operationId),
-      goalActive: owned?.goal === undefined || !this.parkedGoals.has(owned.goal),
     };
   }
 

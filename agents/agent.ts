@@ -9,12 +9,6 @@ import type { ZodObject, ZodRawShape, z } from 'zod';
 /** What a control tool answers; serialised to JSON for the model. */
 export type ToolOutput = Readonly<Record<string, unknown>> & { readonly status: string };
 
-export interface ToolCallContext {
-  readonly sessionId: string;
-  readonly toolCallId: string;
-  readonly abortSignal: AbortSignal;
-}
-
 export interface ToolDefinition<S extends ZodRawShape = ZodRawShape> {
   readonly name: string;
   readonly description: string;

@@ -38,7 +38,6 @@ export type RelevanceReason =
   | 'gateway_gone'
   | 'handoff_agent_may_reveal'
   | 'handoff_agent_may_not_reveal'
-  | 'goal_inactive'
   | 'caller_speaking'
   | 'caller_on_hold'
   | 'response_active'
@@ -76,8 +75,12 @@ export interface SessionSnapshot {
   readonly alreadyTold: boolean;
   /** A newer operation for the same goal exists. */
   readonly superseded: boolean;
-  /** The conversation is still about this operation's goal (false: parked while the caller talks of other things). */
-  readonly goalActive: boolean;
+  /**
+   * Not read: a result is never held because the talk moved to another goal; only a newer
+   * operation for the goal sets it aside (test/unit/agents/relevance-gate.test.ts, "another goal").
+   * Left while agents/result-delivery.ts still sets it; removed with that line (issue 18).
+   */
+  readonly goalActive?: boolean;
 }
 
 function outcomeReason(state: GateOperation['state']): RelevanceReason {
@@ -116,7 +119,6 @@ export function decideRelevance(op: GateOperation, session: SessionSnapshot): Re
       ? { decision: 'deliver_out_of_band', reasons: ['handoff_agent_may_not_reveal', ...reasons] }
       : { decision: 'hold', reasons: ['handoff_agent_may_not_reveal', ...reasons] };
   }
-  if (!session.goalActive && !session.superseded) return { decision: 'hold', reasons: ['goal_inactive', ...reasons] };
   if (handedOff) reasons.unshift('handoff_agent_may_reveal');
   // Spoken into a hold it would be "told" unheard: it waits for the resume (the call's end sends it out of band).
   if (session.callerOnHold) return { decision: 'hold', reasons: [...reasons, 'caller_on_hold'] };
@@ -137,9 +139,4 @@ function callGoneReason(call: Exclude<SessionSnapshot['call'], 'active'>): Relev
     case 'gone':
       return 'gateway_gone';
   }
-}
-
-/** Decisions after which the result still waits for its moment in this call. */
-export function isDeferred(decision: RelevanceDecisionType): boolean {
-  return decision === 'speak_when_idle' || decision === 'hold' || decision === 'reconcile_first';
 }

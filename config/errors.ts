@@ -12,8 +12,6 @@ export interface ErrorDefinition {
 
 export const ERRORS = {
   // configuration and startup
-  CALLGATE_ERR_CONFIG_INVALID: { message: 'invalid configuration: {problems}' },
-  CALLGATE_ERR_CONFIG_UNKNOWN_AGENT: { message: 'tenant {tenant} names unknown agent {agent}' },
   CALLGATE_ERR_CONFIG_UNKNOWN_INTENT_FIELD: { message: 'intent field {field} (in {where}) is not an argument of tool {tool}' },
   CALLGATE_ERR_REDIS_NOT_INSTALLED: {
     message: 'redis-server was not found on PATH and REDIS_URL is not set; install it (apt-get install -y redis-server) or set REDIS_URL',
@@ -38,8 +36,6 @@ export const ERRORS = {
   CALLGATE_ERR_OP_UNKNOWN_TENANT: { message: 'unknown tenant {tenant}', httpStatus: 404 },
   CALLGATE_ERR_OP_PAYLOAD_TOO_LARGE: { message: 'arguments for {action} are {size} bytes, above the limit of {limit}', httpStatus: 413 },
   CALLGATE_ERR_OP_INVALID_ID: { message: 'id {id} is not usable as an operation or job id: {reason}', httpStatus: 400 },
-  CALLGATE_ERR_OP_NOT_CANCELLABLE: { message: 'operation {operationId} in state {state} cannot be cancelled: {reason}', httpStatus: 409 },
-  CALLGATE_ERR_OP_NOT_COMPENSABLE: { message: 'operation {operationId} in state {state} cannot be compensated', httpStatus: 409 },
   CALLGATE_ERR_OP_RECONCILE_REFUSED: { message: 'operation {operationId} in state {state} has nothing to reconcile', httpStatus: 409 },
   CALLGATE_ERR_OOB_REDRIVE_REFUSED: { message: 'operation {operationId} has no out-of-band message that gave up ({channels})', httpStatus: 409 },
 
@@ -49,31 +45,15 @@ export const ERRORS = {
   CALLGATE_ERR_PROVIDER_REJECTED: { message: 'provider {provider} refused the request: {reason}' },
   CALLGATE_ERR_PROVIDER_UNAVAILABLE: { message: 'provider {provider} is unavailable (status {status})' },
   CALLGATE_ERR_PROVIDER_BAD_RESPONSE: { message: 'provider {provider} answered with something unreadable: {reason}' },
-  CALLGATE_ERR_PROVIDER_NO_LOOKUP: { message: 'provider {provider} cannot look operations up' },
-  CALLGATE_ERR_PROVIDER_NO_CANCEL: { message: 'provider {provider} cannot cancel a request in progress' },
   CALLGATE_ERR_PROVIDER_NO_TOKEN: { message: 'provider {provider} needs a token in environment variable {env}, which is unset' },
   CALLGATE_ERR_PROVIDER_NO_SANDBOX: { message: 'provider {provider} uses the embedded sandbox, which is not running (sandbox.enabled is false and neither a baseUrl nor sandbox.url is set)' },
 
   // SIP signaling (gateway/sip)
-  CALLGATE_ERR_SIP_PARSE: { message: 'malformed SIP message: {reason}', sipStatus: 400 },
-  CALLGATE_ERR_SIP_UNKNOWN_NUMBER: { message: 'no tenant owns number {number}', sipStatus: 404 },
-  CALLGATE_ERR_SIP_FORBIDDEN: { message: 'source {source} is not allowed for number {number}', sipStatus: 403 },
-  CALLGATE_ERR_SIP_AUTH_REQUIRED: { message: 'authentication required', sipStatus: 401 },
-  CALLGATE_ERR_SIP_RATE_LIMITED: { message: 'too many requests from {source}', sipStatus: 503 },
-  CALLGATE_ERR_SIP_NO_COMMON_CODEC: { message: 'the offer has no codec in common with {codecs}', sipStatus: 488 },
-  CALLGATE_ERR_SIP_BAD_SDP: { message: 'the SDP offer is not usable: {reason}', sipStatus: 488 },
-  CALLGATE_ERR_SIP_NO_TRANSACTION: { message: 'no dialog or transaction matches the request', sipStatus: 481 },
-  CALLGATE_ERR_SIP_METHOD_NOT_ALLOWED: { message: 'method {method} is not allowed', sipStatus: 405 },
-  CALLGATE_ERR_SIP_BAD_EXTENSION: { message: 'unsupported extension {extension}', sipStatus: 420 },
-  CALLGATE_ERR_SIP_TOO_MANY_HOPS: { message: 'Max-Forwards reached 0', sipStatus: 483 },
-  CALLGATE_ERR_SIP_OVERLOADED: { message: 'the gateway is not taking calls: {reason}', sipStatus: 503 },
-  CALLGATE_ERR_SIP_TRANSFER_REFUSED: { message: 'the peer refused the transfer with {status}' },
   CALLGATE_ERR_SIP_DRACHTIO_CONNECTION: { message: 'cannot reach drachtio-server at {address}: {reason}' },
 
   // media (gateway/media)
   CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED: { message: 'no free RTP port in {portMin}-{portMax}', sipStatus: 503 },
   CALLGATE_ERR_MEDIA_CODEC: { message: 'codec {codec} failed: {reason}' },
-  CALLGATE_ERR_MEDIA_TIMEOUT: { message: 'no RTP received for {timeoutMs} ms' },
   CALLGATE_ERR_NATIVE_RTP_UNAVAILABLE: { message: 'rtp.sockets is native but the native RTP module cannot be loaded: {reason}' },
 
   // realtime model (gateway/realtime)
@@ -90,18 +70,9 @@ export const ERRORS = {
   CALLGATE_ERR_SIMULATOR_SCRIPT: { message: 'the simulator script {source} is invalid: {problems}' },
   CALLGATE_ERR_SIMULATOR_SPEECH: { message: 'the simulator could not synthesize speech: {reason}' },
 
-  // agents and tools (agents/)
-  CALLGATE_ERR_TOOL_UNKNOWN: { message: 'agent {agent} has no tool {tool}' },
-  CALLGATE_ERR_TOOL_INVALID_ARGUMENTS: { message: 'arguments for tool {tool} are invalid: {problems}' },
-  CALLGATE_ERR_TOOL_REFUSED: { message: 'tool {tool} was refused by {plugin}: {reason}' },
-  CALLGATE_ERR_TOOL_TOO_MANY: { message: 'at most {limit} tools may run at once in a call' },
-  CALLGATE_ERR_TOOL_TIMEOUT: { message: 'tool {tool} did not finish within {timeoutMs} ms' },
-  CALLGATE_ERR_DELIVERY_FAILED: { message: 'out-of-band delivery for {operationId} failed: {reason}' },
-
   // HTTP admin API
   CALLGATE_ERR_HTTP_NOT_FOUND: { message: 'no route for {method} {path}', httpStatus: 404 },
   CALLGATE_ERR_HTTP_BAD_REQUEST: { message: 'bad request: {reason}', httpStatus: 400 },
-  CALLGATE_ERR_HTTP_NOT_READY: { message: 'not ready: {reason}', httpStatus: 503 },
 } as const satisfies Record<string, ErrorDefinition>;
 
 export type ErrorCode = keyof typeof ERRORS;

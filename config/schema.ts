@@ -452,7 +452,6 @@ export type SipConfig = Config['sip'];
 export type RtpConfig = Config['rtp'];
 export type TenantConfig = z.infer<typeof tenantSchema>;
 export type ActionConfig = z.infer<typeof actionSchema>;
-export type ProviderConfig = z.infer<typeof providerSchema>;
 export type RetryConfig = z.infer<typeof retrySchema>;
 export type WorkerConfig = Config['worker'];
 export type NotifyConfig = z.infer<typeof notifySchema>;

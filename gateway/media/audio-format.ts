@@ -24,19 +24,16 @@ export const FRAME_MS = 20;
 
 export const PCMU: WireCodec = { name: 'PCMU', payloadType: 0, clockRate: 8000 };
 export const PCMA: WireCodec = { name: 'PCMA', payloadType: 8, clockRate: 8000 };
+/** The RTP clock rate of Opus, whatever the audio bandwidth (RFC 7587 §4.1). */
+const OPUS_RTP_CLOCK_RATE = 48000;
 
 export function wireCodec(name: WireCodecName, payloadType?: number): WireCodec {
   if (name === 'PCMU') return { ...PCMU, payloadType: payloadType ?? PCMU.payloadType };
   if (name === 'PCMA') return { ...PCMA, payloadType: payloadType ?? PCMA.payloadType };
-  return { name, payloadType: payloadType ?? 111, clockRate: 48000 };
+  return { name, payloadType: payloadType ?? 111, clockRate: OPUS_RTP_CLOCK_RATE };
 }
 
 /** RTP timestamp units in one 20 ms frame. */
 export function samplesPerFrame(codec: WireCodec): number {
   return (codec.clockRate * FRAME_MS) / 1000;
-}
-
-/** Bytes per millisecond of model audio (G.711: 8; PCM16: 2 bytes per sample). */
-export function modelBytesPerMs(format: ModelAudioFormat): number {
-  return format.encoding === 'pcm16' ? (format.sampleRate / 1000) * 2 : 8;
 }

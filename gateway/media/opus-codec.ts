@@ -13,8 +13,6 @@ import type { AudioSampleRate } from './resampler.ts';
 const { OpusEncoder } = opus;
 type OpusEncoder = InstanceType<typeof OpusEncoder>;
 
-/** The RTP clock rate of Opus, whatever the audio bandwidth (RFC 7587 §4.1). */
-export const OPUS_RTP_CLOCK_RATE = 48000;
 /** 20 ms at 48 kHz. */
 export const OPUS_FRAME_SAMPLES = 960;
 /** Wideband speech is transparent at 32 kb/s; more only costs carrier bandwidth. */

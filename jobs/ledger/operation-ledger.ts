@@ -106,14 +106,12 @@ export interface TransitionChange {
   /** Begin a new attempt (the attempt number is incremented and returned). */
   readonly newAttempt?: boolean;
   /**
-   * The attempt's concurrency lease (`<id>:<attempt>`), in the same step: take one before moving
-   * (the move happens only if one is free); give it back with a move that settles the attempt's
-   * outcome; keep it ("park") for `forMs` after the request was sent when the outcome is not settled
-   * (the request may still be at the provider); or give back every attempt's ("settle") when
-   * reconciliation has settled them all.
+   * The attempt's concurrency lease (`<id>:<attempt>`, taken by `start`), in the same step: give it
+   * back with a move that settles the attempt's outcome; keep it ("park") for `forMs` after the
+   * request was sent when the outcome is not settled (the request may still be at the provider); or
+   * give back every attempt's ("settle") when reconciliation has settled them all.
    */
   readonly lease?:
-    | { readonly mode: 'acquire'; readonly ttlMs: number; readonly max: number }
     | { readonly mode: 'release' }
     | { readonly mode: 'park'; readonly forMs: number }
     | { readonly mode: 'settle' };
@@ -123,8 +121,6 @@ export interface TransitionOutcome {
   readonly attempt: number;
   /** Set when the transition appended a result event. */
   readonly eventId?: string;
-  /** Set when a lease was to be acquired and none was free: nothing changed. */
-  readonly noLease?: true;
 }
 
 /** What `start` did: began the attempt, or left the operation as it is (with what it read). */
@@ -269,11 +265,9 @@ export class OperationLedger {
       this.retentionSeconds(op.money),
       eventId,
       lease?.mode ?? '',
-      lease?.mode === 'acquire' ? lease.ttlMs : lease?.mode === 'park' ? lease.forMs : 0,
-      lease?.mode === 'acquire' ? lease.max : 0,
+      lease?.mode === 'park' ? lease.forMs : 0,
       k.results(op.tenantId, ''),
     )) as (string | null)[];
-    if (reply[0] === 'NO_LEASE') return { attempt: change.attempt ?? op.attempt, noLease: true };
     const error = scriptError(reply, { operationId: op.operationId, to: change.to, attempt: change.attempt });
     if (error) {
       if (error instanceof StaleAttemptError) staleRefused.labels(op.action).inc();

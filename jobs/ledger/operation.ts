@@ -199,17 +199,3 @@ export interface Operation {
   /** For shared reads: identical concurrent requests find the running operation by this key. */
   readonly coalesceKey?: string;
 }
-
-/**
- * The event a terminal (or UNKNOWN) transition appends to the owning gateway's result stream, in
- * the same script as the transition itself.
- */
-export interface ResultEvent {
-  readonly eventId: string;
-  readonly operationId: string;
-  readonly tenantId: string;
-  readonly sessionId: string;
-  readonly state: OperationState;
-  readonly attempt: number;
-  readonly at: number;
-}

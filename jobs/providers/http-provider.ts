@@ -59,8 +59,8 @@ const providerSeconds = histogram<'provider' | 'call'>({
 });
 
 export const OPERATION_ID_HEADER = 'X-Callgate-Operation-Id';
-export const TENANT_ID_HEADER = 'X-Callgate-Tenant-Id';
-export const ATTEMPT_TOKEN_HEADER = 'X-Callgate-Attempt-Token';
+const TENANT_ID_HEADER = 'X-Callgate-Tenant-Id';
+const ATTEMPT_TOKEN_HEADER = 'X-Callgate-Attempt-Token';
 
 export class HttpProvider implements Provider {
   readonly name: string;

@@ -30,23 +30,21 @@
   ARGV[9] "1" to append a result event
   ARGV[10] retention (seconds) applied when the new state is terminal
   ARGV[11] event id to use for the result event
-  ARGV[12] lease of the attempt (the holder "<id>:<attempt>", attempt as read before ARGV[8]):
+  ARGV[12] lease of the attempt (the holder "<id>:<attempt>", attempt as read before ARGV[8]),
+          taken by start-5.lua:
            ""        none
-           "acquire" take one of the action's leases first, or change nothing
            "release" the attempt's outcome is settled: give its lease back with the move
            "park"    the attempt's outcome is not settled (its request may still be at the
                      provider): keep its lease, no longer renewed, until sending_at + ARGV[13]
                      (the provider timeout plus the reconcile grace), unless settled sooner
            "settle"  the outcome of every attempt so far is settled (reconciled): give back the
                      leases of attempts 1 .. current
-  ARGV[13] with "acquire": lease time to live (ms); with "park": how long after sending_at (ms)
-  ARGV[14] most leases at once, with "acquire"
-  ARGV[15] the tenant's result stream key without the gateway id: sessions that joined a shared read
+  ARGV[13] with "park": how long after sending_at (ms)
+  ARGV[14] the tenant's result stream key without the gateway id: sessions that joined a shared read
            (the "joiners" field, written by admit-9.lua) get the result event in their own gateway's
            stream, under their own session id
 
   Output: {"OK", attempt, event id or ""}
-    | {"NO_LEASE"} when "acquire" found every lease taken (nothing was changed)
   Errors (returned, not raised):
     {"ERR_NOT_FOUND"}
     {"ERR_ILLEGAL", current state}   current state is not expected, or the move is not legal
@@ -78,14 +76,6 @@ local now = redis_now()
 local stamp = tostring(now)
 local id = current[3]
 local holder = lease_holder(id, attempt)
-if ARGV[12] == "acquire" then
-  redis.call("ZREMRANGEBYSCORE", KEYS[10], "-inf", now)
-  if not redis.call("ZSCORE", KEYS[10], holder) and redis.call("ZCARD", KEYS[10]) >= tonumber(ARGV[14]) then
-    return {"NO_LEASE"}
-  end
-  redis.call("ZADD", KEYS[10], now + tonumber(ARGV[13]), holder)
-end
-
 -- One HSET and at most one HDEL for the whole change, with the effect of applying in order: the
 -- new attempt, the fields (an "" value deletes), the state and, when terminal, finished_at.
 local set = {}
@@ -164,7 +154,7 @@ if ARGV[9] == "1" then
   eventId = ARGV[11]
   if current[7] then
     for session, gateway in pairs(cjson.decode(current[7])) do
-      redis.call("XADD", ARGV[15] .. gateway, "*",
+      redis.call("XADD", ARGV[14] .. gateway, "*",
         "event_id", ARGV[11] .. ":" .. session,
         "operation_id", id,
         "tenant_id", current[4],

@@ -12,7 +12,6 @@ const session = (overrides: Partial<SessionSnapshot> = {}): SessionSnapshot => (
   responseActive: false,
   alreadyTold: false,
   superseded: false,
-  goalActive: true,
   callerOnHold: false,
   ...overrides,
 });

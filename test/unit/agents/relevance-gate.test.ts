@@ -11,7 +11,6 @@ const session = (overrides: Partial<SessionSnapshot> = {}): SessionSnapshot => (
   responseActive: false,
   alreadyTold: false,
   superseded: false,
-  goalActive: true,
   ...overrides,
 });
 
@@ -36,7 +35,7 @@ describe('when the gate decides on a named situation', () => {
     ['a commit after handoff while the caller speaks', op(), session({ activeAgent: 'billing', callerSpeaking: true }), 'route_to_active_agent', ['handoff_agent_may_reveal', 'committed', 'caller_speaking']],
     ['a commit after handoff to an agent that may not reveal it', op(), session({ activeAgent: 'billing', activeAgentMayReveal: false }), 'deliver_out_of_band', ['handoff_agent_may_not_reveal', 'committed']],
     ['a failure after handoff to an agent that may not reveal it', op({ state: 'FAILED_FINAL' }), session({ activeAgent: 'billing', activeAgentMayReveal: false }), 'hold', ['handoff_agent_may_not_reveal', 'failed']],
-    ['a commit while the caller talks of something else', op(), session({ goalActive: false }), 'hold', ['goal_inactive', 'committed']],
+    ['a commit while the talk is on another goal (only a newer operation sets a result aside)', op(), session({ goalActive: false }), 'speak_now', ['committed', 'idle']],
     ['a commit while the caller holds the call', op(), session({ callerOnHold: true }), 'hold', ['committed', 'caller_on_hold']],
     ['a failure while the caller holds the call', op({ state: 'FAILED_FINAL' }), session({ callerOnHold: true }), 'hold', ['failed', 'caller_on_hold']],
     ['a commit while held and the agent still talks into the hold', op(), session({ callerOnHold: true, responseActive: true }), 'hold', ['committed', 'caller_on_hold']],
@@ -64,14 +63,13 @@ describe('when every combination of inputs is tried', () => {
               for (const callerOnHold of bools)
               for (const alreadyTold of bools)
                 for (const superseded of bools)
-                  for (const goalActive of bools)
-                    all.push([
-                      op({ state }),
-                      session({ call, activeAgent: handedOff ? 'billing' : 'reservations', activeAgentMayReveal, callerSpeaking, callerOnHold, responseActive, alreadyTold, superseded, goalActive }),
-                    ]);
+                  all.push([
+                    op({ state }),
+                    session({ call, activeAgent: handedOff ? 'billing' : 'reservations', activeAgentMayReveal, callerSpeaking, callerOnHold, responseActive, alreadyTold, superseded }),
+                  ]);
 
-  it('should cover 4096 combinations, each with exactly one decision and at least one reason', () => {
-    expect(all).toHaveLength(4096);
+  it('should cover 2048 combinations, each with exactly one decision and at least one reason', () => {
+    expect(all).toHaveLength(2048);
     for (const [o, s] of all) expect(decideRelevance(o, s).reasons.length).toBeGreaterThan(0);
   });
 
