@@ -606,18 +606,21 @@ export class CallSession {
   private async runTool(model: RealtimeSession, event: Extract<RealtimeEvent, { type: 'function_call' }>): Promise<void> {
     const before = this.agent.activeAgent;
     let output: ToolOutput;
+    let answered = true;
     try {
       output = await this.options.runtime.handle(this.agent, { callId: event.callId, name: event.name, arguments: event.arguments, responseId: event.responseId }, this.control());
     } catch (error) {
       this.log.error('tool call failed', { tool: event.name, call_id: event.callId, error });
       output = toolError(error);
+      answered = false;
     }
     const operationId = typeof output.operation_id === 'string' ? output.operation_id : undefined;
     this.emit(callEvents.toolCall(event.name, event.callId, output.status, operationId));
     // The output goes to the session that asked; a re-opened session never saw the call.
     const sent = model === this.model && !this.ending;
     if (sent) model.sendToolOutput(event.callId, output);
-    this.followInlineAnswer(event.callId, sent);
+    // An error output carries no read's answer, whatever the tool had found.
+    this.followInlineAnswer(event.callId, sent && answered);
     const after = this.agent.activeAgent;
     if (after !== before && model === this.model && !this.ending) {
       this.emit(callEvents.agentChanged(before, after));
