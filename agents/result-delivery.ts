@@ -308,8 +308,8 @@ export class ResultDelivery {
     const sessionId = fields.session_id || op.scope.sessionId;
     const call = gone ? undefined : this.calls.get(sessionId);
     if (call?.session.answeringInline.has(op.operationId)) {
-      // A tool is about to put this read's result in its output: held, and gated again when the
-      // call is idle, by which time the tool has recorded it as told (or timed out, and it is said).
+      // A tool output carries this read's result: held, and gated again when the caller has heard
+      // that output (recorded as told) or did not (it is said like any result).
       this.hold(sessionId, op.operationId, entry);
       call.pending.add(op.operationId);
       return;
@@ -422,6 +422,8 @@ export class ResultDelivery {
     const call = this.calls.get(sessionId);
     if (!call) return;
     for (const operationId of [...call.pending]) {
+      // Its answer is in a tool output the caller may be hearing: gated once that settles (ToolRuntime.settleInlineAnswer).
+      if (call.session.answeringInline.has(operationId)) continue;
       const op = await this.options.ledger.get(call.session.tenantId, operationId);
       if (!op) continue;
       call.pending.delete(operationId);

@@ -19,6 +19,7 @@ import type { Operation } from '../jobs/ledger/operation.ts';
 import type { AgentCatalogue, ToolDefinition, ToolOutput } from './agent.ts';
 import type { AgentSession } from './agent-session.ts';
 import type { AuditLog } from './audit.ts';
+import type { SpokenOutcome } from './result-delivery.ts';
 import { DEFAULT_AFTER, DEFAULT_BEFORE, type AfterToolPlugin, type BeforeToolPlugin, type PluginContext } from './tool-plugins.ts';
 
 const toolCalls = counter({
@@ -71,6 +72,8 @@ export class ToolRuntime {
   private readonly before: readonly BeforeToolPlugin[];
   private readonly after: readonly AfterToolPlugin[];
   private readonly now: () => number;
+  /** Reads answered in a tool output the caller has not heard yet, by call and the model's call id. */
+  private readonly inline = new WeakMap<AgentSession, Map<string, Operation>>();
 
   constructor(private readonly options: ToolRuntimeOptions) {
     for (const unkeyed of checkIntentFields(options.catalogue, options.tenants)) {
@@ -174,45 +177,85 @@ export class ToolRuntime {
       if (isCallgateError(error)) return { status: 'error', error: error.code, message: error.message };
       throw error;
     }
-    if (action.kind === 'read') return this.read(session, decision, tool);
+    if (action.kind === 'read') return this.read(session, call, decision, tool);
     return this.mutation(session, call, tool, args, decision);
   }
 
-  private async read(session: AgentSession, decision: AdmissionDecision, tool: ToolDefinition): Promise<ToolOutput> {
+  private async read(session: AgentSession, call: ToolCall, decision: AdmissionDecision, tool: ToolDefinition): Promise<ToolOutput> {
     if (decision.type === 'busy') return { status: 'busy', message: 'That lookup is busy right now; try again shortly.', retry_after_ms: decision.retryAfterMs };
     if (decision.type === 'degraded') return { status: 'degraded', message: decision.fallback };
     const deadline = this.options.readDeadlineMs ?? READ_DEADLINE_MS;
+    // Owned like any operation: a re-opened model session's summary lists it until it is told.
+    session.own({ operationId: decision.operationId, action: tool.action ?? tool.name, tool: tool.name, agent: session.activeAgent });
     session.answeringInline.add(decision.operationId);
     let op: Operation | undefined;
     try {
       op = await this.options.actions.waitFor(session.tenantId, decision.operationId, deadline);
-      if (op && (op.state === 'COMMITTED' || op.state === 'FAILED_FINAL' || op.state === 'CANCELLED')) await this.toldInToolOutput(op, session.sessionId);
     } finally {
-      session.answeringInline.delete(decision.operationId);
+      if (!(op !== undefined && answersInline(op))) session.answeringInline.delete(decision.operationId);
     }
+    if (answersInline(op)) this.unheard(session).set(call.callId, op);
     if (op?.state === 'COMMITTED') return { status: 'ok', result: op.result ?? {} };
     if (op?.state === 'FAILED_FINAL' || op?.state === 'CANCELLED') return { status: 'failed', message: op.error?.message ?? 'The lookup failed.', error: op.error?.code ?? 'failed' };
     return { status: 'timeout', message: `The ${tool.name} lookup is slow; tell the caller you are still checking.` };
   }
 
   /**
-   * A read answered inside the tool output reaches the caller through the model's own reply: its
-   * result event must not be spoken again. While the tool waits, delivery holds the event
-   * (AgentSession.answeringInline); this record then makes the gate find it told (already_told).
-   * A read that outlived the deadline is not recorded: its result is delivered like any late one.
-   * The record is this call's: another call sharing the read (coalesced) is told on its own.
+   * The read whose result the output for `callId` carries, while the caller has not heard it. The
+   * call sends that output and reports how it fared with `settleInlineAnswer`.
    */
-  private async toldInToolOutput(op: Operation, sessionId: string): Promise<void> {
+  inlineAnswer(session: AgentSession, callId: string): string | undefined {
+    return this.inline.get(session)?.get(callId)?.operationId;
+  }
+
+  /**
+   * A read answered inside a tool output is told only when the caller heard it: the output reached
+   * the model session that asked and that session's response speaking it played to its end
+   * (`outcome` completed). Until then delivery holds its result event (AgentSession.answeringInline).
+   * Cut, lost with its session, or never sent (`outcome` undefined): the read is released, and
+   * delivery gates its event like any other result, on whichever session the call has then
+   * (test/scenarios/model-lost-between-read-commit-and-output.test.ts). The record is this call's:
+   * another call sharing the read (coalesced) is told on its own.
+   */
+  async settleInlineAnswer(session: AgentSession, callId: string, outcome: SpokenOutcome | undefined): Promise<void> {
+    const answers = this.inline.get(session);
+    const op = answers?.get(callId);
+    if (answers === undefined || op === undefined) return;
+    answers.delete(callId);
+    try {
+      if (outcome?.status === 'completed') await this.toldInToolOutput(session, op, outcome);
+    } finally {
+      if (![...answers.values()].some((other) => other.operationId === op.operationId)) session.answeringInline.delete(op.operationId);
+    }
+  }
+
+  private unheard(session: AgentSession): Map<string, Operation> {
+    let answers = this.inline.get(session);
+    if (answers === undefined) {
+      answers = new Map();
+      this.inline.set(session, answers);
+    }
+    return answers;
+  }
+
+  /** Makes the gate find the read told (already_told): its result event is not spoken again. */
+  private async toldInToolOutput(session: AgentSession, op: Operation, outcome: SpokenOutcome): Promise<void> {
+    const owned = session.operations.get(op.operationId);
+    if (owned) owned.told = true;
+    const committedAt = op.committedAt ?? op.finishedAt;
     await this.options.actions.ledger.advanceDelivery(
       op,
       {
         decision: 'told_in_tool_output',
         reasons: ['read_answered_inline'],
-        at: Date.now(),
+        at: this.now(),
+        agent: session.activeAgent,
+        responseId: outcome.responseId,
         channel: 'voice',
         delivered: true,
+        ...(committedAt !== undefined && outcome.firstAudioAt !== undefined && { commitToAudibleMs: Math.max(0, outcome.firstAudioAt - committedAt) }),
       },
-      sessionId,
+      session.sessionId,
     );
   }
 
@@ -305,9 +348,10 @@ export class ToolRuntime {
 
   private async control(session: AgentSession, kind: NonNullable<ToolDefinition['control']>, args: Record<string, unknown>, control: CallControl | undefined): Promise<ToolOutput> {
     const { actions, catalogue, audit } = this.options;
+    const isRead = (action: string): boolean => this.options.tenants.get(session.tenantId)?.actions[action]?.kind === 'read';
     switch (kind) {
       case 'operation_status': {
-        const id = resolveOperation(session, args.operation_id);
+        const id = resolveOperation(session, args.operation_id, isRead);
         const op = session.operations.has(id) ? await actions.ledger.get(session.tenantId, id) : undefined;
         if (!op) return { status: 'error', error: 'not_found', message: 'No operation with that id in this call.' };
         const reveal = catalogue.mayReveal(session.activeAgent, op.action);
@@ -320,7 +364,7 @@ export class ToolRuntime {
         };
       }
       case 'cancel_operation': {
-        const id = resolveOperation(session, args.operation_id);
+        const id = resolveOperation(session, args.operation_id, isRead);
         if (!session.operations.has(id)) return { status: 'error', error: 'not_found', message: 'No operation with that id in this call.' };
         const decision = await actions.cancel(session.tenantId, id);
         const messages: Record<typeof decision.type, string> = {
@@ -409,11 +453,19 @@ function undoNote(older: string, outcome: CompensationDecision['type'] | 'refuse
   }
 }
 
-/** An operation id the model gave, where "latest" means the call's most recent operation. */
-function resolveOperation(session: AgentSession, given: unknown): string {
+/** A read that finished: its result (or failure) is the tool's output. */
+function answersInline(op: Operation | undefined): op is Operation {
+  return op?.state === 'COMMITTED' || op?.state === 'FAILED_FINAL' || op?.state === 'CANCELLED';
+}
+
+/**
+ * An operation id the model gave, where "latest" means the call's most recent business action
+ * (the call owns its reads too, but "latest" never means a lookup).
+ */
+function resolveOperation(session: AgentSession, given: unknown, isRead: (action: string) => boolean): string {
   const id = String(given);
   if (id !== 'latest') return id;
-  return [...session.operations.keys()].at(-1) ?? id;
+  return [...session.operations.values()].filter((op) => !isRead(op.action)).at(-1)?.operationId ?? id;
 }
 
 export function toolError(error: unknown): ToolOutput {

@@ -91,7 +91,7 @@ export interface CallSessionOptions {
   readonly media: CallMedia;
   readonly model: Pick<RealtimeModel, 'openSession'>;
   readonly catalogue: AgentCatalogue;
-  readonly runtime: Pick<ToolRuntime, 'handle' | 'toolsFor'>;
+  readonly runtime: Pick<ToolRuntime, 'handle' | 'toolsFor' | 'inlineAnswer' | 'settleInlineAnswer'>;
   readonly delivery: Pick<ResultDelivery, 'attach' | 'onIdle' | 'onCallEnded'>;
   readonly ledger: Pick<OperationLedger, 'get'>;
   readonly registry: CallRegistry;
@@ -140,6 +140,8 @@ export class CallSession {
   private readonly itemsByResponse = new Map<string, Set<string>>();
   /** Results being spoken, each a response from its request to the last packet played (or its cut). */
   private readonly deliveries: SpokenResponse[] = [];
+  /** The response to speak the reads answered in tool outputs sent to this model session, until it is created. */
+  private toolOutputSpeech: SpokenResponse | undefined;
   private deliverySeq = 0;
   private toolChain: Promise<void> = Promise.resolve();
   private ended: Promise<void> | undefined;
@@ -405,6 +407,7 @@ export class CallSession {
     this.unheard.clear();
     this.itemsByResponse.clear();
     this.clearPlayout();
+    this.toolOutputSpeech = undefined;
     const cut = this.deliveries.splice(0);
     for (const spoken of cut) spoken.fail();
     return cut.length;
@@ -525,6 +528,10 @@ export class CallSession {
         // A request the model gives up on is reported by its tag (an error) and fails at once.
         const spoken = event.tag === undefined ? undefined : this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined);
         spoken?.created(event.responseId);
+        if (event.tag === undefined) {
+          this.toolOutputSpeech?.created(event.responseId);
+          this.toolOutputSpeech = undefined;
+        }
         this.emit(callEvents.response('created', event.responseId));
         return;
       }
@@ -599,16 +606,21 @@ export class CallSession {
   private async runTool(model: RealtimeSession, event: Extract<RealtimeEvent, { type: 'function_call' }>): Promise<void> {
     const before = this.agent.activeAgent;
     let output: ToolOutput;
+    let answered = true;
     try {
       output = await this.options.runtime.handle(this.agent, { callId: event.callId, name: event.name, arguments: event.arguments, responseId: event.responseId }, this.control());
     } catch (error) {
       this.log.error('tool call failed', { tool: event.name, call_id: event.callId, error });
       output = toolError(error);
+      answered = false;
     }
     const operationId = typeof output.operation_id === 'string' ? output.operation_id : undefined;
     this.emit(callEvents.toolCall(event.name, event.callId, output.status, operationId));
     // The output goes to the session that asked; a re-opened session never saw the call.
-    if (model === this.model && !this.ending) model.sendToolOutput(event.callId, output);
+    const sent = model === this.model && !this.ending;
+    if (sent) model.sendToolOutput(event.callId, output);
+    // An error output carries no read's answer, whatever the tool had found.
+    this.followInlineAnswer(event.callId, sent && answered);
     const after = this.agent.activeAgent;
     if (after !== before && model === this.model && !this.ending) {
       this.emit(callEvents.agentChanged(before, after));
@@ -616,6 +628,45 @@ export class CallSession {
       const context = `The call was handed to you by the ${before} agent.\n${this.agent.pendingSummary(await this.operationStates())}`;
       await model.configure(this.sessionConfig(after, context)).catch((error: unknown) => this.log.warn('reconfiguring the model after a handoff failed', { error }));
     }
+  }
+
+  /**
+   * A read answered in a tool output is told once the response that speaks it played to its end:
+   * the session's first untagged response after the output (the tool turn's follow-up, or the
+   * caller's next turn), one for every output sent before it. An output not sent, or a session
+   * lost or cut first, leaves the read to delivery
+   * (test/scenarios/model-lost-between-read-commit-and-output.test.ts).
+   */
+  private followInlineAnswer(callId: string, sent: boolean): void {
+    const { runtime } = this.options;
+    const operationId = runtime.inlineAnswer(this.agent, callId);
+    if (operationId === undefined) return;
+    const heard = sent ? (this.toolOutputSpeech ??= this.speechForToolOutputs(operationId)).outcome : Promise.resolve(undefined);
+    void heard
+      .then((outcome) => runtime.settleInlineAnswer(this.agent, callId, outcome))
+      .then(() => {
+        // Told or released, the held result event is judged at the next quiet moment: maybe now.
+        if (!this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
+      })
+      .catch((error: unknown) => this.log.warn('settling a read answered in a tool output failed', { operation_id: operationId, error }));
+  }
+
+  private speechForToolOutputs(operationId: string): SpokenResponse {
+    const spoken = new SpokenResponse({ operationId, tag: `tool_output:${++this.deliverySeq}`, now: Date.now });
+    this.deliveries.push(spoken);
+    // As for a spoken result: a hold only delays the playout, so the bound starts again.
+    const expire = (): void => {
+      if (this.agent.callerOnHold && !this.ending) timer = setTimeout(expire, DELIVERY_TIMEOUT_MS);
+      else spoken.fail();
+    };
+    let timer = setTimeout(expire, DELIVERY_TIMEOUT_MS);
+    void spoken.outcome.then(() => {
+      clearTimeout(timer);
+      if (this.toolOutputSpeech === spoken) this.toolOutputSpeech = undefined;
+      const index = this.deliveries.indexOf(spoken);
+      if (index >= 0) this.deliveries.splice(index, 1);
+    });
+    return spoken;
   }
 
   private control(): CallControl {

@@ -56,12 +56,14 @@ export interface InProcessGatewayOptions {
   readonly maxSessionMs?: number;
   /** callgate's own lines (apology, goodbye); none by default. */
   readonly prompts?: Pick<CallPrompts, 'get'>;
+  /** More actions of the test tenant beside its bookings (e.g. a shared read). */
+  readonly actions?: Record<string, Record<string, unknown>>;
 }
 
 export async function startInProcessGateway(options: InProcessGatewayOptions): Promise<InProcessGateway> {
   // Bookings through a provider with room for the sandbox's latency faults (the harness default times out at 1 s).
   const agents = await startAgentsHarness({
-    tenants: { demo: { book_table: { ...BOOK, provider: 'patient_bookings' } } },
+    tenants: { demo: { book_table: { ...BOOK, provider: 'patient_bookings' }, ...options.actions } },
     providers: (url) => ({ patient_bookings: { type: 'sandbox', service: 'bookings', baseUrl: url, timeoutMs: 10_000 } }),
     gatewayId: `gw-${Date.now()}`,
     workers: false,

@@ -50,6 +50,11 @@ async function heard(delivery: ResultDelivery, session: AgentSession, port: Reco
   );
 }
 
+/** The call's response that spoke the tool output for `callId` played to its end. */
+async function heardInline(tools: ToolRuntime, session: AgentSession, callId: string): Promise<void> {
+  await tools.settleInlineAnswer(session, callId, { status: 'completed', responseId: `resp_${callId}`, firstAudioAt: Date.now() });
+}
+
 async function settled(delivery: ResultDelivery): Promise<void> {
   await waitFor(async () => ((await redis.xlen(delivery.streamKey(TENANT))) === 0 ? true : undefined), 5_000, 'every result entry acknowledged');
 }
@@ -59,11 +64,13 @@ describe('when a second call joins a shared read and its inline wait times out',
     const first = a.call(TENANT);
     const second = a.call(TENANT);
     const args = lookup();
-    const owner = runtime(5_000).handle(first.session, { callId: 'c1', name: 'check_availability', arguments: args });
+    const inline = runtime(5_000);
+    const owner = inline.handle(first.session, { callId: 'c1', name: 'check_availability', arguments: args });
     await new Promise((resolve) => setTimeout(resolve, 100));
     const joined = await runtime(100).handle(second.session, { callId: 'c2', name: 'check_availability', arguments: args });
     expect(joined.status).toBe('timeout');
     expect((await owner).status).toBe('ok');
+    await heardInline(inline, first.session, 'c1');
     const [op] = await a.h.layer.ledger.listBySession(TENANT, first.session.sessionId);
     if (!op) throw new Error('no operation');
 
@@ -73,7 +80,7 @@ describe('when a second call joins a shared read and its inline wait times out',
     expect(second.port.completed(op.operationId)).toHaveLength(1);
     expect(first.port.spoken).toHaveLength(0);
     const after = await a.h.layer.ledger.require(TENANT, op.operationId);
-    expect(after.delivery).toMatchObject({ decision: 'told_in_tool_output', delivered: true });
+    expect(after.delivery).toMatchObject({ decision: 'told_in_tool_output', delivered: true, responseId: 'resp_c1' });
     expect(await a.h.layer.ledger.deliveryFor(after, second.session.sessionId)).toMatchObject({ decision: 'spoken', channel: 'voice', delivered: true });
   });
 
@@ -83,9 +90,11 @@ describe('when a second call joins a shared read and its inline wait times out',
     const args = lookup();
     const owner = runtime(100).handle(first.session, { callId: 'c1', name: 'check_availability', arguments: args });
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const joined = await runtime(5_000).handle(second.session, { callId: 'c2', name: 'check_availability', arguments: args });
+    const inline = runtime(5_000);
+    const joined = await inline.handle(second.session, { callId: 'c2', name: 'check_availability', arguments: args });
     expect((await owner).status).toBe('timeout');
     expect(joined.status).toBe('ok');
+    await heardInline(inline, second.session, 'c2');
     const [op] = await a.h.layer.ledger.listBySession(TENANT, first.session.sessionId);
     if (!op) throw new Error('no operation');
 
@@ -96,7 +105,7 @@ describe('when a second call joins a shared read and its inline wait times out',
     expect(second.port.spoken).toHaveLength(0);
     const after = await a.h.layer.ledger.require(TENANT, op.operationId);
     expect(after.delivery).toMatchObject({ decision: 'spoken', delivered: true });
-    expect(await a.h.layer.ledger.deliveryFor(after, second.session.sessionId)).toMatchObject({ decision: 'told_in_tool_output', delivered: true });
+    expect(await a.h.layer.ledger.deliveryFor(after, second.session.sessionId)).toMatchObject({ decision: 'told_in_tool_output', delivered: true, responseId: 'resp_c2' });
   });
 });
 
@@ -111,10 +120,12 @@ describe('when the joining call is on another gateway', () => {
     const port = new RecordingPort();
     other.attach(session, port);
     const args = lookup();
-    const owner = runtime(5_000).handle(first.session, { callId: 'c1', name: 'check_availability', arguments: args });
+    const inline = runtime(5_000);
+    const owner = inline.handle(first.session, { callId: 'c1', name: 'check_availability', arguments: args });
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect((await runtime(100).handle(session, { callId: 'c2', name: 'check_availability', arguments: args })).status).toBe('timeout');
     expect((await owner).status).toBe('ok');
+    await heardInline(inline, first.session, 'c1');
     const [op] = await a.h.layer.ledger.listBySession(TENANT, first.session.sessionId);
     if (!op) throw new Error('no operation');
 

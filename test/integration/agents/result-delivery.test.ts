@@ -43,24 +43,51 @@ describe('when a booking commits while the caller is silent', () => {
 });
 
 describe('when a read is answered inside the tool output', () => {
-  it('should not speak its result event again: the gate finds it told', async () => {
+  /** The read's operation id, from the result event its terminal transition appended for `sessionId`. */
+  async function readEventOperation(sessionId: string): Promise<string> {
+    const redis = testRedis();
+    const events = await redis.xrange(a.delivery.streamKey(TENANT), '-', '+');
+    redis.disconnect();
+    const readEvent = events.reverse().find(([, fields]) => fields.includes(sessionId));
+    expect(readEvent).toBeDefined();
+    return readEvent?.[1][readEvent[1].indexOf('operation_id') + 1] ?? '';
+  }
+
+  it('should not speak its result event again once the response speaking the output played: the gate finds it told', async () => {
     const { session, port } = a.call(TENANT);
     const output = await a.runtime.handle(session, { callId: 'call_avail', name: 'check_availability', arguments: { restaurant: 'trattoria-roma', date: booking().date, party_size: 2 } });
     expect(output.status).toBe('ok');
-    const redis = testRedis();
-    const key = a.delivery.streamKey(TENANT);
-    // The read's terminal transition appended its result event; let delivery read and gate it.
-    const events = await redis.xrange(key, '-', '+');
-    redis.disconnect();
-    const readEvent = events.reverse().find(([, fields]) => fields.includes(session.sessionId));
-    expect(readEvent).toBeDefined();
-    const operationId = readEvent?.[1][readEvent[1].indexOf('operation_id') + 1] ?? '';
-    // The model's reply to the tool output ends: the call is idle and held results are gated again.
+    const operationId = await readEventOperation(session.sessionId);
+    expect(a.runtime.inlineAnswer(session, 'call_avail')).toBe(operationId);
+    // Not told yet: the output has not reached the caller, and its result event is held meanwhile.
+    await a.delivery.onIdle(session.sessionId);
+    expect((await a.h.layer.ledger.get(TENANT, operationId))?.delivery).toBeUndefined();
+    // The call's response that spoke the output played to its end; then the call is idle.
+    await a.runtime.settleInlineAnswer(session, 'call_avail', { status: 'completed', responseId: 'resp_inline', firstAudioAt: Date.now() });
     await a.delivery.onIdle(session.sessionId);
     await new Promise((resolve) => setTimeout(resolve, 800));
     expect(port.spoken.filter((s) => s.operationId === operationId)).toEqual([]);
     const op = await a.h.layer.ledger.get(TENANT, operationId);
-    expect(op?.delivery).toMatchObject({ decision: 'told_in_tool_output', delivered: true });
+    expect(op?.delivery).toMatchObject({ decision: 'told_in_tool_output', delivered: true, responseId: 'resp_inline' });
+    expect(session.operations.get(operationId)?.told).toBe(true);
+  });
+
+  it('should speak it as a result when the response speaking the output was cut', async () => {
+    const { session, port } = a.call(TENANT);
+    const output = await a.runtime.handle(session, { callId: 'call_avail_cut', name: 'check_availability', arguments: { restaurant: 'trattoria-roma', date: booking().date, party_size: 2 } });
+    expect(output.status).toBe('ok');
+    const operationId = await readEventOperation(session.sessionId);
+    await a.runtime.settleInlineAnswer(session, 'call_avail_cut', { status: 'cancelled', responseId: 'resp_cut' });
+    await waitFor(
+      async () => {
+        await a.delivery.onIdle(session.sessionId);
+        return port.completed(operationId).length > 0 ? true : undefined;
+      },
+      10_000,
+      'the read spoken as a result',
+    );
+    expect(port.completed(operationId)).toHaveLength(1);
+    expect((await a.h.layer.ledger.get(TENANT, operationId))?.delivery).toMatchObject({ decision: 'spoken', delivered: true });
   });
 });
 
