@@ -32,7 +32,7 @@ import type { RtpPortAllocator } from '../media/rtp-port-allocator.ts';
 import { RtpSession, type RtpSessionOptions } from '../media/rtp-session.ts';
 import type { RtpSessionEvent } from '../media/rtp-session-events.ts';
 import type { DtmfDigit } from '../media/telephone-event.ts';
-import type { RealtimeModel } from '../realtime/realtime-model.ts';
+import type { SessionOptions } from '../realtime/realtime-model.ts';
 import type { AudioFormat, PlaybackPosition, RealtimeEvent, RealtimeSession, SessionConfig } from '../realtime/realtime-session.ts';
 import { answerOffer, type NegotiatedMedia } from '../sip/sdp-negotiation.ts';
 import type { DialogEndReason, DialogEvent, InboundCall } from '../sip/signaling-driver.ts';
@@ -85,7 +85,8 @@ export interface CallMedia {
 export interface CallSessionOptions {
   readonly call: InboundCall;
   readonly media: CallMedia;
-  readonly model: Pick<RealtimeModel, 'openSession'>;
+  /** Opens model sessions (RealtimeModel). */
+  readonly model: ModelPort;
   readonly catalogue: AgentCatalogue;
   readonly runtime: Pick<ToolRuntime, 'handle' | 'toolsFor'>;
   readonly delivery: Pick<ResultDelivery, 'attach' | 'onIdle' | 'onCallEnded'>;
@@ -101,6 +102,11 @@ export interface CallSessionOptions {
 }
 
 type Listener = (event: CallEvent) => void;
+
+/** What the call uses of the realtime model: one session per open (RealtimeModel implements it). */
+export interface ModelPort {
+  openSession(options: SessionOptions): RealtimeSession;
+}
 
 /** The model audio format for a wire codec: G.711 passes through untouched, Opus goes via 24 kHz PCM. */
 function modelFormats(codec: NegotiatedMedia['codec']): { model: ModelAudioFormat; realtime: AudioFormat } {

@@ -8,7 +8,7 @@ import type { Clock, ClockHandle } from '../../config/clock.ts';
 import type { Logger } from '../../config/log.ts';
 import { observeWithExemplar } from '../../config/metrics.ts';
 import type { AgentSession } from '../../agents/agent-session.ts';
-import type { RealtimeModel } from '../realtime/realtime-model.ts';
+import type { SessionOptions } from '../realtime/realtime-model.ts';
 import type { PlaybackPosition, RealtimeEvent, RealtimeSession, SessionConfig } from '../realtime/realtime-session.ts';
 import { callEvents, type CallEvent } from './call-events.ts';
 import { callMetrics } from './call-metrics.ts';
@@ -25,7 +25,7 @@ export const MAX_MODEL_REOPENS = 1;
 export const FORCED_RENEWAL_BEFORE_LIMIT_MS = 30_000;
 
 export interface ModelLinkHost {
-  readonly model: Pick<RealtimeModel, 'openSession'>;
+  readonly model: { openSession(options: SessionOptions): RealtimeSession };
   readonly agent: AgentSession;
   readonly phase: CallPhaseMachine;
   readonly clock: Clock;
