@@ -316,8 +316,9 @@ export class CallSession {
     callMetrics.active.inc({ tenant: call.tenant.id });
     this.emit(callEvents.answered(accepted.media.codec, accepted.media.codec !== 'opus', rtp.localPort));
     this.log.info('call answered', { codec: accepted.media.codec, rtp_port: rtp.localPort, agent: call.agent });
-    // A hang-up while the registry entry was written already ended the call.
-    if (!this.lifecycle.moveTo('opening_model', 'answered')) return true;
+    // A hang-up while the registry entry was written has already ended the call.
+    if (isEnding(this.lifecycle.phase)) return true;
+    this.lifecycle.moveTo('opening_model', 'answered');
     if (!(await this.link.openFirst()) && !isEnding(this.lifecycle.phase)) await this.end('model_lost');
     return true;
   }

@@ -23,6 +23,7 @@ describe('when the model finished streaming a result and the caller barges in wh
 
     expect(result.outcome).toEqual({ status: 'cancelled', responseId: 'resp_1', firstAudioAt: EPOCH_MS + 300, heardMs: 3_900 });
     expect(result.settledAt).toBe(4_200);
+    expect(h.errors).toEqual([]);
   });
 
   it('should report the result told only once its last packet went out, not at response_done', async () => {
@@ -40,5 +41,6 @@ describe('when the model finished streaming a result and the caller barges in wh
     await h.clock.advance(20);
     expect(result.outcome).toEqual({ status: 'completed', responseId: 'resp_1', firstAudioAt: EPOCH_MS, heardMs: 8_000 });
     expect(result.settledAt).toBe(7_980);
+    expect(h.errors).toEqual([]);
   });
 });

@@ -26,5 +26,6 @@ describe('when the caller barges in before the result response is done', () => {
     expect(result.outcome).toEqual({ status: 'cancelled', responseId: 'resp_1', firstAudioAt: EPOCH_MS + 300, heardMs: 1_200 });
     expect(result.settledAt).toBe(1_650);
     expect(h.events).toContainEqual({ type: 'barge_in', itemId: 'item_1', playedMs: 1_200, droppedMs: 2_800 });
+    expect(h.errors).toEqual([]);
   });
 });

@@ -307,8 +307,6 @@ export interface Speaking {
   readonly stop: AbortController;
 }
 
-const quietLog = new Logger({ level: 'error', sink: { write: () => undefined } });
-
 export interface CallHarness {
   readonly call: CallSession;
   readonly clock: ManualClock;
@@ -318,6 +316,8 @@ export interface CallHarness {
   /** Every model session the call opened, in order. */
   readonly sessions: FakeModelSession[];
   readonly events: CallEvent[];
+  /** Error lines the call logged (a refused phase change among them). */
+  readonly errors: string[];
   /** The model session serving the call (the last one opened). */
   model(): FakeModelSession;
   /** Asks the call to speak a result, as delivery does after the gate said speak. */
@@ -334,6 +334,7 @@ export async function startCall(): Promise<CallHarness> {
   const delivery = new FakeDelivery(clock);
   const sessions: FakeModelSession[] = [];
   const events: CallEvent[] = [];
+  const errors: string[] = [];
   const tenant = tenantSchema.parse({ id: 'tenant-a', numbers: ['+15550100'], agent: 'concierge' });
   const inbound: InboundCall = {
     callId: dialog.callId,
@@ -372,7 +373,7 @@ export async function startCall(): Promise<CallHarness> {
     ledger: { get: async () => undefined },
     registry: { open: async () => undefined, close: async () => undefined, appendEvent: async () => undefined },
     gatewayId: 'gw-unit',
-    log: quietLog,
+    log: new Logger({ level: 'error', sink: { write: (line) => errors.push(line) } }),
     clock,
   });
   call.on((event) => events.push(event));
@@ -392,6 +393,7 @@ export async function startCall(): Promise<CallHarness> {
     delivery,
     sessions,
     events,
+    errors,
     model,
     speak: (operationId) => {
       const port = delivery.port;

@@ -31,5 +31,6 @@ describe('when the same result is asked to be spoken again while its first respo
     await settle();
     expect(duplicate.outcome).toEqual({ status: 'cancelled', responseId: 'resp_2', heardMs: 0 });
     expect(duplicate.settledAt).toBe(2_000);
+    expect(h.errors).toEqual([]);
   });
 });

@@ -25,5 +25,6 @@ describe('when the caller hangs up from a hold while a result waits in the playo
     expect(h.events.at(-1)).toEqual({ type: 'ended', reason: 'caller_hung_up', dialogReason: 'remote-bye' });
     expect(model.closed).toBe(true);
     expect(h.rtp.closed).toBe(true);
+    expect(h.errors).toEqual([]);
   });
 });

@@ -37,5 +37,6 @@ describe('when the caller holds the call while a result is being spoken, and res
     await h.clock.advance(1_500);
     expect(result.outcome).toMatchObject({ status: 'completed', responseId: 'resp_1', heardMs: 2_000 });
     expect(result.settledAt).toBe(resumeAt);
+    expect(h.errors).toEqual([]);
   });
 });

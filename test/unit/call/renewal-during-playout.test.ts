@@ -26,6 +26,7 @@ describe('when the model session is about to expire while a result plays', () =>
     expect(old.closed).toBe(true);
     expect(h.call.phase).toBe('live');
     expect(h.events).toContainEqual({ type: 'phase_changed', from: 'renewing', to: 'live', cause: 'model_renewed' });
+    expect(h.errors).toEqual([]);
   });
 
   it('should cut the result at the forced switch, report it not told, and offer it again on the new session', async () => {
@@ -58,5 +59,6 @@ describe('when the model session is about to expire while a result plays', () =>
     await settle();
     expect(h.model().lastTag).toBeDefined();
     expect(old.requests.filter((r) => r.tag !== undefined)).toHaveLength(1);
+    expect(h.errors).toEqual([]);
   });
 });
