@@ -51,11 +51,6 @@ export function canMove(from: CallPhase, to: CallPhase): boolean {
   return TRANSITIONS[from].includes(to);
 }
 
-/** The phases a call may move to from `from`. */
-export function nextPhases(from: CallPhase): readonly CallPhase[] {
-  return TRANSITIONS[from];
-}
-
 /** What the phase is once the model link is up (opened, re-opened, renewed, or a hold changed). */
 export function linkUpPhase(state: { readonly callerHolds: boolean; readonly renewalPending: boolean }): CallPhase {
   if (state.callerHolds) return 'on_hold';

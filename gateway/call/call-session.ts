@@ -46,10 +46,8 @@ import { CallTeardown, endReasonOf } from './call-teardown.ts';
 import { DeliveryPort } from './delivery-port.ts';
 import { ModelLink } from './model-link.ts';
 
+// Kept where it was before the call was split (test/e2e/call-model-audio-batches.test.ts).
 export { MODEL_AUDIO_BATCH_MS } from './audio-uplink.ts';
-export { DELIVERY_TIMEOUT_MS } from './delivery-port.ts';
-export { FORCED_RENEWAL_BEFORE_LIMIT_MS, MAX_MODEL_REOPENS } from './model-link.ts';
-export { TOOL_SETTLE_MS } from './call-teardown.ts';
 
 /**
  * After the model gave up a result's response, or a renewal cut one short, how soon a quiet call
@@ -58,7 +56,8 @@ export { TOOL_SETTLE_MS } from './call-teardown.ts';
 const RETRY_AFTER_DROP_MS = 1_000;
 /**
  * The goodbye prompt may hold the BYE this much longer than its own length (pacing, a busy
- * scheduler). Far below HANGUP_TIMEOUT_MS in effect: the caller is not kept on a dead line.
+ * scheduler). Far below HANGUP_TIMEOUT_MS (call-teardown.ts) in effect: the caller is not kept on a
+ * dead line.
  */
 const PROMPT_SLACK_MS = 1_500;
 /**

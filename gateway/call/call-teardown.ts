@@ -15,7 +15,7 @@ import type { CallPhaseMachine } from './call-phase.ts';
 /** Tool calls still running at hang-up get this long to be admitted before delivery is told the call ended. */
 export const TOOL_SETTLE_MS = 2_000;
 /** Bounds the BYE at the end of a call ended by callgate (the dialog retransmits within it). */
-export const HANGUP_TIMEOUT_MS = 5_000;
+const HANGUP_TIMEOUT_MS = 5_000;
 
 export interface CallTeardownHost {
   readonly sessionId: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DELIVERY_TIMEOUT_MS } from '../../../gateway/call/call-session.ts';
+import { DELIVERY_TIMEOUT_MS } from '../../../gateway/call/delivery-port.ts';
 import { EPOCH_MS, settle, startCall } from './call-harness.ts';
 
 describe('when the caller holds the call while a result is being spoken, and resumes', () => {
