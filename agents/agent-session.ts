@@ -26,6 +26,8 @@ export interface AgentSessionOptions {
   readonly caller?: string;
   readonly ownerGateway: string;
   readonly agent: string;
+  /** Whether the caller holds the call now; the call answers it from its phase. */
+  readonly callerOnHold?: () => boolean;
 }
 
 export class AgentSession {
@@ -36,8 +38,6 @@ export class AgentSession {
   activeAgent: string;
   phase: CallPhase = 'active';
   callerSpeaking = false;
-  /** The caller holds the call: nothing sent reaches them (set by the call from each re-INVITE's direction). */
-  callerOnHold = false;
   /** When the caller last resumed a held call (ms since epoch): commit-to-audible counts from here, not from a commit in the hold. */
   resumedAt: number | undefined;
   responseActive = false;
@@ -52,13 +52,20 @@ export class AgentSession {
   /** Times of recent mutations, for frequency limits. */
   readonly mutationTimes: number[] = [];
   readonly abort = new AbortController();
+  private readonly holdProbe: () => boolean;
 
   constructor(options: AgentSessionOptions) {
+    this.holdProbe = options.callerOnHold ?? (() => false);
     this.sessionId = options.sessionId;
     this.tenantId = options.tenantId;
     this.caller = options.caller;
     this.ownerGateway = options.ownerGateway;
     this.activeAgent = options.agent;
+  }
+
+  /** The caller holds the call: nothing sent reaches them (read from the call's phase). */
+  get callerOnHold(): boolean {
+    return this.holdProbe();
   }
 
   /** Records an operation the call now owns; returns the operation it supersedes, if any. */

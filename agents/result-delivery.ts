@@ -15,6 +15,7 @@
  * which delivers what was left in its streams out of band.
  */
 import type { Redis } from 'ioredis';
+import { sleep, systemClock, type Clock, type ClockHandle } from '../config/clock.ts';
 import type { Logger } from '../config/log.ts';
 import { counter, histogram, observeWithExemplar, SLOW_SECONDS_BUCKETS } from '../config/metrics.ts';
 import { isTerminal, operationLogFields, type DeliveryRecord, type Operation } from '../jobs/ledger/operation.ts';
@@ -120,6 +121,8 @@ export interface ResultDeliveryOptions {
   readonly log: Logger;
   /** The process clock (times written on delivery records), for tests of a gateway whose clock is off. */
   readonly now?: () => number;
+  /** The clock and timers delivery waits and watches with; the process's own by default. */
+  readonly clock?: Clock;
   /**
    * A gap this long in the process's own run (SIGSTOP, a stalled VM) may have let a janitor take
    * over the results it held: whatever it is speaking then is cut at once, and said again only if
@@ -153,10 +156,12 @@ export class ResultDelivery {
   private loop: Promise<void> | undefined;
   private readonly now: () => number;
   private readonly commands: Redis;
-  private pauseWatch: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  private pauseWatch: ClockHandle | undefined;
 
   constructor(private readonly options: ResultDeliveryOptions) {
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? systemClock;
+    this.now = options.now ?? (() => this.clock.epochMs());
     this.commands = options.commands ?? options.redis;
   }
 
@@ -173,7 +178,7 @@ export class ResultDelivery {
 
   async stop(): Promise<void> {
     this.running = false;
-    clearInterval(this.pauseWatch);
+    if (this.pauseWatch !== undefined) this.clock.cancel(this.pauseWatch);
     await this.loop;
   }
 
@@ -185,9 +190,10 @@ export class ResultDelivery {
   private watchForPauses(): void {
     const limit = this.options.pauseSuspectMs;
     if (limit === undefined) return;
-    let last = performance.now();
-    this.pauseWatch = setInterval(() => {
-      const now = performance.now();
+    let last = this.clock.now();
+    const tick = (): void => {
+      this.pauseWatch = this.clock.schedule(tick, PAUSE_WATCH_TICK_MS);
+      const now = this.clock.now();
       const gap = now - last;
       last = now;
       let cut = 0;
@@ -200,8 +206,8 @@ export class ResultDelivery {
         }
       }
       if (cut > 0) this.options.log.warn('results being spoken were cut: their hold may have passed to a janitor', { gap_ms: Math.round(gap), cut });
-    }, PAUSE_WATCH_TICK_MS);
-    this.pauseWatch.unref();
+    };
+    this.pauseWatch = this.clock.schedule(tick, PAUSE_WATCH_TICK_MS);
   }
 
   /**
@@ -210,7 +216,7 @@ export class ResultDelivery {
    * soon. A result with no entry of its own held was never claimable.
    * Pinned by test/integration/agents/gateway-cut-off-mid-speech.test.ts.
    */
-  private holdLapsed(sessionId: string, operationId: string, now = performance.now()): boolean {
+  private holdLapsed(sessionId: string, operationId: string, now = this.clock.now()): boolean {
     const limit = this.options.pauseSuspectMs;
     const held = this.unacked.get(unackedKey(sessionId, operationId));
     if (limit === undefined || !held || !held.refs.some((ref) => ref.consumer === this.options.gatewayId)) return false;
@@ -242,7 +248,7 @@ export class ResultDelivery {
           continue;
         }
         log.error('result stream read failed', { error });
-        await new Promise((resolve) => setTimeout(resolve, BLOCK_MS));
+        await sleep(this.clock, BLOCK_MS);
       }
     }
   }
@@ -326,7 +332,7 @@ export class ResultDelivery {
   /** Keeps a stream entry unacknowledged until the session's caller has the result (see settle). */
   private hold(sessionId: string, operationId: string, ref: HeldEntry): void {
     const key = unackedKey(sessionId, operationId);
-    const held = this.unacked.get(key) ?? { sessionId, operationId, refs: [], heldAt: performance.now() };
+    const held = this.unacked.get(key) ?? { sessionId, operationId, refs: [], heldAt: this.clock.now() };
     held.refs.push(ref);
     this.unacked.set(key, held);
   }
@@ -344,7 +350,7 @@ export class ResultDelivery {
     const key = unackedKey(sessionId, operationId);
     const held = this.unacked.get(key);
     if (!held || held.refs.length === 0) return true;
-    const sentAt = performance.now();
+    const sentAt = this.clock.now();
     const kept: HeldEntry[] = [];
     for (const ref of held.refs) if (await holdEntry(this.commands, ref)) kept.push(ref);
     held.refs = kept;
@@ -405,14 +411,14 @@ export class ResultDelivery {
    * goes to the caller of this.
    */
   private async untilWritten<T>(what: string, op: Pick<Operation, 'operationId'>, write: () => Promise<T>): Promise<T> {
-    const giveUpAt = performance.now() + RECORD_RETRY_FOR_MS;
+    const giveUpAt = this.clock.now() + RECORD_RETRY_FOR_MS;
     for (let tries = 1; ; tries++) {
       try {
         return await write();
       } catch (error) {
-        if (!this.running || performance.now() >= giveUpAt) throw error;
+        if (!this.running || this.clock.now() >= giveUpAt) throw error;
         if (tries === 1) this.options.log.warn(`${what} failed; trying again until Redis answers`, { operation_id: op.operationId, error });
-        await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS));
+        await sleep(this.clock, RECORD_RETRY_MS);
       }
     }
   }
@@ -436,7 +442,7 @@ export class ResultDelivery {
     const call = this.calls.get(sessionId);
     if (!call) return;
     call.session.phase = phase;
-    setTimeout(() => this.calls.delete(sessionId), ENDED_CALL_MEMORY_MS).unref();
+    this.clock.schedule(() => this.calls.delete(sessionId), ENDED_CALL_MEMORY_MS);
     // A result being spoken as the call ends is owed unless its speech finished: wait for its end
     // (the port ends it with the call) before judging what the caller still needs.
     await Promise.all([...call.speaking.values()].map((s) => s.done));
@@ -638,7 +644,7 @@ export class ResultDelivery {
     });
     const owned = call?.session.operations.get(op.operationId);
     if (owned) owned.told = true;
-    await this.options.ledger.advanceDelivery(op, { decision: 'deliver_out_of_band', reasons, at: Date.now(), agent: call?.session.activeAgent, channel: 'out_of_band', delivered: false, queued: channels.length > 0 });
+    await this.options.ledger.advanceDelivery(op, { decision: 'deliver_out_of_band', reasons, at: this.clock.epochMs(), agent: call?.session.activeAgent, channel: 'out_of_band', delivered: false, queued: channels.length > 0 });
     await this.options.audit.record(op.scope.sessionId, { type: 'delivered', operationId: op.operationId, channel: 'out_of_band' }, call?.session.turnId);
   }
 }

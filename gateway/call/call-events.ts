@@ -5,6 +5,7 @@
  */
 import type { DialogEndReason, TransferOutcome } from '../sip/signaling-driver.ts';
 import type { DisconnectReason } from '../realtime/realtime-session.ts';
+import type { CallPhase } from './call-phase.ts';
 import type { CallPromptKind } from './call-prompts.ts';
 
 /** Why a call ended, from the call's point of view (the dialog's reason is kept beside it). */
@@ -44,6 +45,8 @@ export type CallEvent =
   | { readonly type: 'codec_changed'; readonly from: string; readonly to: string; readonly passthrough: boolean }
   /** What the agent said in one response, as the model transcribed its own audio. */
   | { readonly type: 'agent_said'; readonly responseId: string | undefined; readonly text: string }
+  /** The call moved from one phase of its lifecycle to another (call-phase.ts); `cause` says what moved it. */
+  | { readonly type: 'phase_changed'; readonly from: CallPhase; readonly to: CallPhase; readonly cause: string }
   | { readonly type: 'ended'; readonly reason: CallEndReason; readonly dialogReason?: DialogEndReason };
 
 export type CallEventType = CallEvent['type'];
@@ -74,5 +77,6 @@ export const callEvents = {
   hold: (state: 'held' | 'resumed'): CallEvent => ({ type: 'hold', state }),
   codecChanged: (from: string, to: string, passthrough: boolean): CallEvent => ({ type: 'codec_changed', from, to, passthrough }),
   agentSaid: (responseId: string | undefined, text: string): CallEvent => ({ type: 'agent_said', responseId, text }),
+  phaseChanged: (from: CallPhase, to: CallPhase, cause: string): CallEvent => ({ type: 'phase_changed', from, to, cause }),
   ended: (reason: CallEndReason, dialogReason?: DialogEndReason): CallEvent => ({ type: 'ended', reason, ...(dialogReason !== undefined && { dialogReason }) }),
 };

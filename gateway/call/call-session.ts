@@ -4,17 +4,23 @@
  * the model as events, function calls run through the tool runtime, and results come back through
  * result delivery (the ConversationPort below). See README.md in this folder for the sequence.
  *
+ * The call's parts live beside it: its lifecycle (call-phase.ts), the model link with open,
+ * re-open and renewal (model-link.ts), the audio uplink (audio-uplink.ts), the delivery port
+ * (delivery-port.ts) and the teardown (call-teardown.ts). This class joins them and handles the
+ * dialog's, the media's and the model's events.
+ *
  * The call never decides what happened to an operation: barge-in, hang-up, transfer and a lost
  * model change what is said and where, never the ledger.
  */
 import { ulid } from 'ulid';
+import { sleep, systemClock, type Clock } from '../../config/clock.ts';
 import { isCallgateError } from '../../config/errors.ts';
 import type { Logger } from '../../config/log.ts';
 import { observeWithExemplar } from '../../config/metrics.ts';
 import type { RtpConfig } from '../../config/schema.ts';
 import type { AgentCatalogue, ToolOutput } from '../../agents/agent.ts';
 import { AgentSession } from '../../agents/agent-session.ts';
-import type { ConversationPort, ResultDelivery } from '../../agents/result-delivery.ts';
+import type { ResultDelivery } from '../../agents/result-delivery.ts';
 import { toolError, type CallControl, type ToolRuntime } from '../../agents/tool-runtime.ts';
 import type { OperationLedger } from '../../jobs/ledger/operation-ledger.ts';
 import type { ModelAudioFormat } from '../media/audio-format.ts';
@@ -23,86 +29,83 @@ import type { MediaTimer } from '../media/media-timer.ts';
 import type { PlayoutClearResult } from '../media/playout.ts';
 import type { PlayoutScheduler } from '../media/playout-scheduler.ts';
 import type { RtpPortAllocator } from '../media/rtp-port-allocator.ts';
-import { RtpSession } from '../media/rtp-session.ts';
+import { RtpSession, type RtpSessionOptions } from '../media/rtp-session.ts';
 import type { RtpSessionEvent } from '../media/rtp-session-events.ts';
 import type { DtmfDigit } from '../media/telephone-event.ts';
-import type { RealtimeModel } from '../realtime/realtime-model.ts';
+import type { SessionOptions } from '../realtime/realtime-model.ts';
 import type { AudioFormat, PlaybackPosition, RealtimeEvent, RealtimeSession, SessionConfig } from '../realtime/realtime-session.ts';
 import { answerOffer, type NegotiatedMedia } from '../sip/sdp-negotiation.ts';
 import type { DialogEndReason, DialogEvent, InboundCall } from '../sip/signaling-driver.ts';
+import { AudioUplink } from './audio-uplink.ts';
 import { callEvents, type CallEndReason, type CallEvent } from './call-events.ts';
 import { callMetrics } from './call-metrics.ts';
+import { CallPhaseMachine, callerOnHold, isEnding, isLeaving, type CallPhase } from './call-phase.ts';
 import type { CallPromptKind, CallPrompts } from './call-prompts.ts';
 import type { CallRegistry } from './call-registry.ts';
-import { SpokenResponse } from './spoken-response.ts';
+import { CallTeardown, endReasonOf } from './call-teardown.ts';
+import { DeliveryPort } from './delivery-port.ts';
+import { ModelLink } from './model-link.ts';
 
-/**
- * How long a spoken result may take from request to its last packet played out. Above the realtime
- * client's RESPONSE_CREATED_TIMEOUT_MS (10 s) plus a long spoken sentence played in real time; past
- * it the result is treated as not heard and delivery says it again when the caller is idle.
- */
-export const DELIVERY_TIMEOUT_MS = 45_000;
+// Kept where it was before the call was split (test/e2e/call-model-audio-batches.test.ts).
+export { MODEL_AUDIO_BATCH_MS } from './audio-uplink.ts';
+
 /**
  * After the model gave up a result's response, or a renewal cut one short, how soon a quiet call
  * is offered it again (nothing else would: the line is silent and no model event is coming).
  */
 const RETRY_AFTER_DROP_MS = 1_000;
-/** A lost model session is re-opened this many times in one call; then the call ends politely. */
-export const MAX_MODEL_REOPENS = 1;
-/** Tool calls still running at hang-up get this long to be admitted before delivery is told the call ended. */
-export const TOOL_SETTLE_MS = 2_000;
-/**
- * Caller audio goes to the model in batches of this many milliseconds rather than as 20 ms
- * frames: a third of the WebSocket messages (each a JSON event, base64 and a masked frame, and the
- * same again to read on the model's side), for at most 40 ms more before the model hears the
- * caller. Far below the server VAD's prefix padding (300 ms) and silence duration (500 ms), so
- * turn detection and barge-in are unchanged; a key press flushes the batch first, keeping order.
- */
-export const MODEL_AUDIO_BATCH_MS = 60;
-const FRAME_MS = 20;
-/** Bounds the BYE at the end of a call ended by callgate (the dialog retransmits within it). */
-const HANGUP_TIMEOUT_MS = 5_000;
 /**
  * The goodbye prompt may hold the BYE this much longer than its own length (pacing, a busy
- * scheduler). Far below HANGUP_TIMEOUT_MS in effect: the caller is not kept on a dead line.
+ * scheduler). Far below HANGUP_TIMEOUT_MS (call-teardown.ts) in effect: the caller is not kept on a
+ * dead line.
  */
 const PROMPT_SLACK_MS = 1_500;
-/**
- * A session about to expire is renewed at a quiet moment; when none comes, this long before the
- * provider's limit it is renewed anyway (an interruption now beats being cut off at the limit).
- * Below SESSION_EXPIRY_WARNING_MS (5 min) in the realtime client, or renewal would never wait.
- */
-export const FORCED_RENEWAL_BEFORE_LIMIT_MS = 30_000;
 /**
  * After the caller's turn ends (speech stopped, a key pressed) the model owes an answer; a switch
  * in between would lose the turn. A response that has not started this long after is not coming.
  */
 const TURN_ANSWER_WAIT_MS = 3_000;
 
+/** What the call uses of its RTP session (a port, so unit tests can drive a call without sockets). */
+export type CallRtp = Pick<
+  RtpSession,
+  'localAddress' | 'localPort' | 'on' | 'setRemote' | 'setSending' | 'setHold' | 'setCodec' | 'play' | 'endItem' | 'clear' | 'playedMs' | 'injectDigit' | 'close'
+>;
+
 export interface CallMedia {
   readonly config: RtpConfig;
   readonly ports: RtpPortAllocator;
   readonly scheduler: PlayoutScheduler;
   readonly timer: MediaTimer;
+  /** Opens the call's RTP session; `RtpSession.open` unless a test drives the media itself. */
+  readonly open?: (options: RtpSessionOptions) => Promise<CallRtp>;
 }
 
 export interface CallSessionOptions {
   readonly call: InboundCall;
   readonly media: CallMedia;
-  readonly model: Pick<RealtimeModel, 'openSession'>;
+  /** Opens model sessions (RealtimeModel). */
+  readonly model: ModelPort;
   readonly catalogue: AgentCatalogue;
   readonly runtime: Pick<ToolRuntime, 'handle' | 'toolsFor' | 'inlineAnswer' | 'settleInlineAnswer'>;
   readonly delivery: Pick<ResultDelivery, 'attach' | 'onIdle' | 'onCallEnded'>;
   readonly ledger: Pick<OperationLedger, 'get'>;
-  readonly registry: CallRegistry;
+  readonly registry: Pick<CallRegistry, 'open' | 'close' | 'appendEvent'>;
   readonly gatewayId: string;
   readonly log: Logger;
   readonly sessionId?: string;
   /** The apology and goodbye lines; without them the caller hears nothing while the model is re-opened. */
   readonly prompts?: Pick<CallPrompts, 'get'>;
+  /** The call's clock and timers; the process's own by default. */
+  readonly clock?: Clock;
 }
 
 type Listener = (event: CallEvent) => void;
+
+/** What the call uses of the realtime model: one session per open (RealtimeModel implements it). */
+export interface ModelPort {
+  openSession(options: SessionOptions): RealtimeSession;
+}
 
 /** The model audio format for a wire codec: G.711 passes through untouched, Opus goes via 24 kHz PCM. */
 function modelFormats(codec: NegotiatedMedia['codec']): { model: ModelAudioFormat; realtime: AudioFormat } {
@@ -116,17 +119,20 @@ export class CallSession {
   readonly agent: AgentSession;
   private readonly options: CallSessionOptions;
   private readonly log: Logger;
+  private readonly clock: Clock;
   private readonly listeners = new Set<Listener>();
   private readonly abort = new AbortController();
-  private rtp: RtpSession | undefined;
-  private model: RealtimeSession | undefined;
+  private readonly lifecycle: CallPhaseMachine;
+  private readonly link: ModelLink;
+  private readonly uplink: AudioUplink;
+  private readonly deliveries: DeliveryPort;
+  private readonly teardown: CallTeardown;
+  private rtp: CallRtp | undefined;
   private modelFormat: AudioFormat = 'pcmu';
   /** The codec on the wire now (the answer's, then each re-INVITE's). */
   private wireCodec: { readonly codec: NegotiatedMedia['codec']; readonly payloadType: number } | undefined;
-  /** Bumped per model session; events of an older session are ignored. */
-  private generation = 0;
-  private reopens = 0;
-  private modelReady: Promise<boolean> = Promise.resolve(false);
+  /** The last SDP's direction says the caller holds the call; the phase takes it up (call-phase.ts). */
+  private callerHolds = false;
   private activeResponseId: string | undefined;
   /** Responses the caller talked over: their late audio is not played. */
   private readonly silenced = new Set<string>();
@@ -138,19 +144,8 @@ export class CallSession {
   private readonly unheard = new Map<string, Set<string>>();
   /** Items each response played, to end them in the playout when the response is done. */
   private readonly itemsByResponse = new Map<string, Set<string>>();
-  /** Results being spoken, each a response from its request to the last packet played (or its cut). */
-  private readonly deliveries: SpokenResponse[] = [];
-  /** The response to speak the reads answered in tool outputs sent to this model session, until it is created. */
-  private toolOutputSpeech: SpokenResponse | undefined;
-  private deliverySeq = 0;
   private toolChain: Promise<void> = Promise.resolve();
-  private ended: Promise<void> | undefined;
-  private ending = false;
-  /** The goodbye prompt is on its way; `ending` is set only once it has played. */
-  private sayingGoodbye = false;
-  /** openModel() is connecting or configuring a session: a loss now is its failure, owned by whoever awaits it. */
-  private opening = false;
-  /** performance.now() at the answer, for the duration metric; undefined until answered. */
+  /** Monotonic ms at the answer, for the duration metric; undefined until answered. */
   private answeredAt: number | undefined;
   /** Items handed to the playout and not yet played out or cleared. */
   private readonly playing = new Set<string>();
@@ -158,16 +153,13 @@ export class CallSession {
   private readonly promptWaiters = new Map<string, () => void>();
   private promptCount = 0;
   private toolsRunning = 0;
-  /** Caller frames not yet sent to the model (see MODEL_AUDIO_BATCH_MS). */
-  private readonly audioBatch: Buffer[] = [];
   /** When the caller's last turn ended and no response has started since (undefined: none owed). */
   private answerOwedSince: number | undefined;
-  /** The provider's session limit is near: renew at the next quiet moment. */
-  private renewal: { readonly forceAt: number; readonly timer: NodeJS.Timeout; standby?: Promise<RealtimeSession | undefined> } | undefined;
 
   constructor(options: CallSessionOptions) {
     this.options = options;
     this.sessionId = options.sessionId ?? `call_${ulid()}`;
+    this.clock = options.clock ?? systemClock;
     const { call } = options;
     this.log = options.log.child({ session_id: this.sessionId, sip_call_id: call.callId, tenant_id: call.tenant.id });
     this.agent = new AgentSession({
@@ -176,6 +168,66 @@ export class CallSession {
       caller: call.caller.user ?? call.caller.uri,
       ownerGateway: options.gatewayId,
       agent: call.agent,
+      callerOnHold: () => callerOnHold(this.lifecycle.phase, this.callerHolds),
+    });
+    this.lifecycle = new CallPhaseMachine({
+      onChange: ({ from, to, cause }) => this.emit(callEvents.phaseChanged(from, to, cause)),
+      // The call stays where it is: every phase can still end, so the caller is never stranded.
+      onRefused: ({ from, to, cause }) => this.log.error('call phase change refused', { from, to, cause }),
+    });
+    this.link = new ModelLink({
+      model: options.model,
+      agent: this.agent,
+      phase: this.lifecycle,
+      clock: this.clock,
+      log: this.log,
+      signal: this.abort.signal,
+      playback: this.playback(),
+      onEvent: (event) => this.onModel(event),
+      sessionConfig: (agentName, context) => this.sessionConfig(agentName, context),
+      reopenContext: () => this.reopenContext(),
+      callerHolds: () => this.callerHolds,
+      quiet: () => this.quiet,
+      leaveSession: () => this.leaveModelSession(),
+      offerAgainSoon: () => this.offerAgainSoon(),
+      playPrompt: (kind) => this.playPrompt(kind),
+      sayGoodbye: () => void this.endWithGoodbye(),
+      reopened: () => void this.options.delivery.onIdle(this.sessionId).catch((error: unknown) => this.log.warn('delivery after re-open failed', { error })),
+      answeredAt: () => this.answeredAt,
+      emit: (event) => this.emit(event),
+    });
+    this.uplink = new AudioUplink((audio) => this.link.session?.sendAudio(audio));
+    this.deliveries = new DeliveryPort({
+      clock: this.clock,
+      modelReady: () => this.link.ready,
+      model: () => this.link.session,
+      ending: () => isEnding(this.lifecycle.phase),
+      callerOnHold: () => this.agent.callerOnHold,
+      cut: (responseId) => {
+        if (responseId !== undefined) this.silenced.add(responseId);
+        this.clearPlayout();
+      },
+      settled: (operationId, outcome) => {
+        this.emit(callEvents.resultSpoken(operationId, outcome.status, outcome.responseId));
+        // Settled by its playout after the response was done: the line may be quiet now.
+        if (!this.agent.callerSpeaking && !this.agent.responseActive) this.link.renewIfQuiet(false);
+      },
+    });
+    this.teardown = new CallTeardown({
+      sessionId: this.sessionId,
+      tenantId: call.tenant.id,
+      dialog: call.dialog,
+      phase: this.lifecycle,
+      clock: this.clock,
+      log: this.log,
+      answeredAt: () => this.answeredAt,
+      release: () => this.release(),
+      close: () => Promise.allSettled([this.link.close(), this.rtp?.close()]),
+      toolsSettled: () => this.toolChain,
+      closeRegistryEntry: (reason) => this.options.registry.close(this.sessionId, reason),
+      handOver: (phase) => this.options.delivery.onCallEnded(this.sessionId, phase),
+      operations: () => this.agent.operations.size,
+      emit: (event) => this.emit(event),
     });
   }
 
@@ -186,10 +238,15 @@ export class CallSession {
 
   /** Resolves when the call has ended (or was rejected) and everything it held is released. */
   get done(): Promise<void> {
-    return this.ended ?? new Promise((resolve) => this.on((event) => (event.type === 'ended' || event.type === 'rejected') && resolve()));
+    return this.teardown.done ?? new Promise((resolve) => this.on((event) => (event.type === 'ended' || event.type === 'rejected') && resolve()));
   }
 
-  get rtpSession(): RtpSession | undefined {
+  /** Where the call is in its lifecycle (call-phase.ts). */
+  get phase(): CallPhase {
+    return this.lifecycle.phase;
+  }
+
+  get rtpSession(): CallRtp | undefined {
     return this.rtp;
   }
 
@@ -207,8 +264,9 @@ export class CallSession {
     const codecName = probe?.media.codec ?? 'PCMU';
     const formats = modelFormats(codecName);
     this.modelFormat = formats.realtime;
+    const openMedia = media.open ?? ((options: RtpSessionOptions) => RtpSession.open(options));
     try {
-      this.rtp = await RtpSession.open({
+      this.rtp = await openMedia({
         config: media.config,
         ports: media.ports,
         scheduler: media.scheduler,
@@ -230,6 +288,7 @@ export class CallSession {
     if (!accepted.ok) {
       await rtp.close();
       callMetrics.ended.inc({ tenant: call.tenant.id, reason: 'rejected' });
+      this.lifecycle.moveTo('ended', 'rejected');
       this.emit(callEvents.rejected(accepted.status, accepted.reason));
       return false;
     }
@@ -239,7 +298,7 @@ export class CallSession {
     this.wireCodec = { codec: accepted.media.codec, payloadType: accepted.media.payloadType };
     rtp.on((event) => this.onMedia(event));
     call.dialog.on((event) => this.onDialog(event));
-    this.options.delivery.attach(this.agent, this.port());
+    this.options.delivery.attach(this.agent, this.deliveries.port());
     await this.options.registry
       .open({
         sessionId: this.sessionId,
@@ -248,16 +307,18 @@ export class CallSession {
         caller: call.caller.user ?? call.caller.uri,
         calledNumber: call.calledNumber,
         agent: call.agent,
-        startedAt: Date.now(),
+        startedAt: this.clock.epochMs(),
       })
       .catch((error: unknown) => this.log.warn('session registry entry failed', { error }));
-    this.answeredAt = performance.now();
+    this.answeredAt = this.clock.now();
     observeWithExemplar(callMetrics.setupSeconds, { tenant: call.tenant.id }, Math.max(0, this.answeredAt - call.receivedAt) / 1000, { session_id: this.sessionId });
     callMetrics.active.inc({ tenant: call.tenant.id });
     this.emit(callEvents.answered(accepted.media.codec, accepted.media.codec !== 'opus', rtp.localPort));
     this.log.info('call answered', { codec: accepted.media.codec, rtp_port: rtp.localPort, agent: call.agent });
-    this.modelReady = this.openModel(false);
-    if (!(await this.modelReady) && !this.ending) await this.end('model_lost');
+    // A hang-up while the registry entry was written has already ended the call.
+    if (isEnding(this.lifecycle.phase)) return true;
+    this.lifecycle.moveTo('opening_model', 'answered');
+    if (!(await this.link.openFirst()) && !isEnding(this.lifecycle.phase)) await this.end('model_lost');
     return true;
   }
 
@@ -280,115 +341,9 @@ export class CallSession {
     };
   }
 
-  /** Opens, connects and configures a model session; on a re-open, with a summary of the call so far. */
-  private async openModel(reopen: boolean): Promise<boolean> {
-    const generation = ++this.generation;
-    const session = this.options.model.openSession({ playback: this.playback(), signal: this.abort.signal, logger: this.log });
-    this.model = session;
-    session.onAny((event) => {
-      if (generation === this.generation) this.onModel(event);
-    });
-    this.opening = true;
-    try {
-      await session.connect();
-      const context = reopen ? await this.reopenContext() : undefined;
-      await session.configure(this.sessionConfig(this.agent.activeAgent, context));
-    } catch (error) {
-      this.log.warn('model session could not be opened', { error, reopen });
-      await session.close().catch(() => undefined);
-      return false;
-    } finally {
-      this.opening = false;
-    }
-    if (this.ending) return false;
-    if (!reopen && this.answeredAt !== undefined) observeWithExemplar(callMetrics.modelReadySeconds, { tenant: this.agent.tenantId }, (performance.now() - this.answeredAt) / 1000, { session_id: this.sessionId });
-    this.emit(callEvents.modelReady(generation, this.agent.activeAgent));
-    if (reopen) {
-      // The caller already heard the apology prompt; a real model reads this as an instruction, the simulator speaks it.
-      session.addSystemMessage('I am back with you.');
-    }
-    session.createResponse();
-    if (reopen) void this.options.delivery.onIdle(this.sessionId).catch((error: unknown) => this.log.warn('delivery after re-open failed', { error }));
-    return true;
-  }
-
-  /**
-   * The provider's session limit is near. Rather than be cut off mid-sentence at the limit, the
-   * call opens a new session with the same summary a re-open gets, and switches to it when
-   * nobody is speaking and nothing is owed to the old one (no response, delivery or tool turn).
-   */
-  private onExpiring(remainingMs: number): void {
-    if (this.ending || this.renewal !== undefined) return;
-    // Short limits (tests, small providers) still leave half the warning to find a quiet moment.
-    const forceInMs = Math.max(remainingMs - FORCED_RENEWAL_BEFORE_LIMIT_MS, remainingMs / 2);
-    const timer = setTimeout(() => this.renewIfQuiet(true), forceInMs);
-    timer.unref();
-    this.renewal = { forceAt: Date.now() + forceInMs, timer };
-    this.emit(callEvents.modelExpiring(remainingMs));
-    this.log.info('model session expiring; renewing at the next quiet moment', { remaining_ms: remainingMs });
-    this.renewIfQuiet(false);
-  }
-
   private get quiet(): boolean {
-    const answerOwed = this.answerOwedSince !== undefined && Date.now() - this.answerOwedSince < TURN_ANSWER_WAIT_MS;
-    return !answerOwed && !this.agent.responseActive && !this.agent.callerSpeaking && this.deliveries.length === 0 && this.playing.size === 0 && this.toolsRunning === 0;
-  }
-
-  private renewIfQuiet(force: boolean): void {
-    const renewal = this.renewal;
-    if (renewal === undefined || this.ending || (!force && !this.quiet)) return;
-    // The new session is connected and configured while the old one still serves the caller.
-    renewal.standby ??= this.openStandby();
-    const pending = renewal.standby;
-    void pending.then((standby) => {
-      // A standby lost before the switch is forgotten; the next quiet moment opens another.
-      if (standby === undefined || this.renewal !== renewal || renewal.standby !== pending) return;
-      if (this.ending) {
-        void standby.close().catch(() => undefined);
-        return;
-      }
-      // Quiet may have ended while the standby connected: wait for the next one (or the deadline).
-      if (!this.quiet && Date.now() < renewal.forceAt) return;
-      this.switchTo(standby);
-    });
-  }
-
-  private async openStandby(): Promise<RealtimeSession | undefined> {
-    const session = this.options.model.openSession({ playback: this.playback(), signal: this.abort.signal, logger: this.log });
-    session.onAny((event) => {
-      if (session === this.model) this.onModel(event);
-      else if (event.type === 'disconnected' && this.renewal !== undefined) this.renewal.standby = undefined;
-    });
-    try {
-      await session.connect();
-      await session.configure(this.sessionConfig(this.agent.activeAgent, await this.reopenContext()));
-      return session;
-    } catch (error) {
-      // The old session serves on; its hard limit ends in a re-open.
-      this.log.warn('renewing the model session failed', { error });
-      callMetrics.modelReopens.inc({ cause: 'expiring', outcome: 'failed' });
-      await session.close().catch(() => undefined);
-      return undefined;
-    }
-  }
-
-  private switchTo(session: RealtimeSession): void {
-    const renewal = this.renewal;
-    if (renewal !== undefined) clearTimeout(renewal.timer);
-    this.renewal = undefined;
-    const old = this.model;
-    // Events of the old session are ignored from here on: its generation is over.
-    const generation = ++this.generation;
-    this.model = session;
-    // A forced switch may cut the old session mid-sentence: nothing of it plays on, and a result it
-    // was speaking is said again on the new one.
-    const cut = this.leaveModelSession();
-    void old?.close().catch((error: unknown) => this.log.debug('closing the expiring model session failed', { error }));
-    callMetrics.modelReopens.inc({ cause: 'expiring', outcome: 'ok' });
-    this.modelReady = Promise.resolve(true);
-    this.emit(callEvents.modelRenewed(generation, this.agent.activeAgent));
-    this.log.info('model session renewed before its limit', { attempt: generation, results_cut: cut });
-    if (cut > 0) this.offerAgainSoon();
+    const answerOwed = this.answerOwedSince !== undefined && this.clock.now() - this.answerOwedSince < TURN_ANSWER_WAIT_MS;
+    return !answerOwed && !this.agent.responseActive && !this.agent.callerSpeaking && this.deliveries.count === 0 && this.playing.size === 0 && this.toolsRunning === 0;
   }
 
   /**
@@ -407,17 +362,22 @@ export class CallSession {
     this.unheard.clear();
     this.itemsByResponse.clear();
     this.clearPlayout();
-    this.toolOutputSpeech = undefined;
-    const cut = this.deliveries.splice(0);
-    for (const spoken of cut) spoken.fail();
-    return cut.length;
+    return this.deliveries.failAll();
   }
 
   /** Offers held results again shortly, when the line is still quiet then. */
   private offerAgainSoon(): void {
-    setTimeout(() => {
-      if (!this.ending && !this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
-    }, RETRY_AFTER_DROP_MS).unref();
+    this.clock.schedule(() => {
+      if (!isEnding(this.lifecycle.phase) && !this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
+    }, RETRY_AFTER_DROP_MS);
+  }
+
+  private async endWithGoodbye(): Promise<void> {
+    if (isLeaving(this.lifecycle.phase)) return;
+    this.lifecycle.moveTo('saying_goodbye', 'model_lost');
+    this.clearPlayout();
+    await this.playPrompt('goodbye');
+    await this.end('model_lost');
   }
 
   /** Plays one of callgate's own lines; resolves once it has been played out (or cleared, or the call ended). */
@@ -427,7 +387,7 @@ export class CallSession {
     if (prompts === undefined || rtp === undefined) return;
     const prompt = await prompts.get(kind, this.modelFormat);
     // An apology rendered only now must not follow the goodbye that has begun since.
-    if (this.rtp === undefined || ((this.ending || this.sayingGoodbye) && kind !== 'goodbye')) return;
+    if (this.rtp === undefined || (isLeaving(this.lifecycle.phase) && kind !== 'goodbye')) return;
     const itemId = `prompt_${kind}_${++this.promptCount}`;
     callMetrics.apologies.inc({ kind, audio: prompt.rendered });
     this.emit(callEvents.prompt(kind, prompt.rendered, prompt.ms));
@@ -436,22 +396,14 @@ export class CallSession {
     this.playing.add(itemId);
     rtp.play(itemId, prompt.audio);
     rtp.endItem(itemId);
-    const bound = new Promise<void>((resolve) => setTimeout(resolve, prompt.ms + PROMPT_SLACK_MS).unref());
-    await Promise.race([played, bound]);
+    await Promise.race([played, sleep(this.clock, prompt.ms + PROMPT_SLACK_MS)]);
     this.promptWaiters.delete(itemId);
-  }
-
-  private flushAudio(): void {
-    if (this.audioBatch.length === 0) return;
-    const audio = this.audioBatch.length === 1 ? this.audioBatch[0] : Buffer.concat(this.audioBatch);
-    this.audioBatch.length = 0;
-    if (audio !== undefined) this.model?.sendAudio(audio);
   }
 
   private clearPlayout(): PlayoutClearResult | null {
     const result = this.rtp?.clear() ?? null;
     // A result whose audio was still queued (the model is done long before the caller heard it all) is cut.
-    for (const spoken of [...this.deliveries]) spoken.interrupted(result);
+    this.deliveries.interrupted(result);
     this.playing.clear();
     for (const resolve of this.promptWaiters.values()) resolve();
     this.promptWaiters.clear();
@@ -482,12 +434,12 @@ export class CallSession {
   }
 
   private onModel(event: RealtimeEvent): void {
-    const model = this.model;
+    const model = this.link.session;
     const rtp = this.rtp;
     if (model === undefined || rtp === undefined) return;
     switch (event.type) {
       case 'audio_delta': {
-        if (this.silenced.has(event.responseId) || this.ending) {
+        if (this.silenced.has(event.responseId) || isEnding(this.lifecycle.phase)) {
           this.unheard.get(event.responseId)?.add(event.itemId);
           return;
         }
@@ -498,7 +450,7 @@ export class CallSession {
         }
         items.add(event.itemId);
         this.playing.add(event.itemId);
-        this.deliveries.find((spoken) => spoken.responseId === event.responseId)?.queued(event.itemId);
+        this.deliveries.byResponse(event.responseId)?.queued(event.itemId);
         rtp.play(event.itemId, event.audio);
         return;
       }
@@ -506,7 +458,7 @@ export class CallSession {
         this.onSpeechStarted(event);
         return;
       case 'speech_stopped':
-        this.answerOwedSince = Date.now();
+        this.answerOwedSince = this.clock.now();
         this.agent.callerSpeaking = false;
         this.agent.turnId++;
         this.emit(callEvents.callerSpeech('stopped'));
@@ -526,12 +478,7 @@ export class CallSession {
         // The response that speaks a result is the one created for its request's tag, never merely
         // the next one: a response the server started itself may predate the result's message.
         // A request the model gives up on is reported by its tag (an error) and fails at once.
-        const spoken = event.tag === undefined ? undefined : this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined);
-        spoken?.created(event.responseId);
-        if (event.tag === undefined) {
-          this.toolOutputSpeech?.created(event.responseId);
-          this.toolOutputSpeech = undefined;
-        }
+        this.deliveries.responseCreated(event.tag, event.responseId);
         this.emit(callEvents.response('created', event.responseId));
         return;
       }
@@ -547,7 +494,7 @@ export class CallSession {
           this.agent.responseActive = false;
         }
         // Settles only once its audio has also played out (or been cut): see SpokenResponse.
-        this.deliveries.find((spoken) => spoken.responseId === event.responseId)?.done(event.status === 'completed' && heard ? 'completed' : event.status === 'failed' || event.status === 'incomplete' ? 'failed' : 'cancelled');
+        this.deliveries.byResponse(event.responseId)?.done(event.status === 'completed' && heard ? 'completed' : event.status === 'failed' || event.status === 'incomplete' ? 'failed' : 'cancelled');
         this.emit(callEvents.response('done', event.responseId, event.status));
         if (!this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
         return;
@@ -556,22 +503,22 @@ export class CallSession {
         this.toolsRunning++;
         this.toolChain = this.toolChain.then(() => this.runTool(model, event)).finally(() => {
           this.toolsRunning--;
-          this.renewIfQuiet(false);
+          this.link.renewIfQuiet(false);
         });
         return;
       case 'transcript_done':
         if (event.role === 'assistant' && event.transcript !== '') this.emit(callEvents.agentSaid(event.responseId, event.transcript));
         return;
       case 'session_expiring':
-        this.onExpiring(event.remainingMs);
+        this.link.onExpiring(event.remainingMs);
         return;
       case 'disconnected':
-        this.onModelDisconnected(event);
+        this.link.onDisconnected(event);
         return;
       case 'error': {
         this.log.debug('model error', { code: event.code, message: event.message, provider_code: event.providerCode });
         // A result's response that will never be created: not spoken, so it is said again when idle.
-        const dropped = event.tag === undefined ? undefined : this.deliveries.find((w) => w.tag === event.tag && w.responseId === undefined);
+        const dropped = this.deliveries.awaitingResponse(event.tag);
         if (dropped !== undefined) {
           dropped.fail();
           // Said again at the next quiet moment; if the line is quiet already, no event will say
@@ -598,9 +545,9 @@ export class CallSession {
   }
 
   private idle(): void {
-    if (this.ending) return;
+    if (isEnding(this.lifecycle.phase)) return;
     this.options.delivery.onIdle(this.sessionId).catch((error: unknown) => this.log.warn('delivery on idle failed', { error }));
-    this.renewIfQuiet(false);
+    this.link.renewIfQuiet(false);
   }
 
   private async runTool(model: RealtimeSession, event: Extract<RealtimeEvent, { type: 'function_call' }>): Promise<void> {
@@ -617,12 +564,12 @@ export class CallSession {
     const operationId = typeof output.operation_id === 'string' ? output.operation_id : undefined;
     this.emit(callEvents.toolCall(event.name, event.callId, output.status, operationId));
     // The output goes to the session that asked; a re-opened session never saw the call.
-    const sent = model === this.model && !this.ending;
-    if (sent) model.sendToolOutput(event.callId, output);
+    const current = model === this.link.session && !isEnding(this.lifecycle.phase);
+    if (current) model.sendToolOutput(event.callId, output);
     // An error output carries no read's answer, whatever the tool had found.
-    this.followInlineAnswer(event.callId, sent && answered);
+    this.followInlineAnswer(event.callId, current && answered);
     const after = this.agent.activeAgent;
-    if (after !== before && model === this.model && !this.ending) {
+    if (after !== before && current) {
       this.emit(callEvents.agentChanged(before, after));
       // The new agent learns what the call is waiting for: operations belong to the call, not the agent.
       const context = `The call was handed to you by the ${before} agent.\n${this.agent.pendingSummary(await this.operationStates())}`;
@@ -641,7 +588,7 @@ export class CallSession {
     const { runtime } = this.options;
     const operationId = runtime.inlineAnswer(this.agent, callId);
     if (operationId === undefined) return;
-    const heard = sent ? (this.toolOutputSpeech ??= this.speechForToolOutputs(operationId)).outcome : Promise.resolve(undefined);
+    const heard = sent ? this.deliveries.toolOutputResponse(operationId).outcome : Promise.resolve(undefined);
     void heard
       .then((outcome) => runtime.settleInlineAnswer(this.agent, callId, outcome))
       .then(() => {
@@ -649,24 +596,6 @@ export class CallSession {
         if (!this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
       })
       .catch((error: unknown) => this.log.warn('settling a read answered in a tool output failed', { operation_id: operationId, error }));
-  }
-
-  private speechForToolOutputs(operationId: string): SpokenResponse {
-    const spoken = new SpokenResponse({ operationId, tag: `tool_output:${++this.deliverySeq}`, now: Date.now });
-    this.deliveries.push(spoken);
-    // As for a spoken result: a hold only delays the playout, so the bound starts again.
-    const expire = (): void => {
-      if (this.agent.callerOnHold && !this.ending) timer = setTimeout(expire, DELIVERY_TIMEOUT_MS);
-      else spoken.fail();
-    };
-    let timer = setTimeout(expire, DELIVERY_TIMEOUT_MS);
-    void spoken.outcome.then(() => {
-      clearTimeout(timer);
-      if (this.toolOutputSpeech === spoken) this.toolOutputSpeech = undefined;
-      const index = this.deliveries.indexOf(spoken);
-      if (index >= 0) this.deliveries.splice(index, 1);
-    });
-    return spoken;
   }
 
   private control(): CallControl {
@@ -682,95 +611,6 @@ export class CallSession {
     };
   }
 
-  /**
-   * A lost model session: the caller hears the apology prompt at once (nothing else can speak),
-   * and a new session is opened with the call's summary while it plays. A second loss, or a
-   * re-open that fails, ends the call with the goodbye prompt; pending results go out of band.
-   */
-  private onModelDisconnected(event: Extract<RealtimeEvent, { type: 'disconnected' }>): void {
-    if (this.ending || this.sayingGoodbye || event.reason === 'closed' || event.reason === 'aborted') return;
-    if (this.opening) {
-      // The session's connect or configure fails with this loss, and whoever opened it decides:
-      // start() ends the call, a re-open says goodbye. Re-opening here too would do both.
-      this.emit(callEvents.modelDisconnected(event.reason, event.detail, false));
-      this.log.warn('model session lost while it was being opened', { reason: event.reason, detail: event.detail });
-      return;
-    }
-    const planned = event.reason === 'session_limit';
-    const willReopen = planned || this.reopens < MAX_MODEL_REOPENS;
-    this.emit(callEvents.modelDisconnected(event.reason, event.detail, willReopen));
-    this.log.warn('model session lost', { reason: event.reason, detail: event.detail, reopen: willReopen });
-    // A renewal in progress is moot: the re-open below carries the same summary.
-    if (this.renewal !== undefined) {
-      clearTimeout(this.renewal.timer);
-      void this.renewal.standby?.then((standby) => standby?.close());
-      this.renewal = undefined;
-    }
-    // Responses of the lost session never finish: what was being said is said again later.
-    this.leaveModelSession();
-    if (!willReopen) {
-      void this.endWithGoodbye();
-      return;
-    }
-    if (!planned) this.reopens++;
-    void this.playPrompt('reconnecting');
-    const cause = planned ? 'expiring' : 'lost';
-    this.modelReady = this.openModel(true);
-    void this.modelReady.then((ok) => {
-      callMetrics.modelReopens.inc({ cause, outcome: ok ? 'ok' : 'failed' });
-      if (!ok && !this.ending) return this.endWithGoodbye();
-      return undefined;
-    });
-  }
-
-  private async endWithGoodbye(): Promise<void> {
-    if (this.ending || this.sayingGoodbye) return;
-    this.sayingGoodbye = true;
-    this.clearPlayout();
-    await this.playPrompt('goodbye');
-    await this.end('model_lost');
-  }
-
-  // ---- result delivery -------------------------------------------------------------------------
-
-  private port(): ConversationPort {
-    return {
-      deliver: async ({ operationId, message }, stop) => {
-        if (!(await this.modelReady) || this.ending || this.model === undefined) return { status: 'failed' };
-        if (stop?.aborted === true) return { status: 'cancelled' };
-        const model = this.model;
-        const spoken = new SpokenResponse({ operationId, tag: `deliver:${operationId}:${++this.deliverySeq}`, now: Date.now });
-        this.deliveries.push(spoken);
-        // A hold only delays the playout (the audio waits for the resume): the bound starts again.
-        const expire = (): void => {
-          if (this.agent.callerOnHold && !this.ending) timer = setTimeout(expire, DELIVERY_TIMEOUT_MS);
-          else spoken.fail();
-        };
-        let timer = setTimeout(expire, DELIVERY_TIMEOUT_MS);
-        // Cut as a barge-in cuts (its audio silenced, the playout cleared), and not told.
-        stop?.addEventListener(
-          'abort',
-          () => {
-            if (spoken.responseId !== undefined) this.silenced.add(spoken.responseId);
-            this.clearPlayout();
-            spoken.cut();
-          },
-          { once: true },
-        );
-        model.addSystemMessage(message);
-        model.createResponse({ tag: spoken.tag });
-        const result = await spoken.outcome;
-        clearTimeout(timer);
-        const index = this.deliveries.indexOf(spoken);
-        if (index >= 0) this.deliveries.splice(index, 1);
-        this.emit(callEvents.resultSpoken(operationId, result.status, result.responseId));
-        // Settled by its playout after the response was done: the line may be quiet now.
-        if (!this.agent.callerSpeaking && !this.agent.responseActive) this.renewIfQuiet(false);
-        return result;
-      },
-    };
-  }
-
   // ---- signaling and media -------------------------------------------------------------------
 
   private onDialog(event: DialogEvent): void {
@@ -781,18 +621,10 @@ export class CallSession {
       case 'ack':
         // A delayed offer: the ACK's answer settles the media that the provisional choice stood in for.
         if (event.media === undefined) return;
-        if (this.rtp === undefined) return;
-        this.rtp.setRemote(event.media.remote);
-        applyDirection(this.rtp, event.media);
-        this.applyHold(event.media);
-        this.applyCodec(event.media);
+        this.applyMedia(event.media);
         return;
       case 'reinvite':
-        if (this.rtp === undefined) return;
-        this.rtp.setRemote(event.media.remote);
-        applyDirection(this.rtp, event.media);
-        this.applyHold(event.media);
-        this.applyCodec(event.media);
+        this.applyMedia(event.media);
         return;
       case 'ended':
         void this.end(endReasonOf(event.reason), event.reason);
@@ -802,16 +634,29 @@ export class CallSession {
     }
   }
 
+  private applyMedia(media: NegotiatedMedia): void {
+    if (this.rtp === undefined) return;
+    this.rtp.setRemote(media.remote);
+    applyDirection(this.rtp, media);
+    this.applyHold(media);
+    this.applyCodec(media);
+  }
+
   /**
    * The caller holds the call when our answer may not send (they offered sendonly or inactive, or
-   * the hold address): the gate then holds results rather than speak them unheard, and the resume
-   * offers them at once, measured from the resume (test/scenarios/result-during-hold.test.ts).
+   * the hold address): the phase becomes `on_hold`, the gate then holds results rather than speak
+   * them unheard, and the resume offers them at once, measured from the resume
+   * (test/scenarios/result-during-hold.test.ts, test/unit/call/call-races.test.ts).
    */
   private applyHold(media: NegotiatedMedia): void {
     const onHold = !(media.direction === 'sendrecv' || media.direction === 'sendonly');
-    if (onHold === this.agent.callerOnHold) return;
-    this.agent.callerOnHold = onHold;
-    if (!onHold) this.agent.resumedAt = Date.now();
+    if (onHold === this.callerHolds) return;
+    this.callerHolds = onHold;
+    if (!onHold) this.agent.resumedAt = this.clock.epochMs();
+    const phase = this.lifecycle.phase;
+    if (phase === 'live' || phase === 'renewing' || phase === 'on_hold') {
+      this.lifecycle.moveTo(onHold ? 'on_hold' : this.link.renewalPending ? 'renewing' : 'live', onHold ? 'caller_held' : 'caller_resumed');
+    }
     this.emit(callEvents.hold(onHold ? 'held' : 'resumed'));
     this.log.info(onHold ? 'caller holds the call' : 'caller resumed the call', { direction: media.direction });
     if (!onHold && !this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
@@ -824,7 +669,7 @@ export class CallSession {
    */
   private applyCodec(media: NegotiatedMedia): void {
     const rtp = this.rtp;
-    if (rtp === undefined || media.codec === this.wireCodec?.codec && media.payloadType === this.wireCodec.payloadType) return;
+    if (rtp === undefined || (media.codec === this.wireCodec?.codec && media.payloadType === this.wireCodec.payloadType)) return;
     const from = this.wireCodec?.codec ?? 'PCMU';
     rtp.setCodec({ codec: wireCodec(media.codec, media.payloadType), ...(media.telephoneEvent !== undefined && { telephoneEventPayloadType: media.telephoneEvent.payloadType }) });
     this.wireCodec = { codec: media.codec, payloadType: media.payloadType };
@@ -836,24 +681,23 @@ export class CallSession {
   private onMedia(event: RtpSessionEvent): void {
     switch (event.type) {
       case 'audio':
-        this.audioBatch.push(event.audio);
-        if (this.audioBatch.length * FRAME_MS >= MODEL_AUDIO_BATCH_MS) this.flushAudio();
+        this.uplink.push(event.audio);
         return;
       case 'dtmf':
         this.emit(callEvents.dtmf(event.digit, event.source));
-        this.answerOwedSince = Date.now();
-        this.flushAudio();
-        this.model?.sendDtmf(event.digit);
+        this.answerOwedSince = this.clock.now();
+        this.uplink.flush();
+        this.link.session?.sendDtmf(event.digit);
         return;
       case 'item-started':
-        for (const spoken of this.deliveries) spoken.sent(event.itemId);
+        this.deliveries.itemSent(event.itemId);
         return;
       case 'item-played': {
         this.playing.delete(event.itemId);
-        for (const spoken of [...this.deliveries]) spoken.finished(event.itemId, event.sentMs);
+        this.deliveries.itemPlayed(event.itemId, event.sentMs);
         const prompt = this.promptWaiters.get(event.itemId);
         if (prompt !== undefined) prompt();
-        this.renewIfQuiet(false);
+        this.link.renewIfQuiet(false);
         return;
       }
       case 'media-timeout':
@@ -870,57 +714,27 @@ export class CallSession {
   private reject(status: number, reason: string): false {
     this.options.call.reject(status, reason);
     callMetrics.ended.inc({ tenant: this.options.call.tenant.id, reason: 'rejected' });
+    this.lifecycle.moveTo('ended', 'rejected');
     this.emit(callEvents.rejected(status, reason));
     this.log.info('call rejected', { status, reason });
     return false;
   }
 
   private end(reason: CallEndReason, dialogReason?: DialogEndReason): Promise<void> {
-    if (this.ended === undefined) {
-      this.ending = true;
-      // Deferred a tick: the BYE sent by finish() ends the dialog synchronously, and that
-      // 'ended' event must find this call already ending with its first reason.
-      this.ended = Promise.resolve().then(() => this.finish(reason, dialogReason));
-    }
-    return this.ended;
+    return this.teardown.end(reason, dialogReason);
   }
 
-  /**
-   * Hang-up from either side: model closed, media released, registry entry closed, and delivery
-   * told the call is over (results still owed go out of band, once).
-   */
-  private async finish(reason: CallEndReason, dialogReason: DialogEndReason | undefined): Promise<void> {
-    const dialog = this.options.call.dialog;
-    if (dialog.state !== 'terminated') {
-      await Promise.race([dialog.hangup().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, HANGUP_TIMEOUT_MS).unref())]);
-    }
-    for (const spoken of this.deliveries.splice(0)) spoken.fail();
+  /** What the end stops at once: results being spoken fail, everything started under the call aborts. */
+  private release(): void {
+    this.deliveries.failAll();
     this.abort.abort();
-    if (this.renewal !== undefined) {
-      clearTimeout(this.renewal.timer);
-      void this.renewal.standby?.then((standby) => standby?.close());
-      this.renewal = undefined;
-    }
+    this.link.cancelRenewal();
     for (const resolve of this.promptWaiters.values()) resolve();
     this.promptWaiters.clear();
-    const tenant = this.options.call.tenant.id;
-    callMetrics.ended.inc({ tenant, reason });
-    if (this.answeredAt !== undefined) {
-      callMetrics.active.dec({ tenant });
-      observeWithExemplar(callMetrics.durationSeconds, { reason }, (performance.now() - this.answeredAt) / 1000, { session_id: this.sessionId });
-    }
-    await Promise.allSettled([this.model?.close(), this.rtp?.close()]);
-    // A tool call that was being admitted when the caller hung up is owned before delivery looks.
-    await Promise.race([this.toolChain, new Promise((resolve) => setTimeout(resolve, TOOL_SETTLE_MS).unref())]);
-    const phase = reason === 'transferred' ? 'transferred' : 'hung_up';
-    await this.options.registry.close(this.sessionId, reason).catch((error: unknown) => this.log.warn('session registry close failed', { error }));
-    await this.options.delivery.onCallEnded(this.sessionId, phase).catch((error: unknown) => this.log.error('out-of-band hand-over failed', { error }));
-    this.log.info('call ended', { reason, dialog_reason: dialogReason, operations: this.agent.operations.size });
-    this.emit(callEvents.ended(reason, dialogReason));
   }
 
   private emit(event: CallEvent): void {
-    const at = Date.now();
+    const at = this.clock.epochMs();
     if (event.type !== 'rejected') {
       this.options.registry.appendEvent(this.sessionId, event, at).catch((error: unknown) => this.log.debug('call event not recorded', { error }));
     }
@@ -934,31 +748,12 @@ export class CallSession {
   }
 }
 
-function endReasonOf(reason: DialogEndReason): CallEndReason {
-  switch (reason) {
-    case 'remote-bye':
-    case 'cancelled':
-      return 'caller_hung_up';
-    case 'transferred':
-      return 'transferred';
-    case 'shutdown':
-      return 'shutdown';
-    case 'local-bye':
-      return 'agent_hung_up';
-    case 'rejected':
-      return 'rejected';
-    case 'ack-timeout':
-    case 'request-timeout':
-      return 'failed';
-  }
-}
-
 /**
  * RFC 3264 §6.1 from the media's side: RTP goes to the caller only when our answer sends
  * (sendrecv, sendonly), and no media timeout runs while the caller sends nothing by agreement
  * (it holds the call, or our answer is sendonly or inactive).
  */
-function applyDirection(rtp: RtpSession, media: NegotiatedMedia): void {
+function applyDirection(rtp: CallRtp, media: NegotiatedMedia): void {
   rtp.setSending(media.direction === 'sendrecv' || media.direction === 'sendonly');
   rtp.setHold(media.held || media.direction === 'sendonly' || media.direction === 'inactive');
 }

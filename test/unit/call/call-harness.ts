@@ -1,0 +1,412 @@
+/**
+ * A CallSession driven without sockets or real time: fakes of the dialog, the media and the model
+ * ports, a fake of the delivery side that keeps the ConversationPort the call attaches (the port
+ * the ledger's record of "told" depends on), and a manual clock. Each step of a race is an event
+ * the test sends; `settle()` lets the promises it started run.
+ */
+import type { Clock, ClockHandle } from '../../../config/clock.ts';
+import { Logger } from '../../../config/log.ts';
+import { rtpSchema, tenantSchema } from '../../../config/schema.ts';
+import { AgentCatalogue } from '../../../agents/agent.ts';
+import type { AgentSession } from '../../../agents/agent-session.ts';
+import type { ConversationPort, SpokenOutcome } from '../../../agents/result-delivery.ts';
+import { SANDBOX_AGENTS } from '../../../agents/sandbox/sandbox-agents.ts';
+import { CallSession, type CallRtp } from '../../../gateway/call/call-session.ts';
+import type { CallEvent } from '../../../gateway/call/call-events.ts';
+import type { PlayoutScheduler } from '../../../gateway/media/playout-scheduler.ts';
+import type { PlayoutClearResult } from '../../../gateway/media/playout.ts';
+import type { RtpPortAllocator } from '../../../gateway/media/rtp-port-allocator.ts';
+import type { RtpSessionEvent } from '../../../gateway/media/rtp-session-events.ts';
+import type { RealtimeEvent, RealtimeSession, ResponseRequest } from '../../../gateway/realtime/realtime-session.ts';
+import { buildOffer, type NegotiatedMedia } from '../../../gateway/sip/sdp-negotiation.ts';
+import type { DialogEvent, DialogEventListener, InboundCall, SignalingDialog } from '../../../gateway/sip/signaling-driver.ts';
+
+/** Wall-clock time of the manual clock's zero. */
+export const EPOCH_MS = 1_800_000_000_000;
+
+/** A clock that moves only when told; due callbacks fire in time order. */
+export class ManualClock implements Clock {
+  private current = 0;
+  private nextId = 1;
+  private readonly pending = new Map<number, { readonly at: number; readonly callback: () => void }>();
+
+  now(): number {
+    return this.current;
+  }
+
+  epochMs(): number {
+    return EPOCH_MS + this.current;
+  }
+
+  schedule(callback: () => void, delayMs: number): ClockHandle {
+    const id = this.nextId++;
+    this.pending.set(id, { at: this.current + Math.max(0, delayMs), callback });
+    return { id };
+  }
+
+  cancel(handle: ClockHandle): void {
+    this.pending.delete(handle.id);
+  }
+
+  /**
+   * Lets what the last step started run at the present time, then moves time on by `ms`, firing
+   * what falls due (each callback's promises run at its own time).
+   */
+  async advance(ms: number): Promise<void> {
+    await settle();
+    const until = this.current + ms;
+    for (;;) {
+      const due = [...this.pending.entries()].filter(([, timer]) => timer.at <= until).sort(([, a], [, b]) => a.at - b.at)[0];
+      if (due === undefined) break;
+      this.pending.delete(due[0]);
+      this.current = Math.max(this.current, due[1].at);
+      due[1].callback();
+      await settle();
+    }
+    this.current = until;
+    await settle();
+  }
+}
+
+/** Lets every promise chain the last step started run to its next wait. */
+export async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+interface FakeItem {
+  readonly itemId: string;
+  queuedMs: number;
+  sentMs: number;
+  ended: boolean;
+  started: boolean;
+}
+
+/** The call's RTP session: the test says when packets of an item go out. */
+export class FakeRtp implements CallRtp {
+  readonly localAddress = '127.0.0.1';
+  readonly localPort = 40_000;
+  sending = true;
+  private readonly listeners = new Set<(event: RtpSessionEvent) => void>();
+  private readonly items: FakeItem[] = [];
+  closed = false;
+
+  on(listener: (event: RtpSessionEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  setRemote(): void {}
+  setSending(sending: boolean): void {
+    this.sending = sending;
+  }
+  setHold(): void {}
+  setCodec(): void {}
+  injectDigit(): void {}
+
+  /** 8 bytes per ms (G.711). */
+  play(itemId: string, audio: Buffer): void {
+    let item = this.items.find((i) => i.itemId === itemId);
+    if (item === undefined) {
+      item = { itemId, queuedMs: 0, sentMs: 0, ended: false, started: false };
+      this.items.push(item);
+    }
+    item.queuedMs += audio.length / 8;
+  }
+
+  endItem(itemId: string): void {
+    const item = this.items.find((i) => i.itemId === itemId);
+    if (item !== undefined) item.ended = true;
+  }
+
+  clear(): PlayoutClearResult | null {
+    const playing = this.items[0];
+    const droppedMs = this.items.reduce((sum, item) => sum + item.queuedMs - item.sentMs, 0);
+    this.items.length = 0;
+    return playing === undefined ? null : { itemId: playing.itemId, sentMs: playing.sentMs, droppedMs };
+  }
+
+  playedMs(itemId: string): number | undefined {
+    return this.items.find((i) => i.itemId === itemId)?.sentMs;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  /** Packets of the item at the head of the queue go out, `ms` of them (the first one announces it). */
+  send(ms: number): void {
+    const item = this.items[0];
+    if (item === undefined || !this.sending) return;
+    if (!item.started) {
+      item.started = true;
+      this.emit({ type: 'item-started', itemId: item.itemId });
+    }
+    item.sentMs = Math.min(item.queuedMs, item.sentMs + ms);
+    if (item.ended && item.sentMs >= item.queuedMs) {
+      this.items.shift();
+      this.emit({ type: 'item-played', itemId: item.itemId, sentMs: item.sentMs });
+    }
+  }
+
+  /** Sends the head item to its end. */
+  sendAll(): void {
+    const item = this.items[0];
+    if (item !== undefined) this.send(item.queuedMs - item.sentMs);
+  }
+
+  get queued(): readonly string[] {
+    return this.items.map((item) => item.itemId);
+  }
+
+  private emit(event: RtpSessionEvent): void {
+    for (const listener of this.listeners) listener(event);
+  }
+}
+
+/** One model session: records what the call asked of it; the test sends its events. */
+export class FakeModelSession implements RealtimeSession {
+  readonly requests: ResponseRequest[] = [];
+  readonly systemMessages: string[] = [];
+  readonly truncated: { readonly itemId: string; readonly playedMs: number }[] = [];
+  readonly audio: Buffer[] = [];
+  closed = false;
+  private readonly listeners = new Set<(event: RealtimeEvent) => void>();
+
+  async connect(): Promise<void> {}
+  async configure(): Promise<void> {}
+  sendAudio(audio: Buffer): void {
+    this.audio.push(audio);
+  }
+  commitAudio(): void {}
+  clearAudio(): void {}
+  cancelResponse(): void {}
+  async cancelAndWait(): Promise<void> {}
+  truncate(itemId: string, playedMs: number): void {
+    this.truncated.push({ itemId, playedMs });
+  }
+  sendToolOutput(): void {}
+  createResponse(request?: ResponseRequest): void {
+    this.requests.push(request ?? {});
+  }
+  addSystemMessage(text: string): void {
+    this.systemMessages.push(text);
+  }
+  sendDtmf(): void {}
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+  on(): () => void {
+    return () => undefined;
+  }
+  onAny(listener: (event: RealtimeEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  emit(event: RealtimeEvent): void {
+    for (const listener of [...this.listeners]) listener(event);
+  }
+
+  /** The tag of the last response asked for with one (a result's). */
+  get lastTag(): string | undefined {
+    return this.requests.findLast((request) => request.tag !== undefined)?.tag;
+  }
+
+  /** The model starts the response for `tag` and streams `ms` of audio of one item for it. */
+  speak(responseId: string, itemId: string, ms: number, tag?: string): void {
+    this.emit({ type: 'response_created', responseId, ...(tag !== undefined && { tag }) });
+    this.emit({ type: 'audio_delta', responseId, itemId, audio: Buffer.alloc(ms * 8) });
+  }
+
+  done(responseId: string, status: 'completed' | 'cancelled' = 'completed'): void {
+    this.emit({ type: 'response_done', responseId, status, callIds: [] });
+  }
+}
+
+export class FakeDialog implements SignalingDialog {
+  readonly id = 'dialog-1';
+  readonly callId = 'sip-call-1';
+  readonly media: NegotiatedMedia | undefined = undefined;
+  state: SignalingDialog['state'] = 'confirmed';
+  private readonly listeners = new Set<DialogEventListener>();
+
+  on(listener: DialogEventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Our BYE: the dialog ends at once, as the real one does. */
+  async hangup(): Promise<void> {
+    this.end('local-bye');
+  }
+
+  async transfer(): Promise<{ readonly type: 'failed'; readonly status: number; readonly reason: string }> {
+    return { type: 'failed', status: 501, reason: 'not in this test' };
+  }
+
+  async reinvite(): Promise<NegotiatedMedia> {
+    return negotiated('sendrecv');
+  }
+
+  emit(event: DialogEvent): void {
+    for (const listener of this.listeners) listener(event);
+  }
+
+  /** A re-INVITE from the caller; `recvonly` is our answer to their hold (sendonly). */
+  reinviteFromCaller(direction: NegotiatedMedia['direction']): void {
+    // The call reads the negotiated media; the offer is only carried along.
+    const offer = buildOffer({ preference: ['PCMU'], local: { address: '127.0.0.2', port: 30_000 }, sessionId: '1', sessionVersion: 1 });
+    this.emit({ type: 'reinvite', media: negotiated(direction), offer });
+  }
+
+  /** The caller hangs up (BYE). */
+  callerHangsUp(): void {
+    this.end('remote-bye');
+  }
+
+  private end(reason: 'remote-bye' | 'local-bye'): void {
+    if (this.state === 'terminated') return;
+    this.state = 'terminated';
+    this.emit({ type: 'ended', reason });
+  }
+}
+
+export function negotiated(direction: NegotiatedMedia['direction']): NegotiatedMedia {
+  return { codec: 'PCMU', payloadType: 0, clockRate: 8000, channels: 1, ptime: 20, remote: { address: '127.0.0.2', port: 30_000 }, direction, held: direction !== 'sendrecv' && direction !== 'sendonly' };
+}
+
+/** The delivery side as the call sees it: the port it attached, and when it was told the line is idle or the call ended. */
+export class FakeDelivery {
+  port: ConversationPort | undefined;
+  session: AgentSession | undefined;
+  readonly idleAt: number[] = [];
+  readonly callEnded: { readonly phase: string; readonly at: number }[] = [];
+
+  constructor(private readonly clock: ManualClock) {}
+
+  attach(session: AgentSession, port: ConversationPort): void {
+    this.session = session;
+    this.port = port;
+  }
+
+  async onIdle(): Promise<void> {
+    this.idleAt.push(this.clock.now());
+  }
+
+  async onCallEnded(_sessionId: string, phase: 'hung_up' | 'transferred'): Promise<void> {
+    this.callEnded.push({ phase, at: this.clock.now() });
+  }
+}
+
+/** A result asked to be spoken, and what the port reported for it (told: completed) and when. */
+export interface Speaking {
+  readonly operationId: string;
+  outcome: SpokenOutcome | undefined;
+  settledAt: number | undefined;
+  readonly done: Promise<SpokenOutcome>;
+  readonly stop: AbortController;
+}
+
+export interface CallHarness {
+  readonly call: CallSession;
+  readonly clock: ManualClock;
+  readonly rtp: FakeRtp;
+  readonly dialog: FakeDialog;
+  readonly delivery: FakeDelivery;
+  /** Every model session the call opened, in order. */
+  readonly sessions: FakeModelSession[];
+  readonly events: CallEvent[];
+  /** Error lines the call logged (a refused phase change among them). */
+  readonly errors: string[];
+  /** The model session serving the call (the last one opened). */
+  model(): FakeModelSession;
+  /** Asks the call to speak a result, as delivery does after the gate said speak. */
+  speak(operationId: string): Speaking;
+  /** Whether the gate's snapshot of the call says the caller holds it. */
+  gateSeesHold(): boolean;
+}
+
+/** Answers a call and opens its model; resolves once the call is live. */
+export async function startCall(): Promise<CallHarness> {
+  const clock = new ManualClock();
+  const rtp = new FakeRtp();
+  const dialog = new FakeDialog();
+  const delivery = new FakeDelivery(clock);
+  const sessions: FakeModelSession[] = [];
+  const events: CallEvent[] = [];
+  const errors: string[] = [];
+  const tenant = tenantSchema.parse({ id: 'tenant-a', numbers: ['+15550100'], agent: 'concierge' });
+  const inbound: InboundCall = {
+    callId: dialog.callId,
+    caller: { uri: 'sip:+15550111@example.test', user: '+15550111' },
+    calledNumber: '+15550100',
+    tenant,
+    agent: 'concierge',
+    headers: [],
+    offer: undefined,
+    source: { address: '127.0.0.2', port: 5060, transport: 'udp' },
+    receivedAt: 0,
+    dialog,
+    accept: () => ({ ok: true, media: negotiated('sendrecv') }),
+    ring: () => undefined,
+    reject: () => undefined,
+  };
+  const call = new CallSession({
+    call: inbound,
+    media: {
+      config: rtpSchema.parse({}),
+      ports: {} as RtpPortAllocator,
+      scheduler: {} as PlayoutScheduler,
+      timer: clock,
+      open: async () => rtp,
+    },
+    model: {
+      openSession: () => {
+        const session = new FakeModelSession();
+        sessions.push(session);
+        return session;
+      },
+    },
+    catalogue: new AgentCatalogue(SANDBOX_AGENTS),
+    runtime: { handle: async () => ({ status: 'ok' }), toolsFor: () => [], inlineAnswer: () => undefined, settleInlineAnswer: async () => undefined },
+    delivery,
+    ledger: { get: async () => undefined },
+    registry: { open: async () => undefined, close: async () => undefined, appendEvent: async () => undefined },
+    gatewayId: 'gw-unit',
+    log: new Logger({ level: 'error', sink: { write: (line) => errors.push(line) } }),
+    clock,
+  });
+  call.on((event) => events.push(event));
+  const started = await call.start();
+  if (!started) throw new Error('the call was not answered');
+  await settle();
+  const model = (): FakeModelSession => {
+    const session = sessions.at(-1);
+    if (session === undefined) throw new Error('no model session');
+    return session;
+  };
+  return {
+    call,
+    clock,
+    rtp,
+    dialog,
+    delivery,
+    sessions,
+    events,
+    errors,
+    model,
+    speak: (operationId) => {
+      const port = delivery.port;
+      if (port === undefined) throw new Error('delivery was not attached');
+      const stop = new AbortController();
+      const done = port.deliver({ operationId, message: `result of ${operationId}`, output: {} }, stop.signal);
+      const speaking: Speaking = { operationId, outcome: undefined, settledAt: undefined, done, stop };
+      void done.then((outcome) => {
+        speaking.outcome = outcome;
+        speaking.settledAt = clock.now();
+      });
+      return speaking;
+    },
+    gateSeesHold: () => call.agent.snapshot('op_none', () => true).callerOnHold,
+  };
+}
