@@ -30,8 +30,6 @@ const config = {
   ],
   // Files under refactor on other branches (issue 18); each entry names what knip reports there.
   ignoreIssues: {
-    // Unused exported type CallEventType.
-    'gateway/call/call-events.ts': ['types'],
     // Unused exported type ClientEventType.
     'gateway/realtime/openai-protocol.ts': ['types'],
   },

@@ -75,12 +75,6 @@ export interface SessionSnapshot {
   readonly alreadyTold: boolean;
   /** A newer operation for the same goal exists. */
   readonly superseded: boolean;
-  /**
-   * Not read: a result is never held because the talk moved to another goal; only a newer
-   * operation for the goal sets it aside (test/unit/agents/relevance-gate.test.ts, "another goal").
-   * Left while agents/result-delivery.ts still sets it; removed with that line (issue 18).
-   */
-  readonly goalActive?: boolean;
 }
 
 function outcomeReason(state: GateOperation['state']): RelevanceReason {

@@ -480,7 +480,6 @@ export class ResultDelivery {
         responseActive: false,
         alreadyTold: persistedTold,
         superseded: false,
-        goalActive: true,
       };
     }
     const snapshot = call.session.snapshot(op.operationId, (agent, action) => this.options.catalogue.mayReveal(agent, action));

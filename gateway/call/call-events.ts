@@ -49,8 +49,6 @@ export type CallEvent =
   | { readonly type: 'phase_changed'; readonly from: CallPhase; readonly to: CallPhase; readonly cause: string }
   | { readonly type: 'ended'; readonly reason: CallEndReason; readonly dialogReason?: DialogEndReason };
 
-export type CallEventType = CallEvent['type'];
-
 /** A call event with when it happened (ms since epoch) and the call it belongs to. */
 export interface CallEventRecord {
   readonly at: number;

@@ -35,7 +35,6 @@ describe('when the gate decides on a named situation', () => {
     ['a commit after handoff while the caller speaks', op(), session({ activeAgent: 'billing', callerSpeaking: true }), 'route_to_active_agent', ['handoff_agent_may_reveal', 'committed', 'caller_speaking']],
     ['a commit after handoff to an agent that may not reveal it', op(), session({ activeAgent: 'billing', activeAgentMayReveal: false }), 'deliver_out_of_band', ['handoff_agent_may_not_reveal', 'committed']],
     ['a failure after handoff to an agent that may not reveal it', op({ state: 'FAILED_FINAL' }), session({ activeAgent: 'billing', activeAgentMayReveal: false }), 'hold', ['handoff_agent_may_not_reveal', 'failed']],
-    ['a commit while the talk is on another goal (only a newer operation sets a result aside)', op(), session({ goalActive: false }), 'speak_now', ['committed', 'idle']],
     ['a commit while the caller holds the call', op(), session({ callerOnHold: true }), 'hold', ['committed', 'caller_on_hold']],
     ['a failure while the caller holds the call', op({ state: 'FAILED_FINAL' }), session({ callerOnHold: true }), 'hold', ['failed', 'caller_on_hold']],
     ['a commit while held and the agent still talks into the hold', op(), session({ callerOnHold: true, responseActive: true }), 'hold', ['committed', 'caller_on_hold']],
