@@ -127,7 +127,6 @@ export class CallSession {
   private generation = 0;
   private reopens = 0;
   private modelReady: Promise<boolean> = Promise.resolve(false);
-  private activeResponseId: string | undefined;
   /** Responses the caller talked over: their late audio is not played. */
   private readonly silenced = new Set<string>();
   /**
@@ -397,7 +396,6 @@ export class CallSession {
    * would hold results until the caller spoke again. Returns how many deliveries were cut.
    */
   private leaveModelSession(): number {
-    this.activeResponseId = undefined;
     this.agent.responseActive = false;
     this.agent.callerSpeaking = false;
     this.answerOwedSince = undefined;
@@ -468,6 +466,11 @@ export class CallSession {
     return `The previous session of this call was interrupted; continue the conversation. The active agent is ${this.agent.activeAgent}.\n${this.agent.pendingSummary(await this.operationStates())}`;
   }
 
+  /** The model's active response: its sequencer is the one place that knows (it still names a response during its response_done). */
+  private get activeResponseId(): string | undefined {
+    return this.model?.activeResponseId;
+  }
+
   /**
    * What the caller heard of an item: the milliseconds handed to the network, read without
    * clearing anything (a finished item reports its whole length, so it is not truncated). The
@@ -511,7 +514,6 @@ export class CallSession {
         return;
       case 'response_created': {
         this.answerOwedSince = undefined;
-        this.activeResponseId = event.responseId;
         this.agent.responseActive = true;
         // Created after the caller started talking: it was asked for before the barge-in (the
         // server's own responses come after speech stops), and the client cancels it now. Its audio
@@ -535,10 +537,7 @@ export class CallSession {
         this.unheard.delete(event.responseId);
         // A response the caller talked over was not heard whole, however it ended on the model's side.
         const heard = !this.silenced.delete(event.responseId);
-        if (this.activeResponseId === event.responseId) {
-          this.activeResponseId = undefined;
-          this.agent.responseActive = false;
-        }
+        if (this.activeResponseId === event.responseId) this.agent.responseActive = false;
         // Settles only once its audio has also played out (or been cut): see SpokenResponse.
         this.deliveries.find((spoken) => spoken.responseId === event.responseId)?.done(event.status === 'completed' && heard ? 'completed' : event.status === 'failed' || event.status === 'incomplete' ? 'failed' : 'cancelled');
         this.emit(callEvents.response('done', event.responseId, event.status));
