@@ -466,7 +466,10 @@ export class CallSession {
     return `The previous session of this call was interrupted; continue the conversation. The active agent is ${this.agent.activeAgent}.\n${this.agent.pendingSummary(await this.operationStates())}`;
   }
 
-  /** The model's active response: its sequencer is the one place that knows (it still names a response during its response_done). */
+  /**
+   * The model's active response, asked of its sequencer, the one place that knows; during a
+   * response_done it still names that response (test/unit/realtime/response-sequencer-timing.test.ts).
+   */
   private get activeResponseId(): string | undefined {
     return this.model?.activeResponseId;
   }

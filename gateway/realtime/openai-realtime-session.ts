@@ -390,7 +390,10 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     return eventId;
   }
 
-  /** Tagged so that response.created tells our response from one the server started on its own at the same moment (server VAD); the provider echoes a response's metadata. */
+  /**
+   * Tagged so that response.created tells our response from one the server started on its own at
+   * the same moment (server VAD); the provider echoes a response's metadata.
+   */
   private sendCreate(request: ResponseRequest, createTag: string): string {
     const response = {
       ...(request.instructions !== undefined && { instructions: request.instructions }),
