@@ -1,7 +1,8 @@
 /**
  * What the parts of an RtpSession (latching, receive path, send path, RTCP) share: the session's
  * per-call counts, its negotiated codec, where it sends, and its event and drop ports. The
- * RtpSession facade owns these; its parts read them here rather than each keeping a copy.
+ * RtpSession facade owns and writes these (plain fields: the packet paths read them per packet);
+ * its parts read them here rather than each keeping a copy.
  */
 import type { Logger } from '../../config/log.ts';
 import type { WireCodec } from './audio-format.ts';

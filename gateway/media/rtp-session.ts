@@ -75,6 +75,9 @@ export interface RtpSessionOptions {
 
 type Listener = (event: RtpSessionEvent) => void;
 
+/** The facade's writable view of what its parts read. */
+type SharedState = { -readonly [K in keyof RtpSessionContext]: RtpSessionContext[K] };
+
 /** Scheduler weight of a call: what its tick costs against a PCMU passthrough call. */
 function callWeight(codec: WireCodec, passthrough: boolean): number {
   return codec.name === 'opus' ? OPUS_CALL_WEIGHT : passthrough ? 1 : RESAMPLING_CALL_WEIGHT;
@@ -87,11 +90,9 @@ export class RtpSession {
   private readonly sockets: UdpPortPair;
   private readonly logger: Logger;
   private readonly listeners = new Set<Listener>();
-  private codec: WireCodec;
-  private telephoneEventPayloadType: number | undefined;
   private model: ModelAudioFormat;
-  private remote: RtpEndpoint | undefined;
-  private readonly context: RtpSessionContext;
+  /** The codec, telephone-event type and remote, kept once here and read by the parts. */
+  private readonly shared: SharedState;
   private readonly latch = new RtpSourceLatch();
   private readonly receive: RtpReceivePath;
   private readonly send: RtpSendPath;
@@ -122,17 +123,22 @@ export class RtpSession {
     this.localPort = sockets.port;
     this.localAddress = options.config.advertisedAddress ?? options.config.listen;
     this.logger = (options.logger ?? rootLogger()).child({ component: 'rtp', rtp_port: sockets.port });
-    this.remote = options.remote;
     const codec = options.codec;
-    this.codec = codec;
-    this.telephoneEventPayloadType = options.telephoneEventPayloadType;
     this.model = options.model;
-    this.context = this.sharedContext();
-    this.send = new RtpSendPath({ context: this.context, config: options.config, codec, model: options.model, sink: sockets });
+    this.shared = {
+      counts: this.counts,
+      logger: this.logger,
+      codec,
+      telephoneEventPayloadType: options.telephoneEventPayloadType,
+      remote: options.remote,
+      emit: (event) => this.emit(event),
+      drop: (reason) => this.drop(reason),
+    };
+    this.send = new RtpSendPath({ context: this.shared, config: options.config, codec, model: options.model, sink: sockets });
     const now = options.timer.now();
-    this.receive = new RtpReceivePath({ context: this.context, config: options.config, codec, model: options.model, wireSilence: this.send.wireSilence, openedAt: now });
+    this.receive = new RtpReceivePath({ context: this.shared, config: options.config, codec, model: options.model, wireSilence: this.send.wireSilence, openedAt: now });
     this.rtcp = new RtpRtcp({
-      context: this.context,
+      context: this.shared,
       sendRtcp: (data, to) => sockets.sendRtcp(data, to),
       cname: options.cname ?? `callgate@${this.localAddress}`,
       openedAt: now,
@@ -178,7 +184,7 @@ export class RtpSession {
 
   /** The wire codec in use now. */
   get wireCodec(): WireCodec {
-    return this.codec;
+    return this.shared.codec;
   }
 
   on(listener: Listener): () => void {
@@ -189,7 +195,7 @@ export class RtpSession {
   /** The SDP address of the far end (answer or re-INVITE): latching starts over from it. */
   setRemote(remote: RtpEndpoint): void {
     // The RFC 2543 hold address is nowhere to send (Linux would deliver it to this host).
-    this.remote = remote.address === '0.0.0.0' || remote.address === '::' ? undefined : remote;
+    this.shared.remote = remote.address === '0.0.0.0' || remote.address === '::' ? undefined : remote;
     this.rtcp.forgetRemote();
     this.latch.restart();
   }
@@ -219,11 +225,11 @@ export class RtpSession {
    */
   setCodec(change: RtpCodecChange): void {
     if (this.closed) return;
-    const previous = this.codec;
+    const previous = this.shared.codec;
     const codec = change.codec;
     const model = change.model ?? this.model;
     const sameModel = JSON.stringify(model) === JSON.stringify(this.model);
-    this.telephoneEventPayloadType = change.telephoneEventPayloadType;
+    this.shared.telephoneEventPayloadType = change.telephoneEventPayloadType;
     if (previous.name === codec.name && previous.payloadType === codec.payloadType && previous.clockRate === codec.clockRate && sameModel) return;
     this.receive.changeCodec(codec, model);
     this.rtcp.forgetSenderReport();
@@ -231,7 +237,7 @@ export class RtpSession {
     this.send.changeCodec(previous, codec, model, this.schedule.nextIndex);
     this.receive.setWireSilence(this.send.wireSilence);
     this.model = model;
-    this.codec = codec;
+    this.shared.codec = codec;
     this.registration.setWeight(callWeight(codec, this.receive.passthrough));
     this.logger.info('codec changed', { from: previous.name, to: codec.name, payload_type: codec.payloadType });
     this.emit(rtpEvents.codecChanged(previous, codec, this.send.ssrc));
@@ -374,7 +380,7 @@ export class RtpSession {
   }
 
   get remoteEndpoint(): RtpEndpoint | undefined {
-    return this.remote;
+    return this.shared.remote;
   }
 
   /** Hang-up: stops sending and receiving, releases the ports, emits `closed`. Idempotent. */
@@ -389,28 +395,6 @@ export class RtpSession {
     const stats = this.stats();
     this.emit(rtpEvents.closed(stats));
     this.listeners.clear();
-  }
-
-  /** The state the four parts share, read live from this facade. */
-  private sharedContext(): RtpSessionContext {
-    const codec = (): WireCodec => this.codec;
-    const telephoneEvent = (): number | undefined => this.telephoneEventPayloadType;
-    const remote = (): RtpEndpoint | undefined => this.remote;
-    return {
-      counts: this.counts,
-      logger: this.logger,
-      get codec() {
-        return codec();
-      },
-      get telephoneEventPayloadType() {
-        return telephoneEvent();
-      },
-      get remote() {
-        return remote();
-      },
-      emit: (event) => this.emit(event),
-      drop: (reason) => this.drop(reason),
-    };
   }
 
   /** What an RTCP report reads of the send and receive paths, when one is due. */
@@ -460,7 +444,7 @@ export class RtpSession {
     }
     const packet = parsed.packet;
     const pt = packet.payloadType;
-    if (pt !== this.codec.payloadType && pt !== this.telephoneEventPayloadType && pt !== COMFORT_NOISE_PAYLOAD_TYPE) {
+    if (pt !== this.shared.codec.payloadType && pt !== this.shared.telephoneEventPayloadType && pt !== COMFORT_NOISE_PAYLOAD_TYPE) {
       this.drop('unknown-payload-type');
       return;
     }
@@ -480,9 +464,9 @@ export class RtpSession {
         this.drop(decision.reason);
         return;
       case 'latched': {
-        this.remote = { address: from.address, port: from.port };
+        this.shared.remote = { address: from.address, port: from.port };
         if (decision.previousSsrc !== undefined && decision.previousSsrc !== packet.ssrc) this.startNewStream(decision.previousSsrc, packet.ssrc);
-        this.emit(rtpEvents.remoteLatched(this.remote, packet.ssrc));
+        this.emit(rtpEvents.remoteLatched(this.shared.remote, packet.ssrc));
         this.receive.accept(packet, now);
         return;
       }
@@ -490,9 +474,9 @@ export class RtpSession {
         if (packet.ssrc !== decision.previous.ssrc) this.startNewStream(decision.previous.ssrc, packet.ssrc);
         if (decision.moved) {
           this.counts.relatches++;
-          this.remote = { address: from.address, port: from.port };
+          this.shared.remote = { address: from.address, port: from.port };
           this.rtcp.forgetRemote();
-          this.emit(rtpEvents.remoteLatched(this.remote, packet.ssrc));
+          this.emit(rtpEvents.remoteLatched(this.shared.remote, packet.ssrc));
         }
         // The held packets count as received (they were counted in) but no longer as dropped.
         const stillDropped = (this.dropped['ssrc-probation'] ?? 0) - decision.heldDrops;
