@@ -28,11 +28,6 @@ const config = {
     // Ships with npm itself (build:native).
     'node-gyp',
   ],
-  // Files under refactor on other branches (issue 18); each entry names what knip reports there.
-  ignoreIssues: {
-    // Unused exported type ClientEventType.
-    'gateway/realtime/openai-protocol.ts': ['types'],
-  },
 };
 
 export default config;

@@ -133,7 +133,6 @@ export class CallSession {
   private wireCodec: { readonly codec: NegotiatedMedia['codec']; readonly payloadType: number } | undefined;
   /** The last SDP's direction says the caller holds the call; the phase takes it up (call-phase.ts). */
   private callerHolds = false;
-  private activeResponseId: string | undefined;
   /** Responses the caller talked over: their late audio is not played. */
   private readonly silenced = new Set<string>();
   /**
@@ -354,7 +353,6 @@ export class CallSession {
    * would hold results until the caller spoke again. Returns how many deliveries were cut.
    */
   private leaveModelSession(): number {
-    this.activeResponseId = undefined;
     this.agent.responseActive = false;
     this.agent.callerSpeaking = false;
     this.answerOwedSince = undefined;
@@ -424,6 +422,14 @@ export class CallSession {
   }
 
   /**
+   * The model's active response, asked of its sequencer, the one place that knows; during a
+   * response_done it still names that response (test/unit/realtime/response-sequencer-timing.test.ts).
+   */
+  private get activeResponseId(): string | undefined {
+    return this.link.session?.activeResponseId;
+  }
+
+  /**
    * What the caller heard of an item: the milliseconds handed to the network, read without
    * clearing anything (a finished item reports its whole length, so it is not truncated). The
    * realtime client asks when the caller starts speaking and emits speech_started in the same
@@ -466,7 +472,6 @@ export class CallSession {
         return;
       case 'response_created': {
         this.answerOwedSince = undefined;
-        this.activeResponseId = event.responseId;
         this.agent.responseActive = true;
         // Created after the caller started talking: it was asked for before the barge-in (the
         // server's own responses come after speech stops), and the client cancels it now. Its audio
@@ -489,10 +494,7 @@ export class CallSession {
         this.unheard.delete(event.responseId);
         // A response the caller talked over was not heard whole, however it ended on the model's side.
         const heard = !this.silenced.delete(event.responseId);
-        if (this.activeResponseId === event.responseId) {
-          this.activeResponseId = undefined;
-          this.agent.responseActive = false;
-        }
+        if (this.activeResponseId === event.responseId) this.agent.responseActive = false;
         // Settles only once its audio has also played out (or been cut): see SpokenResponse.
         this.deliveries.byResponse(event.responseId)?.done(event.status === 'completed' && heard ? 'completed' : event.status === 'failed' || event.status === 'incomplete' ? 'failed' : 'cancelled');
         this.emit(callEvents.response('done', event.responseId, event.status));

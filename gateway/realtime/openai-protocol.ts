@@ -140,8 +140,6 @@ export type ClientEvent =
   | { type: 'response.create'; event_id?: string; response?: ResponseCreateParamsWire }
   | { type: 'response.cancel'; event_id?: string; response_id?: string };
 
-export type ClientEventType = ClientEvent['type'];
-
 // ---- server -> client --------------------------------------------------------------------------
 
 interface ServerBase {

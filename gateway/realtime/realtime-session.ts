@@ -132,6 +132,12 @@ export type RealtimeEventOf<T extends RealtimeEventType> = Extract<RealtimeEvent
 // ---- the session -----------------------------------------------------------------------------
 
 export interface RealtimeSession {
+  /**
+   * The response the model is running, once the provider said which (not while a create awaits
+   * its answer). The session's sequencer is the one place that knows; callers ask, never copy.
+   * During a `response_done` listener it still names the response that is ending.
+   */
+  readonly activeResponseId: string | undefined;
   /** Opens the transport and waits for the provider's session; bounded by a timeout. */
   connect(): Promise<void>;
   /** Sends the configuration and waits until the provider confirms it; bounded by a timeout. */

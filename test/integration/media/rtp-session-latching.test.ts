@@ -189,7 +189,7 @@ describe('when a new source is on probation while other calls receive a burst', 
     for (let i = 0; i < 200; i++) busy.peer.sendRaw(burst, busy.session.localPort);
     await waitFor(() => (session.stats().dropped['ssrc-probation'] ?? 0) >= 2, 1000);
     // White box: the probation's held packets (two in sequence, one short of being followed).
-    const held = (session as unknown as { candidate?: { held: Array<{ payload: Buffer }> } }).candidate?.held ?? [];
+    const held = (session as unknown as { latch: { candidate?: { held: Array<{ payload: Buffer }> } } }).latch.candidate?.held ?? [];
     expect(held.map((p) => p.payload[0])).toEqual([0, 1]);
     // A payload of its own sits in at most Node's 8 KB pool slab; a view would keep the batch.
     for (const packet of held) expect(packet.payload.buffer.byteLength).toBeLessThanOrEqual(8192);

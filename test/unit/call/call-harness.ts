@@ -170,6 +170,8 @@ export class FakeModelSession implements RealtimeSession {
   readonly truncated: { readonly itemId: string; readonly playedMs: number }[] = [];
   readonly audio: Buffer[] = [];
   closed = false;
+  /** As the sequencer answers it: from response_created until the listeners of its response_done ran. */
+  activeResponseId: string | undefined;
   private readonly listeners = new Set<(event: RealtimeEvent) => void>();
 
   async connect(): Promise<void> {}
@@ -204,7 +206,9 @@ export class FakeModelSession implements RealtimeSession {
   }
 
   emit(event: RealtimeEvent): void {
+    if (event.type === 'response_created') this.activeResponseId = event.responseId;
     for (const listener of [...this.listeners]) listener(event);
+    if (event.type === 'response_done' && this.activeResponseId === event.responseId) this.activeResponseId = undefined;
   }
 
   /** The tag of the last response asked for with one (a result's). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ResponseSequencer } from '../../../gateway/realtime/response-sequencer.ts';
 import type { ResponseRequest } from '../../../gateway/realtime/realtime-session.ts';
+import { FakeMediaTimer } from '../media/fake-media-timer.ts';
 
 function harness(options: { autoRespondToTools?: boolean; maxQueued?: number } = {}) {
   const wire: string[] = [];
@@ -14,6 +15,7 @@ function harness(options: { autoRespondToTools?: boolean; maxQueued?: number } =
       return `ev${n}`;
     },
     sendCancel: (responseId) => wire.push(`cancel:${responseId}`),
+    timer: new FakeMediaTimer(),
     ...options,
   });
   return { sequencer, wire, creates };
