@@ -146,7 +146,7 @@ export class OperationExecutor {
       // is due. What is not due comes back as it is and takes the general path below.
       const attemptStart = Date.now();
       const startedMono = performance.now();
-      const started = await ledger.start({ tenantId, operationId, action: job.action }, jobAction.provider, this.attemptLimits(jobAction));
+      const started = await ledger.start({ tenantId, operationId, action: job.action }, jobAction.provider, this.attemptLimits(jobAction, jobProvider));
       switch (started.type) {
         case 'not_found':
           return { type: 'done', note: 'operation not found' };
@@ -167,8 +167,20 @@ export class OperationExecutor {
     return this.decide(op, signal, true);
   }
 
-  private attemptLimits(action: ActionConfig): { ttlMs: number; max: number; maxAttempts: number } {
-    return { ttlMs: this.options.leaseTtlMs, max: action.maxConcurrent, maxAttempts: action.retry.maxAttempts };
+  private attemptLimits(action: ActionConfig, provider: Provider | undefined): { ttlMs: number; max: number; maxAttempts: number } {
+    return { ttlMs: this.leaseMs(provider), max: action.maxConcurrent, maxAttempts: action.retry.maxAttempts };
+  }
+
+  /**
+   * How long an attempt's lease lasts from its start and from each renewal. A request leaves at
+   * most half the lease time to live after the last confirmed renewal (after that the lease is
+   * checked, and renewed, first), so a lease this long outlasts the request at the provider
+   * (its timeout plus the grace) however its worker fares meanwhile: paused, cut off from Redis
+   * (test/integration/exactly-once/lease-held-until-settled.test.ts).
+   */
+  private leaseMs(provider: Provider | undefined): number {
+    const { leaseTtlMs } = this.options;
+    return provider === undefined ? leaseTtlMs : Math.max(leaseTtlMs, leaseTtlMs / 2 + this.parkMs(provider));
   }
 
   /** How long an attempt whose outcome is unknown keeps its lease after its request was sent. */
@@ -217,7 +229,7 @@ export class OperationExecutor {
     // (marked sending: from here the request may leave this process).
     const attemptStart = Date.now();
     const startedMono = performance.now();
-    const started = await ledger.start({ tenantId, operationId, action: op.action }, op.provider, this.attemptLimits(action));
+    const started = await ledger.start({ tenantId, operationId, action: op.action }, op.provider, this.attemptLimits(action, this.options.providers.get(op.provider)));
     switch (started.type) {
       case 'not_found':
         return { type: 'done', note: 'operation not found' };
@@ -297,7 +309,7 @@ export class OperationExecutor {
       log.warn('concurrency lease lost while the attempt ran: the action may be above its limit until it answers', { attempt });
     };
     const renewOnce = async (): Promise<boolean> => {
-      const held = await ledger.renewLease(op.tenantId, op.action, holder, this.options.leaseTtlMs);
+      const held = await ledger.renewLease(op.tenantId, op.action, holder, this.leaseMs(provider));
       if (!held) noteLost();
       return held;
     };

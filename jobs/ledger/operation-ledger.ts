@@ -616,7 +616,8 @@ export class OperationLedger {
    * attempt's request may still be at the provider. A lease already gone is not taken again.
    */
   async parkLease(tenantId: string, action: string, holder: string, untilMs: number): Promise<void> {
-    await this.redis.zadd(this.keys.lease(tenantId, action), 'XX', untilMs, holder);
+    // Kept at least until then: a lease held longer is not shortened.
+    await this.redis.zadd(this.keys.lease(tenantId, action), 'XX', 'GT', untilMs, holder);
   }
 
   async spendRetry(op: Operation, window: { windowMs: number; ratio: number; minimum: number }): Promise<RetryBudgetDecision> {

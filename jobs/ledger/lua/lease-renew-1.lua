@@ -10,8 +10,8 @@
 ]]
 local score = redis.call("ZSCORE", KEYS[1], ARGV[1])
 if score and tonumber(score) > redis_now() then
-  -- XX: a lease given back meanwhile is not taken again.
-  redis.call("ZADD", KEYS[1], "XX", redis_now() + tonumber(ARGV[2]), ARGV[1])
+  -- XX: a lease given back meanwhile is not taken again; GT: one parked longer is not shortened.
+  redis.call("ZADD", KEYS[1], "XX", "GT", redis_now() + tonumber(ARGV[2]), ARGV[1])
   return 1
 end
 return 0

@@ -123,7 +123,8 @@ if ARGV[12] == "release" then
 elseif ARGV[12] == "park" then
   -- Only a lease the attempt still holds is kept: one that expired may be another attempt's slot now.
   local sentAt = tonumber(current[9] or "") or now
-  redis.call("ZADD", KEYS[10], "XX", sentAt + tonumber(ARGV[13]), holder)
+  -- GT: a lease held longer (its request may outlive this bound) is not shortened.
+  redis.call("ZADD", KEYS[10], "XX", "GT", sentAt + tonumber(ARGV[13]), holder)
 elseif ARGV[12] == "settle" then
   for n = 1, attempt do redis.call("ZREM", KEYS[10], lease_holder(id, n)) end
 end
