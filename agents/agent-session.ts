@@ -79,7 +79,9 @@ export class AgentSession {
     if (op.goal === undefined) return undefined;
     const previous = this.goals.get(op.goal);
     this.goals.set(op.goal, op.operationId);
-    return previous === undefined || previous === op.operationId ? undefined : this.operations.get(previous);
+    return previous === undefined || previous === op.operationId
+      ? undefined
+      : this.operations.get(previous);
   }
 
   isSuperseded(operationId: string): boolean {
@@ -88,7 +90,10 @@ export class AgentSession {
     return this.goals.get(owned.goal) !== operationId;
   }
 
-  snapshot(operationId: string, mayReveal: (agent: string, action: string) => boolean): SessionSnapshot {
+  snapshot(
+    operationId: string,
+    mayReveal: (agent: string, action: string) => boolean,
+  ): SessionSnapshot {
     const owned = this.operations.get(operationId);
     return {
       call: this.phase,
@@ -106,7 +111,12 @@ export class AgentSession {
   pendingSummary(states: ReadonlyMap<string, string>): string {
     const lines = [...this.operations.values()]
       .filter((op) => !op.told)
-      .map((op) => `- ${op.tool} (${op.operationId})${op.goal ? ` for ${op.goal}` : ''}: ${states.get(op.operationId) ?? 'unknown state'}`);
-    return lines.length === 0 ? 'No operations are pending in this call.' : `Operations of this call not yet told to the caller:\n${lines.join('\n')}`;
+      .map(
+        (op) =>
+          `- ${op.tool} (${op.operationId})${op.goal ? ` for ${op.goal}` : ''}: ${states.get(op.operationId) ?? 'unknown state'}`,
+      );
+    return lines.length === 0
+      ? 'No operations are pending in this call.'
+      : `Operations of this call not yet told to the caller:\n${lines.join('\n')}`;
   }
 }

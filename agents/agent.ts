@@ -30,7 +30,10 @@ export interface ToolDefinition<S extends ZodRawShape = ZodRawShape> {
    * How to undo a committed result of this tool: the action to run and its arguments from the
    * result. Used when a newer request for the same goal supersedes a committed one.
    */
-  readonly compensation?: { readonly action: string; readonly args: (result: Readonly<Record<string, unknown>>) => Record<string, unknown> };
+  readonly compensation?: {
+    readonly action: string;
+    readonly args: (result: Readonly<Record<string, unknown>>) => Record<string, unknown>;
+  };
   /** The amount (in the action's unit) for limits and confirmation. */
   readonly amount?: (args: z.infer<ZodObject<S>>) => number;
   /** A control tool: run by the runtime with the session it belongs to. */

@@ -9,10 +9,36 @@ import type { Logger } from '../config/log.ts';
 export type AuditEvent =
   | { type: 'tool_requested'; tool: string; callId: string; responseId?: string; args: unknown }
   | { type: 'tool_refused'; tool: string; callId: string; by: string; reason: string }
-  | { type: 'tool_answered'; tool: string; callId: string; status: string; operationId?: string; idempotencyKey?: string }
-  | { type: 'superseded'; operationId: string; by: string; action: 'cancelled' | 'compensating' | 'left_running'; detail?: string }
-  | { type: 'gate_decision'; operationId: string; state: string; decision: string; reasons: readonly string[]; agent: string }
-  | { type: 'delivered'; operationId: string; channel: 'voice' | 'out_of_band'; responseId?: string; commitToAudibleMs?: number }
+  | {
+      type: 'tool_answered';
+      tool: string;
+      callId: string;
+      status: string;
+      operationId?: string;
+      idempotencyKey?: string;
+    }
+  | {
+      type: 'superseded';
+      operationId: string;
+      by: string;
+      action: 'cancelled' | 'compensating' | 'left_running';
+      detail?: string;
+    }
+  | {
+      type: 'gate_decision';
+      operationId: string;
+      state: string;
+      decision: string;
+      reasons: readonly string[];
+      agent: string;
+    }
+  | {
+      type: 'delivered';
+      operationId: string;
+      channel: 'voice' | 'out_of_band';
+      responseId?: string;
+      commitToAudibleMs?: number;
+    }
   | { type: 'delivery_interrupted'; operationId: string; responseId?: string }
   | { type: 'handoff'; from: string; to: string; pending: number }
   | { type: 'transfer'; target: string; pending: number };
@@ -40,11 +66,23 @@ export class AuditLog {
 
   async record(sessionId: string, event: AuditEvent, turnId?: number): Promise<void> {
     const record: AuditRecord = { at: Date.now(), sessionId, turnId, event };
-    this.log.info(`audit ${event.type}`, { session_id: sessionId, turn_id: turnId, ...event, type: undefined, event: event.type });
-    await this.redis.multi().rpush(this.key(sessionId), JSON.stringify(record)).expire(this.key(sessionId), AUDIT_RETENTION_SECONDS).exec();
+    this.log.info(`audit ${event.type}`, {
+      session_id: sessionId,
+      turn_id: turnId,
+      ...event,
+      type: undefined,
+      event: event.type,
+    });
+    await this.redis
+      .multi()
+      .rpush(this.key(sessionId), JSON.stringify(record))
+      .expire(this.key(sessionId), AUDIT_RETENTION_SECONDS)
+      .exec();
   }
 
   async read(sessionId: string): Promise<AuditRecord[]> {
-    return (await this.redis.lrange(this.key(sessionId), 0, -1)).map((line) => JSON.parse(line) as AuditRecord);
+    return (await this.redis.lrange(this.key(sessionId), 0, -1)).map(
+      (line) => JSON.parse(line) as AuditRecord,
+    );
   }
 }

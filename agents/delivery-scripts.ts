@@ -22,7 +22,10 @@ function commands(redis: Redis): Redis & DeliveryCommands {
     if (!match) continue;
     const name = (match[1] ?? '').replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
     if (name in redis) continue;
-    redis.defineCommand(name, { numberOfKeys: Number(match[2]), lua: readFileSync(`${LUA_DIR}${file}`, 'utf8') });
+    redis.defineCommand(name, {
+      numberOfKeys: Number(match[2]),
+      lua: readFileSync(`${LUA_DIR}${file}`, 'utf8'),
+    });
   }
   return redis as Redis & DeliveryCommands;
 }
@@ -38,15 +41,28 @@ export function janitorLockKey(prefix: string, gatewayId: string): string {
 }
 
 /** Heartbeats (or resigns) on Redis's clock; returns Redis time in ms. */
-export async function heartbeat(redis: Redis, prefix: string, gatewayId: string, mode: 'beat' | 'resign', deadAfterMs: number): Promise<number> {
-  return Number(await commands(redis).gatewayHeartbeat(registryKey(prefix), gatewayId, mode, deadAfterMs));
+export async function heartbeat(
+  redis: Redis,
+  prefix: string,
+  gatewayId: string,
+  mode: 'beat' | 'resign',
+  deadAfterMs: number,
+): Promise<number> {
+  return Number(
+    await commands(redis).gatewayHeartbeat(registryKey(prefix), gatewayId, mode, deadAfterMs),
+  );
 }
 
 /** Gateways silent for longer than `deadAfterMs` on Redis's clock, with Redis time now. */
-export async function deadGateways(redis: Redis, prefix: string, deadAfterMs: number): Promise<{ now: number; dead: { gatewayId: string; lastBeat: number }[] }> {
+export async function deadGateways(
+  redis: Redis,
+  prefix: string,
+  deadAfterMs: number,
+): Promise<{ now: number; dead: { gatewayId: string; lastBeat: number }[] }> {
   const [now, ...rows] = await commands(redis).gatewaysDead(registryKey(prefix), deadAfterMs);
   const dead: { gatewayId: string; lastBeat: number }[] = [];
-  for (let i = 0; i + 1 < rows.length; i += 2) dead.push({ gatewayId: String(rows[i]), lastBeat: Number(rows[i + 1]) });
+  for (let i = 0; i + 1 < rows.length; i += 2)
+    dead.push({ gatewayId: String(rows[i]), lastBeat: Number(rows[i + 1]) });
   return { now: Number(now), dead };
 }
 
@@ -65,5 +81,7 @@ export async function holdEntry(redis: Redis, entry: HeldEntry): Promise<boolean
 
 /** Acknowledges and deletes `entry` if its consumer still holds it; false when it does not. */
 export async function settleEntry(redis: Redis, entry: HeldEntry): Promise<boolean> {
-  return (await commands(redis).resultSettle(entry.key, entry.group, entry.consumer, entry.id)) === 1;
+  return (
+    (await commands(redis).resultSettle(entry.key, entry.group, entry.consumer, entry.id)) === 1
+  );
 }

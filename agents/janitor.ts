@@ -18,7 +18,12 @@ import type { Logger } from '../config/log.ts';
 import { counter, gauge } from '../config/metrics.ts';
 import type { OperationLedger } from '../jobs/ledger/operation-ledger.ts';
 import { deadGateways, heartbeat, janitorLockKey, registryKey } from './delivery-scripts.ts';
-import { DELIVERY_GROUP, janitorConsumer, streamFields, type ResultDelivery } from './result-delivery.ts';
+import {
+  DELIVERY_GROUP,
+  janitorConsumer,
+  streamFields,
+  type ResultDelivery,
+} from './result-delivery.ts';
 
 const takeovers = counter({
   name: 'callgate_janitor_events_total',
@@ -90,7 +95,10 @@ export class Janitor {
 
   constructor(private readonly options: JanitorOptions) {
     this.now = options.now ?? Date.now;
-    this.continuityMs = Math.max(options.heartbeatMs, options.deadAfterMs - 2 * options.heartbeatMs);
+    this.continuityMs = Math.max(
+      options.heartbeatMs,
+      options.deadAfterMs - 2 * options.heartbeatMs,
+    );
   }
 
   async start(): Promise<void> {
@@ -100,7 +108,9 @@ export class Janitor {
       this.beat().catch((error: unknown) => this.options.log.warn('heartbeat failed', { error }));
     }, this.options.heartbeatMs);
     this.sweeping = setInterval(() => {
-      this.sweep().catch((error: unknown) => this.options.log.warn('janitor round failed', { error }));
+      this.sweep().catch((error: unknown) =>
+        this.options.log.warn('janitor round failed', { error }),
+      );
     }, this.options.heartbeatMs);
     this.heartbeat.unref();
     this.sweeping.unref();
@@ -120,7 +130,13 @@ export class Janitor {
    */
   async resign(): Promise<void> {
     this.beating = false;
-    await heartbeat(this.options.redis, this.options.prefix, this.options.gatewayId, 'resign', this.options.deadAfterMs);
+    await heartbeat(
+      this.options.redis,
+      this.options.prefix,
+      this.options.gatewayId,
+      'resign',
+      this.options.deadAfterMs,
+    );
   }
 
   /**
@@ -145,7 +161,12 @@ export class Janitor {
 
   /** Redis answered at `now` (its clock): contact goes on, or starts anew after a gap. */
   private observe(now: number): void {
-    if (this.contactSince === undefined || this.lastContact === undefined || now - this.lastContact > this.continuityMs) this.contactSince = now;
+    if (
+      this.contactSince === undefined ||
+      this.lastContact === undefined ||
+      now - this.lastContact > this.continuityMs
+    )
+      this.contactSince = now;
     this.lastContact = now;
   }
 
@@ -177,13 +198,25 @@ export class Janitor {
       for (const { gatewayId: gateway, lastBeat } of dead) {
         if (gateway === gatewayId) continue;
         const lock = janitorLockKey(prefix, gateway);
-        if ((await redis.set(lock, gatewayId, 'PX', LOCK_MS, 'NX')) !== 'OK' && (await redis.get(lock)) !== gatewayId) continue;
+        if (
+          (await redis.set(lock, gatewayId, 'PX', LOCK_MS, 'NX')) !== 'OK' &&
+          (await redis.get(lock)) !== gatewayId
+        )
+          continue;
         const delivered = await this.takeOver(gateway);
-        if (delivered > 0) log.warn('delivered results of a gateway that stopped', { dead_gateway: gateway, events: delivered });
+        if (delivered > 0)
+          log.warn('delivered results of a gateway that stopped', {
+            dead_gateway: gateway,
+            events: delivered,
+          });
         handled += delivered;
         if (lastBeat <= watchedSince && now >= (this.retireAfter.get(gateway) ?? 0)) {
           transactions ??= redis.duplicate();
-          if ((await this.retire(transactions, gateway, watchedSince, lock)) === 'owns_open_operations') this.retireAfter.set(gateway, now + RETIRE_RETRY_MS);
+          if (
+            (await this.retire(transactions, gateway, watchedSince, lock)) ===
+            'owns_open_operations'
+          )
+            this.retireAfter.set(gateway, now + RETIRE_RETRY_MS);
           else this.retireAfter.delete(gateway);
         }
       }
@@ -206,8 +239,25 @@ export class Janitor {
       const key = delivery.streamKey(tenant, gateway);
       // A dead gateway's stream is not made anew: where none exists, nothing was left there.
       if (!(await groupOnExistingStream(redis, key))) continue;
-      const claimed = (await redis.xautoclaim(key, DELIVERY_GROUP, consumer, deadAfterMs, '0-0', 'COUNT', TAKE_OVER_COUNT)) as [string, [string, string[] | null][]];
-      const fresh = (await redis.xreadgroup('GROUP', DELIVERY_GROUP, consumer, 'COUNT', TAKE_OVER_COUNT, 'STREAMS', key, '>')) as [string, [string, string[]][]][] | null;
+      const claimed = (await redis.xautoclaim(
+        key,
+        DELIVERY_GROUP,
+        consumer,
+        deadAfterMs,
+        '0-0',
+        'COUNT',
+        TAKE_OVER_COUNT,
+      )) as [string, [string, string[] | null][]];
+      const fresh = (await redis.xreadgroup(
+        'GROUP',
+        DELIVERY_GROUP,
+        consumer,
+        'COUNT',
+        TAKE_OVER_COUNT,
+        'STREAMS',
+        key,
+        '>',
+      )) as [string, [string, string[]][]][] | null;
       const entries = [...claimed[1], ...(fresh?.[0]?.[1] ?? [])];
       for (const [id, fields] of entries) {
         if (fields === null) continue;
@@ -227,7 +277,12 @@ export class Janitor {
    * keep taking its streams over, so a result that comes after the window (an UNKNOWN reconciled
    * late) still lands where a janitor reads it. Returns what held it back, if anything.
    */
-  private async retire(connection: Redis, gateway: string, watchedSince: number, lock: string): Promise<'retired' | 'owes_results' | 'owns_open_operations' | 'changed'> {
+  private async retire(
+    connection: Redis,
+    gateway: string,
+    watchedSince: number,
+    lock: string,
+  ): Promise<'retired' | 'owes_results' | 'owns_open_operations' | 'changed'> {
     const { redis, tenants, delivery, log } = this.options;
     for (const tenant of tenants) {
       const key = delivery.streamKey(tenant, gateway);
@@ -236,19 +291,26 @@ export class Janitor {
       await connection.watch(key);
       if (await owesResults(connection, key)) {
         await connection.unwatch();
-        log.warn('a gateway past its watch window still has results to deliver', { dead_gateway: gateway, tenant });
+        log.warn('a gateway past its watch window still has results to deliver', {
+          dead_gateway: gateway,
+          tenant,
+        });
         return 'owes_results';
       }
       if (await this.ownsOpenOperations(tenant, gateway)) {
         await connection.unwatch();
-        log.warn('a gateway past its watch window still owns open operations; its streams stay watched', { dead_gateway: gateway, tenant });
+        log.warn(
+          'a gateway past its watch window still owns open operations; its streams stay watched',
+          { dead_gateway: gateway, tenant },
+        );
         return 'owns_open_operations';
       }
       if ((await connection.multi().del(key).exec()) === null) return 'changed';
     }
     const score = await redis.zscore(registryKey(this.options.prefix), gateway);
     // A gateway with the same id that heartbeats again keeps its entry (and makes its streams anew).
-    if (score !== null && Number(score) <= watchedSince) await redis.zrem(registryKey(this.options.prefix), gateway);
+    if (score !== null && Number(score) <= watchedSince)
+      await redis.zrem(registryKey(this.options.prefix), gateway);
     await redis.del(lock);
     log.info('retired a gateway after its watch window', { dead_gateway: gateway });
     return 'retired';
@@ -256,8 +318,15 @@ export class Janitor {
 
   /** Whether an open (or UNKNOWN) operation of the tenant is owned by `gateway`; true when too many to tell. */
   private async ownsOpenOperations(tenant: string, gateway: string): Promise<boolean> {
-    const open = await this.options.ledger.listOpen(tenant, Number.POSITIVE_INFINITY, OPEN_OPERATIONS_LOOKED_AT);
-    return open.length >= OPEN_OPERATIONS_LOOKED_AT || open.some((op) => op.scope.ownerGateway === gateway);
+    const open = await this.options.ledger.listOpen(
+      tenant,
+      Number.POSITIVE_INFINITY,
+      OPEN_OPERATIONS_LOOKED_AT,
+    );
+    return (
+      open.length >= OPEN_OPERATIONS_LOOKED_AT ||
+      open.some((op) => op.scope.ownerGateway === gateway)
+    );
   }
 }
 
@@ -282,10 +351,14 @@ async function owesResults(redis: Redis, key: string): Promise<boolean> {
   const last = await redis.xrevrange(key, '+', '-', 'COUNT', 1);
   const lastId = last[0]?.[0];
   if (lastId === undefined) return false;
-  const groups = ((await redis.xinfo('GROUPS', key)) as unknown[][]).map((row) => streamFields(row.map(String)));
+  const groups = ((await redis.xinfo('GROUPS', key)) as unknown[][]).map((row) =>
+    streamFields(row.map(String)),
+  );
   const group = groups.find((g) => g.name === DELIVERY_GROUP);
   if (!group) return true;
-  return Number(group.pending) > 0 || compareStreamIds(lastId, group['last-delivered-id'] ?? '0-0') > 0;
+  return (
+    Number(group.pending) > 0 || compareStreamIds(lastId, group['last-delivered-id'] ?? '0-0') > 0
+  );
 }
 
 function compareStreamIds(a: string, b: string): number {

@@ -94,17 +94,20 @@ export function decideRelevance(op: GateOperation, session: SessionSnapshot): Re
   const outcome = outcomeReason(op.state);
   if (session.alreadyTold) return { decision: 'suppress', reasons: ['already_told', outcome] };
   if (op.state === 'UNKNOWN') {
-    const where: RelevanceReason[] = session.call === 'active' ? [] : [callGoneReason(session.call)];
+    const where: RelevanceReason[] =
+      session.call === 'active' ? [] : [callGoneReason(session.call)];
     return { decision: 'reconcile_first', reasons: ['outcome_unknown', ...where] };
   }
   // An undo that failed leaves the original's effect in place: the caller must learn that as they
   // would learn of the effect itself (test/unit/agents/compensation-result.test.ts).
   const undoFailed = op.compensates !== undefined && op.state !== 'COMMITTED';
   const hasEffect = op.state === 'COMMITTED' || undoFailed;
-  if (session.superseded && !hasEffect) return { decision: 'suppress', reasons: ['superseded_no_effect', outcome] };
+  if (session.superseded && !hasEffect)
+    return { decision: 'suppress', reasons: ['superseded_no_effect', outcome] };
   const reasons: RelevanceReason[] = undoFailed ? [outcome, 'undo_failed'] : [outcome];
   if (session.superseded) reasons.push('superseded_with_effect');
-  if (session.call !== 'active') return { decision: 'deliver_out_of_band', reasons: [callGoneReason(session.call), ...reasons] };
+  if (session.call !== 'active')
+    return { decision: 'deliver_out_of_band', reasons: [callGoneReason(session.call), ...reasons] };
 
   const handedOff = op.agent !== undefined && op.agent !== session.activeAgent;
   if (handedOff && !session.activeAgentMayReveal) {
@@ -119,7 +122,11 @@ export function decideRelevance(op: GateOperation, session: SessionSnapshot): Re
   const busy: RelevanceReason[] = [];
   if (session.callerSpeaking) busy.push('caller_speaking');
   if (session.responseActive) busy.push('response_active');
-  if (handedOff) return { decision: 'route_to_active_agent', reasons: [...reasons, ...(busy.length > 0 ? busy : ['idle' as const])] };
+  if (handedOff)
+    return {
+      decision: 'route_to_active_agent',
+      reasons: [...reasons, ...(busy.length > 0 ? busy : ['idle' as const])],
+    };
   if (busy.length > 0) return { decision: 'speak_when_idle', reasons: [...reasons, ...busy] };
   return { decision: 'speak_now', reasons: [...reasons, 'idle'] };
 }

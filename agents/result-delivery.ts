@@ -17,8 +17,18 @@
 import type { Redis } from 'ioredis';
 import { sleep, systemClock, type Clock, type ClockHandle } from '../config/clock.ts';
 import type { Logger } from '../config/log.ts';
-import { counter, histogram, observeWithExemplar, SLOW_SECONDS_BUCKETS } from '../config/metrics.ts';
-import { isTerminal, operationLogFields, type DeliveryRecord, type Operation } from '../jobs/ledger/operation.ts';
+import {
+  counter,
+  histogram,
+  observeWithExemplar,
+  SLOW_SECONDS_BUCKETS,
+} from '../config/metrics.ts';
+import {
+  isTerminal,
+  operationLogFields,
+  type DeliveryRecord,
+  type Operation,
+} from '../jobs/ledger/operation.ts';
 import type { OperationLedger } from '../jobs/ledger/operation-ledger.ts';
 import type { OutOfBandQueue } from '../jobs/notify/out-of-band.ts';
 import type { AgentCatalogue } from './agent.ts';
@@ -87,7 +97,14 @@ export interface ConversationPort {
    * outcome (played to the caller to its end, cut by a barge-in, or lost), not on the model's done.
    * When `stop` aborts, the response is cut where it is (as by a barge-in) and resolves `cancelled`.
    */
-  deliver(result: { readonly operationId: string; readonly message: string; readonly output: Readonly<Record<string, unknown>> }, stop?: AbortSignal): Promise<SpokenOutcome>;
+  deliver(
+    result: {
+      readonly operationId: string;
+      readonly message: string;
+      readonly output: Readonly<Record<string, unknown>>;
+    },
+    stop?: AbortSignal,
+  ): Promise<SpokenOutcome>;
 }
 
 /**
@@ -139,7 +156,10 @@ interface AttachedCall {
   /** Results waiting for their moment (idle, the goal, the end of the call). */
   readonly pending: Set<string>;
   /** Results being spoken right now, with what cuts them: a duplicate event meanwhile is not spoken again. */
-  readonly speaking: Map<string, { readonly stop: AbortController; readonly done: Promise<unknown> }>;
+  readonly speaking: Map<
+    string,
+    { readonly stop: AbortController; readonly done: Promise<unknown> }
+  >;
   /** Results whose stream entries a janitor took over (this gateway looked dead): never said here. */
   readonly lost: Set<string>;
 }
@@ -166,11 +186,18 @@ export class ResultDelivery {
   }
 
   attach(session: AgentSession, port: ConversationPort): void {
-    this.calls.set(session.sessionId, { session, port, pending: new Set(), speaking: new Map(), lost: new Set() });
+    this.calls.set(session.sessionId, {
+      session,
+      port,
+      pending: new Set(),
+      speaking: new Map(),
+      lost: new Set(),
+    });
   }
 
   async start(): Promise<void> {
-    for (const tenant of this.options.tenants) await ensureGroup(this.options.redis, this.streamKey(tenant));
+    for (const tenant of this.options.tenants)
+      await ensureGroup(this.options.redis, this.streamKey(tenant));
     this.running = true;
     this.loop = this.readLoop();
     this.watchForPauses();
@@ -201,11 +228,19 @@ export class ResultDelivery {
         for (const [operationId, { stop }] of call.speaking) {
           if (stop.signal.aborted) continue;
           if (gap < limit && !this.holdLapsed(sessionId, operationId, now)) continue;
-          stop.abort(new Error('the gateway was held up or cut off from Redis; its results may have been taken over'));
+          stop.abort(
+            new Error(
+              'the gateway was held up or cut off from Redis; its results may have been taken over',
+            ),
+          );
           cut++;
         }
       }
-      if (cut > 0) this.options.log.warn('results being spoken were cut: their hold may have passed to a janitor', { gap_ms: Math.round(gap), cut });
+      if (cut > 0)
+        this.options.log.warn(
+          'results being spoken were cut: their hold may have passed to a janitor',
+          { gap_ms: Math.round(gap), cut },
+        );
     };
     this.pauseWatch = this.clock.schedule(tick, PAUSE_WATCH_TICK_MS);
   }
@@ -219,7 +254,12 @@ export class ResultDelivery {
   private holdLapsed(sessionId: string, operationId: string, now = this.clock.now()): boolean {
     const limit = this.options.pauseSuspectMs;
     const held = this.unacked.get(unackedKey(sessionId, operationId));
-    if (limit === undefined || !held || !held.refs.some((ref) => ref.consumer === this.options.gatewayId)) return false;
+    if (
+      limit === undefined ||
+      !held ||
+      !held.refs.some((ref) => ref.consumer === this.options.gatewayId)
+    )
+      return false;
     return now - held.heldAt >= limit;
   }
 
@@ -234,8 +274,21 @@ export class ResultDelivery {
     let ids = keys.map(() => '0');
     while (this.running) {
       try {
-        const reply = (await redis.xreadgroup('GROUP', DELIVERY_GROUP, gatewayId, 'COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...ids)) as StreamReply | null;
-        const drainedPending = ids.every((id) => id === '>') ? false : (reply ?? []).every(([, entries]) => entries.length === 0);
+        const reply = (await redis.xreadgroup(
+          'GROUP',
+          DELIVERY_GROUP,
+          gatewayId,
+          'COUNT',
+          READ_COUNT,
+          'BLOCK',
+          BLOCK_MS,
+          'STREAMS',
+          ...keys,
+          ...ids,
+        )) as StreamReply | null;
+        const drainedPending = ids.every((id) => id === '>')
+          ? false
+          : (reply ?? []).every(([, entries]) => entries.length === 0);
         for (const [key, entries] of reply ?? []) {
           const tenant = tenants[keys.indexOf(key)] ?? '';
           await this.processBatch(tenant, key, entries);
@@ -243,7 +296,11 @@ export class ResultDelivery {
         if (drainedPending || reply === null) ids = keys.map(() => '>');
       } catch (error) {
         if (!this.running) break;
-        if (error instanceof Error && error.message.includes('NOGROUP') && (await this.recreateGroups(keys))) {
+        if (
+          error instanceof Error &&
+          error.message.includes('NOGROUP') &&
+          (await this.recreateGroups(keys))
+        ) {
           ids = keys.map(() => '0');
           continue;
         }
@@ -259,7 +316,9 @@ export class ResultDelivery {
    * event appended meanwhile is still read. False when that failed too.
    */
   private async recreateGroups(keys: readonly string[]): Promise<boolean> {
-    this.options.log.warn('result stream group missing; creating it again', { gateway_id: this.options.gatewayId });
+    this.options.log.warn('result stream group missing; creating it again', {
+      gateway_id: this.options.gatewayId,
+    });
     try {
       for (const key of keys) await ensureGroup(this.options.redis, key);
       return true;
@@ -273,7 +332,11 @@ export class ResultDelivery {
    * One read's entries: each call's in stream order, different calls at the same time, so a burst
    * of commits across many calls (a busy hour) is not told one call after another.
    */
-  private async processBatch(tenant: string, key: string, entries: readonly [string, string[]][]): Promise<void> {
+  private async processBatch(
+    tenant: string,
+    key: string,
+    entries: readonly [string, string[]][],
+  ): Promise<void> {
     const byCall = new Map<string, { id: string; fields: Record<string, string> }[]>();
     for (const [id, raw] of entries) {
       const fields = toRecord(raw);
@@ -284,12 +347,15 @@ export class ResultDelivery {
     }
     const outcomes = await Promise.allSettled(
       [...byCall.values()].map(async (queue) => {
-        for (const { id, fields } of queue) await this.processEvent(tenant, key, DELIVERY_GROUP, id, fields);
+        for (const { id, fields } of queue)
+          await this.processEvent(tenant, key, DELIVERY_GROUP, id, fields);
       }),
     );
     // A call whose event failed keeps it pending (unacknowledged, re-read after a restart or taken
     // over by the janitor); the other calls' results are not held back by it.
-    const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+    const failed = outcomes.find(
+      (outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected',
+    );
     if (failed) throw failed.reason;
   }
 
@@ -301,10 +367,22 @@ export class ResultDelivery {
    * results. `gone` marks events of a gateway that died (the janitor): no call can hear them.
    * The event names the session it is for: the operation's own, or one that joined a shared read.
    */
-  async processEvent(tenant: string, streamKey: string, group: string, id: string, fields: Readonly<Record<string, string>>, gone = false): Promise<void> {
+  async processEvent(
+    tenant: string,
+    streamKey: string,
+    group: string,
+    id: string,
+    fields: Readonly<Record<string, string>>,
+    gone = false,
+  ): Promise<void> {
     const { ledger } = this.options;
     const redis = this.commands;
-    const entry: HeldEntry = { key: streamKey, group, consumer: gone ? janitorConsumer(this.options.gatewayId) : this.options.gatewayId, id };
+    const entry: HeldEntry = {
+      key: streamKey,
+      group,
+      consumer: gone ? janitorConsumer(this.options.gatewayId) : this.options.gatewayId,
+      id,
+    };
     const operationId = fields.operation_id ?? '';
     const op = await ledger.get(tenant, operationId);
     if (!op || !(isTerminal(op.state) || op.state === 'UNKNOWN')) {
@@ -320,7 +398,12 @@ export class ResultDelivery {
       call.pending.add(op.operationId);
       return;
     }
-    const decision = await this.decide(op, sessionId, call, fields.at === undefined ? undefined : Number(fields.at));
+    const decision = await this.decide(
+      op,
+      sessionId,
+      call,
+      fields.at === undefined ? undefined : Number(fields.at),
+    );
     if (decision.decision === 'suppress' || decision.decision === 'reconcile_first') {
       await settleEntry(redis, entry);
       return;
@@ -332,7 +415,12 @@ export class ResultDelivery {
   /** Keeps a stream entry unacknowledged until the session's caller has the result (see settle). */
   private hold(sessionId: string, operationId: string, ref: HeldEntry): void {
     const key = unackedKey(sessionId, operationId);
-    const held = this.unacked.get(key) ?? { sessionId, operationId, refs: [], heldAt: this.clock.now() };
+    const held = this.unacked.get(key) ?? {
+      sessionId,
+      operationId,
+      refs: [],
+      heldAt: this.clock.now(),
+    };
     held.refs.push(ref);
     this.unacked.set(key, held);
   }
@@ -361,7 +449,10 @@ export class ResultDelivery {
     this.unacked.delete(key);
     call?.pending.delete(operationId);
     call?.lost.add(operationId);
-    this.options.log.warn('a janitor took over a result this gateway held; it is not said here', { session_id: sessionId, operation_id: operationId });
+    this.options.log.warn('a janitor took over a result this gateway held; it is not said here', {
+      session_id: sessionId,
+      operation_id: operationId,
+    });
     return false;
   }
 
@@ -370,7 +461,10 @@ export class ResultDelivery {
     try {
       return await this.owns(sessionId, operationId);
     } catch (error) {
-      this.options.log.warn('could not confirm the hold of a result heard to the end; recorded as told', { session_id: sessionId, operation_id: operationId, error });
+      this.options.log.warn(
+        'could not confirm the hold of a result heard to the end; recorded as told',
+        { session_id: sessionId, operation_id: operationId, error },
+      );
       return true;
     }
   }
@@ -384,7 +478,8 @@ export class ResultDelivery {
    */
   async refreshHeld(): Promise<void> {
     for (const { sessionId, operationId, refs } of [...this.unacked.values()]) {
-      if (refs.some((ref) => ref.consumer === this.options.gatewayId)) await this.owns(sessionId, operationId);
+      if (refs.some((ref) => ref.consumer === this.options.gatewayId))
+        await this.owns(sessionId, operationId);
     }
   }
 
@@ -399,7 +494,9 @@ export class ResultDelivery {
     // Still held (and refreshed by the heartbeat) until settled: a settle lost to a Redis outage
     // must not leave the entries to idle into a janitor's hands.
     for (const ref of [...refs]) {
-      await this.untilWritten('settling a stream entry', { operationId }, () => settleEntry(this.commands, ref));
+      await this.untilWritten('settling a stream entry', { operationId }, () =>
+        settleEntry(this.commands, ref),
+      );
       refs.splice(refs.indexOf(ref), 1);
     }
     if (this.unacked.get(key) === held) this.unacked.delete(key);
@@ -410,14 +507,22 @@ export class ResultDelivery {
    * fails (Redis away, a failover), for up to RECORD_RETRY_FOR_MS; then it gives up and the error
    * goes to the caller of this.
    */
-  private async untilWritten<T>(what: string, op: Pick<Operation, 'operationId'>, write: () => Promise<T>): Promise<T> {
+  private async untilWritten<T>(
+    what: string,
+    op: Pick<Operation, 'operationId'>,
+    write: () => Promise<T>,
+  ): Promise<T> {
     const giveUpAt = this.clock.now() + RECORD_RETRY_FOR_MS;
     for (let tries = 1; ; tries++) {
       try {
         return await write();
       } catch (error) {
         if (!this.running || this.clock.now() >= giveUpAt) throw error;
-        if (tries === 1) this.options.log.warn(`${what} failed; trying again until Redis answers`, { operation_id: op.operationId, error });
+        if (tries === 1)
+          this.options.log.warn(`${what} failed; trying again until Redis answers`, {
+            operation_id: op.operationId,
+            error,
+          });
         await sleep(this.clock, RECORD_RETRY_MS);
       }
     }
@@ -446,7 +551,10 @@ export class ResultDelivery {
     // A result being spoken as the call ends is owed unless its speech finished: wait for its end
     // (the port ends it with the call) before judging what the caller still needs.
     await Promise.all([...call.speaking.values()].map((s) => s.done));
-    const owed = new Set([...call.pending, ...[...call.session.operations.values()].filter((o) => !o.told).map((o) => o.operationId)]);
+    const owed = new Set([
+      ...call.pending,
+      ...[...call.session.operations.values()].filter((o) => !o.told).map((o) => o.operationId),
+    ]);
     call.pending.clear();
     for (const operationId of owed) {
       // Redis away at the hang-up must not leave the result held here for ever: the hand-over is
@@ -462,14 +570,24 @@ export class ResultDelivery {
       }).catch((error: unknown) => {
         // Still failing: its entries are let go (no longer refreshed), so a janitor takes them over.
         this.unacked.delete(unackedKey(sessionId, operationId));
-        this.options.log.error('out-of-band hand-over failed; leaving the result to a janitor', { session_id: sessionId, operation_id: operationId, error });
+        this.options.log.error('out-of-band hand-over failed; leaving the result to a janitor', {
+          session_id: sessionId,
+          operation_id: operationId,
+          error,
+        });
       });
     }
   }
 
-  private snapshot(op: Operation, told: DeliveryRecord | undefined, call: AttachedCall | undefined): SessionSnapshot {
+  private snapshot(
+    op: Operation,
+    told: DeliveryRecord | undefined,
+    call: AttachedCall | undefined,
+  ): SessionSnapshot {
     // Queued out of band counts as told for the gateway side: nothing more is spoken.
-    const persistedTold = (told?.delivered === true || told?.channel === 'out_of_band') && told.decision !== 'reconcile_first';
+    const persistedTold =
+      (told?.delivered === true || told?.channel === 'out_of_band') &&
+      told.decision !== 'reconcile_first';
     if (!call) {
       return {
         call: 'gone',
@@ -482,16 +600,34 @@ export class ResultDelivery {
         superseded: false,
       };
     }
-    const snapshot = call.session.snapshot(op.operationId, (agent, action) => this.options.catalogue.mayReveal(agent, action));
+    const snapshot = call.session.snapshot(op.operationId, (agent, action) =>
+      this.options.catalogue.mayReveal(agent, action),
+    );
     // Being spoken is not told (it may be cut): a second event meanwhile waits, as for any response.
-    return { ...snapshot, alreadyTold: snapshot.alreadyTold || persistedTold, responseActive: snapshot.responseActive || call.speaking.has(op.operationId) };
+    return {
+      ...snapshot,
+      alreadyTold: snapshot.alreadyTold || persistedTold,
+      responseActive: snapshot.responseActive || call.speaking.has(op.operationId),
+    };
   }
 
   /** Runs the gate for the caller of `sessionId`, judged by that session's own delivery record. */
-  private async decide(op: Operation, sessionId: string, call: AttachedCall | undefined, eventAt?: number): Promise<RelevanceDecision> {
+  private async decide(
+    op: Operation,
+    sessionId: string,
+    call: AttachedCall | undefined,
+    eventAt?: number,
+  ): Promise<RelevanceDecision> {
     const record = await this.options.ledger.deliveryFor(op, sessionId);
     const decision = decideRelevance(
-      { operationId: op.operationId, action: op.action, state: op.state as 'COMMITTED' | 'FAILED_FINAL' | 'CANCELLED' | 'UNKNOWN', agent: op.scope.agent, goal: op.scope.goal, compensates: op.compensates },
+      {
+        operationId: op.operationId,
+        action: op.action,
+        state: op.state as 'COMMITTED' | 'FAILED_FINAL' | 'CANCELLED' | 'UNKNOWN',
+        agent: op.scope.agent,
+        goal: op.scope.goal,
+        compensates: op.compensates,
+      },
       this.snapshot(op, record, call),
     );
     const now = this.now();
@@ -510,18 +646,38 @@ export class ResultDelivery {
       sessionId,
     );
     for (const reason of decision.reasons) gateDecisions.labels(decision.decision, reason).inc();
-    if (eventAt !== undefined) deliveryLag.labels(decision.decision).observe(Math.max(0, now - eventAt) / 1000);
-    if (call && op.scope.turnId !== undefined && sessionId === op.scope.sessionId && op.scope.turnId !== String(call.session.turnId)) lateResults.labels(op.action).inc();
+    if (eventAt !== undefined)
+      deliveryLag.labels(decision.decision).observe(Math.max(0, now - eventAt) / 1000);
+    if (
+      call &&
+      op.scope.turnId !== undefined &&
+      sessionId === op.scope.sessionId &&
+      op.scope.turnId !== String(call.session.turnId)
+    )
+      lateResults.labels(op.action).inc();
     await this.options.audit.record(
       sessionId,
-      { type: 'gate_decision', operationId: op.operationId, state: op.state, decision: decision.decision, reasons: decision.reasons, agent: call?.session.activeAgent ?? '' },
+      {
+        type: 'gate_decision',
+        operationId: op.operationId,
+        state: op.state,
+        decision: decision.decision,
+        reasons: decision.reasons,
+        agent: call?.session.activeAgent ?? '',
+      },
       call?.session.turnId,
     );
     return decision;
   }
 
   /** `awaitSpeech`: wait for a spoken result to finish (idle and call-end handling), or not (the read loop). */
-  private async act(op: Operation, sessionId: string, call: AttachedCall | undefined, { decision, reasons }: RelevanceDecision, awaitSpeech: boolean): Promise<void> {
+  private async act(
+    op: Operation,
+    sessionId: string,
+    call: AttachedCall | undefined,
+    { decision, reasons }: RelevanceDecision,
+    awaitSpeech: boolean,
+  ): Promise<void> {
     switch (decision) {
       case 'speak_now':
       case 'route_to_active_agent':
@@ -530,7 +686,13 @@ export class ResultDelivery {
             if (told) await this.settle(sessionId, op.operationId);
           });
           if (awaitSpeech) await spoken;
-          else spoken.catch((error: unknown) => this.options.log.warn('speaking a result failed', { ...operationLogFields(op), error }));
+          else
+            spoken.catch((error: unknown) =>
+              this.options.log.warn('speaking a result failed', {
+                ...operationLogFields(op),
+                error,
+              }),
+            );
           return;
         }
         if (call) this.waitForIdle(sessionId, call, op.operationId);
@@ -564,18 +726,35 @@ export class ResultDelivery {
   private waitForIdle(sessionId: string, call: AttachedCall, operationId: string): void {
     call.pending.add(operationId);
     const { session } = call;
-    if (session.phase !== 'active' || session.callerSpeaking || session.responseActive || session.callerOnHold || call.speaking.size > 0) return;
+    if (
+      session.phase !== 'active' ||
+      session.callerSpeaking ||
+      session.responseActive ||
+      session.callerOnHold ||
+      call.speaking.size > 0
+    )
+      return;
     setImmediate(() => {
-      this.onIdle(sessionId).catch((error: unknown) => this.options.log.warn('delivery on idle failed', { session_id: sessionId, error }));
+      this.onIdle(sessionId).catch((error: unknown) =>
+        this.options.log.warn('delivery on idle failed', { session_id: sessionId, error }),
+      );
     });
   }
 
   /** Speaks a result; true when the caller heard it to the end. */
-  private async speak(op: Operation, sessionId: string, call: AttachedCall, reasons: readonly string[]): Promise<boolean> {
+  private async speak(
+    op: Operation,
+    sessionId: string,
+    call: AttachedCall,
+    reasons: readonly string[],
+  ): Promise<boolean> {
     if (call.speaking.has(op.operationId)) return false;
     const stop = new AbortController();
     let ended: () => void = () => undefined;
-    call.speaking.set(op.operationId, { stop, done: new Promise<void>((resolve) => (ended = resolve)) });
+    call.speaking.set(op.operationId, {
+      stop,
+      done: new Promise<void>((resolve) => (ended = resolve)),
+    });
     if (!(await this.owns(sessionId, op.operationId))) {
       call.speaking.delete(op.operationId);
       ended();
@@ -583,10 +762,22 @@ export class ResultDelivery {
     }
     let outcome: SpokenOutcome;
     try {
-      outcome = await call.port.deliver({ operationId: op.operationId, message: describeForModel(op, reasons), output: modelOutput(op) }, stop.signal);
+      outcome = await call.port.deliver(
+        {
+          operationId: op.operationId,
+          message: describeForModel(op, reasons),
+          output: modelOutput(op),
+        },
+        stop.signal,
+      );
       // Heard to the end, though the hold may have lapsed meanwhile (cut too late, or ended between
       // two looks of the pause watch): told unless a janitor has taken it over by now.
-      if (outcome.status === 'completed' && (stop.signal.aborted || this.holdLapsed(sessionId, op.operationId)) && !(await this.stillOwns(sessionId, op.operationId))) outcome = { ...outcome, status: 'cancelled' };
+      if (
+        outcome.status === 'completed' &&
+        (stop.signal.aborted || this.holdLapsed(sessionId, op.operationId)) &&
+        !(await this.stillOwns(sessionId, op.operationId))
+      )
+        outcome = { ...outcome, status: 'cancelled' };
     } catch (error) {
       this.options.log.warn('speaking a result failed', { ...operationLogFields(op), error });
       outcome = { status: 'failed' };
@@ -598,15 +789,31 @@ export class ResultDelivery {
     if (outcome.status !== 'completed') {
       // Cut off (barge-in) or failed: the caller did not hear it all. Say it again when idle.
       call.pending.add(op.operationId);
-      await this.options.audit.record(sessionId, { type: 'delivery_interrupted', operationId: op.operationId, responseId: outcome.responseId }, call.session.turnId);
+      await this.options.audit.record(
+        sessionId,
+        {
+          type: 'delivery_interrupted',
+          operationId: op.operationId,
+          responseId: outcome.responseId,
+        },
+        call.session.turnId,
+      );
       return false;
     }
     if (owned) owned.told = true;
     // A result that waited out a hold is measured from the resume: the wait was the caller's.
     const committedAt = op.committedAt ?? op.finishedAt;
-    const from = committedAt === undefined ? undefined : Math.max(committedAt, call.session.resumedAt ?? 0);
-    const audibleMs = outcome.firstAudioAt !== undefined && from !== undefined ? Math.max(0, outcome.firstAudioAt - from) : undefined;
-    if (audibleMs !== undefined) observeWithExemplar(commitToAudible, { action: op.action }, audibleMs / 1000, { session_id: sessionId, operation_id: op.operationId });
+    const from =
+      committedAt === undefined ? undefined : Math.max(committedAt, call.session.resumedAt ?? 0);
+    const audibleMs =
+      outcome.firstAudioAt !== undefined && from !== undefined
+        ? Math.max(0, outcome.firstAudioAt - from)
+        : undefined;
+    if (audibleMs !== undefined)
+      observeWithExemplar(commitToAudible, { action: op.action }, audibleMs / 1000, {
+        session_id: sessionId,
+        operation_id: op.operationId,
+      });
     const spoken: DeliveryRecord = {
       decision: 'spoken',
       reasons,
@@ -618,8 +825,20 @@ export class ResultDelivery {
       commitToAudibleMs: audibleMs,
     };
     // The caller heard it: that must reach the ledger, also when Redis is away right now.
-    await this.untilWritten('the spoken record', op, () => this.options.ledger.advanceDelivery(op, spoken, sessionId));
-    await this.options.audit.record(sessionId, { type: 'delivered', operationId: op.operationId, channel: 'voice', responseId: outcome.responseId, commitToAudibleMs: audibleMs }, call.session.turnId);
+    await this.untilWritten('the spoken record', op, () =>
+      this.options.ledger.advanceDelivery(op, spoken, sessionId),
+    );
+    await this.options.audit.record(
+      sessionId,
+      {
+        type: 'delivered',
+        operationId: op.operationId,
+        channel: 'voice',
+        responseId: outcome.responseId,
+        commitToAudibleMs: audibleMs,
+      },
+      call.session.turnId,
+    );
     return true;
   }
 
@@ -630,7 +849,12 @@ export class ResultDelivery {
    * delivered: each channel's delivery is recorded by the worker when the receiver took it
    * (`Operation.outOfBand`, test/integration/agents/out-of-band-webhook-down.test.ts).
    */
-  private async sendOutOfBand(op: Operation, sessionId: string, call: AttachedCall | undefined, reasons: readonly string[]): Promise<void> {
+  private async sendOutOfBand(
+    op: Operation,
+    sessionId: string,
+    call: AttachedCall | undefined,
+    reasons: readonly string[],
+  ): Promise<void> {
     if (sessionId !== op.scope.sessionId) return;
     const channels = await this.options.outOfBand.enqueue({
       operationId: op.operationId,
@@ -643,8 +867,20 @@ export class ResultDelivery {
     });
     const owned = call?.session.operations.get(op.operationId);
     if (owned) owned.told = true;
-    await this.options.ledger.advanceDelivery(op, { decision: 'deliver_out_of_band', reasons, at: this.clock.epochMs(), agent: call?.session.activeAgent, channel: 'out_of_band', delivered: false, queued: channels.length > 0 });
-    await this.options.audit.record(op.scope.sessionId, { type: 'delivered', operationId: op.operationId, channel: 'out_of_band' }, call?.session.turnId);
+    await this.options.ledger.advanceDelivery(op, {
+      decision: 'deliver_out_of_band',
+      reasons,
+      at: this.clock.epochMs(),
+      agent: call?.session.activeAgent,
+      channel: 'out_of_band',
+      delivered: false,
+      queued: channels.length > 0,
+    });
+    await this.options.audit.record(
+      op.scope.sessionId,
+      { type: 'delivered', operationId: op.operationId, channel: 'out_of_band' },
+      call?.session.turnId,
+    );
   }
 }
 
@@ -681,5 +917,11 @@ export async function ensureGroup(redis: Redis, key: string): Promise<void> {
 export { toRecord as streamFields };
 
 function modelOutput(op: Operation): Record<string, unknown> {
-  return { operation_id: op.operationId, action: op.action, state: op.state, result: op.result, error: op.error };
+  return {
+    operation_id: op.operationId,
+    action: op.action,
+    state: op.state,
+    result: op.result,
+    error: op.error,
+  };
 }

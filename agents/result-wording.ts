@@ -48,9 +48,11 @@ export function describeForModel(op: Operation, reasons: readonly string[]): str
   }
   // Worded to be read aloud as it is (the local simulator does), and to steer a real model.
   if (reasons.includes('superseded_with_effect')) {
-    line += ' You changed your request after this one, but it did happen anyway: shall I change it?';
+    line +=
+      ' You changed your request after this one, but it did happen anyway: shall I change it?';
   }
-  if (reasons.includes('handoff_agent_may_reveal')) line += ' This was started for you before you were transferred to me.';
+  if (reasons.includes('handoff_agent_may_reveal'))
+    line += ' This was started for you before you were transferred to me.';
   return line;
 }
 

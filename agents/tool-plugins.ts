@@ -17,7 +17,10 @@ export interface PluginContext {
   readonly now: number;
 }
 
-export type PluginVerdict = { readonly type: 'allow' } | { readonly type: 'refuse'; readonly reason: string } | { readonly type: 'needs_confirmation'; readonly prompt: string };
+export type PluginVerdict =
+  | { readonly type: 'allow' }
+  | { readonly type: 'refuse'; readonly reason: string }
+  | { readonly type: 'needs_confirmation'; readonly prompt: string };
 
 export interface BeforeToolPlugin {
   readonly name: string;
@@ -32,12 +35,16 @@ export interface AfterToolPlugin {
 const ALLOW: PluginVerdict = { type: 'allow' };
 
 /** The tenant must have the tool's action configured, and the caller must not be barred. */
-export function authorization(options: { deniedCallers?: readonly string[] } = {}): BeforeToolPlugin {
+export function authorization(
+  options: { deniedCallers?: readonly string[] } = {},
+): BeforeToolPlugin {
   return {
     name: 'authorization',
     check: ({ tool, action, session }) => {
-      if (tool.action !== undefined && action === undefined) return { type: 'refuse', reason: `this line does not offer ${tool.action}` };
-      if (session.caller !== undefined && options.deniedCallers?.includes(session.caller)) return { type: 'refuse', reason: 'this caller may not do that' };
+      if (tool.action !== undefined && action === undefined)
+        return { type: 'refuse', reason: `this line does not offer ${tool.action}` };
+      if (session.caller !== undefined && options.deniedCallers?.includes(session.caller))
+        return { type: 'refuse', reason: 'this caller may not do that' };
       return ALLOW;
     },
   };
@@ -51,7 +58,10 @@ export function confirmation(): BeforeToolPlugin {
       if (action?.confirmAbove === undefined || tool.amount === undefined) return ALLOW;
       const amount = tool.amount(args);
       if (amount > action.confirmAbove && args.confirmed !== true) {
-        return { type: 'needs_confirmation', prompt: `Ask the caller to confirm ${amount.toFixed(2)} before calling again with confirmed=true.` };
+        return {
+          type: 'needs_confirmation',
+          prompt: `Ask the caller to confirm ${amount.toFixed(2)} before calling again with confirmed=true.`,
+        };
       }
       return ALLOW;
     },
@@ -64,12 +74,17 @@ export function limits(options: { maxAmount?: number; perMinute?: number } = {})
   return {
     name: 'limits',
     check: ({ tool, args, action, session, now }) => {
-      if (options.maxAmount !== undefined && tool.amount !== undefined && tool.amount(args) > options.maxAmount) {
+      if (
+        options.maxAmount !== undefined &&
+        tool.amount !== undefined &&
+        tool.amount(args) > options.maxAmount
+      ) {
         return { type: 'refuse', reason: `amounts above ${options.maxAmount} need a person` };
       }
       if (action?.kind === 'mutation') {
         const recent = session.mutationTimes.filter((t) => now - t < 60_000);
-        if (recent.length >= perMinute) return { type: 'refuse', reason: 'too many changes in a short time; a person will help' };
+        if (recent.length >= perMinute)
+          return { type: 'refuse', reason: 'too many changes in a short time; a person will help' };
       }
       return ALLOW;
     },
@@ -84,11 +99,16 @@ export function redaction(): AfterToolPlugin {
   const mask = (value: unknown): unknown => {
     if (typeof value === 'string') return value.replace(CARD, '[card]').replace(EMAIL, '[email]');
     if (Array.isArray(value)) return value.map(mask);
-    if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mask(v)]));
+    if (value !== null && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mask(v)]));
     return value;
   };
   return { name: 'redaction', transform: (output) => mask(output) as ToolOutput };
 }
 
-export const DEFAULT_BEFORE: readonly BeforeToolPlugin[] = [authorization(), confirmation(), limits()];
+export const DEFAULT_BEFORE: readonly BeforeToolPlugin[] = [
+  authorization(),
+  confirmation(),
+  limits(),
+];
 export const DEFAULT_AFTER: readonly AfterToolPlugin[] = [redaction()];

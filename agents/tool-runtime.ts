@@ -20,7 +20,13 @@ import type { AgentCatalogue, ToolDefinition, ToolOutput } from './agent.ts';
 import type { AgentSession } from './agent-session.ts';
 import type { AuditLog } from './audit.ts';
 import type { SpokenOutcome } from './result-delivery.ts';
-import { DEFAULT_AFTER, DEFAULT_BEFORE, type AfterToolPlugin, type BeforeToolPlugin, type PluginContext } from './tool-plugins.ts';
+import {
+  DEFAULT_AFTER,
+  DEFAULT_BEFORE,
+  type AfterToolPlugin,
+  type BeforeToolPlugin,
+  type PluginContext,
+} from './tool-plugins.ts';
 
 const toolCalls = counter({
   name: 'callgate_tool_calls_total',
@@ -77,7 +83,10 @@ export class ToolRuntime {
 
   constructor(private readonly options: ToolRuntimeOptions) {
     for (const unkeyed of checkIntentFields(options.catalogue, options.tenants)) {
-      options.log.warn('mutation keyed by all its arguments: a reworded free-text argument or an added flag starts a second operation; declare its intent fields (actions.<name>.intent, or intent: all)', unkeyed);
+      options.log.warn(
+        'mutation keyed by all its arguments: a reworded free-text argument or an added flag starts a second operation; declare its intent fields (actions.<name>.intent, or intent: all)',
+        unkeyed,
+      );
     }
     this.before = options.before ?? DEFAULT_BEFORE;
     this.after = options.after ?? DEFAULT_AFTER;
@@ -91,7 +100,17 @@ export class ToolRuntime {
 
   async handle(session: AgentSession, call: ToolCall, control?: CallControl): Promise<ToolOutput> {
     const { audit } = this.options;
-    await audit.record(session.sessionId, { type: 'tool_requested', tool: call.name, callId: call.callId, responseId: call.responseId, args: call.arguments }, session.turnId);
+    await audit.record(
+      session.sessionId,
+      {
+        type: 'tool_requested',
+        tool: call.name,
+        callId: call.callId,
+        responseId: call.responseId,
+        args: call.arguments,
+      },
+      session.turnId,
+    );
     const output = await this.run(session, call, control);
     toolCalls.labels(call.name, output.status).inc();
     await audit.record(
@@ -102,25 +121,47 @@ export class ToolRuntime {
         callId: call.callId,
         status: output.status,
         operationId: typeof output.operation_id === 'string' ? output.operation_id : undefined,
-        idempotencyKey: typeof output.idempotency_key === 'string' ? output.idempotency_key : undefined,
+        idempotencyKey:
+          typeof output.idempotency_key === 'string' ? output.idempotency_key : undefined,
       },
       session.turnId,
     );
     return output;
   }
 
-  private async run(session: AgentSession, call: ToolCall, control: CallControl | undefined): Promise<ToolOutput> {
+  private async run(
+    session: AgentSession,
+    call: ToolCall,
+    control: CallControl | undefined,
+  ): Promise<ToolOutput> {
     const tenant = this.options.tenants.get(session.tenantId);
     const tool = this.toolsFor(session.activeAgent).find((t) => t.name === call.name);
     if (!tenant || !tool) {
-      return { status: 'error', error: 'unknown_tool', message: `The ${session.activeAgent} agent has no tool ${call.name}.` };
+      return {
+        status: 'error',
+        error: 'unknown_tool',
+        message: `The ${session.activeAgent} agent has no tool ${call.name}.`,
+      };
     }
-    if (typeof call.arguments === 'string' || call.arguments === null || typeof call.arguments !== 'object') {
-      return { status: 'error', error: 'invalid_arguments', message: 'The arguments must be a JSON object.' };
+    if (
+      typeof call.arguments === 'string' ||
+      call.arguments === null ||
+      typeof call.arguments !== 'object'
+    ) {
+      return {
+        status: 'error',
+        error: 'invalid_arguments',
+        message: 'The arguments must be a JSON object.',
+      };
     }
     const parsed = tool.parameters.safeParse(call.arguments);
     if (!parsed.success) {
-      return { status: 'error', error: 'invalid_arguments', message: 'Some arguments are not valid; ask the caller and try again.', problems: formatIssues(parsed.error.issues) };
+      return {
+        status: 'error',
+        error: 'invalid_arguments',
+        message: 'Some arguments are not valid; ask the caller and try again.',
+        problems: formatIssues(parsed.error.issues),
+      };
     }
     const args = parsed.data as Record<string, unknown>;
     const action = tool.action === undefined ? undefined : tenant.actions[tool.action];
@@ -136,14 +177,28 @@ export class ToolRuntime {
       }
       if (verdict.type === 'allow') continue;
       pluginRefusals.labels(plugin.name, verdict.type).inc();
-      await this.options.audit.record(session.sessionId, { type: 'tool_refused', tool: tool.name, callId: call.callId, by: plugin.name, reason: verdict.type === 'refuse' ? verdict.reason : verdict.prompt }, session.turnId);
+      await this.options.audit.record(
+        session.sessionId,
+        {
+          type: 'tool_refused',
+          tool: tool.name,
+          callId: call.callId,
+          by: plugin.name,
+          reason: verdict.type === 'refuse' ? verdict.reason : verdict.prompt,
+        },
+        session.turnId,
+      );
       return verdict.type === 'refuse'
         ? { status: 'rejected', error: 'refused', message: verdict.reason }
         : { status: 'needs_confirmation', message: verdict.prompt };
     }
     const limit = tenant.maxToolsPerSession;
     if (session.toolsInFlight >= limit) {
-      return { status: 'busy', error: 'too_many_tools', message: `At most ${limit} tools may run at once in a call; wait for one to finish.` };
+      return {
+        status: 'busy',
+        error: 'too_many_tools',
+        message: `At most ${limit} tools may run at once in a call; wait for one to finish.`,
+      };
     }
     session.toolsInFlight++;
     try {
@@ -154,9 +209,21 @@ export class ToolRuntime {
     }
   }
 
-  private async dispatch(session: AgentSession, call: ToolCall, tool: ToolDefinition, args: Record<string, unknown>, action: ActionConfig | undefined, control: CallControl | undefined): Promise<ToolOutput> {
+  private async dispatch(
+    session: AgentSession,
+    call: ToolCall,
+    tool: ToolDefinition,
+    args: Record<string, unknown>,
+    action: ActionConfig | undefined,
+    control: CallControl | undefined,
+  ): Promise<ToolOutput> {
     if (tool.control !== undefined) return this.control(session, tool.control, args, control);
-    if (tool.action === undefined || action === undefined) return { status: 'error', error: 'not_configured', message: 'This tool is not available on this line.' };
+    if (tool.action === undefined || action === undefined)
+      return {
+        status: 'error',
+        error: 'not_configured',
+        message: 'This tool is not available on this line.',
+      };
     const scope = {
       sessionId: session.sessionId,
       ownerGateway: session.ownerGateway,
@@ -169,35 +236,71 @@ export class ToolRuntime {
     };
     let decision: AdmissionDecision;
     try {
-      decision = await this.options.actions.admit({ tenantId: session.tenantId, action: tool.action, args, scope, intentFields: tool.intent });
+      decision = await this.options.actions.admit({
+        tenantId: session.tenantId,
+        action: tool.action,
+        args,
+        scope,
+        intentFields: tool.intent,
+      });
     } catch (error) {
       if (error instanceof IdempotencyConflictError) {
-        return { status: 'rejected', error: 'conflict', operation_id: error.operationId, message: 'A different request with the same key exists.' };
+        return {
+          status: 'rejected',
+          error: 'conflict',
+          operation_id: error.operationId,
+          message: 'A different request with the same key exists.',
+        };
       }
-      if (isCallgateError(error)) return { status: 'error', error: error.code, message: error.message };
+      if (isCallgateError(error))
+        return { status: 'error', error: error.code, message: error.message };
       throw error;
     }
     if (action.kind === 'read') return this.read(session, call, decision, tool);
     return this.mutation(session, call, tool, args, decision);
   }
 
-  private async read(session: AgentSession, call: ToolCall, decision: AdmissionDecision, tool: ToolDefinition): Promise<ToolOutput> {
-    if (decision.type === 'busy') return { status: 'busy', message: 'That lookup is busy right now; try again shortly.', retry_after_ms: decision.retryAfterMs };
+  private async read(
+    session: AgentSession,
+    call: ToolCall,
+    decision: AdmissionDecision,
+    tool: ToolDefinition,
+  ): Promise<ToolOutput> {
+    if (decision.type === 'busy')
+      return {
+        status: 'busy',
+        message: 'That lookup is busy right now; try again shortly.',
+        retry_after_ms: decision.retryAfterMs,
+      };
     if (decision.type === 'degraded') return { status: 'degraded', message: decision.fallback };
     const deadline = this.options.readDeadlineMs ?? READ_DEADLINE_MS;
     // Owned like any operation: a re-opened model session's summary lists it until it is told.
-    session.own({ operationId: decision.operationId, action: tool.action ?? tool.name, tool: tool.name, agent: session.activeAgent });
+    session.own({
+      operationId: decision.operationId,
+      action: tool.action ?? tool.name,
+      tool: tool.name,
+      agent: session.activeAgent,
+    });
     session.answeringInline.add(decision.operationId);
     let op: Operation | undefined;
     try {
       op = await this.options.actions.waitFor(session.tenantId, decision.operationId, deadline);
     } finally {
-      if (!(op !== undefined && answersInline(op))) session.answeringInline.delete(decision.operationId);
+      if (!(op !== undefined && answersInline(op)))
+        session.answeringInline.delete(decision.operationId);
     }
     if (answersInline(op)) this.unheard(session).set(call.callId, op);
     if (op?.state === 'COMMITTED') return { status: 'ok', result: op.result ?? {} };
-    if (op?.state === 'FAILED_FINAL' || op?.state === 'CANCELLED') return { status: 'failed', message: op.error?.message ?? 'The lookup failed.', error: op.error?.code ?? 'failed' };
-    return { status: 'timeout', message: `The ${tool.name} lookup is slow; tell the caller you are still checking.` };
+    if (op?.state === 'FAILED_FINAL' || op?.state === 'CANCELLED')
+      return {
+        status: 'failed',
+        message: op.error?.message ?? 'The lookup failed.',
+        error: op.error?.code ?? 'failed',
+      };
+    return {
+      status: 'timeout',
+      message: `The ${tool.name} lookup is slow; tell the caller you are still checking.`,
+    };
   }
 
   /**
@@ -217,7 +320,11 @@ export class ToolRuntime {
    * (test/scenarios/model-lost-between-read-commit-and-output.test.ts). The record is this call's:
    * another call sharing the read (coalesced) is told on its own.
    */
-  async settleInlineAnswer(session: AgentSession, callId: string, outcome: SpokenOutcome | undefined): Promise<void> {
+  async settleInlineAnswer(
+    session: AgentSession,
+    callId: string,
+    outcome: SpokenOutcome | undefined,
+  ): Promise<void> {
     const answers = this.inline.get(session);
     const op = answers?.get(callId);
     if (answers === undefined || op === undefined) return;
@@ -225,7 +332,8 @@ export class ToolRuntime {
     try {
       if (outcome?.status === 'completed') await this.toldInToolOutput(session, op, outcome);
     } finally {
-      if (![...answers.values()].some((other) => other.operationId === op.operationId)) session.answeringInline.delete(op.operationId);
+      if (![...answers.values()].some((other) => other.operationId === op.operationId))
+        session.answeringInline.delete(op.operationId);
     }
   }
 
@@ -239,7 +347,11 @@ export class ToolRuntime {
   }
 
   /** Makes the gate find the read told (already_told): its result event is not spoken again. */
-  private async toldInToolOutput(session: AgentSession, op: Operation, outcome: SpokenOutcome): Promise<void> {
+  private async toldInToolOutput(
+    session: AgentSession,
+    op: Operation,
+    outcome: SpokenOutcome,
+  ): Promise<void> {
     const owned = session.operations.get(op.operationId);
     if (owned) owned.told = true;
     const committedAt = op.committedAt ?? op.finishedAt;
@@ -253,40 +365,70 @@ export class ToolRuntime {
         responseId: outcome.responseId,
         channel: 'voice',
         delivered: true,
-        ...(committedAt !== undefined && outcome.firstAudioAt !== undefined && { commitToAudibleMs: Math.max(0, outcome.firstAudioAt - committedAt) }),
+        ...(committedAt !== undefined &&
+          outcome.firstAudioAt !== undefined && {
+            commitToAudibleMs: Math.max(0, outcome.firstAudioAt - committedAt),
+          }),
       },
       session.sessionId,
     );
   }
 
-  private async mutation(session: AgentSession, call: ToolCall, tool: ToolDefinition, args: Record<string, unknown>, decision: AdmissionDecision): Promise<ToolOutput> {
+  private async mutation(
+    session: AgentSession,
+    call: ToolCall,
+    tool: ToolDefinition,
+    args: Record<string, unknown>,
+    decision: AdmissionDecision,
+  ): Promise<ToolOutput> {
     switch (decision.type) {
       case 'busy':
-        return { status: 'busy', message: 'The system is busy with other requests; offer to try again in a moment.', retry_after_ms: decision.retryAfterMs };
+        return {
+          status: 'busy',
+          message: 'The system is busy with other requests; offer to try again in a moment.',
+          retry_after_ms: decision.retryAfterMs,
+        };
       case 'degraded':
         return { status: 'degraded', message: decision.fallback };
       case 'coalesced':
       case 'duplicate': {
         const owned = session.operations.get(decision.operationId);
-        if (owned && owned.openCallId === undefined && decision.state !== 'COMMITTED' && decision.state !== 'FAILED_FINAL') owned.openCallId = call.callId;
+        if (
+          owned &&
+          owned.openCallId === undefined &&
+          decision.state !== 'COMMITTED' &&
+          decision.state !== 'FAILED_FINAL'
+        )
+          owned.openCallId = call.callId;
         return {
           status: 'duplicate',
           operation_id: decision.operationId,
           state: decision.state,
-          message: 'This is the same request as one already made in this call; nothing new was started.',
+          message:
+            'This is the same request as one already made in this call; nothing new was started.',
         };
       }
       case 'started': {
         session.mutationTimes.push(this.now());
         const goal = tool.goal?.(args);
-        const superseded = session.own({ operationId: decision.operationId, action: tool.action ?? tool.name, tool: tool.name, agent: session.activeAgent, goal, openCallId: call.callId });
-        const undo = superseded ? await this.supersede(session, superseded.operationId, decision.operationId) : undefined;
+        const superseded = session.own({
+          operationId: decision.operationId,
+          action: tool.action ?? tool.name,
+          tool: tool.name,
+          agent: session.activeAgent,
+          goal,
+          openCallId: call.callId,
+        });
+        const undo = superseded
+          ? await this.supersede(session, superseded.operationId, decision.operationId)
+          : undefined;
         return {
           status: 'started',
           operation_id: decision.operationId,
           idempotency_key: decision.idempotencyKey,
           queued: decision.queued,
-          message: 'Started. Tell the caller it is being confirmed; the result will follow. Do not say it is done yet.',
+          message:
+            'Started. Tell the caller it is being confirmed; the result will follow. Do not say it is done yet.',
           ...(undo === undefined ? {} : { earlier_request: undo }),
         };
       }
@@ -298,18 +440,46 @@ export class ToolRuntime {
    * committed; if it is running without cancel support it is left alone and the gate will tell the
    * caller what really happened.
    */
-  private async supersede(session: AgentSession, older: string, newer: string): Promise<string | undefined> {
+  private async supersede(
+    session: AgentSession,
+    older: string,
+    newer: string,
+  ): Promise<string | undefined> {
     const { actions, audit } = this.options;
     const cancel = await actions.cancel(session.tenantId, older).catch((error: unknown) => {
-      this.options.log.warn('cancel of a superseded operation failed', { operation_id: older, error });
+      this.options.log.warn('cancel of a superseded operation failed', {
+        operation_id: older,
+        error,
+      });
       return undefined;
     });
     if (cancel?.type === 'cancelled' || cancel?.type === 'requested') {
-      await audit.record(session.sessionId, { type: 'superseded', operationId: older, by: newer, action: 'cancelled', detail: cancel.type }, session.turnId);
+      await audit.record(
+        session.sessionId,
+        {
+          type: 'superseded',
+          operationId: older,
+          by: newer,
+          action: 'cancelled',
+          detail: cancel.type,
+        },
+        session.turnId,
+      );
       return;
     }
-    if (cancel?.type === 'committed') return undoNote(older, await this.compensate(session, older, newer));
-    await audit.record(session.sessionId, { type: 'superseded', operationId: older, by: newer, action: 'left_running', detail: cancel?.type }, session.turnId);
+    if (cancel?.type === 'committed')
+      return undoNote(older, await this.compensate(session, older, newer));
+    await audit.record(
+      session.sessionId,
+      {
+        type: 'superseded',
+        operationId: older,
+        by: newer,
+        action: 'left_running',
+        detail: cancel?.type,
+      },
+      session.turnId,
+    );
     return undefined;
   }
 
@@ -318,7 +488,11 @@ export class ToolRuntime {
    * compensation like any operation it started, so its result (an undo that failed included) is
    * told through the gate; one that cannot be admitted now is owed and admitted later by workers.
    */
-  async compensate(session: AgentSession, operationId: string, because: string): Promise<CompensationDecision['type'] | 'refused' | undefined> {
+  async compensate(
+    session: AgentSession,
+    operationId: string,
+    because: string,
+  ): Promise<CompensationDecision['type'] | 'refused' | undefined> {
     const owned = session.operations.get(operationId);
     const tool = owned ? this.toolsFor(owned.agent).find((t) => t.name === owned.tool) : undefined;
     const op = await this.options.actions.ledger.get(session.tenantId, operationId);
@@ -331,73 +505,150 @@ export class ToolRuntime {
         action,
         args: tool.compensation.args(op.result),
         intentFields: compensationTool?.intent,
-        scope: { sessionId: session.sessionId, ownerGateway: session.ownerGateway, caller: session.caller, agent: session.activeAgent, turnId: String(session.turnId) },
+        scope: {
+          sessionId: session.sessionId,
+          ownerGateway: session.ownerGateway,
+          caller: session.caller,
+          agent: session.activeAgent,
+          turnId: String(session.turnId),
+        },
       });
       if (decision.type === 'admitted') {
-        session.own({ operationId: decision.decision.operationId, action, tool: compensationTool?.name ?? action, agent: session.activeAgent });
+        session.own({
+          operationId: decision.decision.operationId,
+          action,
+          tool: compensationTool?.name ?? action,
+          agent: session.activeAgent,
+        });
       }
       outcome = decision.type;
     } catch (error) {
       // Refused at admission (the compensator counts and logs a refusal) or Redis unreachable: not undone now.
-      this.options.log.error('compensation could not be requested', { operation_id: operationId, action, error });
+      this.options.log.error('compensation could not be requested', {
+        operation_id: operationId,
+        action,
+        error,
+      });
       outcome = 'refused';
     }
-    await this.options.audit.record(session.sessionId, { type: 'superseded', operationId, by: because, action: 'compensating', detail: outcome }, session.turnId);
+    await this.options.audit.record(
+      session.sessionId,
+      { type: 'superseded', operationId, by: because, action: 'compensating', detail: outcome },
+      session.turnId,
+    );
     return outcome;
   }
 
-  private async control(session: AgentSession, kind: NonNullable<ToolDefinition['control']>, args: Record<string, unknown>, control: CallControl | undefined): Promise<ToolOutput> {
+  private async control(
+    session: AgentSession,
+    kind: NonNullable<ToolDefinition['control']>,
+    args: Record<string, unknown>,
+    control: CallControl | undefined,
+  ): Promise<ToolOutput> {
     const { actions, catalogue, audit } = this.options;
-    const isRead = (action: string): boolean => this.options.tenants.get(session.tenantId)?.actions[action]?.kind === 'read';
+    const isRead = (action: string): boolean =>
+      this.options.tenants.get(session.tenantId)?.actions[action]?.kind === 'read';
     switch (kind) {
       case 'operation_status': {
         const id = resolveOperation(session, args.operation_id, isRead);
-        const op = session.operations.has(id) ? await actions.ledger.get(session.tenantId, id) : undefined;
-        if (!op) return { status: 'error', error: 'not_found', message: 'No operation with that id in this call.' };
+        const op = session.operations.has(id)
+          ? await actions.ledger.get(session.tenantId, id)
+          : undefined;
+        if (!op)
+          return {
+            status: 'error',
+            error: 'not_found',
+            message: 'No operation with that id in this call.',
+          };
         const reveal = catalogue.mayReveal(session.activeAgent, op.action);
         return {
           status: 'ok',
           operation_id: id,
           state: op.state,
-          ...(reveal ? { result: op.result, error: op.error } : { note: 'Another agent handles the details of this operation.' }),
-          message: op.state === 'UNKNOWN' ? 'Still being confirmed with the provider; do not say it succeeded or failed.' : `The operation is ${op.state}.`,
+          ...(reveal
+            ? { result: op.result, error: op.error }
+            : { note: 'Another agent handles the details of this operation.' }),
+          message:
+            op.state === 'UNKNOWN'
+              ? 'Still being confirmed with the provider; do not say it succeeded or failed.'
+              : `The operation is ${op.state}.`,
         };
       }
       case 'cancel_operation': {
         const id = resolveOperation(session, args.operation_id, isRead);
-        if (!session.operations.has(id)) return { status: 'error', error: 'not_found', message: 'No operation with that id in this call.' };
+        if (!session.operations.has(id))
+          return {
+            status: 'error',
+            error: 'not_found',
+            message: 'No operation with that id in this call.',
+          };
         const decision = await actions.cancel(session.tenantId, id);
         const messages: Record<typeof decision.type, string> = {
           cancelled: 'Cancelled before it reached the provider.',
-          requested: 'Cancellation requested; the provider has not confirmed yet. Do not say it is cancelled.',
-          not_cancellable: 'It cannot be cancelled now: it is already with the provider (or being confirmed). Its result will follow.',
+          requested:
+            'Cancellation requested; the provider has not confirmed yet. Do not say it is cancelled.',
+          not_cancellable:
+            'It cannot be cancelled now: it is already with the provider (or being confirmed). Its result will follow.',
           committed: 'It already happened. Offer to undo it (for a booking: cancel the booking).',
           already_final: 'It already ended.',
         };
         return { status: decision.type, operation_id: id, message: messages[decision.type] };
       }
       case 'transfer_to_human': {
-        if (!control) return { status: 'error', error: 'not_available', message: 'Transfer is not available on this call.' };
+        if (!control)
+          return {
+            status: 'error',
+            error: 'not_available',
+            message: 'Transfer is not available on this call.',
+          };
         const pending = [...session.operations.values()].filter((o) => !o.told).length;
-        const result = await control.transfer(typeof args.reason === 'string' ? args.reason : undefined);
-        await audit.record(session.sessionId, { type: 'transfer', target: result.detail, pending }, session.turnId);
+        const result = await control.transfer(
+          typeof args.reason === 'string' ? args.reason : undefined,
+        );
+        await audit.record(
+          session.sessionId,
+          { type: 'transfer', target: result.detail, pending },
+          session.turnId,
+        );
         return result.ok
-          ? { status: 'ok', message: 'Transferring now. Say goodbye briefly; pending results will be sent by message.' }
-          : { status: 'failed', message: 'The transfer did not go through. Apologise and keep helping.' };
+          ? {
+              status: 'ok',
+              message:
+                'Transferring now. Say goodbye briefly; pending results will be sent by message.',
+            }
+          : {
+              status: 'failed',
+              message: 'The transfer did not go through. Apologise and keep helping.',
+            };
       }
       case 'handoff': {
         const target = String(args.agent);
         // Already the agent on the call (a model repeating itself): nothing changes, nothing is refused.
-        if (target === session.activeAgent) return { status: 'ok', agent: target, message: `You are already the ${target} agent.` };
+        if (target === session.activeAgent)
+          return { status: 'ok', agent: target, message: `You are already the ${target} agent.` };
         const from = catalogue.get(session.activeAgent);
         if (!from?.handoffs.includes(target) || !catalogue.get(target)) {
-          return { status: 'rejected', error: 'unknown_agent', message: `Cannot hand off to ${target}.`, agents: from?.handoffs ?? [] };
+          return {
+            status: 'rejected',
+            error: 'unknown_agent',
+            message: `Cannot hand off to ${target}.`,
+            agents: from?.handoffs ?? [],
+          };
         }
         const pending = [...session.operations.values()].filter((o) => !o.told).length;
         handoffsWithPending.labels(pending > 0 ? 'yes' : 'no').inc();
-        await audit.record(session.sessionId, { type: 'handoff', from: session.activeAgent, to: target, pending }, session.turnId);
+        await audit.record(
+          session.sessionId,
+          { type: 'handoff', from: session.activeAgent, to: target, pending },
+          session.turnId,
+        );
         session.activeAgent = target;
-        return { status: 'ok', agent: target, pending_operations: pending, message: `You are now the ${target} agent.` };
+        return {
+          status: 'ok',
+          agent: target,
+          pending_operations: pending,
+          message: `You are now the ${target} agent.`,
+        };
       }
     }
   }
@@ -409,7 +660,10 @@ export class ToolRuntime {
  * the mutations keyed by all their arguments without anyone choosing so (no `intent` configured,
  * none declared by a tool running them), for a warning.
  */
-function checkIntentFields(catalogue: AgentCatalogue, tenants: ReadonlyMap<string, TenantConfig>): { tenant: string; action: string }[] {
+function checkIntentFields(
+  catalogue: AgentCatalogue,
+  tenants: ReadonlyMap<string, TenantConfig>,
+): { tenant: string; action: string }[] {
   const declaredByTool = new Set<string>();
   for (const agent of catalogue.names()) {
     for (const tool of catalogue.get(agent)?.tools ?? []) {
@@ -419,18 +673,27 @@ function checkIntentFields(catalogue: AgentCatalogue, tenants: ReadonlyMap<strin
       const declared: [string, readonly string[] | undefined][] = [['the tool', tool.intent]];
       for (const tenant of tenants.values()) {
         const configured = tenant.actions[tool.action]?.intent;
-        declared.push([`tenants[${tenant.id}].actions.${tool.action}.intent`, Array.isArray(configured) ? configured : undefined]);
+        declared.push([
+          `tenants[${tenant.id}].actions.${tool.action}.intent`,
+          Array.isArray(configured) ? configured : undefined,
+        ]);
       }
       for (const [where, fields] of declared) {
         const unknown = (fields ?? []).find((field) => !known.has(field));
-        if (unknown !== undefined) throw new CallgateError('CALLGATE_ERR_CONFIG_UNKNOWN_INTENT_FIELD', { field: unknown, where, tool: tool.name });
+        if (unknown !== undefined)
+          throw new CallgateError('CALLGATE_ERR_CONFIG_UNKNOWN_INTENT_FIELD', {
+            field: unknown,
+            where,
+            tool: tool.name,
+          });
       }
     }
   }
   const unkeyed: { tenant: string; action: string }[] = [];
   for (const tenant of tenants.values()) {
     for (const [action, config] of Object.entries(tenant.actions)) {
-      if (config.kind === 'mutation' && config.intent === undefined && !declaredByTool.has(action)) unkeyed.push({ tenant: tenant.id, action });
+      if (config.kind === 'mutation' && config.intent === undefined && !declaredByTool.has(action))
+        unkeyed.push({ tenant: tenant.id, action });
     }
   }
   return unkeyed;
@@ -441,7 +704,10 @@ function checkIntentFields(catalogue: AgentCatalogue, tenants: ReadonlyMap<strin
  * start: an undo owed for later is not done yet, and one that failed or was refused leaves it in
  * place. An admitted undo says nothing here: its own result follows through the gate.
  */
-function undoNote(older: string, outcome: CompensationDecision['type'] | 'refused' | undefined): string | undefined {
+function undoNote(
+  older: string,
+  outcome: CompensationDecision['type'] | 'refused' | undefined,
+): string | undefined {
   switch (outcome) {
     case 'owed':
       return `The earlier request ${older} will be undone shortly; do not say it is undone yet.`;
@@ -462,13 +728,24 @@ function answersInline(op: Operation | undefined): op is Operation {
  * An operation id the model gave, where "latest" means the call's most recent business action
  * (the call owns its reads too, but "latest" never means a lookup).
  */
-function resolveOperation(session: AgentSession, given: unknown, isRead: (action: string) => boolean): string {
+function resolveOperation(
+  session: AgentSession,
+  given: unknown,
+  isRead: (action: string) => boolean,
+): string {
   const id = String(given);
   if (id !== 'latest') return id;
-  return [...session.operations.values()].filter((op) => !isRead(op.action)).at(-1)?.operationId ?? id;
+  return (
+    [...session.operations.values()].filter((op) => !isRead(op.action)).at(-1)?.operationId ?? id
+  );
 }
 
 export function toolError(error: unknown): ToolOutput {
-  if (error instanceof CallgateError) return { status: 'error', error: error.code, message: error.message };
-  return { status: 'error', error: 'internal', message: 'Something went wrong; apologise and offer a person.' };
+  if (error instanceof CallgateError)
+    return { status: 'error', error: error.code, message: error.message };
+  return {
+    status: 'error',
+    error: 'internal',
+    message: 'Something went wrong; apologise and offer a person.',
+  };
 }

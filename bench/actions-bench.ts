@@ -62,18 +62,27 @@ function argument(name: string, fallback: number): number {
 
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+  return (
+    sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN
+  );
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-function benchConfig(redisUrl: string, prefix: string, sandboxUrl: string, concurrency: number | undefined): Config {
+function benchConfig(
+  redisUrl: string,
+  prefix: string,
+  sandboxUrl: string,
+  concurrency: number | undefined,
+): Config {
   return parseConfig({
     redis: { url: redisUrl, prefix },
     sandbox: { enabled: false },
     log: { level: 'error' },
     ...(concurrency === undefined ? {} : { worker: { concurrency } }),
-    providers: { bookings: { type: 'sandbox', service: 'bookings', baseUrl: sandboxUrl, timeoutMs: 5_000 } },
+    providers: {
+      bookings: { type: 'sandbox', service: 'bookings', baseUrl: sandboxUrl, timeoutMs: 5_000 },
+    },
     tenants: [
       {
         id: TENANT,
@@ -82,7 +91,16 @@ function benchConfig(redisUrl: string, prefix: string, sandboxUrl: string, concu
         // The bench measures operations; no result goes out of band.
         notify: { outOfBand: false },
         actions: {
-          book_table: { kind: 'mutation', provider: 'bookings', operation: 'book', policy: 'queue', maxConcurrent: 1_000, maxQueued: 1_000_000, admissionDeadlineMs: 600_000, deadlineMs: 600_000 },
+          book_table: {
+            kind: 'mutation',
+            provider: 'bookings',
+            operation: 'book',
+            policy: 'queue',
+            maxConcurrent: 1_000,
+            maxQueued: 1_000_000,
+            admissionDeadlineMs: 600_000,
+            deadlineMs: 600_000,
+          },
         },
       },
     ],
@@ -94,7 +112,13 @@ let bookingSeq = 0;
 function booking(): Record<string, unknown> {
   bookingSeq += 1;
   const date = new Date(Date.UTC(2040, 0, 1) + bookingSeq * 86_400_000).toISOString().slice(0, 10);
-  return { restaurant: 'trattoria-roma', date, time: '19:00', party_size: 2, name: `Bench ${bookingSeq}` };
+  return {
+    restaurant: 'trattoria-roma',
+    date,
+    time: '19:00',
+    party_size: 2,
+    name: `Bench ${bookingSeq}`,
+  };
 }
 
 /** Sessions of this run: unique across runs by a random part drawn once, not once per request. */
@@ -106,7 +130,11 @@ function scope(i: number) {
 }
 
 /** Runs `submit(i)` for i < count with at most `window` in flight. */
-async function submitWindowed(count: number, window: number, submit: (i: number) => Promise<void>): Promise<void> {
+async function submitWindowed(
+  count: number,
+  window: number,
+  submit: (i: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const lane = async () => {
     while (next < count) await submit(next++);
@@ -140,13 +168,21 @@ function processCpuMs(pid: number | undefined): number | undefined {
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** CPU per item of the other processes (sandbox, Redis) over a measurement of `items` items. */
-async function otherCpuPerItem<T>(pids: Record<string, number | undefined>, items: number, measure: () => Promise<T>): Promise<{ result: T; perItem: string }> {
-  const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, processCpuMs(pid)]));
+async function otherCpuPerItem<T>(
+  pids: Record<string, number | undefined>,
+  items: number,
+  measure: () => Promise<T>,
+): Promise<{ result: T; perItem: string }> {
+  const before = Object.fromEntries(
+    Object.entries(pids).map(([name, pid]) => [name, processCpuMs(pid)]),
+  );
   const result = await measure();
   const parts = Object.entries(pids).flatMap(([name, pid]) => {
     const start = before[name];
     const end = processCpuMs(pid);
-    return start === undefined || end === undefined ? [] : [`${name} ${((end - start) / items).toFixed(2)} ms`];
+    return start === undefined || end === undefined
+      ? []
+      : [`${name} ${((end - start) / items).toFixed(2)} ms`];
   });
   return { result, perItem: parts.join(', ') };
 }
@@ -157,14 +193,21 @@ interface RunningSandbox {
 }
 
 async function startSandboxProcess(): Promise<RunningSandbox> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'jobs/providers/sandbox/sandbox-main.ts'], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, SANDBOX_PORT: '0', CALLGATE_LOG_LEVEL: 'error' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'jobs/providers/sandbox/sandbox-main.ts'],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, SANDBOX_PORT: '0', CALLGATE_LOG_LEVEL: 'error' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error('the sandbox did not start within 20 s')), 20_000);
+    const timer = setTimeout(
+      () => reject(new Error('the sandbox did not start within 20 s')),
+      20_000,
+    );
     child.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       const match = /sandbox listening on (\S+)/.exec(out);
@@ -183,7 +226,8 @@ async function stopSandboxProcess(sandbox: RunningSandbox): Promise<void> {
   const exited = new Promise<void>((resolve) => sandbox.child.once('exit', () => resolve()));
   sandbox.child.kill('SIGTERM');
   await Promise.race([exited, sleep(5_000)]);
-  if (sandbox.child.exitCode === null && sandbox.child.signalCode === null) sandbox.child.kill('SIGKILL');
+  if (sandbox.child.exitCode === null && sandbox.child.signalCode === null)
+    sandbox.child.kill('SIGKILL');
 }
 
 interface AdmissionResult {
@@ -204,7 +248,11 @@ interface AdmissionResult {
  * request's promise would make each scavenge copy and promote thousands of them, and charge that
  * pause to the requests it measures.
  */
-async function openLoop(rate: number, seconds: number, request: (i: number) => Promise<boolean>): Promise<AdmissionResult> {
+async function openLoop(
+  rate: number,
+  seconds: number,
+  request: (i: number) => Promise<boolean>,
+): Promise<AdmissionResult> {
   const total = Math.round(rate * seconds);
   const latencies = new Float64Array(total);
   const fromSchedule = new Float64Array(total);
@@ -248,8 +296,20 @@ async function openLoop(rate: number, seconds: number, request: (i: number) => P
   };
 }
 
-async function measureAdmission(layer: ActionLayer, rate: number, seconds: number): Promise<AdmissionResult> {
-  const admit = async (i: number) => (await layer.admit({ tenantId: TENANT, action: 'book_table', args: booking(), scope: scope(i) })).type === 'started';
+async function measureAdmission(
+  layer: ActionLayer,
+  rate: number,
+  seconds: number,
+): Promise<AdmissionResult> {
+  const admit = async (i: number) =>
+    (
+      await layer.admit({
+        tenantId: TENANT,
+        action: 'book_table',
+        args: booking(),
+        scope: scope(i),
+      })
+    ).type === 'started';
   for (let i = 0; i < WARMUP; i++) await admit(i);
   await openLoop(rate, OPEN_LOOP_WARMUP_SECONDS, admit);
   return openLoop(rate, seconds, admit);
@@ -271,14 +331,25 @@ interface ThroughputResult {
 }
 
 /** Admits `count` bookings (`window` at a time) and waits until the worker set has committed all of them. */
-async function measureEndToEnd(layer: ActionLayer, redis: Redis, count: number, window: number): Promise<ThroughputResult> {
+async function measureEndToEnd(
+  layer: ActionLayer,
+  redis: Redis,
+  count: number,
+  window: number,
+): Promise<ThroughputResult> {
   const stream = layer.ledger.keys.results(TENANT, GATEWAY);
   const ids: string[] = [];
   const run = async (n: number) => {
     const before = await redis.xlen(stream);
     await submitWindowed(n, window, async (i) => {
-      const decision = await layer.admit({ tenantId: TENANT, action: 'book_table', args: booking(), scope: scope(i) });
-      if (decision.type !== 'started') throw new Error(`admission refused: ${JSON.stringify(decision)}`);
+      const decision = await layer.admit({
+        tenantId: TENANT,
+        action: 'book_table',
+        args: booking(),
+        scope: scope(i),
+      });
+      if (decision.type !== 'started')
+        throw new Error(`admission refused: ${JSON.stringify(decision)}`);
       ids.push(decision.operationId);
     });
     // Every terminal transition appends one result event in the same script: count them.
@@ -296,17 +367,32 @@ async function measureEndToEnd(layer: ActionLayer, redis: Redis, count: number, 
   const cpu = process.cpuUsage(cpuBefore);
   const ops = await Promise.all(ids.map((id) => layer.get(TENANT, id)));
   const notCommitted = ops.filter((op) => op.state !== 'COMMITTED');
-  if (notCommitted.length > 0) throw new Error(`${notCommitted.length} operations did not commit (first: ${notCommitted[0]?.state} ${JSON.stringify(notCommitted[0]?.error)})`);
+  if (notCommitted.length > 0)
+    throw new Error(
+      `${notCommitted.length} operations did not commit (first: ${notCommitted[0]?.state} ${JSON.stringify(notCommitted[0]?.error)})`,
+    );
   const lastCommit = Math.max(...ops.map((op) => op.committedAt ?? Number.POSITIVE_INFINITY));
   const elapsedMs = lastCommit - startedAt;
-  return { count, elapsedMs, perSecond: (count / elapsedMs) * 1000, cpuMsPerItem: (cpu.user + cpu.system) / 1000 / count };
+  return {
+    count,
+    elapsedMs,
+    perSecond: (count / elapsedMs) * 1000,
+    cpuMsPerItem: (cpu.user + cpu.system) / 1000 / count,
+  };
 }
 
 /**
  * The same number of jobs through bare BullMQ: add (`window` at a time) and a no-op processor, or,
  * with `work`, a processor that does only that (the same provider call as an operation makes).
  */
-async function measureRawBullmq(redisUrl: string, prefix: string, count: number, window: number, concurrency: number, work: (i: number) => Promise<void> = async () => undefined): Promise<ThroughputResult> {
+async function measureRawBullmq(
+  redisUrl: string,
+  prefix: string,
+  count: number,
+  window: number,
+  concurrency: number,
+  work: (i: number) => Promise<void> = async () => undefined,
+): Promise<ThroughputResult> {
   const producer = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const consumer = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue('raw', { connection: producer, prefix: `{${prefix}-raw}` });
@@ -314,7 +400,11 @@ async function measureRawBullmq(redisUrl: string, prefix: string, count: number,
   let target = 0;
   let lastCompletion = 0;
   let reached: () => void = () => undefined;
-  const worker = new Worker('raw', (job) => work(Number(job.id)), { connection: consumer, prefix: `{${prefix}-raw}`, concurrency });
+  const worker = new Worker('raw', (job) => work(Number(job.id)), {
+    connection: consumer,
+    prefix: `{${prefix}-raw}`,
+    concurrency,
+  });
   worker.on('completed', () => {
     completed++;
     if (completed === target) {
@@ -338,7 +428,12 @@ async function measureRawBullmq(redisUrl: string, prefix: string, count: number,
     await run(count);
     const cpu = process.cpuUsage(cpuBefore);
     const elapsedMs = lastCompletion - startedAt;
-    return { count, elapsedMs, perSecond: (count / elapsedMs) * 1000, cpuMsPerItem: (cpu.user + cpu.system) / 1000 / count };
+    return {
+      count,
+      elapsedMs,
+      perSecond: (count / elapsedMs) * 1000,
+      cpuMsPerItem: (cpu.user + cpu.system) / 1000 / count,
+    };
   } finally {
     await worker.close();
     await queue.close();
@@ -360,7 +455,9 @@ async function main(): Promise<void> {
   const seconds = argument('seconds', 5);
   const operations = argument('operations', 2_000);
   const window = argument('window', 64);
-  const concurrency = process.argv.includes('--concurrency') ? argument('concurrency', 1) : undefined;
+  const concurrency = process.argv.includes('--concurrency')
+    ? argument('concurrency', 1)
+    : undefined;
 
   let local: LocalRedis | undefined;
   let sandbox: RunningSandbox | undefined;
@@ -383,53 +480,104 @@ async function main(): Promise<void> {
       const admissionPrefix = `bench-adm-${randomBytes(4).toString('hex')}`;
       prefixes.push(admissionPrefix);
       const admissionConfig = benchConfig(redisUrl, admissionPrefix, sandbox.url, concurrency);
-      const producerOnly = await ActionLayer.open({ config: admissionConfig, redisUrl, log: quiet, providers: createProviders(admissionConfig) });
-      const admission = await measureAdmission(producerOnly, rate, seconds).finally(() => producerOnly.close());
+      const producerOnly = await ActionLayer.open({
+        config: admissionConfig,
+        redisUrl,
+        log: quiet,
+        providers: createProviders(admissionConfig),
+      });
+      const admission = await measureAdmission(producerOnly, rate, seconds).finally(() =>
+        producerOnly.close(),
+      );
       const ping = await measurePing(admin, rate, seconds);
       rows.push(
         ['admission offered', `${admission.offered}/s for ${seconds} s`, ''],
-        ['admission achieved', `${admission.achievedPerSecond.toFixed(0)}/s`, admission.refused > 0 ? `${admission.refused} refused` : ''],
+        [
+          'admission achieved',
+          `${admission.achievedPerSecond.toFixed(0)}/s`,
+          admission.refused > 0 ? `${admission.refused} refused` : '',
+        ],
         ['admission p50', ms(admission.p50), ''],
-        ['admission p99', ms(admission.p99), `target <= ${ADMISSION_P99_TARGET_MS} ms: ${admission.p99 <= ADMISSION_P99_TARGET_MS ? 'met' : 'MISSED'}`],
+        [
+          'admission p99',
+          ms(admission.p99),
+          `target <= ${ADMISSION_P99_TARGET_MS} ms: ${admission.p99 <= ADMISSION_P99_TARGET_MS ? 'met' : 'MISSED'}`,
+        ],
         ['admission max', ms(admission.max), `p99 from schedule ${ms(admission.p99FromSchedule)}`],
-        ['admission CPU per request', ms(admission.cpuMsPerRequest), `this process; PING: ${ms(ping.cpuMsPerRequest)}`],
-        ['redis PING p50 / p99', `${ms(ping.p50)} / ${ms(ping.p99)}`, `calibration: PING at the same offered rate (${ping.achievedPerSecond.toFixed(0)}/s)`],
+        [
+          'admission CPU per request',
+          ms(admission.cpuMsPerRequest),
+          `this process; PING: ${ms(ping.cpuMsPerRequest)}`,
+        ],
+        [
+          'redis PING p50 / p99',
+          `${ms(ping.p50)} / ${ms(ping.p99)}`,
+          `calibration: PING at the same offered rate (${ping.achievedPerSecond.toFixed(0)}/s)`,
+        ],
       );
     }
 
     let endToEnd: ThroughputResult | undefined;
     let e2eOthers = '';
-    const workerConcurrency = benchConfig(redisUrl, 'x', sandbox.url, concurrency).worker.concurrency;
+    const workerConcurrency = benchConfig(redisUrl, 'x', sandbox.url, concurrency).worker
+      .concurrency;
     if (only === undefined || only === 'e2e') {
       // End to end: one worker set in this process.
       const e2ePrefix = `bench-e2e-${randomBytes(4).toString('hex')}`;
       prefixes.push(e2ePrefix);
       const e2eConfig = benchConfig(redisUrl, e2ePrefix, sandbox.url, concurrency);
-      const layer = await ActionLayer.open({ config: e2eConfig, redisUrl, log: quiet, providers: createProviders(e2eConfig) });
+      const layer = await ActionLayer.open({
+        config: e2eConfig,
+        redisUrl,
+        log: quiet,
+        providers: createProviders(e2eConfig),
+      });
       await layer.startWorkers();
-      const measured = await otherCpuPerItem({ sandbox: sandbox.child.pid, redis: local?.pid }, operations + WARMUP, () => measureEndToEnd(layer, adminClient, operations, window)).finally(() => layer.close());
+      const measured = await otherCpuPerItem(
+        { sandbox: sandbox.child.pid, redis: local?.pid },
+        operations + WARMUP,
+        () => measureEndToEnd(layer, adminClient, operations, window),
+      ).finally(() => layer.close());
       endToEnd = measured.result;
       e2eOthers = measured.perItem;
-      const counts = (await (await fetch(`${sandbox.url}/admin/counts`)).json()) as { effects: Record<string, number> };
+      const counts = (await (await fetch(`${sandbox.url}/admin/counts`)).json()) as {
+        effects: Record<string, number>;
+      };
       const doubled = Object.values(counts.effects).filter((n) => n > 1).length;
       rows.push([
         'end to end (sandbox, 0 ms)',
         `${endToEnd.perSecond.toFixed(0)} ops/s`,
         `${endToEnd.count} committed in ${endToEnd.elapsedMs} ms, 1 worker set, concurrency ${workerConcurrency}, CPU ${ms(endToEnd.cpuMsPerItem)}/op, ${doubled} doubled effects`,
       ]);
-      if (e2eOthers !== '') rows.push(['  other processes per op', e2eOthers, 'the sandbox answering, Redis running the scripts (with warm-up)']);
+      if (e2eOthers !== '')
+        rows.push([
+          '  other processes per op',
+          e2eOthers,
+          'the sandbox answering, Redis running the scripts (with warm-up)',
+        ]);
     }
 
     if (only === undefined || only === 'raw') {
       const rawPrefix = `bench-raw-${randomBytes(4).toString('hex')}`;
       prefixes.push(rawPrefix);
-      const measured = await otherCpuPerItem({ redis: local?.pid }, operations + WARMUP, () => measureRawBullmq(redisUrl, rawPrefix, operations, window, workerConcurrency));
+      const measured = await otherCpuPerItem({ redis: local?.pid }, operations + WARMUP, () =>
+        measureRawBullmq(redisUrl, rawPrefix, operations, window, workerConcurrency),
+      );
       const raw = measured.result;
-      rows.push(['raw BullMQ (no-op)', `${raw.perSecond.toFixed(0)} jobs/s`, `${raw.count} jobs in ${raw.elapsedMs} ms, concurrency ${workerConcurrency}, CPU ${ms(raw.cpuMsPerItem)}/job`]);
-      if (measured.perItem !== '') rows.push(['  other processes per job', measured.perItem, '(with warm-up)']);
+      rows.push([
+        'raw BullMQ (no-op)',
+        `${raw.perSecond.toFixed(0)} jobs/s`,
+        `${raw.count} jobs in ${raw.elapsedMs} ms, concurrency ${workerConcurrency}, CPU ${ms(raw.cpuMsPerItem)}/job`,
+      ]);
+      if (measured.perItem !== '')
+        rows.push(['  other processes per job', measured.perItem, '(with warm-up)']);
       if (endToEnd) {
         const ratio = endToEnd.perSecond / raw.perSecond;
-        rows.push(['end to end / raw', ratio.toFixed(2), `target >= ${END_TO_END_SHARE_OF_RAW_TARGET}: ${ratio >= END_TO_END_SHARE_OF_RAW_TARGET ? 'met' : 'MISSED'}`]);
+        rows.push([
+          'end to end / raw',
+          ratio.toFixed(2),
+          `target >= ${END_TO_END_SHARE_OF_RAW_TARGET}: ${ratio >= END_TO_END_SHARE_OF_RAW_TARGET ? 'met' : 'MISSED'}`,
+        ]);
       }
 
       // Not the issue's baseline, but the part of the gap that is callgate's: bare BullMQ jobs that
@@ -437,23 +585,51 @@ async function main(): Promise<void> {
       // with no ledger, admission, lease or result event around it.
       const callPrefix = `bench-call-${randomBytes(4).toString('hex')}`;
       prefixes.push(callPrefix);
-      const provider = createProviders(benchConfig(redisUrl, callPrefix, sandbox.url, concurrency)).get('bookings');
+      const provider = createProviders(
+        benchConfig(redisUrl, callPrefix, sandbox.url, concurrency),
+      ).get('bookings');
       if (provider === undefined) throw new Error('no bookings provider');
       const call = async (i: number): Promise<void> => {
-        const result = await provider.execute({ operationId: `op_call_${RUN}_${i}`, idempotencyKey: `idem_call_${RUN}_${i}`, tenantId: TENANT, operation: 'book', params: booking(), signal: AbortSignal.timeout(5_000) });
+        const result = await provider.execute({
+          operationId: `op_call_${RUN}_${i}`,
+          idempotencyKey: `idem_call_${RUN}_${i}`,
+          tenantId: TENANT,
+          operation: 'book',
+          params: booking(),
+          signal: AbortSignal.timeout(5_000),
+        });
         if (result.status !== 'ok') throw new Error(`provider call failed: ${result.code}`);
       };
-      const withCall = await otherCpuPerItem({ sandbox: sandbox.child.pid, redis: local?.pid }, operations + WARMUP, () => measureRawBullmq(redisUrl, callPrefix, operations, window, workerConcurrency, call));
-      rows.push(['BullMQ + the provider call', `${withCall.result.perSecond.toFixed(0)} jobs/s`, `${withCall.result.count} jobs, CPU ${ms(withCall.result.cpuMsPerItem)}/job (the operation's HTTP call, nothing durable)`]);
-      if (withCall.perItem !== '') rows.push(['  other processes per job', withCall.perItem, '(with warm-up)']);
-      if (endToEnd) rows.push(['end to end / (BullMQ + call)', (endToEnd.perSecond / withCall.result.perSecond).toFixed(2), 'the cost of durability over the same work']);
+      const withCall = await otherCpuPerItem(
+        { sandbox: sandbox.child.pid, redis: local?.pid },
+        operations + WARMUP,
+        () => measureRawBullmq(redisUrl, callPrefix, operations, window, workerConcurrency, call),
+      );
+      rows.push([
+        'BullMQ + the provider call',
+        `${withCall.result.perSecond.toFixed(0)} jobs/s`,
+        `${withCall.result.count} jobs, CPU ${ms(withCall.result.cpuMsPerItem)}/job (the operation's HTTP call, nothing durable)`,
+      ]);
+      if (withCall.perItem !== '')
+        rows.push(['  other processes per job', withCall.perItem, '(with warm-up)']);
+      if (endToEnd)
+        rows.push([
+          'end to end / (BullMQ + call)',
+          (endToEnd.perSecond / withCall.result.perSecond).toFixed(2),
+          'the cost of durability over the same work',
+        ]);
     }
 
     const width = Math.max(...rows.map(([name]) => name.length));
     const valueWidth = Math.max(...rows.map(([, value]) => value.length));
-    const load = loadavg().map((l) => l.toFixed(1)).join(' ');
-    process.stdout.write(`\naction layer benchmark (node ${process.version}, redis ${local ? 'private redis-server' : 'REDIS_URL'}, submission window ${window}, load average ${load})\n`);
-    for (const [name, value, note] of rows) process.stdout.write(`  ${name.padEnd(width)}  ${value.padStart(valueWidth)}  ${note}\n`);
+    const load = loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ');
+    process.stdout.write(
+      `\naction layer benchmark (node ${process.version}, redis ${local ? 'private redis-server' : 'REDIS_URL'}, submission window ${window}, load average ${load})\n`,
+    );
+    for (const [name, value, note] of rows)
+      process.stdout.write(`  ${name.padEnd(width)}  ${value.padStart(valueWidth)}  ${note}\n`);
   } finally {
     if (admin) {
       for (const prefix of prefixes) {

@@ -60,7 +60,23 @@ const SCRIPT = {
   name: 'calls-bench',
   greeting: 'Hello, Blue Harbour.',
   fallback: 'Anything else?',
-  digits: { '1': { say: 'Booking it.', tools: [{ name: 'book_table', arguments: { restaurant: 'trattoria-roma', date: '2031-05-17', time: '19:30', party_size: 2, name: 'Bench Caller' } }] } },
+  digits: {
+    '1': {
+      say: 'Booking it.',
+      tools: [
+        {
+          name: 'book_table',
+          arguments: {
+            restaurant: 'trattoria-roma',
+            date: '2031-05-17',
+            time: '19:30',
+            party_size: 2,
+            name: 'Bench Caller',
+          },
+        },
+      ],
+    },
+  },
   toolOutputs: { book_table: 'One moment.' },
   systemMessage: 'Your table is confirmed.',
 };
@@ -150,7 +166,12 @@ async function startBookingsProvider(): Promise<BookingsProvider> {
       };
       if (request.method === 'GET' && request.url?.startsWith('/operations/')) {
         const id = decodeURIComponent(request.url.slice('/operations/'.length));
-        reply(effects.has(id) ? 200 : 404, effects.has(id) ? { status: 'committed', result: { booking_id: id }, provider_ref: id } : { status: 'not_found' });
+        reply(
+          effects.has(id) ? 200 : 404,
+          effects.has(id)
+            ? { status: 'committed', result: { booking_id: id }, provider_ref: id }
+            : { status: 'not_found' },
+        );
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, latencyMs));
@@ -166,7 +187,11 @@ async function startBookingsProvider(): Promise<BookingsProvider> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   const port = address !== null && typeof address === 'object' ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}`, effects, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    effects,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 // ---- the callers' media -------------------------------------------------------------------------
@@ -249,10 +274,22 @@ class CallerPool {
         payloadType = 101;
         timestamp = caller.digitStart;
         marker = caller.digitFrame === 0;
-        payload = serializeTelephoneEvent({ digit: '1', end: caller.digitFrame >= 5, volume: 10, duration: Math.min(caller.digitFrame + 1, 5) * 160 });
+        payload = serializeTelephoneEvent({
+          digit: '1',
+          end: caller.digitFrame >= 5,
+          volume: 10,
+          duration: Math.min(caller.digitFrame + 1, 5) * 160,
+        });
         caller.digitFrame++;
       }
-      const packet = serializeRtpPacket({ payloadType, sequenceNumber: caller.sequence, timestamp, ssrc: caller.ssrc, marker, payload });
+      const packet = serializeRtpPacket({
+        payloadType,
+        sequenceNumber: caller.sequence,
+        timestamp,
+        ssrc: caller.ssrc,
+        marker,
+        payload,
+      });
       caller.sequence = (caller.sequence + 1) & 0xffff;
       caller.timestamp = (caller.timestamp + 160) >>> 0;
       caller.socket.send(packet, remote.port, remote.address);
@@ -273,7 +310,13 @@ function cpuSeconds(pid: number): number {
 
 function childrenOf(pid: number): number[] {
   try {
-    return readdirSync(`/proc/${pid}/task`).flatMap((task) => readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+    return readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+      readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8')
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number),
+    );
   } catch {
     return [];
   }
@@ -281,36 +324,97 @@ function childrenOf(pid: number): number[] {
 
 const percentile = (values: readonly number[], p: number): number => {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length === 0 ? NaN : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN);
+  return sorted.length === 0
+    ? NaN
+    : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN);
 };
 
-async function runSipp(dir: string, sipPort: number, calls: number): Promise<{ exitCode: number | null; successful: number; failed: number; rtts: number[] }> {
+async function runSipp(
+  dir: string,
+  sipPort: number,
+  calls: number,
+): Promise<{ exitCode: number | null; successful: number; failed: number; rtts: number[] }> {
   const scenario = join(dir, 'scenario.xml');
   writeFileSync(scenario, SCENARIO);
   const [localPort, mediaPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
   return new Promise((resolve) => {
     const timeoutSeconds = Math.ceil(calls / rate + holdMs / 1000 + 30);
     const args = [
-      `127.0.0.1:${sipPort}`, '-sf', scenario, '-inf', join(dir, 'ports.csv'), '-s', '1000', '-i', '127.0.0.1', '-p', String(localPort), '-mp', String(mediaPort), '-t', 'u1',
-      '-m', String(calls), '-l', String(calls), '-r', String(rate), '-d', String(holdMs),
-      '-timeout', `${timeoutSeconds}s`, '-timeout_error', '-recv_timeout', '20000', '-nostdin', '-nr',
-      '-trace_stat', '-stf', join(dir, 'stats.csv'), '-trace_rtt', '-rtt_freq', '1', '-buff_size', '4194304',
+      `127.0.0.1:${sipPort}`,
+      '-sf',
+      scenario,
+      '-inf',
+      join(dir, 'ports.csv'),
+      '-s',
+      '1000',
+      '-i',
+      '127.0.0.1',
+      '-p',
+      String(localPort),
+      '-mp',
+      String(mediaPort),
+      '-t',
+      'u1',
+      '-m',
+      String(calls),
+      '-l',
+      String(calls),
+      '-r',
+      String(rate),
+      '-d',
+      String(holdMs),
+      '-timeout',
+      `${timeoutSeconds}s`,
+      '-timeout_error',
+      '-recv_timeout',
+      '20000',
+      '-nostdin',
+      '-nr',
+      '-trace_stat',
+      '-stf',
+      join(dir, 'stats.csv'),
+      '-trace_rtt',
+      '-rtt_freq',
+      '1',
+      '-buff_size',
+      '4194304',
     ];
     const child = spawn('sipp', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const guard = setTimeout(() => child.pid !== undefined && process.kill(child.pid, 'SIGKILL'), (timeoutSeconds + 15) * 1000);
+    const guard = setTimeout(
+      () => child.pid !== undefined && process.kill(child.pid, 'SIGKILL'),
+      (timeoutSeconds + 15) * 1000,
+    );
     child.on('close', (exitCode) => {
       clearTimeout(guard);
       if (exitCode !== 0) process.stderr.write(`sipp exited ${exitCode}: ${stderr.slice(-500)}\n`);
-      const statsFile = readdirSync(dir).find((name) => name.endsWith('.csv') && name.includes('stats'));
-      const lines = statsFile === undefined ? [] : readFileSync(join(dir, statsFile), 'utf8').trim().split('\n');
+      const statsFile = readdirSync(dir).find(
+        (name) => name.endsWith('.csv') && name.includes('stats'),
+      );
+      const lines =
+        statsFile === undefined
+          ? []
+          : readFileSync(join(dir, statsFile), 'utf8').trim().split('\n');
       const header = (lines[0] ?? '').split(';');
       const last = (lines[lines.length - 1] ?? '').split(';');
       const column = (name: string): number => Number(last[header.indexOf(name)] ?? -1);
       const rttFile = readdirSync(dir).find((name) => name.includes('_rtt'));
-      const rtts = rttFile === undefined ? [] : readFileSync(join(dir, rttFile), 'utf8').trim().split('\n').slice(1).map((line) => Number(line.split(';')[1])).filter(Number.isFinite);
-      resolve({ exitCode, successful: column('SuccessfulCall(C)'), failed: column('FailedCall(C)'), rtts });
+      const rtts =
+        rttFile === undefined
+          ? []
+          : readFileSync(join(dir, rttFile), 'utf8')
+              .trim()
+              .split('\n')
+              .slice(1)
+              .map((line) => Number(line.split(';')[1]))
+              .filter(Number.isFinite);
+      resolve({
+        exitCode,
+        successful: column('SuccessfulCall(C)'),
+        failed: column('FailedCall(C)'),
+        rtts,
+      });
     });
   });
 }
@@ -332,15 +436,33 @@ async function run(calls: number): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'callgate-calls-bench-'));
   const provider = await startBookingsProvider();
   type Section = Record<string, unknown>;
-  const config = parse(readFileSync(join(ROOT, 'config/callgate.example.yaml'), 'utf8')) as { model: Section; providers: Section; worker?: Section; tenants: { agent: string; actions: Record<string, Section> }[] };
+  const config = parse(readFileSync(join(ROOT, 'config/callgate.example.yaml'), 'utf8')) as {
+    model: Section;
+    providers: Section;
+    worker?: Section;
+    tenants: { agent: string; actions: Record<string, Section> }[];
+  };
   writeFileSync(join(dir, 'script.yaml'), stringify(SCRIPT));
   config.model.simulator = { script: join(dir, 'script.yaml') };
-  config.providers.bench_bookings = { type: 'http', baseUrl: provider.url, honoursIdempotencyKeys: true, supportsCancel: false, supportsLookup: true, timeoutMs: 5_000 };
+  config.providers.bench_bookings = {
+    type: 'http',
+    baseUrl: provider.url,
+    honoursIdempotencyKeys: true,
+    supportsCancel: false,
+    supportsLookup: true,
+    timeoutMs: 5_000,
+  };
   config.worker = { concurrency: 128 };
   const tenant = config.tenants[0];
   if (tenant === undefined) throw new Error('the example configuration has no tenant');
   tenant.agent = 'reservations';
-  tenant.actions.book_table = { ...tenant.actions.book_table, provider: 'bench_bookings', maxConcurrent: 256, maxQueued: 2_000, admissionDeadlineMs: 10_000 };
+  tenant.actions.book_table = {
+    ...tenant.actions.book_table,
+    provider: 'bench_bookings',
+    maxConcurrent: 256,
+    maxQueued: 2_000,
+    admissionDeadlineMs: 10_000,
+  };
   writeFileSync(join(dir, 'callgate.yaml'), stringify(config));
 
   let target: DemoTarget | undefined;
@@ -356,13 +478,19 @@ async function run(calls: number): Promise<string> {
     const pid = target.pid ?? 0;
     // Warm-up: one call renders the script's lines (cached from then on) and warms the JIT.
     const warm = await CallerPool.open(1);
-    writeFileSync(join(dir, 'ports.csv'), `SEQUENTIAL\n${warm.callers.map((c) => `${c.port};`).join('\n')}\n`);
+    writeFileSync(
+      join(dir, 'ports.csv'),
+      `SEQUENTIAL\n${warm.callers.map((c) => `${c.port};`).join('\n')}\n`,
+    );
     await runSippWith(dir, target.sipPort, 1, 9_000);
     warm.close();
     provider.effects.clear();
 
     pool = await CallerPool.open(calls);
-    writeFileSync(join(dir, 'ports.csv'), `SEQUENTIAL\n${pool.callers.map((c) => `${c.port};`).join('\n')}\n`);
+    writeFileSync(
+      join(dir, 'ports.csv'),
+      `SEQUENTIAL\n${pool.callers.map((c) => `${c.port};`).join('\n')}\n`,
+    );
     const processes = [pid, ...childrenOf(pid)];
     const cpuBefore = processes.reduce((sum, p) => sum + cpuSeconds(p), 0);
     const startedAt = Date.now();
@@ -371,15 +499,25 @@ async function run(calls: number): Promise<string> {
     if (sipp.successful <= 0 && sipp.failed <= 0) sipp = await runSipp(dir, target.sipPort, calls);
     const wallSeconds = (Date.now() - startedAt) / 1000;
     const cpu = processes.reduce((sum, p) => sum + cpuSeconds(p), 0) - cpuBefore;
-    const load = loadavg().map((l) => l.toFixed(2)).join(' ');
+    const load = loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
 
     // Every booking's result settles (told, or out of band for a call that ended first).
     const httpUrl = target.httpUrl;
-    const recent = async (): Promise<{ session_id: string; started_at: number }[]> => (await getJson<{ recent: { session_id: string; started_at: number }[] }>(`${httpUrl}/v1/calls?limit=500`)).recent.filter((c) => c.started_at >= startedAt);
+    const recent = async (): Promise<{ session_id: string; started_at: number }[]> =>
+      (
+        await getJson<{ recent: { session_id: string; started_at: number }[] }>(
+          `${httpUrl}/v1/calls?limit=500`,
+        )
+      ).recent.filter((c) => c.started_at >= startedAt);
     const deadline = Date.now() + 15_000;
-    while ((await recent()).length < calls && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+    while ((await recent()).length < calls && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 200));
     const sessions = await recent();
-    const byRtpPort = new Map(pool.callers.filter((c) => c.remote !== undefined).map((c) => [c.remote?.port ?? 0, c]));
+    const byRtpPort = new Map(
+      pool.callers.filter((c) => c.remote !== undefined).map((c) => [c.remote?.port ?? 0, c]),
+    );
     const wire: number[] = [];
     const server: number[] = [];
     // Where the time goes: commit to the gate's decision, the decision to the response, the response to its first audio.
@@ -389,21 +527,42 @@ async function run(calls: number): Promise<string> {
     const decisions = new Map<string, number>();
     let told = 0;
     for (const session of sessions) {
-      const { timeline } = await getJson<{ timeline: TimelineEntry[] }>(`${httpUrl}/v1/calls/${session.session_id}/timeline`);
-      const spoken = timeline.find((e) => e.type === 'result_spoken' && e.detail.status === 'completed');
-      const delivered = timeline.find((e) => e.type === 'delivered' && e.detail.channel === 'voice');
+      const { timeline } = await getJson<{ timeline: TimelineEntry[] }>(
+        `${httpUrl}/v1/calls/${session.session_id}/timeline`,
+      );
+      const spoken = timeline.find(
+        (e) => e.type === 'result_spoken' && e.detail.status === 'completed',
+      );
+      const delivered = timeline.find(
+        (e) => e.type === 'delivered' && e.detail.channel === 'voice',
+      );
       if (spoken === undefined || delivered === undefined) continue;
       told++;
-      const committedAt = timeline.find((e) => e.type === 'operation_committed' && e.detail.operation_id === spoken.detail.operationId)?.at;
+      const committedAt = timeline.find(
+        (e) =>
+          e.type === 'operation_committed' && e.detail.operation_id === spoken.detail.operationId,
+      )?.at;
       const handed = delivered.detail.commitToAudibleMs;
       if (typeof handed !== 'number' || committedAt === undefined) continue;
       server.push(handed);
-      const gate = timeline.filter((e) => e.type === 'gate_decision' && e.detail.operationId === spoken.detail.operationId);
-      for (const g of gate) decisions.set(String(g.detail.decision), (decisions.get(String(g.detail.decision)) ?? 0) + 1);
+      const gate = timeline.filter(
+        (e) => e.type === 'gate_decision' && e.detail.operationId === spoken.detail.operationId,
+      );
+      for (const g of gate)
+        decisions.set(
+          String(g.detail.decision),
+          (decisions.get(String(g.detail.decision)) ?? 0) + 1,
+        );
       const lastGate = gate[gate.length - 1];
-      const createdAt = timeline.find((e) => e.type === 'response' && e.detail.state === 'created' && e.detail.responseId === spoken.detail.responseId)?.at;
+      const createdAt = timeline.find(
+        (e) =>
+          e.type === 'response' &&
+          e.detail.state === 'created' &&
+          e.detail.responseId === spoken.detail.responseId,
+      )?.at;
       if (gate[0] !== undefined) toGate.push(gate[0].at - committedAt);
-      if (lastGate !== undefined && createdAt !== undefined) toResponse.push(createdAt - lastGate.at);
+      if (lastGate !== undefined && createdAt !== undefined)
+        toResponse.push(createdAt - lastGate.at);
       if (createdAt !== undefined) toAudio.push(committedAt + handed - createdAt);
       // On a silent line the first packet after the acknowledgement's audio reached the playout is its first frame.
       const port = timeline.find((e) => e.type === 'answered')?.detail.rtpPort;
@@ -430,13 +589,49 @@ async function run(calls: number): Promise<string> {
   }
 }
 
-async function runSippWith(dir: string, sipPort: number, calls: number, hold: number): Promise<void> {
+async function runSippWith(
+  dir: string,
+  sipPort: number,
+  calls: number,
+  hold: number,
+): Promise<void> {
   const scenario = join(dir, 'scenario.xml');
   writeFileSync(scenario, SCENARIO);
   const [localPort, mediaPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
   await new Promise<void>((resolve) => {
-    const child = spawn('sipp', [`127.0.0.1:${sipPort}`, '-sf', scenario, '-inf', join(dir, 'ports.csv'), '-s', '1000', '-i', '127.0.0.1', '-p', String(localPort), '-mp', String(mediaPort), '-m', String(calls), '-l', String(calls), '-d', String(hold), '-timeout', '30s', '-nostdin', '-nr'], { cwd: dir, stdio: 'ignore' });
-    const guard = setTimeout(() => child.pid !== undefined && process.kill(child.pid, 'SIGKILL'), 45_000);
+    const child = spawn(
+      'sipp',
+      [
+        `127.0.0.1:${sipPort}`,
+        '-sf',
+        scenario,
+        '-inf',
+        join(dir, 'ports.csv'),
+        '-s',
+        '1000',
+        '-i',
+        '127.0.0.1',
+        '-p',
+        String(localPort),
+        '-mp',
+        String(mediaPort),
+        '-m',
+        String(calls),
+        '-l',
+        String(calls),
+        '-d',
+        String(hold),
+        '-timeout',
+        '30s',
+        '-nostdin',
+        '-nr',
+      ],
+      { cwd: dir, stdio: 'ignore' },
+    );
+    const guard = setTimeout(
+      () => child.pid !== undefined && process.kill(child.pid, 'SIGKILL'),
+      45_000,
+    );
     child.on('close', () => {
       clearTimeout(guard);
       resolve();
@@ -444,5 +639,7 @@ async function runSippWith(dir: string, sipPort: number, calls: number, hold: nu
   });
 }
 
-process.stdout.write('| calls | rate, hold | completed | failed | bookings at the provider | INVITE→200 p50 / p99 (sipp) | commit→first RTP of the ack p50 / p99 (wire) | commit→audible p50 / p99 (gateway) | CPU per call (callgate + redis) | load avg |\n|---|---|---|---|---|---|---|---|---|---|\n');
+process.stdout.write(
+  '| calls | rate, hold | completed | failed | bookings at the provider | INVITE→200 p50 / p99 (sipp) | commit→first RTP of the ack p50 / p99 (wire) | commit→audible p50 / p99 (gateway) | CPU per call (callgate + redis) | load avg |\n|---|---|---|---|---|---|---|---|---|---|\n',
+);
 for (const calls of callCounts) process.stdout.write(`${await run(calls)}\n`);

@@ -101,7 +101,9 @@ type LoadMessage = LoadStarted | LoadMeasuring | LoadDone;
 
 function toneFrames(count: number, rate: number, samples: number): Int16Array[] {
   return Array.from({ length: count }, (_, f) =>
-    Int16Array.from({ length: samples }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * (f * samples + i)) / rate))),
+    Int16Array.from({ length: samples }, (_, i) =>
+      Math.round(8000 * Math.sin((2 * Math.PI * 440 * (f * samples + i)) / rate)),
+    ),
   );
 }
 
@@ -123,7 +125,14 @@ async function runLoad(): Promise<void> {
       // Every caller sends the same packet for a frame (the SSRC included: each RtpSession latches
       // its own caller by address and port), built once per frame instead of once per caller.
       const framePacket = (frame: number) =>
-        serializeRtpPacket({ payloadType: pt, marker: frame === 0, sequenceNumber: frame, timestamp: frame * (pt === 0 ? 160 : 960), ssrc: LOAD_SSRC, payload: payloads[frame % payloads.length] as Buffer });
+        serializeRtpPacket({
+          payloadType: pt,
+          marker: frame === 0,
+          sequenceNumber: frame,
+          timestamp: frame * (pt === 0 ? 160 : 960),
+          ssrc: LOAD_SSRC,
+          payload: payloads[frame % payloads.length] as Buffer,
+        });
       const sockets: Caller[] = [];
       let received = 0;
       const native = raw.nativeSockets ? nativeRtpSockets() : undefined;
@@ -138,7 +147,10 @@ async function runLoad(): Promise<void> {
           const socket = native.open('127.0.0.1', 0, (_data, from) => {
             if (from.port === port) received++;
           });
-          sockets.push({ send: (packet) => socket.send(packet, port, '127.0.0.1'), close: () => socket.close() });
+          sockets.push({
+            send: (packet) => socket.send(packet, port, '127.0.0.1'),
+            close: () => socket.close(),
+          });
           continue;
         }
         const socket = createSocket('udp4');
@@ -209,7 +221,11 @@ async function runLoad(): Promise<void> {
  * lookup every send() of an IP literal is deferred to process.nextTick, so a frame's 1,000 writes
  * would all happen after its send loop, where the lateness measured at each send() cannot see them.
  */
-function loopbackLookup(_hostname: string, _options: unknown, callback: (error: Error | null, address: string, family: number) => void): void {
+function loopbackLookup(
+  _hostname: string,
+  _options: unknown,
+  callback: (error: Error | null, address: string, family: number) => void,
+): void {
   callback(null, '127.0.0.1', 4);
 }
 
@@ -258,11 +274,14 @@ class BareRelay {
       const due = Math.floor((performance.now() + 1 - start) / FRAME_MS);
       if (due - frame > MAX_BACKLOG_FRAMES) frame = due - MAX_CATCH_UP_FRAMES;
       const last = Math.min(due, frame + MAX_CATCH_UP_FRAMES);
-      for (; frame < last; ) {
+      for (; frame < last;) {
         frame++;
         this.sendFrame(frame, start + frame * FRAME_MS);
       }
-      this.timer = setTimeout(tick, Math.max(0, start + (frame + 1) * FRAME_MS - performance.now()));
+      this.timer = setTimeout(
+        tick,
+        Math.max(0, start + (frame + 1) * FRAME_MS - performance.now()),
+      );
     };
     this.timer = setTimeout(tick, FRAME_MS);
     return this.sockets.map((s) => s.address().port);
@@ -275,9 +294,18 @@ class BareRelay {
       if (!remote || !payload) continue;
       const opus = this.transcoders[i];
       if (opus) payload = opus.encode(decodeUlaw(payload));
-      const data = serializeRtpPacket({ payloadType: this.codec === 'pcmu' ? 0 : OPUS_PT, sequenceNumber: frame, timestamp: frame * 160, ssrc: 7, payload });
+      const data = serializeRtpPacket({
+        payloadType: this.codec === 'pcmu' ? 0 : OPUS_PT,
+        sequenceNumber: frame,
+        timestamp: frame * 160,
+        ssrc: 7,
+        payload,
+      });
       // Lateness at the write, as callgate measures it (before the socket call, not after).
-      const bin = Math.min(LATENESS_BINS - 1, Math.max(0, Math.floor((performance.now() - dueMs) / LATENESS_BIN_MS)));
+      const bin = Math.min(
+        LATENESS_BINS - 1,
+        Math.max(0, Math.floor((performance.now() - dueMs) / LATENESS_BIN_MS)),
+      );
       this.bins[bin] = (this.bins[bin] as number) + 1;
       (this.sockets[i] as Socket).send(data, remote.port, '127.0.0.1');
       this.packetsHandled++;
@@ -286,7 +314,9 @@ class BareRelay {
 
   async close(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
-    await Promise.all(this.sockets.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    await Promise.all(
+      this.sockets.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
+    );
   }
 }
 
@@ -314,7 +344,16 @@ class CallgateMedia {
   async open(n: number): Promise<number[]> {
     for (let i = 0; i < n; i++) {
       const session = await RtpSession.open({
-        config: { listen: '127.0.0.1', portMin: PORT_MIN, portMax: PORT_MAX, mediaTimeoutMs: 600_000, comfortSilence: false, jitterMinMs: 20, jitterMaxMs: 200, sockets: this.sockets },
+        config: {
+          listen: '127.0.0.1',
+          portMin: PORT_MIN,
+          portMax: PORT_MAX,
+          mediaTimeoutMs: 600_000,
+          comfortSilence: false,
+          jitterMinMs: 20,
+          jitterMaxMs: 200,
+          sockets: this.sockets,
+        },
         ports: this.ports,
         scheduler: this.scheduler,
         timer: this.timer,
@@ -388,7 +427,15 @@ function percentile(bins: Uint32Array, p: number): number {
   return bins.length * LATENESS_BIN_MS;
 }
 
-async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec, calls: number, warmupSeconds: number, seconds: number, options: RunOptions): Promise<string> {
+async function runOnce(
+  loads: readonly ChildProcess[],
+  impl: Impl,
+  codec: Codec,
+  calls: number,
+  warmupSeconds: number,
+  seconds: number,
+  options: RunOptions,
+): Promise<string> {
   const sut = impl === 'baseline' ? new BareRelay(codec) : new CallgateMedia(codec, options);
   const ports = await sut.open(calls);
   const waitFor = (load: ChildProcess, type: LoadMessage['type']) =>
@@ -405,7 +452,17 @@ async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec,
   const done = Promise.all(loads.map((load) => waitFor(load, 'done')));
   // Contiguous shares of the callers, one per load process.
   const share = Math.ceil(calls / loads.length);
-  loads.forEach((load, k) => load.send({ type: 'start', ports: ports.slice(k * share, (k + 1) * share), firstIndex: k * share, codec, nativeSockets: options.loadNative, warmupSeconds, seconds } satisfies StartLoad));
+  loads.forEach((load, k) =>
+    load.send({
+      type: 'start',
+      ports: ports.slice(k * share, (k + 1) * share),
+      firstIndex: k * share,
+      codec,
+      nativeSockets: options.loadNative,
+      warmupSeconds,
+      seconds,
+    } satisfies StartLoad),
+  );
   await started;
   // The streams' first seconds (every session's first packets, code not yet optimized, the heap
   // growing to hold the calls: scavenges of 20-50 ms at 500 calls) are not the steady state the
@@ -431,7 +488,12 @@ async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec,
   const results = (await done) as LoadDone[];
   const cpu = process.cpuUsage(cpuStart);
   const wallMs = performance.now() - wallStart;
-  const result = results.reduce((sum, r) => ({ type: 'done' as const, sent: sum.sent + r.sent, received: sum.received + r.received, cpuMicros: sum.cpuMicros + r.cpuMicros }));
+  const result = results.reduce((sum, r) => ({
+    type: 'done' as const,
+    sent: sum.sent + r.sent,
+    received: sum.received + r.received,
+    cpuMicros: sum.cpuMicros + r.cpuMicros,
+  }));
   const bins = sut.bins.map((count, i) => count - (binsAtStart[i] as number));
   loopDelay.disable();
   const loop = `loop delay p50/p99/max ${(loopDelay.percentile(50) / 1e6).toFixed(0)}/${(loopDelay.percentile(99) / 1e6).toFixed(0)}/${(loopDelay.max / 1e6).toFixed(0)} ms`;
@@ -440,22 +502,27 @@ async function runOnce(loads: readonly ChildProcess[], impl: Impl, codec: Codec,
   // leaves packets unread in the socket, so runs on a busy machine stay comparable.
   const perPacket = `${((cpu.user + cpu.system) / Math.max(1, sut.packetsHandled - packetsAtStart)).toFixed(2)} µs/packet`;
   const cpuSplit = `${perPacket}; user/sys ${(cpu.user / 1000).toFixed(0)}/${(cpu.system / 1000).toFixed(0)} ms; gc ${gc.count} pauses, ${gc.sumMs.toFixed(0)} ms, max ${gc.maxMs.toFixed(1)} ms`;
-  const diagnostics = sut instanceof CallgateMedia ? `  (${cpuSplit}; ${loop}; ${sut.diagnostics()})` : `  (${cpuSplit}; ${loop})`;
+  const diagnostics =
+    sut instanceof CallgateMedia
+      ? `  (${cpuSplit}; ${loop}; ${sut.diagnostics()})`
+      : `  (${cpuSplit}; ${loop})`;
   await sut.close();
   const loss = result.sent === 0 ? NaN : Math.max(0, 1 - result.received / result.sent);
   const cpuPerCallPct = ((cpu.user + cpu.system) / 1000 / wallMs / calls) * 100;
-  return [
-    impl.padEnd(9),
-    (codec === 'pcmu' ? 'PCMU' : 'Opus<->PCMU').padEnd(12),
-    String(calls).padStart(5),
-    `${(loss * 100).toFixed(3)}%`.padStart(9),
-    `${percentile(bins, 0.5).toFixed(1)}`.padStart(7),
-    `${percentile(bins, 0.99).toFixed(1)}`.padStart(7),
-    `${cpuPerCallPct.toFixed(4)}%`.padStart(10),
-    `${(((cpu.user + cpu.system) / 1000 / wallMs) * 100).toFixed(0)}%`.padStart(6),
-    `${((result.cpuMicros / 1000 / wallMs) * 100).toFixed(0)}%`.padStart(6),
-    `${result.sent}/${result.received}`.padStart(16),
-  ].join(' ') + diagnostics;
+  return (
+    [
+      impl.padEnd(9),
+      (codec === 'pcmu' ? 'PCMU' : 'Opus<->PCMU').padEnd(12),
+      String(calls).padStart(5),
+      `${(loss * 100).toFixed(3)}%`.padStart(9),
+      `${percentile(bins, 0.5).toFixed(1)}`.padStart(7),
+      `${percentile(bins, 0.99).toFixed(1)}`.padStart(7),
+      `${cpuPerCallPct.toFixed(4)}%`.padStart(10),
+      `${(((cpu.user + cpu.system) / 1000 / wallMs) * 100).toFixed(0)}%`.padStart(6),
+      `${((result.cpuMicros / 1000 / wallMs) * 100).toFixed(0)}%`.padStart(6),
+      `${result.sent}/${result.received}`.padStart(16),
+    ].join(' ') + diagnostics
+  );
 }
 
 async function main(): Promise<void> {
@@ -466,21 +533,45 @@ async function main(): Promise<void> {
   const codecs = argument('codecs', 'pcmu,opus').split(',') as Codec[];
   const impls = argument('impls', 'baseline,callgate').split(',') as Impl[];
   const sockets = rtpSchema.shape.sockets.parse(argument('rtp-sockets', 'auto'));
-  const loadSockets = z.enum(['native', 'node']).parse(argument('load-sockets', nativeRtpSockets() instanceof Error ? 'node' : 'native'));
+  const loadSockets = z
+    .enum(['native', 'node'])
+    .parse(argument('load-sockets', nativeRtpSockets() instanceof Error ? 'node' : 'native'));
   const scheduling: SchedulingOptions = {};
   if (process.argv.includes('--slots')) scheduling.slots = Number(argument('slots', '10'));
-  if (process.argv.includes('--slot-capacity')) scheduling.slotCapacity = Number(argument('slot-capacity', '100'));
+  if (process.argv.includes('--slot-capacity'))
+    scheduling.slotCapacity = Number(argument('slot-capacity', '100'));
   const loadProcesses = Number(argument('load-processes', '1'));
-  const loads = Array.from({ length: loadProcesses }, () => fork(fileURLToPath(import.meta.url), ['--role=load'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-  const placement = placeProcesses(process.argv, loads.map((load) => load.pid), 'this process (relay and callgate)', 'the load');
+  const loads = Array.from({ length: loadProcesses }, () =>
+    fork(fileURLToPath(import.meta.url), ['--role=load'], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
+  const placement = placeProcesses(
+    process.argv,
+    loads.map((load) => load.pid),
+    'this process (relay and callgate)',
+    'the load',
+  );
   const engine = rtpSocketsEngine(sockets) === undefined ? 'dgram' : 'the native module';
-  console.log(`media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; callgate's RTP sockets: ${engine}, the callers': ${loadSockets === 'native' ? 'the native module' : 'dgram'}; ${placement}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  console.log('impl      codec        calls      loss  p50 ms  p99 ms  cpu/call  sut%  load%   sent/received');
+  console.log(
+    `media bench: ${seconds} s per run measured after ${warmupSeconds} s of warm-up (loss counts from the first packet), loopback, load in pid ${loads.map((load) => load.pid).join(', ')}; callgate's RTP sockets: ${engine}, the callers': ${loadSockets === 'native' ? 'the native module' : 'dgram'}; ${placement}; load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+  console.log(
+    'impl      codec        calls      loss  p50 ms  p99 ms  cpu/call  sut%  load%   sent/received',
+  );
   try {
     for (const codec of codecs) {
       for (const calls of callCounts) {
         for (const impl of impls) {
-          console.log(await runOnce(loads, impl, codec, calls, warmupSeconds, seconds, { scheduling, sockets, loadNative: loadSockets === 'native' }));
+          console.log(
+            await runOnce(loads, impl, codec, calls, warmupSeconds, seconds, {
+              scheduling,
+              sockets,
+              loadNative: loadSockets === 'native',
+            }),
+          );
           await new Promise((resolve) => setTimeout(resolve, 500));
         }
       }

@@ -23,12 +23,20 @@ interface Pinning {
  * stand-ins already started, and says what took effect, for the run's header. `self` and `others`
  * name them there.
  */
-export function placeProcesses(argv: readonly string[], otherPids: readonly (number | undefined)[], self: string, others: string): string {
+export function placeProcesses(
+  argv: readonly string[],
+  otherPids: readonly (number | undefined)[],
+  self: string,
+  others: string,
+): string {
   const pinning = pinningFromArgs(argv);
   const pinned = pinning !== undefined && pinProcesses(pinning, otherPids);
   // After the stand-ins were started, so they keep their own priority.
   const nice = niceFromArgs(argv);
-  const placement = pinning && pinned ? `${self} pinned to CPU ${pinning.sutCpu}, ${others} to CPU ${pinning.otherCpu}` : 'not pinned';
+  const placement =
+    pinning && pinned
+      ? `${self} pinned to CPU ${pinning.sutCpu}, ${others} to CPU ${pinning.otherCpu}`
+      : 'not pinned';
   return nice === undefined ? placement : `${placement}; ${self} at nice ${nice}`;
 }
 
@@ -41,9 +49,16 @@ function pinningFromArgs(argv: readonly string[]): Pinning | undefined {
 
 /** Returns false (and leaves everything unpinned) where taskset is missing or there is one CPU. */
 function pinProcesses(pinning: Pinning, otherPids: readonly (number | undefined)[]): boolean {
-  if (otherPids.includes(undefined) || cpus().length < 2 || pinning.sutCpu >= cpus().length) return false;
-  const self = spawnSync('taskset', ['-p', '-c', String(pinning.sutCpu), String(process.pid)], { stdio: 'ignore' });
-  const others = otherPids.map((pid) => spawnSync('taskset', ['-a', '-p', '-c', String(pinning.otherCpu), String(pid)], { stdio: 'ignore' }));
+  if (otherPids.includes(undefined) || cpus().length < 2 || pinning.sutCpu >= cpus().length)
+    return false;
+  const self = spawnSync('taskset', ['-p', '-c', String(pinning.sutCpu), String(process.pid)], {
+    stdio: 'ignore',
+  });
+  const others = otherPids.map((pid) =>
+    spawnSync('taskset', ['-a', '-p', '-c', String(pinning.otherCpu), String(pid)], {
+      stdio: 'ignore',
+    }),
+  );
   return self.status === 0 && others.every((other) => other.status === 0);
 }
 
@@ -56,6 +71,7 @@ function niceFromArgs(argv: readonly string[]): number | undefined {
   if (at < 0) return undefined;
   const outcome = setThreadNice(Number(argv[at + 1]));
   // A run must not be taken for a niced one when it was not.
-  if (!outcome.applied) process.stderr.write(`--nice ${String(argv[at + 1])} not applied: ${outcome.message}\n`);
+  if (!outcome.applied)
+    process.stderr.write(`--nice ${String(argv[at + 1])} not applied: ${outcome.message}\n`);
   return outcome.applied ? outcome.nice : undefined;
 }

@@ -36,12 +36,20 @@ import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { constants, monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
+import {
+  constants,
+  monitorEventLoopDelay,
+  performance,
+  PerformanceObserver,
+} from 'node:perf_hooks';
 import { GCProfiler, getHeapSpaceStatistics } from 'node:v8';
 import { WebSocketServer } from 'ws';
 import { Logger } from '../config/log.ts';
 import { OpenAIRealtimeSession } from '../gateway/realtime/openai-realtime-session.ts';
-import { AUDIO_CHUNK_MS, SimulatorSession } from '../gateway/realtime/simulator/simulator-session.ts';
+import {
+  AUDIO_CHUNK_MS,
+  SimulatorSession,
+} from '../gateway/realtime/simulator/simulator-session.ts';
 import { loadSimulatorScript } from '../gateway/realtime/simulator/simulator-script.ts';
 import { SpeechSynthesizer } from '../gateway/realtime/simulator/speech-synthesizer.ts';
 import { encodeMulaw } from '../gateway/realtime/simulator/g711.ts';
@@ -110,7 +118,9 @@ async function runSimulator(): Promise<void> {
   const synthesizer = new SpeechSynthesizer();
   // The lines the sessions say, rendered before any session asks: every session waiting on one
   // first render would otherwise start speaking in the same millisecond and stay in lockstep.
-  await Promise.all([script.greeting, script.fallback].map((line) => synthesizer.render(line, 'pcmu')));
+  await Promise.all(
+    [script.greeting, script.fallback].map((line) => synthesizer.render(line, 'pcmu')),
+  );
   const stamps: Record<string, DeltaStamps> = {};
   const server = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false });
   server.on('connection', (socket, request) => {
@@ -168,7 +178,11 @@ function runCaller(): void {
   process.on('message', (message: ParentMessage) => {
     if (message.kind === 'dump') {
       const cpu = process.cpuUsage(started);
-      const reply: ChildMessage = { kind: 'caller-stats', slotLatePercentiles: [slotLate.percentile(50), slotLate.percentile(99)], cpuMicros: cpu.user + cpu.system };
+      const reply: ChildMessage = {
+        kind: 'caller-stats',
+        slotLatePercentiles: [slotLate.percentile(50), slotLate.percentile(99)],
+        cpuMicros: cpu.user + cpu.system,
+      };
       process.send?.(reply);
       return;
     }
@@ -176,7 +190,10 @@ function runCaller(): void {
     const socket = createSocket('udp4');
     socket.connect(message.port, '127.0.0.1', () => {
       const gridStart = performance.now();
-      const due = Array.from({ length: message.sessions }, (_, index) => gridStart + (index * FRAME_MS) / message.sessions);
+      const due = Array.from(
+        { length: message.sessions },
+        (_, index) => gridStart + (index * FRAME_MS) / message.sessions,
+      );
       const tick = (): void => {
         const now = performance.now();
         // A fresh buffer each time: a datagram may still be queued when the next tick comes.
@@ -226,7 +243,10 @@ class LatencyHistogram {
   maxMicros = 0;
 
   record(micros: number): void {
-    const index = Math.min(this.buckets.length - 1, Math.max(0, Math.floor(micros / LatencyHistogram.BUCKET_MICROS)));
+    const index = Math.min(
+      this.buckets.length - 1,
+      Math.max(0, Math.floor(micros / LatencyHistogram.BUCKET_MICROS)),
+    );
     this.buckets[index] = (this.buckets[index] ?? 0) + 1;
     this.count++;
     if (micros > this.maxMicros) this.maxMicros = micros;
@@ -321,15 +341,21 @@ class StallMonitor {
 /** A quiet line hum (not silence) so every frame is real μ-law audio. */
 function callerFrame(): Buffer {
   const frame = Buffer.alloc(FRAME_BYTES);
-  for (let i = 0; i < FRAME_BYTES; i++) frame[i] = encodeMulaw(60 * Math.sin((2 * Math.PI * 50 * i) / 8000));
+  for (let i = 0; i < FRAME_BYTES; i++)
+    frame[i] = encodeMulaw(60 * Math.sin((2 * Math.PI * 50 * i) / 8000));
   return frame;
 }
 
 function startChild(role: '--simulator' | '--caller'): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), role], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), role], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
 }
 
-function fromChild<K extends ChildMessage['kind']>(child: ChildProcess, kind: K): Promise<Extract<ChildMessage, { kind: K }>> {
+function fromChild<K extends ChildMessage['kind']>(
+  child: ChildProcess,
+  kind: K,
+): Promise<Extract<ChildMessage, { kind: K }>> {
   return new Promise((resolve) => {
     const onMessage = (message: ChildMessage): void => {
       if (message.kind !== kind) return;
@@ -341,7 +367,11 @@ function fromChild<K extends ChildMessage['kind']>(child: ChildProcess, kind: K)
 }
 
 /** The share of the simulator's deltas sent in a burst millisecond, and the most sent in one. */
-function burstShare(stamps: Record<string, DeltaStamps>, fromMicros: number, toMicros: number): { share: number; largest: number } {
+function burstShare(
+  stamps: Record<string, DeltaStamps>,
+  fromMicros: number,
+  toMicros: number,
+): { share: number; largest: number } {
   const perMs = new Map<number, number>();
   let total = 0;
   for (const { sent } of Object.values(stamps)) {
@@ -363,7 +393,9 @@ function burstShare(stamps: Record<string, DeltaStamps>, fromMicros: number, toM
 
 /** New-space usage (bytes) now. */
 function newSpaceUsed(): number {
-  return getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_used_size ?? 0;
+  return (
+    getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_used_size ?? 0
+  );
 }
 
 /**
@@ -371,8 +403,13 @@ function newSpaceUsed(): number {
  * found in new space less what the previous one left there (its survivors), plus the growth
  * after the last one. Objects too large for new space are not counted (none on the hot paths).
  */
-function youngAllocation(statistics: ReturnType<GCProfiler['stop']>, usedAtStart: number, usedAtEnd: number): number {
-  const newSpace = (spaces: { spaceName: string; spaceUsedSize: number }[]): number => spaces.find((space) => space.spaceName === 'new_space')?.spaceUsedSize ?? 0;
+function youngAllocation(
+  statistics: ReturnType<GCProfiler['stop']>,
+  usedAtStart: number,
+  usedAtEnd: number,
+): number {
+  const newSpace = (spaces: { spaceName: string; spaceUsedSize: number }[]): number =>
+    spaces.find((space) => space.spaceName === 'new_space')?.spaceUsedSize ?? 0;
   let allocated = 0;
   let left = usedAtStart;
   for (const gc of statistics?.statistics ?? []) {
@@ -398,13 +435,20 @@ async function startWindowProfile(dir: string): Promise<() => Promise<string[]>>
   await session.post('Profiler.setSamplingInterval', { interval: PROFILE_SAMPLE_MICROS });
   await session.post('Profiler.start');
   // The flags keep samples of objects a GC collected: garbage is what this bench is about.
-  await session.post('HeapProfiler.startSampling', { samplingInterval: PROFILE_ALLOCATION_BYTES, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true });
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: PROFILE_ALLOCATION_BYTES,
+    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMajorGC: true,
+  });
   return async () => {
     const { profile: cpu } = await session.post('Profiler.stop');
     const { profile: heap } = await session.post('HeapProfiler.stopSampling');
     session.disconnect();
     mkdirSync(dir, { recursive: true });
-    const paths = [join(dir, `realtime-${process.pid}.cpuprofile`), join(dir, `realtime-${process.pid}.heapprofile`)];
+    const paths = [
+      join(dir, `realtime-${process.pid}.cpuprofile`),
+      join(dir, `realtime-${process.pid}.heapprofile`),
+    ];
     writeFileSync(paths[0] ?? '', JSON.stringify(cpu));
     writeFileSync(paths[1] ?? '', JSON.stringify(heap));
     return paths;
@@ -417,7 +461,12 @@ async function runBench(): Promise<void> {
   const warmup = arg('warmup', 5);
   const child = startChild('--simulator');
   const caller = startChild('--caller');
-  const placement = placeProcesses(process.argv, [child.pid, caller.pid], 'callgate', 'the simulator and the caller');
+  const placement = placeProcesses(
+    process.argv,
+    [child.pid, caller.pid],
+    'callgate',
+    'the simulator and the caller',
+  );
   const { url } = await fromChild(child, 'ready');
   const frame = callerFrame();
   const probes: SessionProbe[] = [];
@@ -430,9 +479,14 @@ async function runBench(): Promise<void> {
   for (let i = 0; i < sessions; i += CONNECT_BATCH) {
     const batch = Array.from({ length: Math.min(CONNECT_BATCH, sessions - i) }, async (_, j) => {
       const client = new OpenAIRealtimeSession({ url, model: `bench-${i + j}`, logger: quiet });
-      const probe: SessionProbe = { client, received: new Float64Array(receivedCapacity), receivedCount: 0 };
+      const probe: SessionProbe = {
+        client,
+        received: new Float64Array(receivedCapacity),
+        receivedCount: 0,
+      };
       client.on('audio_delta', () => {
-        if (probe.receivedCount < probe.received.length) probe.received[probe.receivedCount++] = nowMicros();
+        if (probe.receivedCount < probe.received.length)
+          probe.received[probe.receivedCount++] = nowMicros();
       });
       client.on('response_done', () => client.createResponse());
       await client.connect();
@@ -496,7 +550,11 @@ async function runBench(): Promise<void> {
   });
   await new Promise<void>((resolve) => frames.bind(0, '127.0.0.1', resolve));
   const callerReady = fromChild(caller, 'caller-ready');
-  const call: ParentMessage = { kind: 'call', port: frames.address().port, sessions: probes.length };
+  const call: ParentMessage = {
+    kind: 'call',
+    port: frames.address().port,
+    sessions: probes.length,
+  };
   caller.send(call);
   await callerReady;
 
@@ -511,7 +569,11 @@ async function runBench(): Promise<void> {
     for (const entry of list.getEntries()) {
       gcPauses.record(entry.duration * 1000);
       gcTotalMs += entry.duration;
-      if ((entry as { detail?: { kind?: number } }).detail?.kind !== constants.NODE_PERFORMANCE_GC_MINOR) gcMajor++;
+      if (
+        (entry as { detail?: { kind?: number } }).detail?.kind !==
+        constants.NODE_PERFORMANCE_GC_MINOR
+      )
+        gcMajor++;
     }
   });
   gcObserver.observe({ entryTypes: ['gc'] });
@@ -565,38 +627,67 @@ async function runBench(): Promise<void> {
   const dropped = probes.reduce((sum, probe) => sum + probe.client.droppedAudioFrames, 0);
   const cpuShare = (cpu.user + cpu.system) / 1000 / wallMs;
 
-  console.log(`realtime bench: ${probes.length} sessions, ${seconds} s measured after ${warmup} s warm-up`);
-  console.log(`callgate CPU: ${(cpuShare * 100).toFixed(1)} % of one core total, ${((cpuShare * 100) / probes.length).toFixed(3)} % per session`);
+  console.log(
+    `realtime bench: ${probes.length} sessions, ${seconds} s measured after ${warmup} s warm-up`,
+  );
+  console.log(
+    `callgate CPU: ${(cpuShare * 100).toFixed(1)} % of one core total, ${((cpuShare * 100) / probes.length).toFixed(3)} % per session`,
+  );
   const messages = Math.max(1, outbound.count + inbound.count);
   console.log(
     `callgate CPU per message (frame out or delta in): ${((cpu.user + cpu.system) / messages).toFixed(1)} µs (user ${(cpu.user / messages).toFixed(1)}, system ${(cpu.system / messages).toFixed(1)})`,
   );
-  console.log(`callgate young-generation garbage: ${(youngAllocated / 1024 / 1024 / (wallMs / 1000)).toFixed(1)} MB/s, ${(youngAllocated / messages).toFixed(0)} bytes per message`);
-  console.log(`simulator CPU (child, whole run): ${(childCpu / 1000 / 1000).toFixed(1)} s; caller process: ${(callerStats.cpuMicros / 1000 / 1000).toFixed(1)} s`);
-  console.log(outbound.describe('outbound added latency (frame sent by the caller process -> socket write)'));
+  console.log(
+    `callgate young-generation garbage: ${(youngAllocated / 1024 / 1024 / (wallMs / 1000)).toFixed(1)} MB/s, ${(youngAllocated / messages).toFixed(0)} bytes per message`,
+  );
+  console.log(
+    `simulator CPU (child, whole run): ${(childCpu / 1000 / 1000).toFixed(1)} s; caller process: ${(callerStats.cpuMicros / 1000 / 1000).toFixed(1)} s`,
+  );
+  console.log(
+    outbound.describe('outbound added latency (frame sent by the caller process -> socket write)'),
+  );
   const [slotP50, slotP99] = callerStats.slotLatePercentiles.map((v) => (v / 1000).toFixed(2));
-  console.log(`  plus the caller process's own lateness (20 ms slot -> frame sent, whole run): p50=${slotP50} ms p99=${slotP99} ms`);
+  console.log(
+    `  plus the caller process's own lateness (20 ms slot -> frame sent, whole run): p50=${slotP50} ms p99=${slotP99} ms`,
+  );
   console.log(inbound.describe('inbound added latency (simulator send -> audio_delta emitted)'));
-  console.log(`  of which the simulator's own send (ws framing and its socket write): ${simulatorSend.describe('').replace(/^: n=\d+ /, '')}`);
-  console.log(`  and from its socket write returning to the emit (kernel and callgate's process): ${afterWrite.describe('').replace(/^: n=\d+ /, '')}`);
+  console.log(
+    `  of which the simulator's own send (ws framing and its socket write): ${simulatorSend.describe('').replace(/^: n=\d+ /, '')}`,
+  );
+  console.log(
+    `  and from its socket write returning to the emit (kernel and callgate's process): ${afterWrite.describe('').replace(/^: n=\d+ /, '')}`,
+  );
   const lag = (ns: number): string => Math.max(0, ns / 1e6 - LOOP_RESOLUTION_MS).toFixed(2);
-  console.log(`event loop lag: p50=${lag(loopDelay.percentile(50))} ms p99=${lag(loopDelay.percentile(99))} ms max=${lag(loopDelay.max)} ms`);
+  console.log(
+    `event loop lag: p50=${lag(loopDelay.percentile(50))} ms p99=${lag(loopDelay.percentile(99))} ms max=${lag(loopDelay.max)} ms`,
+  );
   console.log(`event loop stalls: ${stallMonitor.stop()}`);
   const newSpace = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
   console.log(
     `garbage collection in the window: ${gcPauses.count} pauses (${gcMajor} not scavenges), ${gcTotalMs.toFixed(1)} ms in all, ${gcPauses.describe('pause').replace(/^pause: n=\d+ /, '')}; new space ${((newSpace?.space_size ?? 0) / 1024 / 1024).toFixed(0)} MB at the end`,
   );
   const bursts = burstShare(stamps, windowStart, windowEnd);
-  console.log(`simulator deltas sent in a millisecond with more than ${BURST_DELTAS} deltas: ${(bursts.share * 100).toFixed(1)} % (most in one millisecond: ${bursts.largest})`);
+  console.log(
+    `simulator deltas sent in a millisecond with more than ${BURST_DELTAS} deltas: ${(bursts.share * 100).toFixed(1)} % (most in one millisecond: ${bursts.largest})`,
+  );
   console.log(sendCost.describe('client CPU per outbound frame (sendAudio)'));
   console.log(`processes: ${placement}`);
   if (schedStart !== undefined && schedEnd !== undefined) {
     const waitedMs = (schedEnd.waitNs - schedStart.waitNs) / 1e6;
-    console.log(`callgate's event loop waited for a CPU (runnable, another process running): ${waitedMs.toFixed(0)} ms of the ${(wallMs / 1000).toFixed(0)} s window (${((waitedMs / wallMs) * 100).toFixed(2)} %)`);
+    console.log(
+      `callgate's event loop waited for a CPU (runnable, another process running): ${waitedMs.toFixed(0)} ms of the ${(wallMs / 1000).toFixed(0)} s window (${((waitedMs / wallMs) * 100).toFixed(2)} %)`,
+    );
   }
-  console.log(`machine: ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}, CPU pressure ${cpuPressure()}`);
-  if (profiles !== undefined) console.log(`profiles of the window (slowed by profiling): ${profiles.join(', ')}`);
-  console.log(`frames sent per second: ${(outbound.count / seconds).toFixed(0)}; audio deltas received per second: ${(inbound.count / seconds).toFixed(0)}; dropped frames: ${dropped}`);
+  console.log(
+    `machine: ${cpus().length} cores, load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}, CPU pressure ${cpuPressure()}`,
+  );
+  if (profiles !== undefined)
+    console.log(`profiles of the window (slowed by profiling): ${profiles.join(', ')}`);
+  console.log(
+    `frames sent per second: ${(outbound.count / seconds).toFixed(0)}; audio deltas received per second: ${(inbound.count / seconds).toFixed(0)}; dropped frames: ${dropped}`,
+  );
 
   await Promise.all(probes.map((probe) => probe.client.close()));
   child.kill();

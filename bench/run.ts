@@ -32,20 +32,32 @@ const names = firstOption < 0 ? args : args.slice(0, firstOption);
 const passOn = firstOption < 0 ? [] : args.slice(firstOption);
 
 if (names.length === 0) {
-  process.stdout.write(`benchmarks: ${available.join(', ')}\nrun: npm run bench -- <name ...> | all [--option value ...]\n`);
+  process.stdout.write(
+    `benchmarks: ${available.join(', ')}\nrun: npm run bench -- <name ...> | all [--option value ...]\n`,
+  );
   process.exit(0);
 }
 const chosen = names.includes('all') ? available : names;
 const unknown = chosen.filter((name) => !available.includes(name));
 if (unknown.length > 0) {
-  process.stderr.write(`unknown benchmark ${unknown.join(', ')}; there are: ${available.join(', ')}\n`);
+  process.stderr.write(
+    `unknown benchmark ${unknown.join(', ')}; there are: ${available.join(', ')}\n`,
+  );
   process.exit(2);
 }
 
 let failed = 0;
 for (const name of chosen) {
-  process.stdout.write(`\n== ${name} (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
-  const run = spawnSync(process.execPath, [...GATEWAY_NODE_FLAGS, '--import', 'tsx', `${BENCH_DIR}${name}${SUFFIX}`, ...passOn], { stdio: 'inherit' });
+  process.stdout.write(
+    `\n== ${name} (load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')})\n`,
+  );
+  const run = spawnSync(
+    process.execPath,
+    [...GATEWAY_NODE_FLAGS, '--import', 'tsx', `${BENCH_DIR}${name}${SUFFIX}`, ...passOn],
+    { stdio: 'inherit' },
+  );
   if (run.status !== 0) {
     failed++;
     process.stderr.write(`${name} exited with ${String(run.status ?? run.signal)}\n`);

@@ -107,13 +107,26 @@ function sippRtts(dir: string): number[] {
     .sort((a, b) => a - b);
 }
 
-const percentile = (sorted: number[], p: number): string => (sorted.length === 0 ? '?' : `${String(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0)} ms`);
+const percentile = (sorted: number[], p: number): string =>
+  sorted.length === 0
+    ? '?'
+    : `${String(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0)} ms`;
 
 /** One rate: a fresh driver, sipp until it exits, then the settle wait and the measurements. */
-async function run(rate: number, runSeconds: number, expected: number, report = true): Promise<string> {
+async function run(
+  rate: number,
+  runSeconds: number,
+  expected: number,
+  report = true,
+): Promise<string> {
   const calls = expected;
   const driver = new BuiltinSignalingDriver({
-    sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, transports: ['udp'], inviteRatePerSource: 100_000 }),
+    sip: sipSchema.parse({
+      listen: '127.0.0.1',
+      udpPort: 0,
+      transports: ['udp'],
+      inviteRatePerSource: 100_000,
+    }),
     tenants: [tenantSchema.parse({ id: 'bench', numbers: ['100'], agent: 'bench' })],
     // Warnings show: the kernel capping the receive buffer is one.
     logger: new Logger({ level: 'warn' }),
@@ -133,7 +146,9 @@ async function run(rate: number, runSeconds: number, expected: number, report = 
   const retransBefore = await counter('callgate_sip_retransmissions_total');
   const bucketsBefore = await setupBuckets();
   const cpuBefore = process.cpuUsage();
-  const load = loadavg().map((value) => value.toFixed(2)).join(' ');
+  const load = loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
   let peakDialogs = 0;
   const sampler = setInterval(() => {
     peakDialogs = Math.max(peakDialogs, driver.answeredCount());
@@ -142,16 +157,48 @@ async function run(rate: number, runSeconds: number, expected: number, report = 
   const child = spawn(
     'sipp',
     [
-      `127.0.0.1:${driver.port('udp') ?? 0}`, '-sf', scenario, '-s', '100', '-i', '127.0.0.1', '-p', String(await freeLoopbackPort()),
-      '-t', 'u1', '-m', String(calls), '-r', String(rate), '-l', String(calls), '-d', String(holdSeconds * 1000),
-      '-buff_size', String(SIPP_BUFFER_BYTES), '-recv_timeout', '20000', '-timeout', `${timeout}s`, '-timeout_error',
-      '-nostdin', '-trace_stat', '-stf', join(dir, 'stats.csv'), '-trace_rtt', '-rtt_freq', '1',
+      `127.0.0.1:${driver.port('udp') ?? 0}`,
+      '-sf',
+      scenario,
+      '-s',
+      '100',
+      '-i',
+      '127.0.0.1',
+      '-p',
+      String(await freeLoopbackPort()),
+      '-t',
+      'u1',
+      '-m',
+      String(calls),
+      '-r',
+      String(rate),
+      '-l',
+      String(calls),
+      '-d',
+      String(holdSeconds * 1000),
+      '-buff_size',
+      String(SIPP_BUFFER_BYTES),
+      '-recv_timeout',
+      '20000',
+      '-timeout',
+      `${timeout}s`,
+      '-timeout_error',
+      '-nostdin',
+      '-trace_stat',
+      '-stf',
+      join(dir, 'stats.csv'),
+      '-trace_rtt',
+      '-rtt_freq',
+      '1',
     ],
     { cwd: dir, stdio: 'ignore' },
   );
-  const guard = setTimeout(() => {
-    if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
-  }, (timeout + 15) * 1000);
+  const guard = setTimeout(
+    () => {
+      if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+    },
+    (timeout + 15) * 1000,
+  );
   const exited = new Promise<void>((done) => child.on('close', () => done()));
   // Every call is up once the last INVITE is in: read the heap per dialog there, so the pause of a
   // full gc delays BYEs, never an INVITE being timed.
@@ -187,8 +234,16 @@ async function run(rate: number, runSeconds: number, expected: number, report = 
     successful,
     failed,
     inviteTo200: {
-      gateway: { p50: quantile(bucketsBefore, bucketsAfter, 0.5), p99: quantile(bucketsBefore, bucketsAfter, 0.99) },
-      caller: { p50: percentile(rtts, 50), p99: percentile(rtts, 99), max: percentile(rtts, 100), samples: rtts.length },
+      gateway: {
+        p50: quantile(bucketsBefore, bucketsAfter, 0.5),
+        p99: quantile(bucketsBefore, bucketsAfter, 0.99),
+      },
+      caller: {
+        p50: percentile(rtts, 50),
+        p99: percentile(rtts, 99),
+        max: percentile(rtts, 100),
+        samples: rtts.length,
+      },
     },
     retransmissions: { gateway: retrans, sipp: col('Retransmissions(C)') },
     peakDialogs,
@@ -200,9 +255,7 @@ async function run(rate: number, runSeconds: number, expected: number, report = 
   if (report) console.log(JSON.stringify(result));
   const mb = (bytes: number): string => `${(bytes / 1_048_576).toFixed(2)} MB`;
   await driver.stop();
-  return (
-    `| ${rate} | ${calls} | ${failed} | ${result.inviteTo200.caller.p50} / ${result.inviteTo200.caller.p99} | ${result.inviteTo200.gateway.p50.split(' (')[0] ?? ''} / ${result.inviteTo200.gateway.p99.split(' (')[0] ?? ''} | ${retrans} | ${peakDialogs} | ${result.cpuMsPerCall} ms | ${Math.round(result.heapPerDialogBytes / 1024)} KB | ${after >= 0 ? '+' : ''}${mb(after)} | ${load} |`
-  );
+  return `| ${rate} | ${calls} | ${failed} | ${result.inviteTo200.caller.p50} / ${result.inviteTo200.caller.p99} | ${result.inviteTo200.gateway.p50.split(' (')[0] ?? ''} / ${result.inviteTo200.gateway.p99.split(' (')[0] ?? ''} | ${retrans} | ${peakDialogs} | ${result.cpuMsPerCall} ms | ${Math.round(result.heapPerDialogBytes / 1024)} KB | ${after >= 0 ? '+' : ''}${mb(after)} | ${load} |`;
 }
 
 // Warm-up, not reported: the first calls in a process leave compiled code behind (about 0.5 MB
@@ -210,6 +263,8 @@ async function run(rate: number, runSeconds: number, expected: number, report = 
 await run(100, 2, 200, false);
 const rows: string[] = [];
 for (const rate of rates) rows.push(await run(rate, seconds, rate * seconds));
-console.log('\n| calls/s | calls | failed | INVITE-to-200 p50/p99 (sipp) | p50/p99 (gateway histogram) | retransmissions (gateway) | most dialogs | CPU per call | heap per dialog | heap after the calls end | load average at start |');
+console.log(
+  '\n| calls/s | calls | failed | INVITE-to-200 p50/p99 (sipp) | p50/p99 (gateway histogram) | retransmissions (gateway) | most dialogs | CPU per call | heap per dialog | heap after the calls end | load average at start |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) console.log(row);

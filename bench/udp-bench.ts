@@ -27,7 +27,11 @@ const FLOOD_SECONDS = 5;
 const SENDS = 200_000;
 const HERE = fileURLToPath(import.meta.url);
 
-function literal(host: string, _options: unknown, callback: (error: null, address: string, family: number) => void): void {
+function literal(
+  host: string,
+  _options: unknown,
+  callback: (error: null, address: string, family: number) => void,
+): void {
   callback(null, host, 4);
 }
 
@@ -48,7 +52,8 @@ async function helper(role: string, firstPort: number): Promise<void> {
   const datagram = Buffer.alloc(DATAGRAM_BYTES, 0x80);
   let next = 0;
   const timer = setInterval(() => {
-    for (let k = 0; k < FLOOD_PER_TICK; k++) socket.send(datagram, firstPort + (next++ % SOCKETS), '127.0.0.1');
+    for (let k = 0; k < FLOOD_PER_TICK; k++)
+      socket.send(datagram, firstPort + (next++ % SOCKETS), '127.0.0.1');
   }, FLOOD_TICK_MS);
   setTimeout(() => {
     clearInterval(timer);
@@ -63,15 +68,23 @@ interface Cost {
 }
 
 /** Opens SOCKETS receiving sockets on the engine from firstPort; returns a way to count and close them. */
-async function openReceivers(engine: Engine, firstPort: number, onDatagram: () => void): Promise<() => void> {
+async function openReceivers(
+  engine: Engine,
+  firstPort: number,
+  onDatagram: () => void,
+): Promise<() => void> {
   if (engine === 'node') {
-    const sockets = await Promise.all(Array.from({ length: SOCKETS }, (_, i) => bound(firstPort + i)));
+    const sockets = await Promise.all(
+      Array.from({ length: SOCKETS }, (_, i) => bound(firstPort + i)),
+    );
     for (const socket of sockets) socket.on('message', onDatagram);
     return () => sockets.forEach((socket) => socket.close());
   }
   const native = nativeRtpSockets();
   if (native instanceof Error) throw native;
-  const sockets = Array.from({ length: SOCKETS }, (_, i) => native.open('127.0.0.1', firstPort + i, onDatagram));
+  const sockets = Array.from({ length: SOCKETS }, (_, i) =>
+    native.open('127.0.0.1', firstPort + i, onDatagram),
+  );
   return () => sockets.forEach((socket) => socket.close());
 }
 
@@ -79,7 +92,9 @@ async function measureReceive(engine: Engine, firstPort: number): Promise<Cost> 
   let datagrams = 0;
   const close = await openReceivers(engine, firstPort, () => datagrams++);
   const flood = fork(HERE, ['--role', 'flood', '--port', String(firstPort)], { stdio: 'inherit' });
-  console.log(`${engine} receive: ${placeProcesses(process.argv, [flood.pid], 'this process', 'the sender')}`);
+  console.log(
+    `${engine} receive: ${placeProcesses(process.argv, [flood.pid], 'this process', 'the sender')}`,
+  );
   // The first second warms up; the next three are measured.
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   const before = process.cpuUsage();
@@ -94,7 +109,9 @@ async function measureReceive(engine: Engine, firstPort: number): Promise<Cost> 
 
 async function measureSend(engine: Engine, sinkPort: number): Promise<Cost> {
   const sink = fork(HERE, ['--role', 'sink', '--port', String(sinkPort)], { stdio: 'inherit' });
-  console.log(`${engine} send: ${placeProcesses(process.argv, [sink.pid], 'this process', 'the sink')}`);
+  console.log(
+    `${engine} send: ${placeProcesses(process.argv, [sink.pid], 'this process', 'the sink')}`,
+  );
   await new Promise((resolve) => sink.once('message', resolve));
   const datagram = Buffer.alloc(DATAGRAM_BYTES, 0x80);
   let send: (i: number) => void;
@@ -136,7 +153,9 @@ async function main(): Promise<void> {
     console.log(line(engine, 'send', await measureSend(engine, 47_500)));
     return;
   }
-  console.log(`udp bench: ${SOCKETS} sockets, ${DATAGRAM_BYTES}-byte datagrams on loopback, each engine in a process of its own`);
+  console.log(
+    `udp bench: ${SOCKETS} sockets, ${DATAGRAM_BYTES}-byte datagrams on loopback, each engine in a process of its own`,
+  );
   // Each engine's process places itself and its sender or sink (--pin, as pin.ts does for every bench).
   const passOn = process.argv.includes('--pin') ? ['--pin'] : [];
   for (const name of argument('engines', 'node,native').split(',')) {

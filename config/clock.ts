@@ -34,10 +34,13 @@ class SystemClock implements Clock {
 
   schedule(callback: () => void, delayMs: number): ClockHandle {
     const id = this.nextId++;
-    const timeout = setTimeout(() => {
-      this.timeouts.delete(id);
-      callback();
-    }, Math.max(0, delayMs));
+    const timeout = setTimeout(
+      () => {
+        this.timeouts.delete(id);
+        callback();
+      },
+      Math.max(0, delayMs),
+    );
     timeout.unref();
     this.timeouts.set(id, timeout);
     return { id };

@@ -10,7 +10,9 @@ import type { z } from 'zod';
 import { configSchema, type Config } from './schema.ts';
 
 /** The documented example, which is also the embedded default configuration. */
-export const EXAMPLE_CONFIG_PATH = fileURLToPath(new URL('./callgate.example.yaml', import.meta.url));
+export const EXAMPLE_CONFIG_PATH = fileURLToPath(
+  new URL('./callgate.example.yaml', import.meta.url),
+);
 
 export class ConfigError extends Error {
   readonly problems: readonly string[];
@@ -47,10 +49,14 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const env = options.env ?? process.env;
   const path = options.path ?? (env.CALLGATE_CONFIG || EXAMPLE_CONFIG_PATH);
   const source = options.document !== undefined ? 'inline document' : path;
-  const document = options.document !== undefined ? structuredClone(options.document) : readDocument(path);
+  const document =
+    options.document !== undefined ? structuredClone(options.document) : readDocument(path);
   const overrideProblems = applyEnvOverrides(document, env);
   const result = configSchema.safeParse(document);
-  const problems = [...overrideProblems, ...(result.success ? [] : formatIssues(result.error.issues))];
+  const problems = [
+    ...overrideProblems,
+    ...(result.success ? [] : formatIssues(result.error.issues)),
+  ];
   if (problems.length > 0 || !result.success) throw new ConfigError(source, problems);
   return result.data;
 }
@@ -65,18 +71,22 @@ function readDocument(path: string): Record<string, unknown> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(path, [`cannot read the file: ${(error as NodeJS.ErrnoException).code ?? String(error)}`]);
+    throw new ConfigError(path, [
+      `cannot read the file: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    ]);
   }
   let parsed: unknown;
   try {
     parsed = parseYaml(text, { prettyErrors: true, uniqueKeys: true });
   } catch (error) {
-    const where = error instanceof YAMLParseError && error.linePos ? ` at line ${error.linePos[0].line}` : '';
+    const where =
+      error instanceof YAMLParseError && error.linePos ? ` at line ${error.linePos[0].line}` : '';
     const message = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error);
     throw new ConfigError(path, [`not valid YAML${where}: ${message}`]);
   }
   if (parsed === null || parsed === undefined) return {};
-  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(path, ['the top level must be a mapping']);
+  if (typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new ConfigError(path, ['the top level must be a mapping']);
   return parsed as Record<string, unknown>;
 }
 
@@ -101,7 +111,11 @@ function applyEnvOverrides(document: unknown, env: NodeJS.ProcessEnv): string[] 
   return problems;
 }
 
-function setPath(root: Record<string, unknown>, path: readonly string[], value: unknown): string | undefined {
+function setPath(
+  root: Record<string, unknown>,
+  path: readonly string[],
+  value: unknown,
+): string | undefined {
   let node: Record<string, unknown> = root;
   for (let i = 0; i < path.length - 1; i++) {
     const key = path[i] as string;

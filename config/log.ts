@@ -59,7 +59,8 @@ export class Logger {
 
   /** A logger whose lines all carry `fields` (correlation ids of a call, a turn, an operation). */
   child(fields: LogFields): Logger {
-    const level = (Object.keys(LEVELS) as LogLevel[]).find((l) => LEVELS[l] === this.threshold) ?? 'info';
+    const level =
+      (Object.keys(LEVELS) as LogLevel[]).find((l) => LEVELS[l] === this.threshold) ?? 'info';
     return new Logger({ level, fields: { ...this.fields, ...fields }, sink: this.sink });
   }
 
@@ -93,7 +94,11 @@ export function redact(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (depth >= MAX_DEPTH) return '[truncated]';
   if (value instanceof Error) {
-    return { name: value.name, message: scrubText(value.message), ...redactObject(value as unknown as Record<string, unknown>, depth) };
+    return {
+      name: value.name,
+      message: scrubText(value.message),
+      ...redactObject(value as unknown as Record<string, unknown>, depth),
+    };
   }
   if (Array.isArray(value)) return value.map((item) => redact(item, depth + 1));
   if (Buffer.isBuffer(value)) return `[${value.length} bytes]`;
@@ -103,7 +108,10 @@ export function redact(value: unknown, depth = 0): unknown {
 function redactObject(value: Record<string, unknown>, depth: number): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, item] of Object.entries(value)) {
-    out[key] = SECRET_KEY.test(key) && item !== undefined && item !== null ? REDACTED : redact(item, depth + 1);
+    out[key] =
+      SECRET_KEY.test(key) && item !== undefined && item !== null
+        ? REDACTED
+        : redact(item, depth + 1);
   }
   return out;
 }

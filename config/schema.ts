@@ -14,16 +14,26 @@ const listenAddress = z.union([z.ipv4(), z.ipv6()]);
 /** Ids that become parts of Redis keys and BullMQ job ids: no ':' and not purely numeric. */
 const safeId = z
   .string()
-  .regex(/^[a-z][a-z0-9_-]{0,62}$/, 'must start with a letter and use only a-z, 0-9, _ and - (at most 63 characters)');
+  .regex(
+    /^[a-z][a-z0-9_-]{0,62}$/,
+    'must start with a letter and use only a-z, 0-9, _ and - (at most 63 characters)',
+  );
 
 /** An argument name as tools declare them (JSON Schema property names of tool parameters). */
-const fieldName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must be a plain argument name (letters, digits, _; at most 64 characters)');
-
-const envName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name (A-Z, 0-9, _)');
-
-const cidr = z
+const fieldName = z
   .string()
-  .refine((value) => isCidr(value), { message: 'must be an IPv4 or IPv6 address or CIDR block (e.g. 192.0.2.0/24)' });
+  .regex(
+    /^[A-Za-z_][A-Za-z0-9_]{0,63}$/,
+    'must be a plain argument name (letters, digits, _; at most 64 characters)',
+  );
+
+const envName = z
+  .string()
+  .regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name (A-Z, 0-9, _)');
+
+const cidr = z.string().refine((value) => isCidr(value), {
+  message: 'must be an IPv4 or IPv6 address or CIDR block (e.g. 192.0.2.0/24)',
+});
 
 export const sipSchema = z.strictObject({
   driver: z.enum(['builtin', 'drachtio']).default('builtin'),
@@ -32,7 +42,10 @@ export const sipSchema = z.strictObject({
   advertisedAddress: z.string().min(1).optional(),
   udpPort: port.default(5060),
   tcpPort: port.default(5060),
-  transports: z.array(z.enum(['udp', 'tcp'])).min(1).default(['udp', 'tcp']),
+  transports: z
+    .array(z.enum(['udp', 'tcp']))
+    .min(1)
+    .default(['udp', 'tcp']),
   /** Largest SIP message accepted, headers and body together. */
   maxMessageBytes: z.int().min(1024).max(1_048_576).default(65_535),
   /** UDP socket receive buffer; large enough that a burst of INVITEs is not dropped by the kernel. */
@@ -78,7 +91,10 @@ export const httpSchema = z.strictObject({
 
 export const redisSchema = z.strictObject({
   /** Unset: callgate starts a private redis-server on a free loopback port. */
-  url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  url: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .optional(),
   /** Prefix for every key callgate writes, so several deployments can share one Redis. */
   prefix: safeId.default('callgate'),
   /**
@@ -107,12 +123,20 @@ export const modelSchema = z.strictObject({
   provider: z.enum(['auto', 'openai', 'simulator']).default('auto'),
   openai: z
     .strictObject({
-      url: z.string().regex(/^wss?:\/\//, 'must be a ws:// or wss:// URL').default('wss://api.openai.com/v1/realtime'),
+      url: z
+        .string()
+        .regex(/^wss?:\/\//, 'must be a ws:// or wss:// URL')
+        .default('wss://api.openai.com/v1/realtime'),
       model: z.string().min(1).default('gpt-realtime'),
       voice: z.string().min(1).default('marin'),
       apiKeyEnv: envName.default('OPENAI_API_KEY'),
     })
-    .default({ url: 'wss://api.openai.com/v1/realtime', model: 'gpt-realtime', voice: 'marin', apiKeyEnv: 'OPENAI_API_KEY' }),
+    .default({
+      url: 'wss://api.openai.com/v1/realtime',
+      model: 'gpt-realtime',
+      voice: 'marin',
+      apiKeyEnv: 'OPENAI_API_KEY',
+    }),
   simulator: z
     .strictObject({
       /** Path of a simulator script; the bundled demo script when unset. */
@@ -219,7 +243,14 @@ export const trunkSchema = z.strictObject({
 });
 
 /** What an HTTP SMS template may name; each is filled from the out-of-band message. */
-export const SMS_TEMPLATE_FIELDS = ['to', 'text', 'operation_id', 'tenant_id', 'session_id', 'state'] as const;
+export const SMS_TEMPLATE_FIELDS = [
+  'to',
+  'text',
+  'operation_id',
+  'tenant_id',
+  'session_id',
+  'state',
+] as const;
 
 /** A generic SMS API: one templated POST per message, authenticated with a bearer token. */
 export const httpSmsSchema = z.strictObject({
@@ -232,7 +263,9 @@ export const httpSmsSchema = z.strictObject({
    * `{state}` placeholders, escaped for `contentType` (JSON string content, or form-encoded).
    */
   body: z.string().min(1),
-  contentType: z.enum(['application/json', 'application/x-www-form-urlencoded']).default('application/json'),
+  contentType: z
+    .enum(['application/json', 'application/x-www-form-urlencoded'])
+    .default('application/json'),
   timeoutMs: z.int().min(100).max(60_000).default(5_000),
 });
 
@@ -259,14 +292,26 @@ export const notifySchema = z.strictObject({
 export const tenantSchema = z.strictObject({
   id: safeId,
   name: z.string().min(1).optional(),
-  numbers: z.array(z.string().regex(/^\+?[0-9*#]{1,32}$/, 'must be a dialable number (digits, optional leading +)')).min(1),
+  numbers: z
+    .array(
+      z
+        .string()
+        .regex(/^\+?[0-9*#]{1,32}$/, 'must be a dialable number (digits, optional leading +)'),
+    )
+    .min(1),
   /** The agent that answers this tenant's calls. */
   agent: safeId,
   trunk: trunkSchema.default({ allowFrom: [] }),
   /** SIP URI a call is transferred to when the caller asks for a human. */
-  transferTarget: z.string().regex(/^(sips?|tel):/, 'must be a sip:, sips: or tel: URI').optional(),
+  transferTarget: z
+    .string()
+    .regex(/^(sips?|tel):/, 'must be a sip:, sips: or tel: URI')
+    .optional(),
   /** Codec preference when answering offers. */
-  codecs: z.array(z.enum(['PCMU', 'PCMA', 'opus'])).min(1).default(['PCMU', 'PCMA', 'opus']),
+  codecs: z
+    .array(z.enum(['PCMU', 'PCMA', 'opus']))
+    .min(1)
+    .default(['PCMU', 'PCMA', 'opus']),
   /** At most this many tools of one call run at once. */
   maxToolsPerSession: z.int().min(1).max(64).default(4),
   notify: notifySchema.default(notifySchema.parse({})),
@@ -348,27 +393,52 @@ export const configSchema = z
   })
   .superRefine((config, ctx) => {
     if (config.rtp.portMin > config.rtp.portMax) {
-      ctx.addIssue({ code: 'custom', path: ['rtp', 'portMin'], message: `must not be above rtp.portMax (${config.rtp.portMax})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rtp', 'portMin'],
+        message: `must not be above rtp.portMax (${config.rtp.portMax})`,
+      });
     }
     if (config.rtp.portMin % 2 !== 0) {
-      ctx.addIssue({ code: 'custom', path: ['rtp', 'portMin'], message: 'must be even (RTP uses even ports, RTCP the odd one above)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rtp', 'portMin'],
+        message: 'must be even (RTP uses even ports, RTCP the odd one above)',
+      });
     }
     if (config.sandbox.enabled && config.sandbox.url !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['sandbox', 'url'], message: 'names a sandbox running elsewhere: set sandbox.enabled to false, or drop the url to use the embedded one' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sandbox', 'url'],
+        message:
+          'names a sandbox running elsewhere: set sandbox.enabled to false, or drop the url to use the embedded one',
+      });
     }
     if (config.rtp.jitterMinMs > config.rtp.jitterMaxMs) {
-      ctx.addIssue({ code: 'custom', path: ['rtp', 'jitterMinMs'], message: 'must not be above rtp.jitterMaxMs' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rtp', 'jitterMinMs'],
+        message: 'must not be above rtp.jitterMaxMs',
+      });
     }
     if (config.gateway.deadAfterMs < 3 * config.gateway.heartbeatMs) {
       // A janitor back from a cut-off needs a gap of unbroken contact below deadAfterMs - 2 heartbeats (janitor.ts).
-      ctx.addIssue({ code: 'custom', path: ['gateway', 'deadAfterMs'], message: `must be at least 3 times gateway.heartbeatMs (${config.gateway.heartbeatMs})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['gateway', 'deadAfterMs'],
+        message: `must be at least 3 times gateway.heartbeatMs (${config.gateway.heartbeatMs})`,
+      });
     }
     const owners = new Map<string, number>();
     const tenantIds = new Map<string, number>();
     config.tenants.forEach((tenant, t) => {
       const first = tenantIds.get(tenant.id);
       if (first !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['tenants', t, 'id'], message: `duplicate tenant id ${tenant.id} (also tenants[${first}])` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tenants', t, 'id'],
+          message: `duplicate tenant id ${tenant.id} (also tenants[${first}])`,
+        });
       } else {
         tenantIds.set(tenant.id, t);
       }
@@ -387,35 +457,74 @@ export const configSchema = z
       for (const [name, action] of Object.entries(tenant.actions)) {
         const at = ['tenants', t, 'actions', name];
         if (action.policy === 'coalesce' && action.kind !== 'read') {
-          ctx.addIssue({ code: 'custom', path: [...at, 'policy'], message: 'coalesce is only allowed for read actions' });
+          ctx.addIssue({
+            code: 'custom',
+            path: [...at, 'policy'],
+            message: 'coalesce is only allowed for read actions',
+          });
         }
         if (action.policy === 'degrade' && action.fallback === undefined) {
-          ctx.addIssue({ code: 'custom', path: [...at, 'fallback'], message: 'the degrade policy needs a fallback' });
+          ctx.addIssue({
+            code: 'custom',
+            path: [...at, 'fallback'],
+            message: 'the degrade policy needs a fallback',
+          });
         }
         if (!(action.provider in config.providers)) {
-          ctx.addIssue({ code: 'custom', path: [...at, 'provider'], message: `unknown provider ${action.provider}` });
+          ctx.addIssue({
+            code: 'custom',
+            path: [...at, 'provider'],
+            message: `unknown provider ${action.provider}`,
+          });
         }
         if (action.retry.backoffMs > action.retry.maxBackoffMs) {
-          ctx.addIssue({ code: 'custom', path: [...at, 'retry', 'backoffMs'], message: 'must not be above retry.maxBackoffMs' });
+          ctx.addIssue({
+            code: 'custom',
+            path: [...at, 'retry', 'backoffMs'],
+            message: 'must not be above retry.maxBackoffMs',
+          });
         }
         if (action.intent !== undefined && action.kind === 'read') {
-          ctx.addIssue({ code: 'custom', path: [...at, 'intent'], message: 'only mutations declare intent fields (identical reads are coalesced on all their arguments)' });
+          ctx.addIssue({
+            code: 'custom',
+            path: [...at, 'intent'],
+            message:
+              'only mutations declare intent fields (identical reads are coalesced on all their arguments)',
+          });
         }
         if (Array.isArray(action.intent)) {
           const seen = new Set<string>();
           action.intent.forEach((field, f) => {
-            if (seen.has(field)) ctx.addIssue({ code: 'custom', path: [...at, 'intent', f], message: `${field} is named twice` });
+            if (seen.has(field))
+              ctx.addIssue({
+                code: 'custom',
+                path: [...at, 'intent', f],
+                message: `${field} is named twice`,
+              });
             seen.add(field);
           });
         }
         if (action.admissionDeadlineMs > action.deadlineMs) {
-          ctx.addIssue({ code: 'custom', path: [...at, 'admissionDeadlineMs'], message: 'must not be above deadlineMs' });
+          ctx.addIssue({
+            code: 'custom',
+            path: [...at, 'admissionDeadlineMs'],
+            message: 'must not be above deadlineMs',
+          });
         }
       }
       if (tenant.notify.webhookUrl !== undefined && tenant.notify.webhookSecretEnv === undefined) {
-        ctx.addIssue({ code: 'custom', path: ['tenants', t, 'notify', 'webhookSecretEnv'], message: 'a webhook needs a signing secret' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tenants', t, 'notify', 'webhookSecretEnv'],
+          message: 'a webhook needs a signing secret',
+        });
       }
-      for (const issue of notifyIssues(tenant.notify, config.sandbox)) ctx.addIssue({ code: 'custom', path: ['tenants', t, 'notify', ...issue.path], message: issue.message });
+      for (const issue of notifyIssues(tenant.notify, config.sandbox))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tenants', t, 'notify', ...issue.path],
+          message: issue.message,
+        });
     });
     const usedPorts = new Map<string, string>();
     const claim = (key: string, where: string, path: (string | number)[]) => {
@@ -436,14 +545,26 @@ export const configSchema = z
       }
     }
     if (config.worker.leaseTtlMs <= config.worker.lockDurationMs) {
-      ctx.addIssue({ code: 'custom', path: ['worker', 'leaseTtlMs'], message: 'must be above worker.lockDurationMs (a running job must not lose its lease)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['worker', 'leaseTtlMs'],
+        message: 'must be above worker.lockDurationMs (a running job must not lose its lease)',
+      });
     }
     if (config.http.port !== 0) claim(`tcp:${config.http.port}`, 'http.port', ['http', 'port']);
     if (config.sip.transports.includes('tcp') && config.sip.tcpPort !== 0) {
       claim(`tcp:${config.sip.tcpPort}`, 'sip.tcpPort', ['sip', 'tcpPort']);
     }
-    if (config.sip.transports.includes('udp') && config.sip.udpPort >= config.rtp.portMin && config.sip.udpPort <= config.rtp.portMax) {
-      ctx.addIssue({ code: 'custom', path: ['sip', 'udpPort'], message: 'must be outside the RTP port range' });
+    if (
+      config.sip.transports.includes('udp') &&
+      config.sip.udpPort >= config.rtp.portMin &&
+      config.sip.udpPort <= config.rtp.portMax
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sip', 'udpPort'],
+        message: 'must be outside the RTP port range',
+      });
     }
   });
 
@@ -461,30 +582,53 @@ export type HttpSmsConfig = z.infer<typeof httpSmsSchema>;
  * Out-of-band settings that cannot deliver: refused at load, so a tenant is never promised a
  * message that no channel can carry (test/unit/config/notify-validation.test.ts).
  */
-function notifyIssues(notify: NotifyConfig, sandbox: z.infer<typeof sandboxSchema>): { path: (string | number)[]; message: string }[] {
+function notifyIssues(
+  notify: NotifyConfig,
+  sandbox: z.infer<typeof sandboxSchema>,
+): { path: (string | number)[]; message: string }[] {
   const issues: { path: (string | number)[]; message: string }[] = [];
-  if (notify.retry.backoffMs > notify.retry.maxBackoffMs) issues.push({ path: ['retry', 'backoffMs'], message: 'must not be above retry.maxBackoffMs' });
+  if (notify.retry.backoffMs > notify.retry.maxBackoffMs)
+    issues.push({ path: ['retry', 'backoffMs'], message: 'must not be above retry.maxBackoffMs' });
   if (!notify.outOfBand) {
-    if (notify.webhookUrl !== undefined) issues.push({ path: ['webhookUrl'], message: 'is never used: outOfBand is false' });
-    if (typeof notify.sms === 'object') issues.push({ path: ['sms'], message: 'is never used: outOfBand is false' });
+    if (notify.webhookUrl !== undefined)
+      issues.push({ path: ['webhookUrl'], message: 'is never used: outOfBand is false' });
+    if (typeof notify.sms === 'object')
+      issues.push({ path: ['sms'], message: 'is never used: outOfBand is false' });
     return issues;
   }
   if (notify.webhookUrl === undefined && notify.sms === 'none') {
-    issues.push({ path: [], message: 'no out-of-band channel: set webhookUrl or sms, or outOfBand: false to send nothing when a caller can no longer be told' });
+    issues.push({
+      path: [],
+      message:
+        'no out-of-band channel: set webhookUrl or sms, or outOfBand: false to send nothing when a caller can no longer be told',
+    });
   }
   if (notify.sms === 'sandbox' && !sandbox.enabled && sandbox.url === undefined) {
-    issues.push({ path: ['sms'], message: 'sends SMS through the sandbox, which does not run here: set sandbox.enabled or sandbox.url, or choose another channel' });
+    issues.push({
+      path: ['sms'],
+      message:
+        'sends SMS through the sandbox, which does not run here: set sandbox.enabled or sandbox.url, or choose another channel',
+    });
   }
-  if (typeof notify.sms === 'object') issues.push(...smsTemplateIssues(notify.sms).map((message) => ({ path: ['sms', 'body'], message })));
+  if (typeof notify.sms === 'object')
+    issues.push(
+      ...smsTemplateIssues(notify.sms).map((message) => ({ path: ['sms', 'body'], message })),
+    );
   return issues;
 }
 
 function smsTemplateIssues(sms: HttpSmsConfig): string[] {
   const issues: string[] = [];
   const named = [...sms.body.matchAll(/\{([a-z_]+)\}/g)].map((match) => match[1] ?? '');
-  const unknown = named.filter((name) => !(SMS_TEMPLATE_FIELDS as readonly string[]).includes(name));
-  if (unknown.length > 0) issues.push(`unknown placeholder ${unknown.map((name) => `{${name}}`).join(', ')} (known: ${SMS_TEMPLATE_FIELDS.map((name) => `{${name}}`).join(' ')})`);
-  for (const needed of ['to', 'text']) if (!named.includes(needed)) issues.push(`must contain {${needed}}`);
+  const unknown = named.filter(
+    (name) => !(SMS_TEMPLATE_FIELDS as readonly string[]).includes(name),
+  );
+  if (unknown.length > 0)
+    issues.push(
+      `unknown placeholder ${unknown.map((name) => `{${name}}`).join(', ')} (known: ${SMS_TEMPLATE_FIELDS.map((name) => `{${name}}`).join(' ')})`,
+    );
+  for (const needed of ['to', 'text'])
+    if (!named.includes(needed)) issues.push(`must contain {${needed}}`);
   if (sms.contentType === 'application/json' && unknown.length === 0) {
     try {
       JSON.parse(sms.body.replace(/\{[a-z_]+\}/g, 'x'));

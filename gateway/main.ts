@@ -35,6 +35,8 @@ if (role !== 'worker') {
     }
     await new Promise(() => undefined);
   }
-  context.log.info('gateway role started', { sip: `${context.config.sip.listen}:${context.config.sip.udpPort}` });
+  context.log.info('gateway role started', {
+    sip: `${context.config.sip.listen}:${context.config.sip.udpPort}`,
+  });
 }
 context.log.info('callgate ready', { role });

@@ -22,7 +22,13 @@ import type { Logger } from '../config/log.ts';
 
 export type NiceOutcome =
   | { readonly applied: true; readonly nice: number; readonly previous: number }
-  | { readonly applied: false; readonly nice: number; readonly previous: number; readonly code: string; readonly message: string };
+  | {
+      readonly applied: false;
+      readonly nice: number;
+      readonly previous: number;
+      readonly code: string;
+      readonly message: string;
+    };
 
 /** The nice value the gateway started with, once applyGatewayNice changed the loop's. */
 let startedWith: number | undefined;
@@ -43,7 +49,8 @@ export function setThreadNice(nice: number): NiceOutcome {
       applied: false,
       nice,
       previous,
-      code: typeof info?.code === 'string' ? info.code : typeof code === 'string' ? code : 'UNKNOWN',
+      code:
+        typeof info?.code === 'string' ? info.code : typeof code === 'string' ? code : 'UNKNOWN',
       message: (error as Error).message,
     };
   }
@@ -60,11 +67,14 @@ export function applyGatewayNice(nice: number | undefined, log: Logger): NiceOut
     startedWith = outcome.previous;
     log.info('scheduling priority set', { nice: outcome.nice, previous_nice: outcome.previous });
   } else {
-    log.warn('scheduling priority not set: the kernel refused it (a nice value below the one the process started with needs CAP_SYS_NICE or a matching RLIMIT_NICE); running at the priority it was started with', {
-      nice: outcome.nice,
-      current_nice: outcome.previous,
-      code: outcome.code,
-    });
+    log.warn(
+      'scheduling priority not set: the kernel refused it (a nice value below the one the process started with needs CAP_SYS_NICE or a matching RLIMIT_NICE); running at the priority it was started with',
+      {
+        nice: outcome.nice,
+        current_nice: outcome.previous,
+        code: outcome.code,
+      },
+    );
   }
   return outcome;
 }

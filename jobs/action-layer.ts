@@ -8,10 +8,23 @@ import type { ZodType } from 'zod';
 import { CallgateError } from '../config/errors.ts';
 import type { Logger } from '../config/log.ts';
 import type { Config } from '../config/schema.ts';
-import { actionActive, actionLeases, actionMaxConcurrent, compensationOwedOldestAge, compensationsOwed } from './action-metrics.ts';
+import {
+  actionActive,
+  actionLeases,
+  actionMaxConcurrent,
+  compensationOwedOldestAge,
+  compensationsOwed,
+} from './action-metrics.ts';
 import { Admission, type AdmissionDecision, type AdmissionRequest } from './admission/admission.ts';
-import { Compensator, type CompensationDecision, type CompensationRequest } from './compensation/compensator.ts';
-import { OwedCompensationPass, type CompensationPassReport } from './compensation/owed-compensation-pass.ts';
+import {
+  Compensator,
+  type CompensationDecision,
+  type CompensationRequest,
+} from './compensation/compensator.ts';
+import {
+  OwedCompensationPass,
+  type CompensationPassReport,
+} from './compensation/owed-compensation-pass.ts';
 import { Cancellation, CancelProcessor, type CancelDecision } from './execution/cancellation.ts';
 import { OperationExecutor } from './execution/operation-executor.ts';
 import { waitForOutcome } from './execution/operation-watcher.ts';
@@ -66,10 +79,29 @@ export class ActionLayer {
       moneyRetentionDays: config.ledger.moneyRetentionDays,
     });
     this.queues = new OperationQueues(producer, config.redis.prefix);
-    this.admission = new Admission({ config, ledger: this.ledger, queues: this.queues, providers: options.providers, schemas: options.schemas, log: options.log });
-    this.cancellation = new Cancellation({ ledger: this.ledger, queues: this.queues, providers: options.providers });
-    this.compensator = new Compensator({ ledger: this.ledger, admission: this.admission, log: options.log });
-    this.outOfBand = new OutOfBandQueue({ connection: producer, prefix: config.redis.prefix, tenants: new Map(config.tenants.map((t) => [t.id, t])) });
+    this.admission = new Admission({
+      config,
+      ledger: this.ledger,
+      queues: this.queues,
+      providers: options.providers,
+      schemas: options.schemas,
+      log: options.log,
+    });
+    this.cancellation = new Cancellation({
+      ledger: this.ledger,
+      queues: this.queues,
+      providers: options.providers,
+    });
+    this.compensator = new Compensator({
+      ledger: this.ledger,
+      admission: this.admission,
+      log: options.log,
+    });
+    this.outOfBand = new OutOfBandQueue({
+      connection: producer,
+      prefix: config.redis.prefix,
+      tenants: new Map(config.tenants.map((t) => [t.id, t])),
+    });
   }
 
   /** Connects the producer side (admission, cancellation, lookups). */
@@ -111,7 +143,12 @@ export class ActionLayer {
       backoffMs: config.worker.reconcileBackoffMs,
       maxBackoffMs: config.worker.reconcileMaxBackoffMs,
     });
-    const canceller = new CancelProcessor({ ledger, providers, log, pendingRecheckMs: config.worker.reconcileBackoffMs });
+    const canceller = new CancelProcessor({
+      ledger,
+      providers,
+      log,
+      pendingRecheckMs: config.worker.reconcileBackoffMs,
+    });
     this.workers = new OperationWorkers({
       connection: this.workerConnection,
       prefix: config.redis.prefix,
@@ -127,7 +164,10 @@ export class ActionLayer {
       prefix: config.redis.prefix,
       tenants,
       queue: this.outOfBand,
-      sandboxSms: this.options.sandboxUrl === undefined ? undefined : new SandboxSmsSender(this.options.sandboxUrl),
+      sandboxSms:
+        this.options.sandboxUrl === undefined
+          ? undefined
+          : new SandboxSmsSender(this.options.sandboxUrl),
       log,
     });
     this.outOfBandWorker.start();
@@ -153,9 +193,20 @@ export class ActionLayer {
 
   /** Refreshes the gauges read from Redis (queue depths, active operations and leases per action); called on scrape. */
   async refreshMetrics(): Promise<void> {
-    const pairs = this.options.config.tenants.flatMap((t) => Object.entries(t.actions).map(([action, cfg]) => ({ tenantId: t.id, action, max: cfg.maxConcurrent })));
+    const pairs = this.options.config.tenants.flatMap((t) =>
+      Object.entries(t.actions).map(([action, cfg]) => ({
+        tenantId: t.id,
+        action,
+        max: cfg.maxConcurrent,
+      })),
+    );
     const tenants = this.options.config.tenants.map((t) => t.id);
-    const [use, owed] = await Promise.all([this.ledger.capacityUse(pairs), this.ledger.owedCompensationCounts(tenants), this.queues.refreshMetrics(), this.outOfBand.refreshMetrics()]);
+    const [use, owed] = await Promise.all([
+      this.ledger.capacityUse(pairs),
+      this.ledger.owedCompensationCounts(tenants),
+      this.queues.refreshMetrics(),
+      this.outOfBand.refreshMetrics(),
+    ]);
     pairs.forEach((pair, i) => {
       actionActive.labels(pair.tenantId, pair.action).set(use[i]?.active ?? 0);
       actionLeases.labels(pair.tenantId, pair.action).set(use[i]?.leases ?? 0);
@@ -165,7 +216,9 @@ export class ActionLayer {
     tenants.forEach((tenantId, i) => {
       const { owed: count = 0, oldestSince = 0 } = owed[i] ?? {};
       compensationsOwed.labels(tenantId).set(count);
-      compensationOwedOldestAge.labels(tenantId).set(count > 0 && oldestSince > 0 ? Math.max(0, now - oldestSince) / 1000 : 0);
+      compensationOwedOldestAge
+        .labels(tenantId)
+        .set(count > 0 && oldestSince > 0 ? Math.max(0, now - oldestSince) / 1000 : 0);
     });
   }
 
@@ -177,7 +230,8 @@ export class ActionLayer {
 
   /** Runs one owed-compensation pass now (tests). */
   async compensationsNow(): Promise<CompensationPassReport> {
-    if (!this.compensationPass) throw new Error('the owed-compensation pass runs only where workers run');
+    if (!this.compensationPass)
+      throw new Error('the owed-compensation pass runs only where workers run');
     return this.compensationPass.pass();
   }
 
@@ -194,12 +248,20 @@ export class ActionLayer {
    * through admission like any request and is linked both ways. Asking twice gives the same one; a
    * compensation that cannot be admitted now is owed and admitted later (jobs/compensation/).
    */
-  compensate(original: Pick<Operation, 'tenantId' | 'operationId'>, request: CompensationRequest): Promise<CompensationDecision> {
+  compensate(
+    original: Pick<Operation, 'tenantId' | 'operationId'>,
+    request: CompensationRequest,
+  ): Promise<CompensationDecision> {
     return this.compensator.request(original, request);
   }
 
   /** Waits until the operation is terminal (or UNKNOWN, if asked), or the timeout passes. */
-  waitFor(tenantId: string, operationId: string, timeoutMs: number, includeUnknown = false): Promise<Operation | undefined> {
+  waitFor(
+    tenantId: string,
+    operationId: string,
+    timeoutMs: number,
+    includeUnknown = false,
+  ): Promise<Operation | undefined> {
     return waitForOutcome(this.ledger, tenantId, operationId, { timeoutMs, includeUnknown });
   }
 

@@ -3,7 +3,13 @@
  * configuration. docs/metrics.md holds the PromQL for UNKNOWN rate and retry rate. Admission,
  * execution-to-commit and UNKNOWN carry the operation (and its call) as an exemplar.
  */
-import { counter, FAST_SECONDS_BUCKETS, gauge, histogram, SLOW_SECONDS_BUCKETS } from '../config/metrics.ts';
+import {
+  counter,
+  FAST_SECONDS_BUCKETS,
+  gauge,
+  histogram,
+  SLOW_SECONDS_BUCKETS,
+} from '../config/metrics.ts';
 
 export const admissionDecisions = counter({
   name: 'callgate_admission_decisions_total',

@@ -48,10 +48,12 @@ function registerConfiguredSecrets(config: Config): void {
   for (const tenant of config.tenants) {
     if (tenant.trunk.digest) registerSecret(process.env[tenant.trunk.digest.passwordEnv]);
     if (tenant.notify.webhookSecretEnv) registerSecret(process.env[tenant.notify.webhookSecretEnv]);
-    if (typeof tenant.notify.sms === 'object') registerSecret(process.env[tenant.notify.sms.tokenEnv]);
+    if (typeof tenant.notify.sms === 'object')
+      registerSecret(process.env[tenant.notify.sms.tokenEnv]);
   }
   for (const provider of Object.values(config.providers)) {
-    if (provider.type === 'http' && provider.tokenEnv) registerSecret(process.env[provider.tokenEnv]);
+    if (provider.type === 'http' && provider.tokenEnv)
+      registerSecret(process.env[provider.tokenEnv]);
   }
   const redisUrl = config.redis.url;
   if (redisUrl !== undefined) {
@@ -70,7 +72,11 @@ function registerConfiguredSecrets(config: Config): void {
 export async function startProcess(role: string): Promise<ProcessContext> {
   const config = loadConfigOrExit();
   registerConfiguredSecrets(config);
-  const gatewayId = config.gateway.id ?? `${hostname().toLowerCase().replace(/[^a-z0-9-]/g, '-')}-${process.pid}`;
+  const gatewayId =
+    config.gateway.id ??
+    `${hostname()
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, '-')}-${process.pid}`;
   const log = new Logger({ level: config.log.level, fields: { role, gateway_id: gatewayId } });
   setRootLogger(log);
   collectProcessMetrics();
@@ -130,16 +136,30 @@ export async function startProcess(role: string): Promise<ProcessContext> {
         }
       },
     });
-    http.addReadinessCheck({ name: 'http', check: async () => (drain.signal.aborted ? 'draining' : undefined) });
+    http.addReadinessCheck({
+      name: 'http',
+      check: async () => (drain.signal.aborted ? 'draining' : undefined),
+    });
     const address = await http.listen(config.http.port, config.http.listen);
     onShutdown('http', () => http.close());
-    gauge({ name: 'callgate_build_info', help: 'Build information; always 1.', labelNames: ['version', 'role'] })
+    gauge({
+      name: 'callgate_build_info',
+      help: 'Build information; always 1.',
+      labelNames: ['version', 'role'],
+    })
       .labels(process.env.npm_package_version ?? '0.0.0', role)
       .set(1);
-    log.info('http listening', { address: `${address.address}:${address.port}`, redis: safeRedisUrl(redis.url) });
+    log.info('http listening', {
+      address: `${address.address}:${address.port}`,
+      redis: safeRedisUrl(redis.url),
+    });
     return { config, log, redis, http, gatewayId, onShutdown, draining: drain.signal };
   } catch (error) {
-    const message = isCallgateError(error) ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
+    const message = isCallgateError(error)
+      ? `${error.code}: ${error.message}`
+      : error instanceof Error
+        ? error.message
+        : String(error);
     process.stderr.write(`callgate: ${message}\n`);
     for (const { stop } of stops.reverse()) await stop().catch(() => undefined);
     process.exit(EXIT_STARTUP);

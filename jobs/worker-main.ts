@@ -21,7 +21,10 @@ export interface ActionLayerStartOptions {
 }
 
 /** Starts the durable action layer inside a started process and registers its admin API. */
-export async function startActionLayer(context: ProcessContext, options: ActionLayerStartOptions): Promise<ActionLayer> {
+export async function startActionLayer(
+  context: ProcessContext,
+  options: ActionLayerStartOptions,
+): Promise<ActionLayer> {
   const { config, log, http } = context;
   let sandboxUrl = DECLARATION_ONLY_URL;
   if (options.runWorkers && config.sandbox.enabled) {
@@ -42,7 +45,12 @@ export async function startActionLayer(context: ProcessContext, options: ActionL
   });
   context.onShutdown('action layer', () => layer.close());
   if (options.runWorkers) await layer.startWorkers();
-  registerOperationsApi(http, { ledger: layer.ledger, queues: layer.queues, outOfBand: layer.outOfBand, tenants: config.tenants.map((t) => t.id) });
+  registerOperationsApi(http, {
+    ledger: layer.ledger,
+    queues: layer.queues,
+    outOfBand: layer.outOfBand,
+    tenants: config.tenants.map((t) => t.id),
+  });
   http.addMetricsRefresher(() => layer.refreshMetrics());
   return layer;
 }

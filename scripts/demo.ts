@@ -17,24 +17,43 @@ function parseArgs(argv: readonly string[]): DemoOptions {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const known = new Set(['--attach', '--sip', '--http', '--sandbox']);
-  const unknown = argv.filter((arg, i) => arg.startsWith('--') && !known.has(arg) && !known.has(argv[i - 1] ?? ''));
+  const unknown = argv.filter(
+    (arg, i) => arg.startsWith('--') && !known.has(arg) && !known.has(argv[i - 1] ?? ''),
+  );
   if (unknown.length > 0) {
-    process.stderr.write(`callgate demo: unknown option ${unknown.join(' ')}\nusage: npm run demo [-- --attach --sandbox url [--sip host:port] [--http url]]\n`);
+    process.stderr.write(
+      `callgate demo: unknown option ${unknown.join(' ')}\nusage: npm run demo [-- --attach --sandbox url [--sip host:port] [--http url]]\n`,
+    );
     process.exit(2);
   }
   if (!argv.includes('--attach')) return {};
-  const [sipHost = '127.0.0.1', sipPort = '5060'] = (value('--sip') ?? '127.0.0.1:5060').split(/:(?=\d+$)/);
+  const [sipHost = '127.0.0.1', sipPort = '5060'] = (value('--sip') ?? '127.0.0.1:5060').split(
+    /:(?=\d+$)/,
+  );
   const sandbox = value('--sandbox');
   if (sandbox === undefined) {
     // Without the sandbox the restaurant confirms at once: no change of mind, no hang-up before the result.
-    process.stderr.write("callgate demo: --attach needs --sandbox URL (callgate logs it as 'sandbox systems of record listening')\n");
+    process.stderr.write(
+      "callgate demo: --attach needs --sandbox URL (callgate logs it as 'sandbox systems of record listening')\n",
+    );
     process.exit(2);
   }
-  return { attach: { sipHost, sipPort: Number(sipPort), httpUrl: value('--http') ?? 'http://127.0.0.1:8080', sandboxUrl: sandbox } };
+  return {
+    attach: {
+      sipHost,
+      sipPort: Number(sipPort),
+      httpUrl: value('--http') ?? 'http://127.0.0.1:8080',
+      sandboxUrl: sandbox,
+    },
+  };
 }
 
 const options = parseArgs(process.argv.slice(2));
 const started = Date.now();
-const report = await runDemo({ ...options, progress: (line) => process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s] ${line}\n`) });
+const report = await runDemo({
+  ...options,
+  progress: (line) =>
+    process.stdout.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s] ${line}\n`),
+});
 process.stdout.write(`${formatDemoReport(report)}\n`);
 process.exit(report.ok ? 0 : 1);

@@ -26,7 +26,8 @@ function sources(dir: string): string[] {
   for (const name of entries) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) out = out.concat(sources(path));
-    else if (name.endsWith('.ts') && !name.endsWith('.d.ts') && !/main\.ts$/.test(name)) out.push(path);
+    else if (name.endsWith('.ts') && !name.endsWith('.d.ts') && !/main\.ts$/.test(name))
+      out.push(path);
   }
   return out;
 }
@@ -77,10 +78,14 @@ export async function render(): Promise<string> {
     for (const file of sources(join(ROOT, folder)).sort()) await import(pathToFileURL(file).href);
   }
   const metrics = (await registry.getMetricsAsJSON())
-    .filter((m) => !m.name.startsWith('callgate_process_') && !m.name.startsWith('callgate_nodejs_'))
+    .filter(
+      (m) => !m.name.startsWith('callgate_process_') && !m.name.startsWith('callgate_nodejs_'),
+    )
     .sort((a, b) => a.name.localeCompare(b.name));
   const rows = metrics.map((m) => {
-    const declared = (registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] } | undefined)?.labelNames ?? [];
+    const declared =
+      (registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] } | undefined)
+        ?.labelNames ?? [];
     return `| \`${m.name}\` | ${m.type} | ${declared.map((l) => `\`${l}\``).join(', ')} | ${m.help.replace(/\|/g, '\\|')} |`;
   });
   return [
@@ -100,7 +105,13 @@ export async function render(): Promise<string> {
     '(`/v1/operations/<operation_id>`). Prometheus keeps exemplars with `--enable-feature=exemplar-storage`.',
     'Any other scrape gets the Prometheus text format, without exemplars.',
     '',
-    ...metrics.filter((m) => (registry.getSingleMetric(m.name) as unknown as { enableExemplars?: boolean } | undefined)?.enableExemplars === true).map((m) => `- \`${m.name}\``),
+    ...metrics
+      .filter(
+        (m) =>
+          (registry.getSingleMetric(m.name) as unknown as { enableExemplars?: boolean } | undefined)
+            ?.enableExemplars === true,
+      )
+      .map((m) => `- \`${m.name}\``),
     '',
     '## All metrics',
     '',
@@ -116,7 +127,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   if (process.argv.includes('--check')) {
     const current = readFileSync(DOC, 'utf8');
     if (current !== text) {
-      process.stderr.write(`${relative(ROOT, DOC)} is out of date: run npx tsx scripts/metrics-doc.ts\n`);
+      process.stderr.write(
+        `${relative(ROOT, DOC)} is out of date: run npx tsx scripts/metrics-doc.ts\n`,
+      );
       process.exit(1);
     }
   } else {

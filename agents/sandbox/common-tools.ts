@@ -4,7 +4,8 @@ import { tool } from '../agent.ts';
 
 export const operationStatus = tool({
   name: 'operation_status',
-  description: 'Tell the state of an operation started earlier in this call (booking, refund, ...). Never guess a state.',
+  description:
+    'Tell the state of an operation started earlier in this call (booking, refund, ...). Never guess a state.',
   parameters: z.object({ operation_id: z.string().min(1).max(64) }),
   control: 'operation_status',
 });
@@ -19,7 +20,8 @@ export const cancelOperation = tool({
 
 export const transferToHuman = tool({
   name: 'transfer_to_human',
-  description: 'Transfer the caller to a person at the front desk. Operations in progress continue; their results follow by message.',
+  description:
+    'Transfer the caller to a person at the front desk. Operations in progress continue; their results follow by message.',
   parameters: z.object({ reason: z.string().max(200).optional() }),
   control: 'transfer_to_human',
 });

@@ -13,7 +13,12 @@ const restaurant = z.enum(['trattoria-roma', 'sushi-kaito', 'bistro-nord']);
 export const checkAvailability = tool({
   name: 'check_availability',
   description: 'Free tables at a restaurant on a date (and time). Reading only: nothing is booked.',
-  parameters: z.object({ restaurant, date, time: time.optional(), party_size: z.int().min(1).max(20).optional() }),
+  parameters: z.object({
+    restaurant,
+    date,
+    time: time.optional(),
+    party_size: z.int().min(1).max(20).optional(),
+  }),
   action: 'check_availability',
 });
 
@@ -21,7 +26,13 @@ export const bookTable = tool({
   name: 'book_table',
   description:
     'Book a table. Answers at once with an operation id; the confirmation follows. Asking again for the same booking does not book twice. To change a booking, book the new time: the earlier one is cancelled for you.',
-  parameters: z.object({ restaurant, date, time, party_size: z.int().min(1).max(20), name: z.string().min(1).max(80) }),
+  parameters: z.object({
+    restaurant,
+    date,
+    time,
+    party_size: z.int().min(1).max(20),
+    name: z.string().min(1).max(80),
+  }),
   action: 'book_table',
   intent: ['restaurant', 'date', 'time', 'party_size'],
   goal: (args) => `booking:${String(args.restaurant)}:${String(args.date)}`,

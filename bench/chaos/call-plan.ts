@@ -44,7 +44,14 @@ export interface TenantPlan {
   readonly confirmAbove?: number;
 }
 
-const REASONS = ['damaged on arrival', 'the parcel arrived broken', 'item was damaged', 'broken when it came', 'late delivery', 'arrived two weeks late'];
+const REASONS = [
+  'damaged on arrival',
+  'the parcel arrived broken',
+  'item was damaged',
+  'broken when it came',
+  'late delivery',
+  'arrived two weeks late',
+];
 const RESTAURANTS = ['trattoria-roma', 'sushi-kaito', 'bistro-nord'] as const;
 const TIMES = ['18:00', '18:30', '19:00', '19:30', '20:00', '20:30', '21:00'];
 const NAMES = ['Grace Hopper', 'Ada Lovelace', 'Alan Turing', 'Barbara Liskov'];
@@ -73,7 +80,9 @@ export class CallPlanner {
     this.calls++;
     const tenant = this.tenants[(this.calls - 1) % this.tenants.length] as TenantPlan;
     const kind: IntentKind = r.chance(0.5) ? 'refund' : 'booking';
-    const intents = Array.from({ length: r.chance(0.3) ? 2 : 1 }, () => (kind === 'refund' ? this.refund(tenant) : this.booking(tenant)));
+    const intents = Array.from({ length: r.chance(0.3) ? 2 : 1 }, () =>
+      kind === 'refund' ? this.refund(tenant) : this.booking(tenant),
+    );
     const plan: CallPlan = {
       sessionId: `call-${this.runId}-${this.calls}`,
       tenantId: tenant.tenantId,
@@ -101,9 +110,25 @@ export class CallPlanner {
     const steps: ToolStep[] = [{ tool: 'refund', arguments: first, delayMs: r.int(0, 300) }];
     // Asked again after the caller said yes: the first answer was needs_confirmation, or (below the
     // threshold) it was already started and the model adds the flag anyway.
-    if (needsYes || r.chance(0.3)) steps.push({ tool: 'refund', arguments: { ...first, confirmed: true }, delayMs: r.int(200, 1_200) });
-    if (r.chance(0.35)) steps.push({ tool: 'refund', arguments: { ...first, reason: r.pick(REASONS), ...(needsYes && { confirmed: true }) }, delayMs: r.int(200, 1_500) });
-    return { intentId: `${tenant.tenantId}/refund/${n}`, tenantId: tenant.tenantId, kind: 'refund', key: refundKey(orderId, amountCents), steps };
+    if (needsYes || r.chance(0.3))
+      steps.push({
+        tool: 'refund',
+        arguments: { ...first, confirmed: true },
+        delayMs: r.int(200, 1_200),
+      });
+    if (r.chance(0.35))
+      steps.push({
+        tool: 'refund',
+        arguments: { ...first, reason: r.pick(REASONS), ...(needsYes && { confirmed: true }) },
+        delayMs: r.int(200, 1_500),
+      });
+    return {
+      intentId: `${tenant.tenantId}/refund/${n}`,
+      tenantId: tenant.tenantId,
+      kind: 'refund',
+      key: refundKey(orderId, amountCents),
+      steps,
+    };
   }
 
   private booking(tenant: TenantPlan): IntentPlan {
@@ -112,10 +137,22 @@ export class CallPlanner {
     this.bookings.set(tenant.tenantId, n + 1);
     const offset = this.tenants.indexOf(tenant) * TENANT_DAY_OFFSET;
     const date = new Date(FIRST_BOOKING_DAY + (offset + n) * 86_400_000).toISOString().slice(0, 10);
-    const first = { restaurant: r.pick(RESTAURANTS), date, time: r.pick(TIMES), party_size: r.int(1, 4), name: r.pick(NAMES) };
+    const first = {
+      restaurant: r.pick(RESTAURANTS),
+      date,
+      time: r.pick(TIMES),
+      party_size: r.int(1, 4),
+      name: r.pick(NAMES),
+    };
     const steps: ToolStep[] = [{ tool: 'book_table', arguments: first, delayMs: r.int(0, 300) }];
-    if (r.chance(0.3)) steps.push({ tool: 'book_table', arguments: first, delayMs: r.int(200, 1_200) });
-    if (r.chance(0.2)) steps.push({ tool: 'book_table', arguments: { ...first, name: `${first.name.toUpperCase()} (party)` }, delayMs: r.int(200, 1_500) });
+    if (r.chance(0.3))
+      steps.push({ tool: 'book_table', arguments: first, delayMs: r.int(200, 1_200) });
+    if (r.chance(0.2))
+      steps.push({
+        tool: 'book_table',
+        arguments: { ...first, name: `${first.name.toUpperCase()} (party)` },
+        delayMs: r.int(200, 1_500),
+      });
     return {
       intentId: `${tenant.tenantId}/booking/${n}`,
       tenantId: tenant.tenantId,
@@ -130,6 +167,11 @@ export function refundKey(orderId: unknown, amountCents: unknown): string {
   return `${String(orderId)}|${String(amountCents)}`;
 }
 
-export function bookingKey(restaurant: unknown, date: unknown, time: unknown, partySize: unknown): string {
+export function bookingKey(
+  restaurant: unknown,
+  date: unknown,
+  time: unknown,
+  partySize: unknown,
+): string {
   return `${String(restaurant)}|${String(date)}|${String(time)}|${String(partySize)}`;
 }

@@ -28,7 +28,10 @@ export interface GatewayMessage {
 
 async function main(): Promise<void> {
   const journalDir = process.env.CHAOS_JOURNAL_DIR;
-  if (journalDir === undefined || process.send === undefined) throw new Error('a chaos gateway runs under the chaos run (CHAOS_JOURNAL_DIR and an IPC channel)');
+  if (journalDir === undefined || process.send === undefined)
+    throw new Error(
+      'a chaos gateway runs under the chaos run (CHAOS_JOURNAL_DIR and an IPC channel)',
+    );
   const context = await startProcess('gateway');
   const { config, log, gatewayId } = context;
   const tenants = config.tenants.map((t) => t.id);
@@ -42,11 +45,38 @@ async function main(): Promise<void> {
   });
   const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
   const audit = new AuditLog(redis, config.redis.prefix, log);
-  const runtime = new ToolRuntime({ catalogue, tenants: new Map(config.tenants.map((t) => [t.id, t])), actions: layer, audit, log });
-  const delivery = new ResultDelivery({ redis: blocking, commands: redis, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit, log, pauseSuspectMs: config.gateway.deadAfterMs - config.gateway.heartbeatMs });
+  const runtime = new ToolRuntime({
+    catalogue,
+    tenants: new Map(config.tenants.map((t) => [t.id, t])),
+    actions: layer,
+    audit,
+    log,
+  });
+  const delivery = new ResultDelivery({
+    redis: blocking,
+    commands: redis,
+    ledger: layer.ledger,
+    gatewayId,
+    tenants,
+    catalogue,
+    outOfBand: layer.outOfBand,
+    audit,
+    log,
+    pauseSuspectMs: config.gateway.deadAfterMs - config.gateway.heartbeatMs,
+  });
   await delivery.start();
   context.onShutdown('result delivery', () => delivery.stop());
-  const janitor = new Janitor({ redis, prefix: config.redis.prefix, gatewayId, tenants, delivery, ledger: layer.ledger, heartbeatMs: config.gateway.heartbeatMs, deadAfterMs: config.gateway.deadAfterMs, log });
+  const janitor = new Janitor({
+    redis,
+    prefix: config.redis.prefix,
+    gatewayId,
+    tenants,
+    delivery,
+    ledger: layer.ledger,
+    heartbeatMs: config.gateway.heartbeatMs,
+    deadAfterMs: config.gateway.deadAfterMs,
+    log,
+  });
   await janitor.start();
   context.onShutdown('janitor', async () => {
     await janitor.stop();
@@ -55,10 +85,17 @@ async function main(): Promise<void> {
 
   const journal = new CallJournal(journalDir, gatewayId);
   const calls = new Set<Promise<void>>();
-  const onError = (what: string, error: unknown) => log.warn(`simulated call: ${what} failed`, { error });
+  const onError = (what: string, error: unknown) =>
+    log.warn(`simulated call: ${what} failed`, { error });
   process.on('message', (message: GatewayMessage) => {
     if (message.type !== 'call' || context.draining.aborted) return;
-    const call = new SimulatedCall(message.plan, { runtime, delivery, journal, gatewayId, onError });
+    const call = new SimulatedCall(message.plan, {
+      runtime,
+      delivery,
+      journal,
+      gatewayId,
+      onError,
+    });
     const running = call.run(context.draining).catch((error: unknown) => onError('call', error));
     calls.add(running);
     void running.finally(() => calls.delete(running));

@@ -46,19 +46,42 @@ export class ProcessPool {
   start(role: ProcessRole, slot: number, clockOffsetMs = 0): ChaosProcess {
     this.generation++;
     // A restarted gateway gets a new id, as a replaced pod gets a new name.
-    const name = role === 'gateway' ? `gw-${slot}-${this.generation}` : `worker-${slot}-${this.generation}`;
+    const name =
+      role === 'gateway' ? `gw-${slot}-${this.generation}` : `worker-${slot}-${this.generation}`;
     const logPath = join(this.options.dir, `${name}.log`);
     const log = openSync(logPath, 'a');
     const entry = role === 'gateway' ? 'bench/chaos/chaos-gateway.ts' : 'jobs/worker-main.ts';
-    const clock = clockOffsetMs === 0 ? {} : { LD_PRELOAD: LIBFAKETIME, FAKETIME: `${clockOffsetMs > 0 ? '+' : ''}${(clockOffsetMs / 1000).toFixed(1)}s`, FAKETIME_DONT_FAKE_MONOTONIC: '1' };
+    const clock =
+      clockOffsetMs === 0
+        ? {}
+        : {
+            LD_PRELOAD: LIBFAKETIME,
+            FAKETIME: `${clockOffsetMs > 0 ? '+' : ''}${(clockOffsetMs / 1000).toFixed(1)}s`,
+            FAKETIME_DONT_FAKE_MONOTONIC: '1',
+          };
     const child = spawn(process.execPath, ['--import', 'tsx', entry], {
       cwd: REPO_ROOT,
-      env: { ...process.env, ...this.options.env, ...clock, CALLGATE_GATEWAY_ID: name, CALLGATE_HTTP_PORT: '0' },
+      env: {
+        ...process.env,
+        ...this.options.env,
+        ...clock,
+        CALLGATE_GATEWAY_ID: name,
+        CALLGATE_HTTP_PORT: '0',
+      },
       stdio: ['ignore', log, log, 'ipc'],
     });
     closeSync(log);
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    const proc: ChaosProcess = { role, name, child, logPath, clockOffsetMs, exited, ready: false, paused: false };
+    const proc: ChaosProcess = {
+      role,
+      name,
+      child,
+      logPath,
+      clockOffsetMs,
+      exited,
+      ready: false,
+      paused: false,
+    };
     child.on('message', (message: { type?: string }) => {
       if (message.type === 'ready') proc.ready = true;
     });
@@ -71,7 +94,13 @@ export class ProcessPool {
   async waitReady(proc: ChaosProcess): Promise<boolean> {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline && isRunning(proc)) {
-      if (proc.role === 'worker' && !proc.ready && existsSync(proc.logPath) && readFileSync(proc.logPath, 'utf8').includes('worker ready')) proc.ready = true;
+      if (
+        proc.role === 'worker' &&
+        !proc.ready &&
+        existsSync(proc.logPath) &&
+        readFileSync(proc.logPath, 'utf8').includes('worker ready')
+      )
+        proc.ready = true;
       if (proc.ready) return true;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }

@@ -16,12 +16,28 @@ import { LedgerKeys } from '../../jobs/ledger/keys.ts';
 import { OperationLedger } from '../../jobs/ledger/operation-ledger.ts';
 import { NOTIFY_QUEUE } from '../../jobs/notify/out-of-band-message.ts';
 import { bullPrefix } from '../../jobs/queues/operation-queues.ts';
-import type { ConcurrencyReport, SandboxEffect } from '../../jobs/providers/sandbox/effect-journal.ts';
+import type {
+  ConcurrencyReport,
+  SandboxEffect,
+} from '../../jobs/providers/sandbox/effect-journal.ts';
 import type { SinkMessage } from '../../jobs/providers/sandbox/message-sink.ts';
 import { startSandbox, type RunningSandbox } from '../../jobs/providers/sandbox/sandbox-server.ts';
 import { CALL_STAY_MAX_MS, CallPlanner, type TenantPlan } from './call-plan.ts';
-import { ProcessPool, LIBFAKETIME, isRunning, type ChaosProcess, type ProcessRole } from './chaos-processes.ts';
-import { check, INVARIANTS, type ActionLimit, type CheckResult, type Invariant, type LedgerView } from './checker.ts';
+import {
+  ProcessPool,
+  LIBFAKETIME,
+  isRunning,
+  type ChaosProcess,
+  type ProcessRole,
+} from './chaos-processes.ts';
+import {
+  check,
+  INVARIANTS,
+  type ActionLimit,
+  type CheckResult,
+  type Invariant,
+  type LedgerView,
+} from './checker.ts';
 import { FaultProxy } from './fault-proxy.ts';
 import { planFaults, type FaultKind, type ScheduledFault } from './fault-schedule.ts';
 import { readJournals } from './journal.ts';
@@ -64,7 +80,10 @@ export interface ChaosReport {
 }
 
 const PREFIX = 'chaos';
-const TENANTS: readonly TenantPlan[] = [{ tenantId: 'chaos-a' }, { tenantId: 'chaos-b', confirmAbove: 0 }];
+const TENANTS: readonly TenantPlan[] = [
+  { tenantId: 'chaos-a' },
+  { tenantId: 'chaos-b', confirmAbove: 0 },
+];
 const WEBHOOK_SECRET_ENV = 'CHAOS_WEBHOOK_SECRET';
 /** Processes per role: one can die while the other carries on. */
 const SLOTS = 2;
@@ -118,7 +137,10 @@ class ChaosRun {
   private proxy: FaultProxy | undefined;
   private readonly webhook = new WebhookReceiver();
   private pool: ProcessPool | undefined;
-  private readonly slots: Record<ProcessRole, (ChaosProcess | undefined)[]> = { worker: [], gateway: [] };
+  private readonly slots: Record<ProcessRole, (ChaosProcess | undefined)[]> = {
+    worker: [],
+    gateway: [],
+  };
   /** Slots whose process a fault is replacing right now (the supervisor leaves them alone). */
   private readonly replacing = new Set<string>();
   private readonly faults = {} as Record<FaultKind, number>;
@@ -141,33 +163,55 @@ class ChaosRun {
     const configPath = this.writeConfig();
     this.pool = new ProcessPool({
       dir: this.dir,
-      env: { CALLGATE_CONFIG: configPath, REDIS_URL: this.redis.url, CHAOS_JOURNAL_DIR: this.dir, CALLGATE_LOG_LEVEL: 'info', [WEBHOOK_SECRET_ENV]: 'chaos-secret' },
+      env: {
+        CALLGATE_CONFIG: configPath,
+        REDIS_URL: this.redis.url,
+        CHAOS_JOURNAL_DIR: this.dir,
+        CALLGATE_LOG_LEVEL: 'info',
+        [WEBHOOK_SECRET_ENV]: 'chaos-secret',
+      },
     });
     for (let slot = 0; slot < SLOTS; slot++) {
       this.slots.worker[slot] = this.pool.start('worker', slot);
       this.slots.gateway[slot] = this.pool.start('gateway', slot);
     }
     const pool = this.pool;
-    const ready = await Promise.all([...this.slots.worker, ...this.slots.gateway].map((p) => (p ? pool.waitReady(p) : Promise.resolve(false))));
-    if (!ready.every(Boolean)) throw new Error(`processes did not start: see the logs in ${this.dir}`);
-    this.progress(`started: redis ${this.redis.url} (primary and replica), sandbox ${this.sandbox.url} behind ${this.proxy.url}, ${SLOTS} workers, ${SLOTS} gateways`);
+    const ready = await Promise.all(
+      [...this.slots.worker, ...this.slots.gateway].map((p) =>
+        p ? pool.waitReady(p) : Promise.resolve(false),
+      ),
+    );
+    if (!ready.every(Boolean))
+      throw new Error(`processes did not start: see the logs in ${this.dir}`);
+    this.progress(
+      `started: redis ${this.redis.url} (primary and replica), sandbox ${this.sandbox.url} behind ${this.proxy.url}, ${SLOTS} workers, ${SLOTS} gateways`,
+    );
     this.supervisor = setInterval(() => this.supervise(), 1_000);
 
     const planner = new CallPlanner(this.random.fork('calls'), TENANTS, String(this.options.seed));
     // The whole schedule is planned and then filtered, so a chosen kind comes at the same moments as in the full run.
     const kinds = this.options.faultKinds;
-    const schedule = planFaults(this.random.fork('faults'), { startMs: WARM_UP_MS, endMs: runMs, timings: TIMINGS, slots: SLOTS }).filter((f) => kinds === undefined || kinds.includes(f.kind));
+    const schedule = planFaults(this.random.fork('faults'), {
+      startMs: WARM_UP_MS,
+      endMs: runMs,
+      timings: TIMINGS,
+      slots: SLOTS,
+    }).filter((f) => kinds === undefined || kinds.includes(f.kind));
     const began = Date.now();
     const faultRuns = this.scheduleFaults(schedule, began);
     await this.placeCalls(planner, began + runMs);
     await Promise.all(faultRuns);
     await this.stopFaults();
-    this.progress(`faults stopped after ${Math.round((Date.now() - began) / 1000)} s: ${JSON.stringify(this.faults)}; settling`);
+    this.progress(
+      `faults stopped after ${Math.round((Date.now() - began) / 1000)} s: ${JSON.stringify(this.faults)}; settling`,
+    );
 
     const settleStart = Date.now();
     const settled = await this.settle();
     const settledAfterMs = Date.now() - settleStart;
-    this.progress(`settled in ${Math.round(settledAfterMs / 1000)} s${settled ? '' : ' (bound reached)'}; checking`);
+    this.progress(
+      `settled in ${Math.round(settledAfterMs / 1000)} s${settled ? '' : ' (bound reached)'}; checking`,
+    );
 
     const gathered = await this.gather();
     const report: ChaosReport = {
@@ -177,8 +221,13 @@ class ChaosRun {
       skippedFaults: this.skipped,
       proxiedRequests: { ...this.proxy.applied },
       calls: this.calls,
-      intents: new Set(gathered.journal.flatMap((e) => (e.type === 'tool_answered' ? [e.intentId] : []))).size,
-      operations: { total: gathered.ledger.length, byState: countBy(gathered.ledger.map((v) => v.operation.state)) },
+      intents: new Set(
+        gathered.journal.flatMap((e) => (e.type === 'tool_answered' ? [e.intentId] : [])),
+      ).size,
+      operations: {
+        total: gathered.ledger.length,
+        byState: countBy(gathered.ledger.map((v) => v.operation.state)),
+      },
       effects: gathered.effects.length,
       settledAfterMs,
       settleTimedOut: !settled,
@@ -209,14 +258,43 @@ class ChaosRun {
 
   private writeConfig(): string {
     const actions = (confirmAbove?: number) => {
-      const common = { kind: 'mutation', policy: 'queue', maxConcurrent: 2, maxQueued: 500, admissionDeadlineMs: 20_000, deadlineMs: TIMINGS.deadlineMs };
+      const common = {
+        kind: 'mutation',
+        policy: 'queue',
+        maxConcurrent: 2,
+        maxQueued: 500,
+        admissionDeadlineMs: 20_000,
+        deadlineMs: TIMINGS.deadlineMs,
+      };
       return {
-        book_table: { ...common, provider: 'bookings', operation: 'book', intent: ['restaurant', 'date', 'time', 'party_size'] },
-        cancel_booking: { ...common, provider: 'bookings', operation: 'cancel_booking', intent: ['booking_id'] },
-        refund: { ...common, provider: 'payments', operation: 'refund', money: true, intent: ['order_id', 'amount_cents'], ...(confirmAbove !== undefined && { confirmAbove }) },
+        book_table: {
+          ...common,
+          provider: 'bookings',
+          operation: 'book',
+          intent: ['restaurant', 'date', 'time', 'party_size'],
+        },
+        cancel_booking: {
+          ...common,
+          provider: 'bookings',
+          operation: 'cancel_booking',
+          intent: ['booking_id'],
+        },
+        refund: {
+          ...common,
+          provider: 'payments',
+          operation: 'refund',
+          money: true,
+          intent: ['order_id', 'amount_cents'],
+          ...(confirmAbove !== undefined && { confirmAbove }),
+        },
       };
     };
-    const provider = (service: string) => ({ type: 'sandbox', service, baseUrl: this.proxy?.url, timeoutMs: TIMINGS.providerTimeoutMs });
+    const provider = (service: string) => ({
+      type: 'sandbox',
+      service,
+      baseUrl: this.proxy?.url,
+      timeoutMs: TIMINGS.providerTimeoutMs,
+    });
     const document = {
       // The sending mark of a refund reaches the replica before the refund leaves (a failover cannot roll it back).
       redis: { prefix: PREFIX, durability: { mode: 'replica', replicas: 1, timeoutMs: 500 } },
@@ -225,7 +303,11 @@ class ChaosRun {
       sip: { udpPort: 0, tcpPort: 0 },
       log: { level: 'info' },
       model: { provider: 'simulator' },
-      gateway: { heartbeatMs: TIMINGS.heartbeatMs, deadAfterMs: TIMINGS.deadAfterMs, drainMs: 8_000 },
+      gateway: {
+        heartbeatMs: TIMINGS.heartbeatMs,
+        deadAfterMs: TIMINGS.deadAfterMs,
+        drainMs: 8_000,
+      },
       worker: {
         concurrency: 8,
         lockDurationMs: TIMINGS.lockDurationMs,
@@ -243,7 +325,10 @@ class ChaosRun {
         numbers: [String(7100 + i)],
         agent: 'concierge',
         // The first tenant has a webhook and SMS (a webhook outage must not hold SMS back), the second SMS only.
-        notify: i === 0 ? { webhookUrl: this.webhook.url, webhookSecretEnv: WEBHOOK_SECRET_ENV, sms: 'sandbox' } : { sms: 'sandbox' },
+        notify:
+          i === 0
+            ? { webhookUrl: this.webhook.url, webhookSecretEnv: WEBHOOK_SECRET_ENV, sms: 'sandbox' }
+            : { sms: 'sandbox' },
         actions: actions(tenant.confirmAbove),
       })),
     };
@@ -253,7 +338,13 @@ class ChaosRun {
   }
 
   private limits(): ActionLimit[] {
-    return TENANTS.flatMap((t) => ['refund', 'book', 'cancel_booking'].map((providerOperation) => ({ tenantId: t.tenantId, providerOperation, maxConcurrent: 2 })));
+    return TENANTS.flatMap((t) =>
+      ['refund', 'book', 'cancel_booking'].map((providerOperation) => ({
+        tenantId: t.tenantId,
+        providerOperation,
+        maxConcurrent: 2,
+      })),
+    );
   }
 
   /** Places calls at a seeded, jittered pace on a live gateway until `until`. */
@@ -263,7 +354,9 @@ class ChaosRun {
     await sleep(WARM_UP_MS);
     while (Date.now() < until) {
       const plan = planner.next();
-      const live = this.slots.gateway.filter((p): p is ChaosProcess => p !== undefined && p.ready && !p.paused && isRunning(p));
+      const live = this.slots.gateway.filter(
+        (p): p is ChaosProcess => p !== undefined && p.ready && !p.paused && isRunning(p),
+      );
       const gateway = live.length === 0 ? undefined : r.pick(live);
       if (gateway?.child.connected === true) {
         gateway.child.send({ type: 'call', plan });
@@ -283,7 +376,9 @@ class ChaosRun {
         if (await this.inject(fault)) this.faults[fault.kind] = (this.faults[fault.kind] ?? 0) + 1;
         else this.skipped[fault.kind] = (this.skipped[fault.kind] ?? 0) + 1;
       } catch (error) {
-        this.progress(`fault ${fault.kind} failed: ${error instanceof Error ? error.message : String(error)}`);
+        this.progress(
+          `fault ${fault.kind} failed: ${error instanceof Error ? error.message : String(error)}`,
+        );
         this.skipped[fault.kind] = (this.skipped[fault.kind] ?? 0) + 1;
       }
     });
@@ -348,7 +443,10 @@ class ChaosRun {
       case 'provider_slow':
         return this.sandboxWindow(`latency=${fault.delayMs}`, fault.durationMs);
       case 'commit_then_timeout':
-        return this.sandboxWindow(`commit-then-timeout=${TIMINGS.providerTimeoutMs * 3}`, fault.durationMs);
+        return this.sandboxWindow(
+          `commit-then-timeout=${TIMINGS.providerTimeoutMs * 3}`,
+          fault.durationMs,
+        );
       case 'provider_5xx':
         return this.proxyWindow({ kind: 'reject', status: 503 }, fault.durationMs);
       case 'answer_dropped':
@@ -362,16 +460,27 @@ class ChaosRun {
 
   private async sandboxWindow(spec: string, durationMs: number): Promise<boolean> {
     const url = this.sandbox?.url ?? '';
-    for (const [service, operation] of [['payments', 'refund'], ['bookings', 'book']]) {
-      const response = await fetch(`${url}/admin/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault: spec, service, operation }) });
-      if (response.status !== 201) throw new Error(`the sandbox refused ${spec}: ${await response.text()}`);
+    for (const [service, operation] of [
+      ['payments', 'refund'],
+      ['bookings', 'book'],
+    ]) {
+      const response = await fetch(`${url}/admin/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ fault: spec, service, operation }),
+      });
+      if (response.status !== 201)
+        throw new Error(`the sandbox refused ${spec}: ${await response.text()}`);
     }
     await sleep(durationMs);
     await fetch(`${url}/admin/faults`, { method: 'DELETE' });
     return true;
   }
 
-  private async proxyWindow(mode: Parameters<FaultProxy['setMode']>[0], durationMs: number): Promise<boolean> {
+  private async proxyWindow(
+    mode: Parameters<FaultProxy['setMode']>[0],
+    durationMs: number,
+  ): Promise<boolean> {
     this.proxy?.setMode(mode);
     await sleep(durationMs);
     this.proxy?.setMode({ kind: 'pass' });
@@ -385,7 +494,9 @@ class ChaosRun {
     for (const role of ['worker', 'gateway'] as const) {
       this.slots[role].forEach((proc, slot) => {
         if (!proc || isRunning(proc) || this.replacing.has(`${role}${slot}`)) return;
-        pool.unexpectedExits.push(`${proc.name} exited with ${String(proc.child.exitCode ?? proc.child.signalCode)} (log: ${proc.logPath})`);
+        pool.unexpectedExits.push(
+          `${proc.name} exited with ${String(proc.child.exitCode ?? proc.child.signalCode)} (log: ${proc.logPath})`,
+        );
         this.slots[role][slot] = pool.start(role, slot);
       });
     }
@@ -398,7 +509,8 @@ class ChaosRun {
     if (!this.webhook.up) await this.webhook.start();
     for (const proc of this.pool?.processes() ?? []) this.pool?.resume(proc);
     this.supervise();
-    for (const proc of [...this.slots.worker, ...this.slots.gateway]) if (proc) await this.pool?.waitReady(proc);
+    for (const proc of [...this.slots.worker, ...this.slots.gateway])
+      if (proc) await this.pool?.waitReady(proc);
   }
 
   /**
@@ -411,12 +523,24 @@ class ChaosRun {
     const redis = new Redis(this.redis?.url ?? '', { maxRetriesPerRequest: 3 });
     redis.on('error', () => undefined);
     const notify = new Queue(NOTIFY_QUEUE, { connection: redis, prefix: bullPrefix(PREFIX) });
-    const ledger = new OperationLedger(redis, { prefix: PREFIX, retentionDays: 30, moneyRetentionDays: 400 });
+    const ledger = new OperationLedger(redis, {
+      prefix: PREFIX,
+      retentionDays: 30,
+      moneyRetentionDays: 400,
+    });
     try {
       while (Date.now() < deadline) {
         try {
-          const open = (await Promise.all(TENANTS.map((t) => ledger.listOpen(t.tenantId)))).flat().filter((op) => op.state !== 'UNKNOWN');
-          const counts = await notify.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children');
+          const open = (await Promise.all(TENANTS.map((t) => ledger.listOpen(t.tenantId))))
+            .flat()
+            .filter((op) => op.state !== 'UNKNOWN');
+          const counts = await notify.getJobCounts(
+            'waiting',
+            'active',
+            'delayed',
+            'prioritized',
+            'waiting-children',
+          );
           const queued = Object.values(counts).reduce((sum, n) => sum + n, 0);
           if (open.length === 0 && queued === 0) return true;
         } catch {
@@ -439,7 +563,8 @@ class ChaosRun {
     sms: SinkMessage[];
     webhooks: WebhookReceiver['received'];
   }> {
-    const get = async <T>(path: string): Promise<T> => (await (await fetch(`${this.sandbox?.url ?? ''}${path}`)).json()) as T;
+    const get = async <T>(path: string): Promise<T> =>
+      (await (await fetch(`${this.sandbox?.url ?? ''}${path}`)).json()) as T;
     const { effects } = await get<{ effects: SandboxEffect[] }>('/admin/effects');
     const concurrency = await get<ConcurrencyReport>('/admin/concurrency');
     const { messages } = await get<{ messages: SinkMessage[] }>('/admin/messages?channel=sms');
@@ -447,13 +572,23 @@ class ChaosRun {
     redis.on('error', () => undefined);
     const notify = new Queue(NOTIFY_QUEUE, { connection: redis, prefix: bullPrefix(PREFIX) });
     try {
-      const ledger = new OperationLedger(redis, { prefix: PREFIX, retentionDays: 30, moneyRetentionDays: 400 });
+      const ledger = new OperationLedger(redis, {
+        prefix: PREFIX,
+        retentionDays: 30,
+        moneyRetentionDays: 400,
+      });
       const keys = new LedgerKeys(PREFIX);
-      const gaveUp = new Set((await notify.getFailed(0, -1)).map((job) => (job.data as { operationId?: string }).operationId ?? ''));
+      const gaveUp = new Set(
+        (await notify.getFailed(0, -1)).map(
+          (job) => (job.data as { operationId?: string }).operationId ?? '',
+        ),
+      );
       const views: LedgerView[] = [];
       for (const tenant of TENANTS) {
         const ids = await scanOperationIds(redis, keys.operation(tenant.tenantId, ''));
-        const unknown = new Set((await ledger.listUnknown(tenant.tenantId, 100_000)).map((u) => u.operation.operationId));
+        const unknown = new Set(
+          (await ledger.listUnknown(tenant.tenantId, 100_000)).map((u) => u.operation.operationId),
+        );
         for (const id of ids) {
           const operation = await ledger.get(tenant.tenantId, id);
           if (!operation) continue;
@@ -462,11 +597,19 @@ class ChaosRun {
             operation,
             reconcileStuck: stuck,
             countedUnknown: unknown.has(id),
-            outOfBandGaveUp: gaveUp.has(id) || JSON.stringify(operation.delivery ?? {}).includes('gave_up'),
+            outOfBandGaveUp:
+              gaveUp.has(id) || JSON.stringify(operation.delivery ?? {}).includes('gave_up'),
           });
         }
       }
-      return { journal: readJournals(this.dir), effects, concurrency, ledger: views, sms: messages, webhooks: this.webhook.received };
+      return {
+        journal: readJournals(this.dir),
+        effects,
+        concurrency,
+        ledger: views,
+        sms: messages,
+        webhooks: this.webhook.received,
+      };
     } finally {
       await notify.close();
       redis.disconnect();
@@ -503,17 +646,38 @@ function sleep(ms: number): Promise<void> {
 export function formatReport(report: ChaosReport): string {
   const lines = [
     `chaos run: seed ${report.seed}, ${report.minutes} min, ${report.calls} calls, ${report.intents} intents, ${report.operations.total} operations ${JSON.stringify(report.operations.byState)}, ${report.effects} effects`,
-    `faults injected: ${Object.entries(report.faults).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'} (total ${Object.values(report.faults).reduce((a, b) => a + b, 0)})`,
+    `faults injected: ${
+      Object.entries(report.faults)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'none'
+    } (total ${Object.values(report.faults).reduce((a, b) => a + b, 0)})`,
   ];
-  if (Object.keys(report.skippedFaults).length > 0) lines.push(`faults skipped: ${JSON.stringify(report.skippedFaults)}`);
-  lines.push(`provider requests the fault proxy acted on: ${Object.entries(report.proxiedRequests).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`);
-  lines.push(`settled in ${Math.round(report.settledAfterMs / 1000)} s${report.settleTimedOut ? ' (bound reached: operations still open or messages still queued)' : ''}`);
-  if (report.unexpectedExits.length > 0) lines.push(`processes that exited on their own: ${report.unexpectedExits.length}`, ...report.unexpectedExits.slice(0, 5).map((e) => `  ${e}`));
+  if (Object.keys(report.skippedFaults).length > 0)
+    lines.push(`faults skipped: ${JSON.stringify(report.skippedFaults)}`);
+  lines.push(
+    `provider requests the fault proxy acted on: ${
+      Object.entries(report.proxiedRequests)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'none'
+    }`,
+  );
+  lines.push(
+    `settled in ${Math.round(report.settledAfterMs / 1000)} s${report.settleTimedOut ? ' (bound reached: operations still open or messages still queued)' : ''}`,
+  );
+  if (report.unexpectedExits.length > 0)
+    lines.push(
+      `processes that exited on their own: ${report.unexpectedExits.length}`,
+      ...report.unexpectedExits.slice(0, 5).map((e) => `  ${e}`),
+    );
   lines.push('violations:');
   for (const name of INVARIANTS as readonly Invariant[]) {
-    const causes = Object.entries(report.result.causes).filter(([cause]) => cause.startsWith(`${name}/`));
+    const causes = Object.entries(report.result.causes).filter(([cause]) =>
+      cause.startsWith(`${name}/`),
+    );
     const byCause = causes.map(([cause, n]) => `${cause.slice(name.length + 1)} ${n}`).join(', ');
-    lines.push(`  ${name.padEnd(26)} ${report.result.violations[name]}${byCause === '' ? '' : ` (${byCause})`}`);
+    lines.push(
+      `  ${name.padEnd(26)} ${report.result.violations[name]}${byCause === '' ? '' : ` (${byCause})`}`,
+    );
     for (const example of report.result.examples[name]) lines.push(`      e.g. ${example}`);
   }
   if (report.runDir !== undefined) lines.push(`run directory kept: ${report.runDir}`);

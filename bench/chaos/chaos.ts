@@ -19,8 +19,15 @@ const seed = Number(argument('seed', String(Date.now() % 1_000_000)));
 const callsPerMinute = Number(argument('calls-per-minute', '90'));
 const faults = argument('faults', 'all');
 const faultKinds = faults === 'all' ? undefined : faults === 'none' ? [] : faults.split(',');
-const unknownKinds = (faultKinds ?? []).filter((kind) => !(FAULT_KINDS as readonly string[]).includes(kind));
-if (!(minutes > 0 && minutes <= 240) || !Number.isInteger(seed) || !(callsPerMinute > 0) || unknownKinds.length > 0) {
+const unknownKinds = (faultKinds ?? []).filter(
+  (kind) => !(FAULT_KINDS as readonly string[]).includes(kind),
+);
+if (
+  !(minutes > 0 && minutes <= 240) ||
+  !Number.isInteger(seed) ||
+  !(callsPerMinute > 0) ||
+  unknownKinds.length > 0
+) {
   process.stderr.write(
     `usage: npm run chaos -- --minutes N (0 < N <= 240) [--seed S (an integer)] [--calls-per-minute C] [--faults all|none|kind,...] [--keep]\nfault kinds: ${FAULT_KINDS.join(', ')}\n`,
   );
@@ -33,7 +40,8 @@ const report = await runChaos({
   callsPerMinute,
   ...(faultKinds !== undefined && { faultKinds: faultKinds as FaultKind[] }),
   keep: process.argv.includes('--keep'),
-  progress: (line) => process.stdout.write(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}\n`),
+  progress: (line) =>
+    process.stdout.write(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}\n`),
 });
 process.stdout.write(`${formatReport(report)}\n`);
 process.exit(totalViolations(report) === 0 ? 0 : 1);

@@ -5,7 +5,10 @@
  * gathers the inputs (chaos-run.ts), this decides.
  */
 import type { Operation } from '../../jobs/ledger/operation.ts';
-import type { ConcurrencyReport, SandboxEffect } from '../../jobs/providers/sandbox/effect-journal.ts';
+import type {
+  ConcurrencyReport,
+  SandboxEffect,
+} from '../../jobs/providers/sandbox/effect-journal.ts';
 import type { SinkMessage } from '../../jobs/providers/sandbox/message-sink.ts';
 import { bookingKey, refundKey, type IntentPlan } from './call-plan.ts';
 import type { JournalEntry } from './journal.ts';
@@ -68,8 +71,14 @@ const INTENT_ACTIONS = new Set(['refund', 'book_table']);
 const MAX_EXAMPLES = 5;
 
 export function check(input: CheckInput): CheckResult {
-  const violations = Object.fromEntries(INVARIANTS.map((name) => [name, 0])) as Record<Invariant, number>;
-  const examples = Object.fromEntries(INVARIANTS.map((name) => [name, []])) as unknown as Record<Invariant, string[]>;
+  const violations = Object.fromEntries(INVARIANTS.map((name) => [name, 0])) as Record<
+    Invariant,
+    number
+  >;
+  const examples = Object.fromEntries(INVARIANTS.map((name) => [name, []])) as unknown as Record<
+    Invariant,
+    string[]
+  >;
   const causes: Record<string, number> = {};
   const violate = (name: Invariant, cause: string, example: string, count = 1) => {
     violations[name] += count;
@@ -81,7 +90,9 @@ export function check(input: CheckInput): CheckResult {
     if (examples[name].length > MAX_EXAMPLES) examples[name].pop();
   };
 
-  const intentByKey = new Map(input.intents.map((intent) => [`${intent.tenantId}|${intent.kind}|${intent.key}`, intent]));
+  const intentByKey = new Map(
+    input.intents.map((intent) => [`${intent.tenantId}|${intent.kind}|${intent.key}`, intent]),
+  );
   const effectsByIntent = new Map<string, SandboxEffect[]>();
   const effectsByReference = new Map<string, SandboxEffect[]>();
   for (const effect of input.effects) {
@@ -103,64 +114,153 @@ export function check(input: CheckInput): CheckResult {
   for (const [intentId, effects] of effectsByIntent) {
     if (intentId.startsWith('unplanned') || effects.length > 1) {
       const references = new Set(effects.map((e) => e.reference));
-      const cause = intentId.startsWith('unplanned') ? 'unplanned' : references.size < effects.length ? 'one_operation_twice' : 'two_operations';
-      violate('effects_per_intent', cause, `${intentId}: ${effects.length} effects (${effects.map((e) => e.reference ?? '?').join(', ')}), operations ${describeOps(opsByIntent.get(intentId))}`);
+      const cause = intentId.startsWith('unplanned')
+        ? 'unplanned'
+        : references.size < effects.length
+          ? 'one_operation_twice'
+          : 'two_operations';
+      violate(
+        'effects_per_intent',
+        cause,
+        `${intentId}: ${effects.length} effects (${effects.map((e) => e.reference ?? '?').join(', ')}), operations ${describeOps(opsByIntent.get(intentId))}`,
+      );
     }
   }
   for (const intent of input.intents) {
     const ops = opsByIntent.get(intent.intentId) ?? [];
     const effects = effectsByIntent.get(intent.intentId) ?? [];
     const committed = ops.filter((v) => v.operation.state === 'COMMITTED');
-    if (committed.length > 0 && effects.length === 0) violate('effects_per_intent', 'committed_without_effect', `${intent.intentId}: COMMITTED (${committed.map((v) => v.operation.operationId).join(', ')}) without an effect`);
-    const maybe = ops.some((v) => v.operation.state === 'COMMITTED' || v.operation.state === 'UNKNOWN' || !isSettled(v.operation));
-    if (effects.length > 0 && ops.length > 0 && !maybe) violate('effects_per_intent', 'effect_not_committed', `${intent.intentId}: an effect, but the ledger says ${describeOps(ops)}`);
+    if (committed.length > 0 && effects.length === 0)
+      violate(
+        'effects_per_intent',
+        'committed_without_effect',
+        `${intent.intentId}: COMMITTED (${committed.map((v) => v.operation.operationId).join(', ')}) without an effect`,
+      );
+    const maybe = ops.some(
+      (v) =>
+        v.operation.state === 'COMMITTED' ||
+        v.operation.state === 'UNKNOWN' ||
+        !isSettled(v.operation),
+    );
+    if (effects.length > 0 && ops.length > 0 && !maybe)
+      violate(
+        'effects_per_intent',
+        'effect_not_committed',
+        `${intent.intentId}: an effect, but the ledger says ${describeOps(ops)}`,
+      );
   }
 
   // Provider concurrency above the action's limit.
   for (const limit of input.limits) {
-    const entered = input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.entered ?? {};
+    const entered =
+      input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.entered ?? {};
     let above = 0;
-    for (const [level, count] of Object.entries(entered)) if (Number(level) > limit.maxConcurrent) above += count;
+    for (const [level, count] of Object.entries(entered))
+      if (Number(level) > limit.maxConcurrent) above += count;
     if (above > 0) {
-      const max = input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.max ?? 0;
-      const overlaps = input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.overlaps ?? [];
+      const max =
+        input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.max ?? 0;
+      const overlaps =
+        input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.overlaps ??
+        [];
       // With the requests in progress at the first overlap above the limit: which operations and attempts.
       const first = overlaps.find((o) => o.inProgress.length > limit.maxConcurrent);
-      const detail = first === undefined ? '' : `; at ${first.at}: ${first.inProgress.map((r) => `${r.reference ?? '?'} attempt ${(r.attemptToken ?? '?').slice(0, 8)} since ${r.since}`).join(', ')}`;
-      violate('provider_concurrency', limit.providerOperation, `${limit.tenantId} ${limit.providerOperation}: ${above} requests began above maxConcurrent ${limit.maxConcurrent} (max ${max})${detail}`, above);
+      const detail =
+        first === undefined
+          ? ''
+          : `; at ${first.at}: ${first.inProgress.map((r) => `${r.reference ?? '?'} attempt ${(r.attemptToken ?? '?').slice(0, 8)} since ${r.since}`).join(', ')}`;
+      violate(
+        'provider_concurrency',
+        limit.providerOperation,
+        `${limit.tenantId} ${limit.providerOperation}: ${above} requests began above maxConcurrent ${limit.maxConcurrent} (max ${max})${detail}`,
+        above,
+      );
     }
   }
 
   // CANCELLED with an effect.
   for (const view of input.ledger) {
     const effects = effectsByReference.get(view.operation.operationId) ?? [];
-    if (view.operation.state === 'CANCELLED' && effects.length > 0) violate('cancelled_with_effect', view.operation.action, `${view.operation.operationId} (${view.operation.action}) CANCELLED with ${effects.length} effect(s)`);
+    if (view.operation.state === 'CANCELLED' && effects.length > 0)
+      violate(
+        'cancelled_with_effect',
+        view.operation.action,
+        `${view.operation.operationId} (${view.operation.action}) CANCELLED with ${effects.length} effect(s)`,
+      );
   }
 
   // Deliveries: heard to the end on a call, and messages received out of band.
   const heard = new Map<string, number>();
   for (const entry of input.journal) {
-    if (entry.type === 'result_played' && entry.status === 'completed') heard.set(entry.operationId, (heard.get(entry.operationId) ?? 0) + 1);
+    if (entry.type === 'result_played' && entry.status === 'completed')
+      heard.set(entry.operationId, (heard.get(entry.operationId) ?? 0) + 1);
   }
-  const smsKeys = distinctKeys(input.sms.map((m) => ({ operationId: m.operationId ?? '', key: m.idempotencyKey ?? `seq-${m.seq}` })));
-  const webhookKeys = distinctKeys(input.webhooks.map((w, i) => ({ operationId: w.operationId, key: w.idempotencyKey ?? `n-${i}` })));
+  const smsKeys = distinctKeys(
+    input.sms.map((m) => ({
+      operationId: m.operationId ?? '',
+      key: m.idempotencyKey ?? `seq-${m.seq}`,
+    })),
+  );
+  const webhookKeys = distinctKeys(
+    input.webhooks.map((w, i) => ({
+      operationId: w.operationId,
+      key: w.idempotencyKey ?? `n-${i}`,
+    })),
+  );
   for (const view of input.ledger) {
     const op = view.operation;
     if (!INTENT_ACTIONS.has(op.action) || op.compensates !== undefined) continue;
     const voice = heard.get(op.operationId) ?? 0;
     // One message may go over several channels (webhook and SMS): that is one delivery.
-    const outOfBand = Math.max(smsKeys.get(op.operationId) ?? 0, webhookKeys.get(op.operationId) ?? 0);
+    const outOfBand = Math.max(
+      smsKeys.get(op.operationId) ?? 0,
+      webhookKeys.get(op.operationId) ?? 0,
+    );
     const total = voice + outOfBand;
     const owed = op.state === 'COMMITTED' || op.state === 'FAILED_FINAL';
-    if (owed && total === 0 && !view.outOfBandGaveUp) violate('delivered_zero_times', op.delivery?.delivered === true ? 'ledger_says_delivered' : 'not_delivered', `${op.operationId} (${op.action}) ${op.state}, delivery record ${JSON.stringify(op.delivery ?? null)}`);
-    if (!isSettled(op) && op.state !== 'UNKNOWN') violate('delivered_zero_times', 'still_open', `${op.operationId} (${op.action}) still ${op.state} after settling`);
-    if (total > 1) violate('delivered_more_than_once', voice > 0 && outOfBand > 0 ? 'voice_and_out_of_band' : voice > 1 ? 'voice_twice' : 'out_of_band_twice', `${op.operationId} (${op.action}) ${op.state}: heard ${voice}, out of band ${outOfBand}, record ${JSON.stringify(op.delivery ?? null)}`);
-    if (op.state === 'UNKNOWN' && !view.reconcileStuck && !view.countedUnknown) violate('unknown_without_alert', op.action, `${op.operationId} (${op.action}) UNKNOWN, neither reconcile_stuck nor counted`);
+    if (owed && total === 0 && !view.outOfBandGaveUp)
+      violate(
+        'delivered_zero_times',
+        op.delivery?.delivered === true ? 'ledger_says_delivered' : 'not_delivered',
+        `${op.operationId} (${op.action}) ${op.state}, delivery record ${JSON.stringify(op.delivery ?? null)}`,
+      );
+    if (!isSettled(op) && op.state !== 'UNKNOWN')
+      violate(
+        'delivered_zero_times',
+        'still_open',
+        `${op.operationId} (${op.action}) still ${op.state} after settling`,
+      );
+    if (total > 1)
+      violate(
+        'delivered_more_than_once',
+        voice > 0 && outOfBand > 0
+          ? 'voice_and_out_of_band'
+          : voice > 1
+            ? 'voice_twice'
+            : 'out_of_band_twice',
+        `${op.operationId} (${op.action}) ${op.state}: heard ${voice}, out of band ${outOfBand}, record ${JSON.stringify(op.delivery ?? null)}`,
+      );
+    if (op.state === 'UNKNOWN' && !view.reconcileStuck && !view.countedUnknown)
+      violate(
+        'unknown_without_alert',
+        op.action,
+        `${op.operationId} (${op.action}) UNKNOWN, neither reconcile_stuck nor counted`,
+      );
   }
   // A caller told "started" for an operation the ledger no longer has (lost with a Redis node): nothing will ever tell them.
   for (const entry of input.journal) {
-    if (entry.type !== 'tool_answered' || entry.status !== 'started' || entry.operationId === undefined) continue;
-    if (!byId.has(entry.operationId)) violate('delivered_zero_times', 'lost_from_ledger', `${entry.operationId} (${entry.intentId}) answered started, missing from the ledger`);
+    if (
+      entry.type !== 'tool_answered' ||
+      entry.status !== 'started' ||
+      entry.operationId === undefined
+    )
+      continue;
+    if (!byId.has(entry.operationId))
+      violate(
+        'delivered_zero_times',
+        'lost_from_ledger',
+        `${entry.operationId} (${entry.intentId}) answered started, missing from the ledger`,
+      );
   }
   return { violations, causes, examples };
 }
@@ -171,20 +271,26 @@ function isSettled(op: Operation): boolean {
 
 function effectIntentKey(effect: SandboxEffect): string | undefined {
   const r = effect.result;
-  if (effect.service === 'payments' && effect.operation === 'refund') return `${effect.tenant}|refund|${refundKey(r.order_id, r.amount_cents)}`;
-  if (effect.service === 'bookings' && effect.operation === 'book') return `${effect.tenant}|booking|${bookingKey(r.restaurant, r.date, r.time, r.party_size)}`;
+  if (effect.service === 'payments' && effect.operation === 'refund')
+    return `${effect.tenant}|refund|${refundKey(r.order_id, r.amount_cents)}`;
+  if (effect.service === 'bookings' && effect.operation === 'book')
+    return `${effect.tenant}|booking|${bookingKey(r.restaurant, r.date, r.time, r.party_size)}`;
   return undefined;
 }
 
 function operationIntentKey(op: Operation): string | undefined {
   const p = op.params;
-  if (op.action === 'refund') return `${op.tenantId}|refund|${refundKey(p.order_id, p.amount_cents)}`;
-  if (op.action === 'book_table') return `${op.tenantId}|booking|${bookingKey(p.restaurant, p.date, p.time, p.party_size)}`;
+  if (op.action === 'refund')
+    return `${op.tenantId}|refund|${refundKey(p.order_id, p.amount_cents)}`;
+  if (op.action === 'book_table')
+    return `${op.tenantId}|booking|${bookingKey(p.restaurant, p.date, p.time, p.party_size)}`;
   return undefined;
 }
 
 function describeOps(views: readonly LedgerView[] | undefined): string {
-  return (views ?? []).map((v) => `${v.operation.operationId}=${v.operation.state}`).join(', ') || 'none';
+  return (
+    (views ?? []).map((v) => `${v.operation.operationId}=${v.operation.state}`).join(', ') || 'none'
+  );
 }
 
 function distinctKeys(rows: readonly { operationId: string; key: string }[]): Map<string, number> {

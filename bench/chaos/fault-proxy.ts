@@ -6,7 +6,13 @@
  * either before forwarding or after the provider committed. Only provider requests (POSTs to an
  * operation) are touched; lookups, cancels and the admin and message endpoints pass.
  */
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 
 export type ProxyMode =
   | { readonly kind: 'pass' }
@@ -104,7 +110,11 @@ export class FaultProxy {
     });
   }
 
-  private forward(req: IncomingMessage, body: Buffer, onAnswer: (upstream: IncomingMessage) => void): void {
+  private forward(
+    req: IncomingMessage,
+    body: Buffer,
+    onAnswer: (upstream: IncomingMessage) => void,
+  ): void {
     const target = new URL(req.url ?? '/', this.targetUrl);
     const headers = { ...req.headers, host: target.host, 'content-length': String(body.length) };
     const out = request(target, { method: req.method, headers }, onAnswer);
@@ -114,6 +124,14 @@ export class FaultProxy {
 }
 
 function isProviderRequest(req: IncomingMessage): boolean {
-  const parts = (req.url ?? '/').split('?')[0]?.split('/').filter((p) => p !== '') ?? [];
-  return req.method === 'POST' && (parts[0] === 'payments' || parts[0] === 'bookings') && parts.length === 2;
+  const parts =
+    (req.url ?? '/')
+      .split('?')[0]
+      ?.split('/')
+      .filter((p) => p !== '') ?? [];
+  return (
+    req.method === 'POST' &&
+    (parts[0] === 'payments' || parts[0] === 'bookings') &&
+    parts.length === 2
+  );
 }

@@ -55,9 +55,22 @@ export interface FaultTimings {
 }
 
 const LANE_KINDS: Readonly<Record<FaultLane, readonly FaultKind[]>> = {
-  processes: ['worker_sigkill', 'worker_sigstop', 'gateway_sigkill', 'gateway_sigstop', 'clock_offset'],
+  processes: [
+    'worker_sigkill',
+    'worker_sigstop',
+    'gateway_sigkill',
+    'gateway_sigstop',
+    'clock_offset',
+  ],
   redis: ['redis_failover', 'redis_restart'],
-  provider: ['provider_slow', 'provider_5xx', 'commit_then_timeout', 'answer_dropped', 'commit_then_5xx', 'request_held'],
+  provider: [
+    'provider_slow',
+    'provider_5xx',
+    'commit_then_timeout',
+    'answer_dropped',
+    'commit_then_5xx',
+    'request_held',
+  ],
   webhook: ['webhook_outage'],
 };
 
@@ -70,9 +83,17 @@ const LANE_GAP_MS: Readonly<Record<FaultLane, readonly [number, number]>> = {
 };
 
 /** Where each lane's first fault falls, so they do not all start at once. */
-const LANE_FIRST_MS: Readonly<Record<FaultLane, number>> = { processes: 0, redis: 6_000, provider: 1_000, webhook: 3_000 };
+const LANE_FIRST_MS: Readonly<Record<FaultLane, number>> = {
+  processes: 0,
+  redis: 6_000,
+  provider: 1_000,
+  webhook: 3_000,
+};
 
-export function planFaults(random: SeededRandom, options: { startMs: number; endMs: number; timings: FaultTimings; slots: number }): ScheduledFault[] {
+export function planFaults(
+  random: SeededRandom,
+  options: { startMs: number; endMs: number; timings: FaultTimings; slots: number },
+): ScheduledFault[] {
   const faults: ScheduledFault[] = [];
   for (const lane of Object.keys(LANE_KINDS) as FaultLane[]) {
     const r = random.fork(lane);
@@ -90,8 +111,23 @@ export function planFaults(random: SeededRandom, options: { startMs: number; end
   return faults.sort((a, b) => a.atMs - b.atMs);
 }
 
-function shape(kind: FaultKind, lane: FaultLane, atMs: number, r: SeededRandom, t: FaultTimings, slots: number): ScheduledFault {
-  const base = { kind, lane, atMs, slot: r.int(0, slots - 1), offsetMs: 0, worker: false, delayMs: 0 };
+function shape(
+  kind: FaultKind,
+  lane: FaultLane,
+  atMs: number,
+  r: SeededRandom,
+  t: FaultTimings,
+  slots: number,
+): ScheduledFault {
+  const base = {
+    kind,
+    lane,
+    atMs,
+    slot: r.int(0, slots - 1),
+    offsetMs: 0,
+    worker: false,
+    delayMs: 0,
+  };
   switch (kind) {
     case 'worker_sigkill':
     case 'gateway_sigkill':
@@ -102,7 +138,12 @@ function shape(kind: FaultKind, lane: FaultLane, atMs: number, r: SeededRandom, 
     case 'gateway_sigstop':
       return { ...base, durationMs: r.int(t.deadAfterMs + 1_000, t.deadAfterMs + 3_000) };
     case 'clock_offset':
-      return { ...base, durationMs: 0, worker: r.chance(0.5), offsetMs: r.pick([-1, 1]) * r.int(1_500, 3_000) };
+      return {
+        ...base,
+        durationMs: 0,
+        worker: r.chance(0.5),
+        offsetMs: r.pick([-1, 1]) * r.int(1_500, 3_000),
+      };
     case 'redis_failover':
       return { ...base, durationMs: 0 };
     case 'redis_restart':
@@ -111,9 +152,17 @@ function shape(kind: FaultKind, lane: FaultLane, atMs: number, r: SeededRandom, 
       return { ...base, durationMs: r.int(5_000, 15_000) };
     case 'request_held':
       // The window; each request in it is held past the timeout and the reconcile grace.
-      return { ...base, durationMs: r.int(2_000, 4_000), delayMs: t.reconcileGraceMs + t.providerTimeoutMs + r.int(500, 2_000) };
+      return {
+        ...base,
+        durationMs: r.int(2_000, 4_000),
+        delayMs: t.reconcileGraceMs + t.providerTimeoutMs + r.int(500, 2_000),
+      };
     case 'provider_slow':
-      return { ...base, durationMs: r.int(2_000, 4_000), delayMs: t.providerTimeoutMs + r.int(300, 1_500) };
+      return {
+        ...base,
+        durationMs: r.int(2_000, 4_000),
+        delayMs: t.providerTimeoutMs + r.int(300, 1_500),
+      };
     default:
       return { ...base, durationMs: r.int(2_000, 4_000) };
   }

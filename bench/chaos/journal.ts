@@ -7,7 +7,13 @@ import { closeSync, fsyncSync, openSync, readdirSync, readFileSync, writeSync } 
 import { join } from 'node:path';
 
 export type JournalEntry =
-  | { readonly type: 'call_started'; readonly at: number; readonly sessionId: string; readonly tenantId: string; readonly gatewayId: string }
+  | {
+      readonly type: 'call_started';
+      readonly at: number;
+      readonly sessionId: string;
+      readonly tenantId: string;
+      readonly gatewayId: string;
+    }
   /** The tool runtime's answer to one tool call of an intent. */
   | {
       readonly type: 'tool_answered';
@@ -19,8 +25,19 @@ export type JournalEntry =
       readonly operationId?: string;
     }
   /** A result given to the caller: `completed` is heard to the end, anything else was cut off. */
-  | { readonly type: 'result_played'; readonly at: number; readonly sessionId: string; readonly operationId: string; readonly status: string }
-  | { readonly type: 'call_ended'; readonly at: number; readonly sessionId: string; readonly phase: string };
+  | {
+      readonly type: 'result_played';
+      readonly at: number;
+      readonly sessionId: string;
+      readonly operationId: string;
+      readonly status: string;
+    }
+  | {
+      readonly type: 'call_ended';
+      readonly at: number;
+      readonly sessionId: string;
+      readonly phase: string;
+    };
 
 const FILE_PREFIX = 'journal-';
 
@@ -45,7 +62,9 @@ export class CallJournal {
 /** Every entry of every journal in `dir`; a line cut short by a SIGKILL is skipped. */
 export function readJournals(dir: string): JournalEntry[] {
   const entries: JournalEntry[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.startsWith(FILE_PREFIX)).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.startsWith(FILE_PREFIX))
+    .sort()) {
     for (const line of readFileSync(join(dir, file), 'utf8').split('\n')) {
       if (line.trim() === '') continue;
       try {

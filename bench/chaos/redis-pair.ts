@@ -50,7 +50,9 @@ export class RedisPair {
   /** On an abrupt end of the run (SIGINT): both servers killed by PID, their directories removed, no waiting. */
   killNow(): void {
     this.proxy.cutAll();
-    for (const node of [this.primary, this.replica]) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');
+    for (const node of [this.primary, this.replica])
+      if (node.child.exitCode === null && node.child.signalCode === null)
+        node.child.kill('SIGKILL');
     for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
   }
 
@@ -95,7 +97,22 @@ async function startNode(primaryPort: number | undefined): Promise<RedisNode> {
 }
 
 function spawnServer(port: number, dir: string, primaryPort: number | undefined): ChildProcess {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--protected-mode', 'no', '--loglevel', 'warning'];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    'yes',
+    '--protected-mode',
+    'no',
+    '--loglevel',
+    'warning',
+  ];
   if (primaryPort !== undefined) args.push('--replicaof', '127.0.0.1', String(primaryPort));
   return spawn('redis-server', args, { stdio: 'ignore' });
 }
@@ -111,7 +128,12 @@ async function stopNode(node: RedisNode, signal: NodeJS.Signals): Promise<void> 
 /** redis-cli, asynchronously: the run's own event loop carries the sandbox and the proxies. */
 function redisCli(port: number, ...args: string[]): Promise<string> {
   return new Promise((resolve) => {
-    execFile('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5_000 }, (_error, stdout) => resolve(String(stdout).trim()));
+    execFile(
+      'redis-cli',
+      ['-p', String(port), ...args],
+      { encoding: 'utf8', timeout: 5_000 },
+      (_error, stdout) => resolve(String(stdout).trim()),
+    );
   });
 }
 

@@ -5,7 +5,11 @@
  * completed), the same rule the real call session follows; a barge-in or the hang-up cuts it.
  */
 import { AgentSession } from '../../agents/agent-session.ts';
-import type { ConversationPort, ResultDelivery, SpokenOutcome } from '../../agents/result-delivery.ts';
+import type {
+  ConversationPort,
+  ResultDelivery,
+  SpokenOutcome,
+} from '../../agents/result-delivery.ts';
 import { toolError, type ToolRuntime } from '../../agents/tool-runtime.ts';
 import type { CallPlan } from './call-plan.ts';
 import type { CallJournal } from './journal.ts';
@@ -45,14 +49,26 @@ export class SimulatedCall implements ConversationPort {
     private readonly parts: SimulatedCallParts,
   ) {
     this.random = new SeededRandom(plan.seed);
-    this.session = new AgentSession({ sessionId: plan.sessionId, tenantId: plan.tenantId, caller: plan.caller, ownerGateway: parts.gatewayId, agent: plan.agent });
+    this.session = new AgentSession({
+      sessionId: plan.sessionId,
+      tenantId: plan.tenantId,
+      caller: plan.caller,
+      ownerGateway: parts.gatewayId,
+      agent: plan.agent,
+    });
   }
 
   /** Runs the call to its end: the tool calls of each intent, the stay on the line, the hang-up. */
   async run(stopping: AbortSignal): Promise<void> {
     const { delivery, journal } = this.parts;
     delivery.attach(this.session, this);
-    journal.append({ type: 'call_started', at: Date.now(), sessionId: this.plan.sessionId, tenantId: this.plan.tenantId, gatewayId: this.parts.gatewayId });
+    journal.append({
+      type: 'call_started',
+      at: Date.now(),
+      sessionId: this.plan.sessionId,
+      tenantId: this.plan.tenantId,
+      gatewayId: this.parts.gatewayId,
+    });
     const idle = setInterval(() => this.offerHeld(), IDLE_OFFER_MS);
     try {
       for (const intent of this.plan.intents) {
@@ -60,9 +76,15 @@ export class SimulatedCall implements ConversationPort {
           if (stopping.aborted) break;
           await sleep(step.delayMs, stopping);
           this.session.turnId++;
-          const call = { callId: `fc_${this.plan.sessionId}_${++this.toolCalls}`, name: step.tool, arguments: step.arguments };
+          const call = {
+            callId: `fc_${this.plan.sessionId}_${++this.toolCalls}`,
+            name: step.tool,
+            arguments: step.arguments,
+          };
           // As the call session does: a tool that throws (Redis away) answers an error and the call goes on.
-          const output = await this.parts.runtime.handle(this.session, call).catch((error: unknown) => toolError(error));
+          const output = await this.parts.runtime
+            .handle(this.session, call)
+            .catch((error: unknown) => toolError(error));
           journal.append({
             type: 'tool_answered',
             at: Date.now(),
@@ -78,12 +100,22 @@ export class SimulatedCall implements ConversationPort {
     } finally {
       clearInterval(idle);
       this.hangUp.abort();
-      await this.parts.delivery.onCallEnded(this.plan.sessionId, 'hung_up').catch((error: unknown) => this.parts.onError('out-of-band hand-over', error));
-      journal.append({ type: 'call_ended', at: Date.now(), sessionId: this.plan.sessionId, phase: 'hung_up' });
+      await this.parts.delivery
+        .onCallEnded(this.plan.sessionId, 'hung_up')
+        .catch((error: unknown) => this.parts.onError('out-of-band hand-over', error));
+      journal.append({
+        type: 'call_ended',
+        at: Date.now(),
+        sessionId: this.plan.sessionId,
+        phase: 'hung_up',
+      });
     }
   }
 
-  async deliver(result: { readonly operationId: string; readonly message: string }, stop?: AbortSignal): Promise<SpokenOutcome> {
+  async deliver(
+    result: { readonly operationId: string; readonly message: string },
+    stop?: AbortSignal,
+  ): Promise<SpokenOutcome> {
     const responseId = `resp_${this.plan.sessionId}_${++this.responses}`;
     const speakMs = this.random.int(SPEAK_MIN_MS, SPEAK_MAX_MS);
     const bargeIn = this.random.chance(this.plan.bargeInChance);
@@ -92,14 +124,30 @@ export class SimulatedCall implements ConversationPort {
     const firstAudioAt = Date.now();
     let status: SpokenOutcome['status'];
     try {
-      const played = await sleep(bargeIn ? Math.floor(speakMs / 2) : speakMs, stop === undefined ? this.hangUp.signal : AbortSignal.any([this.hangUp.signal, stop]));
-      status = stop?.aborted === true ? 'cancelled' : !played ? 'failed' : bargeIn ? 'cancelled' : 'completed';
+      const played = await sleep(
+        bargeIn ? Math.floor(speakMs / 2) : speakMs,
+        stop === undefined ? this.hangUp.signal : AbortSignal.any([this.hangUp.signal, stop]),
+      );
+      status =
+        stop?.aborted === true
+          ? 'cancelled'
+          : !played
+            ? 'failed'
+            : bargeIn
+              ? 'cancelled'
+              : 'completed';
     } finally {
       this.playing--;
       this.session.responseActive = this.playing > 0;
     }
     // Durable before delivery hears of it: what the caller heard is recorded even if this process dies next.
-    this.parts.journal.append({ type: 'result_played', at: Date.now(), sessionId: this.plan.sessionId, operationId: result.operationId, status });
+    this.parts.journal.append({
+      type: 'result_played',
+      at: Date.now(),
+      sessionId: this.plan.sessionId,
+      operationId: result.operationId,
+      status,
+    });
     if (status === 'cancelled') {
       this.session.callerSpeaking = true;
       setTimeout(() => {
@@ -115,8 +163,11 @@ export class SimulatedCall implements ConversationPort {
 
   /** The line is quiet: results held for later are offered again. */
   private offerHeld(): void {
-    if (this.hangUp.signal.aborted || this.session.callerSpeaking || this.session.responseActive) return;
-    this.parts.delivery.onIdle(this.plan.sessionId).catch((error: unknown) => this.parts.onError('delivery on idle', error));
+    if (this.hangUp.signal.aborted || this.session.callerSpeaking || this.session.responseActive)
+      return;
+    this.parts.delivery
+      .onIdle(this.plan.sessionId)
+      .catch((error: unknown) => this.parts.onError('delivery on idle', error));
   }
 }
 

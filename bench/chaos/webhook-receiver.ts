@@ -27,13 +27,19 @@ export class WebhookReceiver {
       req.on('end', () => {
         let operationId = '';
         try {
-          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { operation_id?: unknown };
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+            operation_id?: unknown;
+          };
           operationId = typeof body.operation_id === 'string' ? body.operation_id : '';
         } catch {
           // counted with an empty operation id: a malformed message is a finding too
         }
         const key = req.headers['idempotency-key'];
-        this.received.push({ operationId, idempotencyKey: typeof key === 'string' ? key : undefined, at: Date.now() });
+        this.received.push({
+          operationId,
+          idempotencyKey: typeof key === 'string' ? key : undefined,
+          at: Date.now(),
+        });
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end('{"ok":true}');
       });

@@ -40,7 +40,11 @@ export class CallAcceptor {
     }
     const mediaTest = call.tenant.mediaTest;
     if (mediaTest !== undefined) {
-      void MediaTestEndpoint.answer(call, { ...this.options.media, ...mediaTest, logger: this.log });
+      void MediaTestEndpoint.answer(call, {
+        ...this.options.media,
+        ...mediaTest,
+        logger: this.log,
+      });
       return;
     }
     const session = new CallSession({ ...this.options, call, log: this.log });

@@ -24,7 +24,11 @@ export const callMetrics = {
     buckets: FAST_SECONDS_BUCKETS,
     enableExemplars: true,
   }),
-  active: gauge({ name: 'callgate_calls_active', help: 'Answered calls not yet ended on this gateway, by tenant', labelNames: ['tenant'] }),
+  active: gauge({
+    name: 'callgate_calls_active',
+    help: 'Answered calls not yet ended on this gateway, by tenant',
+    labelNames: ['tenant'],
+  }),
   ended: counter({
     name: 'callgate_calls_ended_total',
     help: 'Calls ended, by tenant and reason (caller_hung_up, agent_hung_up, transferred, media_timeout, model_lost, shutdown, failed; rejected: refused before the answer)',

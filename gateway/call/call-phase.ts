@@ -29,7 +29,17 @@ export type CallPhase =
   /** Everything is released; delivery knows the call is over. */
   | 'ended';
 
-export const CALL_PHASES: readonly CallPhase[] = ['answering', 'opening_model', 'live', 'on_hold', 'renewing', 'reopening', 'saying_goodbye', 'ending', 'ended'];
+export const CALL_PHASES: readonly CallPhase[] = [
+  'answering',
+  'opening_model',
+  'live',
+  'on_hold',
+  'renewing',
+  'reopening',
+  'saying_goodbye',
+  'ending',
+  'ended',
+];
 
 /** Either side may end the call from any phase before `ending`; only `ending` leads to `ended`. */
 const TRANSITIONS: Readonly<Record<CallPhase, readonly CallPhase[]>> = {
@@ -52,7 +62,10 @@ export function canMove(from: CallPhase, to: CallPhase): boolean {
 }
 
 /** What the phase is once the model link is up (opened, re-opened, renewed, or a hold changed). */
-export function linkUpPhase(state: { readonly callerHolds: boolean; readonly renewalPending: boolean }): CallPhase {
+export function linkUpPhase(state: {
+  readonly callerHolds: boolean;
+  readonly renewalPending: boolean;
+}): CallPhase {
   if (state.callerHolds) return 'on_hold';
   return state.renewalPending ? 'renewing' : 'live';
 }

@@ -13,7 +13,8 @@ export type CallPromptKind = 'reconnecting' | 'goodbye';
 
 export const CALL_PROMPT_TEXT: Readonly<Record<CallPromptKind, string>> = {
   reconnecting: 'Sorry, I lost my connection for a moment. Please stay on the line.',
-  goodbye: 'Sorry, I cannot continue this call right now. Anything still in progress will be sent to you in a message. Goodbye.',
+  goodbye:
+    'Sorry, I cannot continue this call right now. Anything still in progress will be sent to you in a message. Goodbye.',
 };
 
 /** The pause played in place of a prompt that could not be rendered: long enough to read as intended. */
@@ -47,7 +48,11 @@ export class CallPrompts {
 
   /** Renders every prompt in these formats now, so a call that needs one does not wait. */
   async prepare(formats: readonly AudioFormat[]): Promise<void> {
-    await Promise.all(formats.flatMap((format) => (Object.keys(CALL_PROMPT_TEXT) as CallPromptKind[]).map((kind) => this.get(kind, format))));
+    await Promise.all(
+      formats.flatMap((format) =>
+        (Object.keys(CALL_PROMPT_TEXT) as CallPromptKind[]).map((kind) => this.get(kind, format)),
+      ),
+    );
   }
 
   /** The prompt in this format; never rejects (silence when it cannot be rendered). */
@@ -68,7 +73,10 @@ export class CallPrompts {
     } catch (error) {
       if (!this.warned) {
         this.warned = true;
-        this.options.log.warn('call prompts cannot be rendered (is espeak-ng installed?); callers hear a pause instead', { error });
+        this.options.log.warn(
+          'call prompts cannot be rendered (is espeak-ng installed?); callers hear a pause instead',
+          { error },
+        );
       }
       const audio = Buffer.alloc(SILENT_PROMPT_MS * bytesPerMs(format), SILENCE_BYTE[format]);
       return { kind, audio, ms: SILENT_PROMPT_MS, rendered: 'silence' };

@@ -69,7 +69,9 @@ export class CallRegistry {
 
   start(): void {
     this.timer = setInterval(() => {
-      this.beat().catch((error: unknown) => this.options.log.warn('call heartbeat failed', { error }));
+      this.beat().catch((error: unknown) =>
+        this.options.log.warn('call heartbeat failed', { error }),
+      );
     }, this.options.heartbeatMs);
     this.timer.unref();
   }
@@ -109,7 +111,11 @@ export class CallRegistry {
   async appendEvent(sessionId: string, event: CallEvent, at = Date.now()): Promise<void> {
     const record: CallEventRecord = { at, sessionId, event };
     const key = this.eventsKey(sessionId);
-    await this.options.redis.multi().rpush(key, JSON.stringify(record)).expire(key, CALL_RETENTION_SECONDS).exec();
+    await this.options.redis
+      .multi()
+      .rpush(key, JSON.stringify(record))
+      .expire(key, CALL_RETENTION_SECONDS)
+      .exec();
   }
 
   async close(sessionId: string, reason: string): Promise<void> {
@@ -117,7 +123,11 @@ export class CallRegistry {
     const now = Date.now();
     await this.options.redis
       .multi()
-      .hset(this.recordKey(sessionId), { state: 'ended', ended_at: String(now), end_reason: reason })
+      .hset(this.recordKey(sessionId), {
+        state: 'ended',
+        ended_at: String(now),
+        end_reason: reason,
+      })
       .zrem(this.activeKey, sessionId)
       .zadd(this.recentKey, now, sessionId)
       .zremrangebyrank(this.recentKey, 0, -RECENT_CALLS - 1)
@@ -130,7 +140,9 @@ export class CallRegistry {
   }
 
   async events(sessionId: string): Promise<CallEventRecord[]> {
-    return (await this.options.redis.lrange(this.eventsKey(sessionId), 0, -1)).map((line) => JSON.parse(line) as CallEventRecord);
+    return (await this.options.redis.lrange(this.eventsKey(sessionId), 0, -1)).map(
+      (line) => JSON.parse(line) as CallEventRecord,
+    );
   }
 
   /** Active calls of every gateway (newest heartbeat first; `lost` when their gateway died) and the most recent ended ones. */
@@ -138,9 +150,14 @@ export class CallRegistry {
     const { redis } = this.options;
     const active = await redis.zrevrange(this.activeKey, 0, limit - 1);
     const recent = await redis.zrevrange(this.recentKey, 0, limit - 1);
-    const load = async (ids: string[]) => (await Promise.all(ids.map((id) => this.get(id)))).filter((r): r is CallRecord => r !== undefined);
+    const load = async (ids: string[]) =>
+      (await Promise.all(ids.map((id) => this.get(id)))).filter(
+        (r): r is CallRecord => r !== undefined,
+      );
     const staleBefore = Date.now() - this.options.deadAfterMs;
-    const live = (await load(active)).map((r): CallRecord => (r.state === 'active' && (r.heartbeatAt ?? 0) < staleBefore ? { ...r, state: 'lost' } : r));
+    const live = (await load(active)).map((r): CallRecord =>
+      r.state === 'active' && (r.heartbeatAt ?? 0) < staleBefore ? { ...r, state: 'lost' } : r,
+    );
     return { active: live, recent: await load(recent) };
   }
 

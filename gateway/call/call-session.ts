@@ -33,13 +33,25 @@ import { RtpSession, type RtpSessionOptions } from '../media/rtp-session.ts';
 import type { RtpSessionEvent } from '../media/rtp-session-events.ts';
 import type { DtmfDigit } from '../media/telephone-event.ts';
 import type { SessionOptions } from '../realtime/realtime-model.ts';
-import type { AudioFormat, PlaybackPosition, RealtimeEvent, RealtimeSession, SessionConfig } from '../realtime/realtime-session.ts';
+import type {
+  AudioFormat,
+  PlaybackPosition,
+  RealtimeEvent,
+  RealtimeSession,
+  SessionConfig,
+} from '../realtime/realtime-session.ts';
 import { answerOffer, type NegotiatedMedia } from '../sip/sdp-negotiation.ts';
 import type { DialogEndReason, DialogEvent, InboundCall } from '../sip/signaling-driver.ts';
 import { AudioUplink } from './audio-uplink.ts';
 import { callEvents, type CallEndReason, type CallEvent } from './call-events.ts';
 import { callMetrics } from './call-metrics.ts';
-import { CallPhaseMachine, callerOnHold, isEnding, isLeaving, type CallPhase } from './call-phase.ts';
+import {
+  CallPhaseMachine,
+  callerOnHold,
+  isEnding,
+  isLeaving,
+  type CallPhase,
+} from './call-phase.ts';
 import type { CallPromptKind, CallPrompts } from './call-prompts.ts';
 import type { CallRegistry } from './call-registry.ts';
 import { CallTeardown, endReasonOf } from './call-teardown.ts';
@@ -69,7 +81,19 @@ const TURN_ANSWER_WAIT_MS = 3_000;
 /** What the call uses of its RTP session (a port, so unit tests can drive a call without sockets). */
 export type CallRtp = Pick<
   RtpSession,
-  'localAddress' | 'localPort' | 'on' | 'setRemote' | 'setSending' | 'setHold' | 'setCodec' | 'play' | 'endItem' | 'clear' | 'playedMs' | 'injectDigit' | 'close'
+  | 'localAddress'
+  | 'localPort'
+  | 'on'
+  | 'setRemote'
+  | 'setSending'
+  | 'setHold'
+  | 'setCodec'
+  | 'play'
+  | 'endItem'
+  | 'clear'
+  | 'playedMs'
+  | 'injectDigit'
+  | 'close'
 >;
 
 export interface CallMedia {
@@ -87,7 +111,10 @@ export interface CallSessionOptions {
   /** Opens model sessions (RealtimeModel). */
   readonly model: ModelPort;
   readonly catalogue: AgentCatalogue;
-  readonly runtime: Pick<ToolRuntime, 'handle' | 'toolsFor' | 'inlineAnswer' | 'settleInlineAnswer'>;
+  readonly runtime: Pick<
+    ToolRuntime,
+    'handle' | 'toolsFor' | 'inlineAnswer' | 'settleInlineAnswer'
+  >;
   readonly delivery: Pick<ResultDelivery, 'attach' | 'onIdle' | 'onCallEnded'>;
   readonly ledger: Pick<OperationLedger, 'get'>;
   readonly registry: Pick<CallRegistry, 'open' | 'close' | 'appendEvent'>;
@@ -108,7 +135,10 @@ export interface ModelPort {
 }
 
 /** The model audio format for a wire codec: G.711 passes through untouched, Opus goes via 24 kHz PCM. */
-function modelFormats(codec: NegotiatedMedia['codec']): { model: ModelAudioFormat; realtime: AudioFormat } {
+function modelFormats(codec: NegotiatedMedia['codec']): {
+  model: ModelAudioFormat;
+  realtime: AudioFormat;
+} {
   if (codec === 'PCMU') return { model: { encoding: 'pcmu' }, realtime: 'pcmu' };
   if (codec === 'PCMA') return { model: { encoding: 'pcma' }, realtime: 'pcma' };
   return { model: { encoding: 'pcm16', sampleRate: 24000 }, realtime: 'pcm24k' };
@@ -130,7 +160,8 @@ export class CallSession {
   private rtp: CallRtp | undefined;
   private modelFormat: AudioFormat = 'pcmu';
   /** The codec on the wire now (the answer's, then each re-INVITE's). */
-  private wireCodec: { readonly codec: NegotiatedMedia['codec']; readonly payloadType: number } | undefined;
+  private wireCodec:
+    { readonly codec: NegotiatedMedia['codec']; readonly payloadType: number } | undefined;
   /** The last SDP's direction says the caller holds the call; the phase takes it up (call-phase.ts). */
   private callerHolds = false;
   /** Responses the caller talked over: their late audio is not played. */
@@ -160,7 +191,11 @@ export class CallSession {
     this.sessionId = options.sessionId ?? `call_${ulid()}`;
     this.clock = options.clock ?? systemClock;
     const { call } = options;
-    this.log = options.log.child({ session_id: this.sessionId, sip_call_id: call.callId, tenant_id: call.tenant.id });
+    this.log = options.log.child({
+      session_id: this.sessionId,
+      sip_call_id: call.callId,
+      tenant_id: call.tenant.id,
+    });
     this.agent = new AgentSession({
       sessionId: this.sessionId,
       tenantId: call.tenant.id,
@@ -172,7 +207,8 @@ export class CallSession {
     this.lifecycle = new CallPhaseMachine({
       onChange: ({ from, to, cause }) => this.emit(callEvents.phaseChanged(from, to, cause)),
       // The call stays where it is: every phase can still end, so the caller is never stranded.
-      onRefused: ({ from, to, cause }) => this.log.error('call phase change refused', { from, to, cause }),
+      onRefused: ({ from, to, cause }) =>
+        this.log.error('call phase change refused', { from, to, cause }),
     });
     this.link = new ModelLink({
       model: options.model,
@@ -191,7 +227,10 @@ export class CallSession {
       offerAgainSoon: () => this.offerAgainSoon(),
       playPrompt: (kind) => this.playPrompt(kind),
       sayGoodbye: () => void this.endWithGoodbye(),
-      reopened: () => void this.options.delivery.onIdle(this.sessionId).catch((error: unknown) => this.log.warn('delivery after re-open failed', { error })),
+      reopened: () =>
+        void this.options.delivery
+          .onIdle(this.sessionId)
+          .catch((error: unknown) => this.log.warn('delivery after re-open failed', { error })),
       answeredAt: () => this.answeredAt,
       emit: (event) => this.emit(event),
     });
@@ -237,7 +276,12 @@ export class CallSession {
 
   /** Resolves when the call has ended (or was rejected) and everything it held is released. */
   get done(): Promise<void> {
-    return this.teardown.done ?? new Promise((resolve) => this.on((event) => (event.type === 'ended' || event.type === 'rejected') && resolve()));
+    return (
+      this.teardown.done ??
+      new Promise((resolve) =>
+        this.on((event) => (event.type === 'ended' || event.type === 'rejected') && resolve()),
+      )
+    );
   }
 
   /** Where the call is in its lifecycle (call-phase.ts). */
@@ -258,7 +302,15 @@ export class CallSession {
     if (catalogue.get(call.agent) === undefined) return this.reject(500, 'Agent Not Configured');
     const offer = call.offer;
     // The codec is known before any port is taken; the real answer is built by accept().
-    const probe = offer === undefined ? undefined : answerOffer(offer, { preference: call.tenant.codecs, local: { address: media.config.listen, port: 9 }, sessionId: '0', sessionVersion: 0 });
+    const probe =
+      offer === undefined
+        ? undefined
+        : answerOffer(offer, {
+            preference: call.tenant.codecs,
+            local: { address: media.config.listen, port: 9 },
+            sessionId: '0',
+            sessionVersion: 0,
+          });
     if (probe !== undefined && !probe.ok) return this.reject(488, 'Not Acceptable Here');
     const codecName = probe?.media.codec ?? 'PCMU';
     const formats = modelFormats(codecName);
@@ -271,14 +323,17 @@ export class CallSession {
         scheduler: media.scheduler,
         timer: media.timer,
         codec: wireCodec(codecName, probe?.media.payloadType),
-        ...(probe?.media.telephoneEvent !== undefined && { telephoneEventPayloadType: probe.media.telephoneEvent.payloadType }),
+        ...(probe?.media.telephoneEvent !== undefined && {
+          telephoneEventPayloadType: probe.media.telephoneEvent.payloadType,
+        }),
         model: formats.model,
         ...(probe !== undefined && { remote: probe.media.remote }),
         logger: this.log,
         cname: this.sessionId,
       });
     } catch (error) {
-      if (isCallgateError(error, 'CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED')) return this.reject(503, 'Service Unavailable');
+      if (isCallgateError(error, 'CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED'))
+        return this.reject(503, 'Service Unavailable');
       this.log.error('media could not be opened', { error });
       return this.reject(500, 'Server Internal Error');
     }
@@ -310,14 +365,26 @@ export class CallSession {
       })
       .catch((error: unknown) => this.log.warn('session registry entry failed', { error }));
     this.answeredAt = this.clock.now();
-    observeWithExemplar(callMetrics.setupSeconds, { tenant: call.tenant.id }, Math.max(0, this.answeredAt - call.receivedAt) / 1000, { session_id: this.sessionId });
+    observeWithExemplar(
+      callMetrics.setupSeconds,
+      { tenant: call.tenant.id },
+      Math.max(0, this.answeredAt - call.receivedAt) / 1000,
+      { session_id: this.sessionId },
+    );
     callMetrics.active.inc({ tenant: call.tenant.id });
-    this.emit(callEvents.answered(accepted.media.codec, accepted.media.codec !== 'opus', rtp.localPort));
-    this.log.info('call answered', { codec: accepted.media.codec, rtp_port: rtp.localPort, agent: call.agent });
+    this.emit(
+      callEvents.answered(accepted.media.codec, accepted.media.codec !== 'opus', rtp.localPort),
+    );
+    this.log.info('call answered', {
+      codec: accepted.media.codec,
+      rtp_port: rtp.localPort,
+      agent: call.agent,
+    });
     // A hang-up while the registry entry was written has already ended the call.
     if (isEnding(this.lifecycle.phase)) return true;
     this.lifecycle.moveTo('opening_model', 'answered');
-    if (!(await this.link.openFirst()) && !isEnding(this.lifecycle.phase)) await this.end('model_lost');
+    if (!(await this.link.openFirst()) && !isEnding(this.lifecycle.phase))
+      await this.end('model_lost');
     return true;
   }
 
@@ -330,9 +397,16 @@ export class CallSession {
 
   private sessionConfig(agentName: string, context?: string): SessionConfig {
     const agent = this.options.catalogue.get(agentName);
-    const tools = this.options.runtime.toolsFor(agentName).map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters }));
+    const tools = this.options.runtime.toolsFor(agentName).map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      parameters: tool.parameters,
+    }));
     return {
-      instructions: context === undefined ? (agent?.instructions ?? '') : `${agent?.instructions ?? ''}\n\n${context}`,
+      instructions:
+        context === undefined
+          ? (agent?.instructions ?? '')
+          : `${agent?.instructions ?? ''}\n\n${context}`,
       tools,
       inputFormat: this.modelFormat,
       outputFormat: this.modelFormat,
@@ -341,8 +415,17 @@ export class CallSession {
   }
 
   private get quiet(): boolean {
-    const answerOwed = this.answerOwedSince !== undefined && this.clock.now() - this.answerOwedSince < TURN_ANSWER_WAIT_MS;
-    return !answerOwed && !this.agent.responseActive && !this.agent.callerSpeaking && this.deliveries.count === 0 && this.playing.size === 0 && this.toolsRunning === 0;
+    const answerOwed =
+      this.answerOwedSince !== undefined &&
+      this.clock.now() - this.answerOwedSince < TURN_ANSWER_WAIT_MS;
+    return (
+      !answerOwed &&
+      !this.agent.responseActive &&
+      !this.agent.callerSpeaking &&
+      this.deliveries.count === 0 &&
+      this.playing.size === 0 &&
+      this.toolsRunning === 0
+    );
   }
 
   /**
@@ -366,7 +449,12 @@ export class CallSession {
   /** Offers held results again shortly, when the line is still quiet then. */
   private offerAgainSoon(): void {
     this.clock.schedule(() => {
-      if (!isEnding(this.lifecycle.phase) && !this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
+      if (
+        !isEnding(this.lifecycle.phase) &&
+        !this.agent.callerSpeaking &&
+        !this.agent.responseActive
+      )
+        this.idle();
     }, RETRY_AFTER_DROP_MS);
   }
 
@@ -496,20 +584,31 @@ export class CallSession {
         const heard = !this.silenced.delete(event.responseId);
         if (this.activeResponseId === event.responseId) this.agent.responseActive = false;
         // Settles only once its audio has also played out (or been cut): see SpokenResponse.
-        this.deliveries.byResponse(event.responseId)?.done(event.status === 'completed' && heard ? 'completed' : event.status === 'failed' || event.status === 'incomplete' ? 'failed' : 'cancelled');
+        this.deliveries
+          .byResponse(event.responseId)
+          ?.done(
+            event.status === 'completed' && heard
+              ? 'completed'
+              : event.status === 'failed' || event.status === 'incomplete'
+                ? 'failed'
+                : 'cancelled',
+          );
         this.emit(callEvents.response('done', event.responseId, event.status));
         if (!this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
         return;
       }
       case 'function_call':
         this.toolsRunning++;
-        this.toolChain = this.toolChain.then(() => this.runTool(model, event)).finally(() => {
-          this.toolsRunning--;
-          this.link.renewIfQuiet(false);
-        });
+        this.toolChain = this.toolChain
+          .then(() => this.runTool(model, event))
+          .finally(() => {
+            this.toolsRunning--;
+            this.link.renewIfQuiet(false);
+          });
         return;
       case 'transcript_done':
-        if (event.role === 'assistant' && event.transcript !== '') this.emit(callEvents.agentSaid(event.responseId, event.transcript));
+        if (event.role === 'assistant' && event.transcript !== '')
+          this.emit(callEvents.agentSaid(event.responseId, event.transcript));
         return;
       case 'session_expiring':
         this.link.onExpiring(event.remainingMs);
@@ -518,7 +617,11 @@ export class CallSession {
         this.link.onDisconnected(event);
         return;
       case 'error': {
-        this.log.debug('model error', { code: event.code, message: event.message, provider_code: event.providerCode });
+        this.log.debug('model error', {
+          code: event.code,
+          message: event.message,
+          provider_code: event.providerCode,
+        });
         // A result's response that will never be created: not spoken, so it is said again when idle.
         const dropped = this.deliveries.awaitingResponse(event.tag);
         if (dropped !== undefined) {
@@ -542,22 +645,42 @@ export class CallSession {
     if (this.activeResponseId !== undefined) this.silenced.add(this.activeResponseId);
     this.emit(callEvents.callerSpeech('started'));
     if (speaking) {
-      this.emit(callEvents.bargeIn(event.interruption?.itemId ?? cleared?.itemId, event.interruption?.playedMs ?? cleared?.sentMs, cleared?.droppedMs ?? 0));
+      this.emit(
+        callEvents.bargeIn(
+          event.interruption?.itemId ?? cleared?.itemId,
+          event.interruption?.playedMs ?? cleared?.sentMs,
+          cleared?.droppedMs ?? 0,
+        ),
+      );
     }
   }
 
   private idle(): void {
     if (isEnding(this.lifecycle.phase)) return;
-    this.options.delivery.onIdle(this.sessionId).catch((error: unknown) => this.log.warn('delivery on idle failed', { error }));
+    this.options.delivery
+      .onIdle(this.sessionId)
+      .catch((error: unknown) => this.log.warn('delivery on idle failed', { error }));
     this.link.renewIfQuiet(false);
   }
 
-  private async runTool(model: RealtimeSession, event: Extract<RealtimeEvent, { type: 'function_call' }>): Promise<void> {
+  private async runTool(
+    model: RealtimeSession,
+    event: Extract<RealtimeEvent, { type: 'function_call' }>,
+  ): Promise<void> {
     const before = this.agent.activeAgent;
     let output: ToolOutput;
     let answered = true;
     try {
-      output = await this.options.runtime.handle(this.agent, { callId: event.callId, name: event.name, arguments: event.arguments, responseId: event.responseId }, this.control());
+      output = await this.options.runtime.handle(
+        this.agent,
+        {
+          callId: event.callId,
+          name: event.name,
+          arguments: event.arguments,
+          responseId: event.responseId,
+        },
+        this.control(),
+      );
     } catch (error) {
       this.log.error('tool call failed', { tool: event.name, call_id: event.callId, error });
       output = toolError(error);
@@ -575,7 +698,11 @@ export class CallSession {
       this.emit(callEvents.agentChanged(before, after));
       // The new agent learns what the call is waiting for: operations belong to the call, not the agent.
       const context = `The call was handed to you by the ${before} agent.\n${this.agent.pendingSummary(await this.operationStates())}`;
-      await model.configure(this.sessionConfig(after, context)).catch((error: unknown) => this.log.warn('reconfiguring the model after a handoff failed', { error }));
+      await model
+        .configure(this.sessionConfig(after, context))
+        .catch((error: unknown) =>
+          this.log.warn('reconfiguring the model after a handoff failed', { error }),
+        );
     }
   }
 
@@ -590,14 +717,21 @@ export class CallSession {
     const { runtime } = this.options;
     const operationId = runtime.inlineAnswer(this.agent, callId);
     if (operationId === undefined) return;
-    const heard = sent ? this.deliveries.toolOutputResponse(operationId).outcome : Promise.resolve(undefined);
+    const heard = sent
+      ? this.deliveries.toolOutputResponse(operationId).outcome
+      : Promise.resolve(undefined);
     void heard
       .then((outcome) => runtime.settleInlineAnswer(this.agent, callId, outcome))
       .then(() => {
         // Told or released, the held result event is judged at the next quiet moment: maybe now.
         if (!this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
       })
-      .catch((error: unknown) => this.log.warn('settling a read answered in a tool output failed', { operation_id: operationId, error }));
+      .catch((error: unknown) =>
+        this.log.warn('settling a read answered in a tool output failed', {
+          operation_id: operationId,
+          error,
+        }),
+      );
   }
 
   private control(): CallControl {
@@ -605,10 +739,16 @@ export class CallSession {
       transfer: async () => {
         const target = this.options.call.tenant.transferTarget;
         if (target === undefined) return { ok: false, detail: 'no transfer target configured' };
-        const outcome = await this.options.call.dialog.transfer(target).catch((error: unknown) => ({ type: 'failed' as const, status: 500, reason: error instanceof Error ? error.message : String(error) }));
+        const outcome = await this.options.call.dialog.transfer(target).catch((error: unknown) => ({
+          type: 'failed' as const,
+          status: 500,
+          reason: error instanceof Error ? error.message : String(error),
+        }));
         this.emit(callEvents.transfer(target, outcome));
         // A refused REFER keeps the call: the agent apologises and goes on.
-        return outcome.type === 'succeeded' ? { ok: true, detail: target } : { ok: false, detail: `${target}: ${outcome.status} ${outcome.reason}` };
+        return outcome.type === 'succeeded'
+          ? { ok: true, detail: target }
+          : { ok: false, detail: `${target}: ${outcome.status} ${outcome.reason}` };
       },
     };
   }
@@ -618,7 +758,8 @@ export class CallSession {
   private onDialog(event: DialogEvent): void {
     switch (event.type) {
       case 'dtmf':
-        if (/^[0-9A-D*#]$/.test(event.digit)) this.rtp?.injectDigit(event.digit as DtmfDigit, event.durationMs);
+        if (/^[0-9A-D*#]$/.test(event.digit))
+          this.rtp?.injectDigit(event.digit as DtmfDigit, event.durationMs);
         return;
       case 'ack':
         // A delayed offer: the ACK's answer settles the media that the provisional choice stood in for.
@@ -657,10 +798,15 @@ export class CallSession {
     if (!onHold) this.agent.resumedAt = this.clock.epochMs();
     const phase = this.lifecycle.phase;
     if (phase === 'live' || phase === 'renewing' || phase === 'on_hold') {
-      this.lifecycle.moveTo(onHold ? 'on_hold' : this.link.renewalPending ? 'renewing' : 'live', onHold ? 'caller_held' : 'caller_resumed');
+      this.lifecycle.moveTo(
+        onHold ? 'on_hold' : this.link.renewalPending ? 'renewing' : 'live',
+        onHold ? 'caller_held' : 'caller_resumed',
+      );
     }
     this.emit(callEvents.hold(onHold ? 'held' : 'resumed'));
-    this.log.info(onHold ? 'caller holds the call' : 'caller resumed the call', { direction: media.direction });
+    this.log.info(onHold ? 'caller holds the call' : 'caller resumed the call', {
+      direction: media.direction,
+    });
     if (!onHold && !this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
   }
 
@@ -671,13 +817,29 @@ export class CallSession {
    */
   private applyCodec(media: NegotiatedMedia): void {
     const rtp = this.rtp;
-    if (rtp === undefined || (media.codec === this.wireCodec?.codec && media.payloadType === this.wireCodec.payloadType)) return;
+    if (
+      rtp === undefined ||
+      (media.codec === this.wireCodec?.codec && media.payloadType === this.wireCodec.payloadType)
+    )
+      return;
     const from = this.wireCodec?.codec ?? 'PCMU';
-    rtp.setCodec({ codec: wireCodec(media.codec, media.payloadType), ...(media.telephoneEvent !== undefined && { telephoneEventPayloadType: media.telephoneEvent.payloadType }) });
+    rtp.setCodec({
+      codec: wireCodec(media.codec, media.payloadType),
+      ...(media.telephoneEvent !== undefined && {
+        telephoneEventPayloadType: media.telephoneEvent.payloadType,
+      }),
+    });
     this.wireCodec = { codec: media.codec, payloadType: media.payloadType };
-    const passthrough = (media.codec === 'PCMU' && this.modelFormat === 'pcmu') || (media.codec === 'PCMA' && this.modelFormat === 'pcma');
+    const passthrough =
+      (media.codec === 'PCMU' && this.modelFormat === 'pcmu') ||
+      (media.codec === 'PCMA' && this.modelFormat === 'pcma');
     this.emit(callEvents.codecChanged(from, media.codec, passthrough));
-    this.log.info('codec changed by re-INVITE', { from, to: media.codec, payload_type: media.payloadType, passthrough });
+    this.log.info('codec changed by re-INVITE', {
+      from,
+      to: media.codec,
+      payload_type: media.payloadType,
+      passthrough,
+    });
   }
 
   private onMedia(event: RtpSessionEvent): void {
@@ -703,7 +865,10 @@ export class CallSession {
         return;
       }
       case 'media-timeout':
-        this.log.warn('no media from the caller', { reason: event.reason, silent_ms: event.silentMs });
+        this.log.warn('no media from the caller', {
+          reason: event.reason,
+          silent_ms: event.silentMs,
+        });
         void this.end('media_timeout');
         return;
       default:
@@ -738,7 +903,9 @@ export class CallSession {
   private emit(event: CallEvent): void {
     const at = this.clock.epochMs();
     if (event.type !== 'rejected') {
-      this.options.registry.appendEvent(this.sessionId, event, at).catch((error: unknown) => this.log.debug('call event not recorded', { error }));
+      this.options.registry
+        .appendEvent(this.sessionId, event, at)
+        .catch((error: unknown) => this.log.debug('call event not recorded', { error }));
     }
     for (const listener of this.listeners) {
       try {

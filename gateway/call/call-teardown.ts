@@ -60,24 +60,43 @@ export class CallTeardown {
     return this.ended;
   }
 
-  private async finish(reason: CallEndReason, dialogReason: DialogEndReason | undefined): Promise<void> {
+  private async finish(
+    reason: CallEndReason,
+    dialogReason: DialogEndReason | undefined,
+  ): Promise<void> {
     const { host } = this;
     if (host.dialog.state !== 'terminated') {
-      await Promise.race([host.dialog.hangup().catch(() => undefined), sleep(host.clock, HANGUP_TIMEOUT_MS)]);
+      await Promise.race([
+        host.dialog.hangup().catch(() => undefined),
+        sleep(host.clock, HANGUP_TIMEOUT_MS),
+      ]);
     }
     host.release();
     callMetrics.ended.inc({ tenant: host.tenantId, reason });
     const answeredAt = host.answeredAt();
     if (answeredAt !== undefined) {
       callMetrics.active.dec({ tenant: host.tenantId });
-      observeWithExemplar(callMetrics.durationSeconds, { reason }, (host.clock.now() - answeredAt) / 1000, { session_id: host.sessionId });
+      observeWithExemplar(
+        callMetrics.durationSeconds,
+        { reason },
+        (host.clock.now() - answeredAt) / 1000,
+        { session_id: host.sessionId },
+      );
     }
     await host.close();
     // A tool call that was being admitted when the caller hung up is owned before delivery looks.
     await Promise.race([host.toolsSettled(), sleep(host.clock, TOOL_SETTLE_MS)]);
-    await host.closeRegistryEntry(reason).catch((error: unknown) => host.log.warn('session registry close failed', { error }));
-    await host.handOver(reason === 'transferred' ? 'transferred' : 'hung_up').catch((error: unknown) => host.log.error('out-of-band hand-over failed', { error }));
-    host.log.info('call ended', { reason, dialog_reason: dialogReason, operations: host.operations() });
+    await host
+      .closeRegistryEntry(reason)
+      .catch((error: unknown) => host.log.warn('session registry close failed', { error }));
+    await host
+      .handOver(reason === 'transferred' ? 'transferred' : 'hung_up')
+      .catch((error: unknown) => host.log.error('out-of-band hand-over failed', { error }));
+    host.log.info('call ended', {
+      reason,
+      dialog_reason: dialogReason,
+      operations: host.operations(),
+    });
     host.phase.moveTo('ended', reason);
     host.emit(callEvents.ended(reason, dialogReason));
   }

@@ -43,7 +43,10 @@ function callView(record: CallRecord): Record<string, unknown> {
 }
 
 /** Builds one call's timeline, oldest first; entries at the same time keep call, audit, operation order. */
-export async function callTimeline(options: CallsApiOptions, record: CallRecord): Promise<TimelineEntry[]> {
+export async function callTimeline(
+  options: CallsApiOptions,
+  record: CallRecord,
+): Promise<TimelineEntry[]> {
   const entries: TimelineEntry[] = [];
   for (const { at, event } of await options.registry.events(record.sessionId)) {
     const { type, ...detail } = event;
@@ -55,7 +58,18 @@ export async function callTimeline(options: CallsApiOptions, record: CallRecord)
   }
   for (const op of await options.ledger.listBySession(record.tenantId, record.sessionId)) {
     for (const step of await options.ledger.history(record.tenantId, op.operationId)) {
-      entries.push({ at: step.at, source: 'operation', type: `operation_${step.state.toLowerCase()}`, detail: { operation_id: op.operationId, action: op.action, attempt: step.attempt, actor: step.actor, reason: step.reason } });
+      entries.push({
+        at: step.at,
+        source: 'operation',
+        type: `operation_${step.state.toLowerCase()}`,
+        detail: {
+          operation_id: op.operationId,
+          action: op.action,
+          attempt: step.attempt,
+          actor: step.actor,
+          reason: step.reason,
+        },
+      });
     }
   }
   const rank = { call: 0, audit: 1, operation: 2 } as const;
@@ -75,19 +89,33 @@ export function registerCallsApi(http: HttpServer, options: CallsApiOptions): vo
     const operations = await options.ledger.listBySession(record.tenantId, record.sessionId);
     return {
       call: callView(record),
-      operations: operations.map((op) => ({ operation_id: op.operationId, action: op.action, state: op.state, delivery: op.delivery })),
+      operations: operations.map((op) => ({
+        operation_id: op.operationId,
+        action: op.action,
+        state: op.state,
+        delivery: op.delivery,
+      })),
       timeline: await callTimeline(options, record),
     };
   };
 
   http.route('GET', '/v1/calls/:id/timeline', async ({ params }) => {
     const body = await view(params.id ?? '');
-    return body === undefined ? { status: 404, body: { error: 'not_found', message: `no call ${params.id ?? ''}` } } : { body };
+    return body === undefined
+      ? { status: 404, body: { error: 'not_found', message: `no call ${params.id ?? ''}` } }
+      : { body };
   });
 
   http.route('GET', '/calls/:id', async ({ params }) => {
     const body = await view(params.id ?? '');
-    const html = body === undefined ? `<!doctype html><title>not found</title><p>No call ${escapeHtml(params.id ?? '')}.</p>` : renderTimelinePage(body);
-    return { status: body === undefined ? 404 : 200, contentType: 'text/html; charset=utf-8', body: html };
+    const html =
+      body === undefined
+        ? `<!doctype html><title>not found</title><p>No call ${escapeHtml(params.id ?? '')}.</p>`
+        : renderTimelinePage(body);
+    return {
+      status: body === undefined ? 404 : 200,
+      contentType: 'text/html; charset=utf-8',
+      body: html,
+    };
   });
 }

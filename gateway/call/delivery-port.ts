@@ -49,7 +49,9 @@ export class DeliveryPort {
 
   /** The result whose request carried `tag` and whose response has not been created yet. */
   awaitingResponse(tag: string | undefined): SpokenResponse | undefined {
-    return tag === undefined ? undefined : this.speaking.find((spoken) => spoken.tag === tag && spoken.responseId === undefined);
+    return tag === undefined
+      ? undefined
+      : this.speaking.find((spoken) => spoken.tag === tag && spoken.responseId === undefined);
   }
 
   /**
@@ -72,13 +74,18 @@ export class DeliveryPort {
   toolOutputResponse(operationId: string): SpokenResponse {
     if (this.toolOutputSpeech !== undefined) return this.toolOutputSpeech;
     const { host } = this;
-    const spoken = new SpokenResponse({ operationId, tag: `tool_output:${++this.seq}`, now: () => host.clock.epochMs() });
+    const spoken = new SpokenResponse({
+      operationId,
+      tag: `tool_output:${++this.seq}`,
+      now: () => host.clock.epochMs(),
+    });
     this.speaking.push(spoken);
     this.toolOutputSpeech = spoken;
     // As for a spoken result: a hold only delays the playout, so the bound starts again.
     let timer: ClockHandle;
     const expire = (): void => {
-      if (host.callerOnHold() && !host.ending()) timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
+      if (host.callerOnHold() && !host.ending())
+        timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
       else spoken.fail();
     };
     timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
@@ -122,19 +129,28 @@ export class DeliveryPort {
     return { deliver: (result, stop) => this.deliver(result.operationId, result.message, stop) };
   }
 
-  private async deliver(operationId: string, message: string, stop: AbortSignal | undefined): Promise<SpokenOutcome> {
+  private async deliver(
+    operationId: string,
+    message: string,
+    stop: AbortSignal | undefined,
+  ): Promise<SpokenOutcome> {
     const { host } = this;
     if (!(await host.modelReady()) || host.ending()) return { status: 'failed' };
     const model = host.model();
     if (model === undefined) return { status: 'failed' };
     if (stop?.aborted === true) return { status: 'cancelled' };
-    const spoken = new SpokenResponse({ operationId, tag: `deliver:${operationId}:${++this.seq}`, now: () => host.clock.epochMs() });
+    const spoken = new SpokenResponse({
+      operationId,
+      tag: `deliver:${operationId}:${++this.seq}`,
+      now: () => host.clock.epochMs(),
+    });
     this.speaking.push(spoken);
     // A hold only delays the playout (the audio waits for the resume): the bound starts again
     // (test/unit/call/call-races.test.ts, "hold then resume").
     let timer: ClockHandle;
     const expire = (): void => {
-      if (host.callerOnHold() && !host.ending()) timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
+      if (host.callerOnHold() && !host.ending())
+        timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
       else spoken.fail();
     };
     timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);

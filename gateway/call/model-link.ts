@@ -9,10 +9,22 @@ import type { Logger } from '../../config/log.ts';
 import { observeWithExemplar } from '../../config/metrics.ts';
 import type { AgentSession } from '../../agents/agent-session.ts';
 import type { SessionOptions } from '../realtime/realtime-model.ts';
-import type { PlaybackPosition, RealtimeEvent, RealtimeSession, SessionConfig } from '../realtime/realtime-session.ts';
+import type {
+  PlaybackPosition,
+  RealtimeEvent,
+  RealtimeSession,
+  SessionConfig,
+} from '../realtime/realtime-session.ts';
 import { callEvents, type CallEvent } from './call-events.ts';
 import { callMetrics } from './call-metrics.ts';
-import { isEnding, isLeaving, isLinkUp, isOpeningLink, linkUpPhase, type CallPhaseMachine } from './call-phase.ts';
+import {
+  isEnding,
+  isLeaving,
+  isLinkUp,
+  isOpeningLink,
+  linkUpPhase,
+  type CallPhaseMachine,
+} from './call-phase.ts';
 import type { CallPromptKind } from './call-prompts.ts';
 
 /** A lost model session is re-opened this many times in one call; then the call ends politely. */
@@ -97,7 +109,11 @@ export class ModelLink {
   private async open(reopen: boolean): Promise<boolean> {
     const { host } = this;
     const generation = ++this.generation;
-    const session = host.model.openSession({ playback: host.playback, signal: host.signal, logger: host.log });
+    const session = host.model.openSession({
+      playback: host.playback,
+      signal: host.signal,
+      logger: host.log,
+    });
     this.current = session;
     session.onAny((event) => {
       if (generation === this.generation) host.onEvent(event);
@@ -112,9 +128,18 @@ export class ModelLink {
       return false;
     }
     if (isEnding(host.phase.phase)) return false;
-    host.phase.moveTo(linkUpPhase({ callerHolds: host.callerHolds(), renewalPending: this.renewalPending }), reopen ? 'model_reopened' : 'model_ready');
+    host.phase.moveTo(
+      linkUpPhase({ callerHolds: host.callerHolds(), renewalPending: this.renewalPending }),
+      reopen ? 'model_reopened' : 'model_ready',
+    );
     const answeredAt = host.answeredAt();
-    if (!reopen && answeredAt !== undefined) observeWithExemplar(callMetrics.modelReadySeconds, { tenant: host.agent.tenantId }, (host.clock.now() - answeredAt) / 1000, { session_id: host.agent.sessionId });
+    if (!reopen && answeredAt !== undefined)
+      observeWithExemplar(
+        callMetrics.modelReadySeconds,
+        { tenant: host.agent.tenantId },
+        (host.clock.now() - answeredAt) / 1000,
+        { session_id: host.agent.sessionId },
+      );
     host.emit(callEvents.modelReady(generation, host.agent.activeAgent));
     if (reopen) {
       // The caller already heard the apology prompt; a real model reads this as an instruction, the simulator speaks it.
@@ -139,13 +164,20 @@ export class ModelLink {
       // start() ends the call, a re-open says goodbye. Re-opening here too would do both
       // (test/scenarios/model-lost-while-opening.test.ts).
       host.emit(callEvents.modelDisconnected(event.reason, event.detail, false));
-      host.log.warn('model session lost while it was being opened', { reason: event.reason, detail: event.detail });
+      host.log.warn('model session lost while it was being opened', {
+        reason: event.reason,
+        detail: event.detail,
+      });
       return;
     }
     const planned = event.reason === 'session_limit';
     const willReopen = planned || this.reopens < MAX_MODEL_REOPENS;
     host.emit(callEvents.modelDisconnected(event.reason, event.detail, willReopen));
-    host.log.warn('model session lost', { reason: event.reason, detail: event.detail, reopen: willReopen });
+    host.log.warn('model session lost', {
+      reason: event.reason,
+      detail: event.detail,
+      reopen: willReopen,
+    });
     // A renewal in progress is moot: the re-open below carries the same summary.
     this.cancelRenewal();
     // Responses of the lost session never finish: what was being said is said again later.
@@ -177,9 +209,15 @@ export class ModelLink {
     const forceInMs = Math.max(remainingMs - FORCED_RENEWAL_BEFORE_LIMIT_MS, remainingMs / 2);
     const timer = host.clock.schedule(() => this.renewIfQuiet(true), forceInMs);
     this.renewal = { forceAt: host.clock.now() + forceInMs, timer };
-    if (isLinkUp(host.phase.phase)) host.phase.moveTo(linkUpPhase({ callerHolds: host.callerHolds(), renewalPending: true }), 'model_expiring');
+    if (isLinkUp(host.phase.phase))
+      host.phase.moveTo(
+        linkUpPhase({ callerHolds: host.callerHolds(), renewalPending: true }),
+        'model_expiring',
+      );
     host.emit(callEvents.modelExpiring(remainingMs));
-    host.log.info('model session expiring; renewing at the next quiet moment', { remaining_ms: remainingMs });
+    host.log.info('model session expiring; renewing at the next quiet moment', {
+      remaining_ms: remainingMs,
+    });
     this.renewIfQuiet(false);
   }
 
@@ -220,14 +258,21 @@ export class ModelLink {
 
   private async openStandby(): Promise<RealtimeSession | undefined> {
     const { host } = this;
-    const session = host.model.openSession({ playback: host.playback, signal: host.signal, logger: host.log });
+    const session = host.model.openSession({
+      playback: host.playback,
+      signal: host.signal,
+      logger: host.log,
+    });
     session.onAny((event) => {
       if (session === this.current) host.onEvent(event);
-      else if (event.type === 'disconnected' && this.renewal !== undefined) this.renewal.standby = undefined;
+      else if (event.type === 'disconnected' && this.renewal !== undefined)
+        this.renewal.standby = undefined;
     });
     try {
       await session.connect();
-      await session.configure(host.sessionConfig(host.agent.activeAgent, await host.reopenContext()));
+      await session.configure(
+        host.sessionConfig(host.agent.activeAgent, await host.reopenContext()),
+      );
       return session;
     } catch (error) {
       // The old session serves on; its hard limit ends in a re-open.
@@ -250,12 +295,23 @@ export class ModelLink {
     // A forced switch may cut the old session mid-sentence: nothing of it plays on, and a result it
     // was speaking is said again on the new one (test/unit/call/call-races.test.ts, "renewal during playout").
     const cut = host.leaveSession();
-    void old?.close().catch((error: unknown) => host.log.debug('closing the expiring model session failed', { error }));
+    void old
+      ?.close()
+      .catch((error: unknown) =>
+        host.log.debug('closing the expiring model session failed', { error }),
+      );
     callMetrics.modelReopens.inc({ cause: 'expiring', outcome: 'ok' });
     this.readyPromise = Promise.resolve(true);
-    if (isLinkUp(host.phase.phase)) host.phase.moveTo(linkUpPhase({ callerHolds: host.callerHolds(), renewalPending: false }), 'model_renewed');
+    if (isLinkUp(host.phase.phase))
+      host.phase.moveTo(
+        linkUpPhase({ callerHolds: host.callerHolds(), renewalPending: false }),
+        'model_renewed',
+      );
     host.emit(callEvents.modelRenewed(generation, host.agent.activeAgent));
-    host.log.info('model session renewed before its limit', { attempt: generation, results_cut: cut });
+    host.log.info('model session renewed before its limit', {
+      attempt: generation,
+      results_cut: cut,
+    });
     if (cut > 0) host.offerAgainSoon();
   }
 }

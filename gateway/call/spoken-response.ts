@@ -17,7 +17,12 @@ export type PlayoutProgress =
   /** Packets are going out; `heardMs` over all its items. */
   | { readonly type: 'playing'; readonly heardMs: number }
   /** The playout was cleared (barge-in) before its last packet went out. */
-  | { readonly type: 'interrupted'; readonly itemId: string; readonly atMs: number; readonly heardMs: number }
+  | {
+      readonly type: 'interrupted';
+      readonly itemId: string;
+      readonly atMs: number;
+      readonly heardMs: number;
+    }
   /** The last packet of every item it streamed went out. */
   | { readonly type: 'finished'; readonly heardMs: number };
 
@@ -67,7 +72,8 @@ export class SpokenResponse {
 
   /** Audio of one of its items went to the playout. */
   queued(itemId: string): void {
-    if (this.result === undefined && !this.items.has(itemId)) this.items.set(itemId, { sentMs: 0, finished: false });
+    if (this.result === undefined && !this.items.has(itemId))
+      this.items.set(itemId, { sentMs: 0, finished: false });
   }
 
   /** The first packet of an item went out: the first audio the caller can hear (commit-to-audible). */
@@ -119,8 +125,10 @@ export class SpokenResponse {
 
   get progress(): PlayoutProgress {
     const heardMs = [...this.items.values()].reduce((sum, item) => sum + item.sentMs, 0);
-    if (this.interruption !== undefined) return { type: 'interrupted', ...this.interruption, heardMs };
-    if (this.modelStatus !== undefined && [...this.items.values()].every((item) => item.finished)) return { type: 'finished', heardMs };
+    if (this.interruption !== undefined)
+      return { type: 'interrupted', ...this.interruption, heardMs };
+    if (this.modelStatus !== undefined && [...this.items.values()].every((item) => item.finished))
+      return { type: 'finished', heardMs };
     return this.firstSentAt === undefined ? { type: 'queued' } : { type: 'playing', heardMs };
   }
 

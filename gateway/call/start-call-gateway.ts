@@ -33,7 +33,10 @@ export interface CallGateway {
   readonly model: RealtimeModel;
 }
 
-export async function startCallGateway(context: ProcessContext, layer: ActionLayer): Promise<CallGateway> {
+export async function startCallGateway(
+  context: ProcessContext,
+  layer: ActionLayer,
+): Promise<CallGateway> {
   const { config, log, gatewayId, http } = context;
   const prefix = config.redis.prefix;
   const tenants = config.tenants.map((t) => t.id);
@@ -50,28 +53,68 @@ export async function startCallGateway(context: ProcessContext, layer: ActionLay
   context.onShutdown('realtime model', () => model.stop());
 
   const timer = new MonotonicMediaTimer();
-  const scheduler = new PlayoutScheduler({ timer, onError: (error) => log.error('playout tick failed', { error }) });
+  const scheduler = new PlayoutScheduler({
+    timer,
+    onError: (error) => log.error('playout tick failed', { error }),
+  });
   const ports = new RtpPortAllocator({ portMin: config.rtp.portMin, portMax: config.rtp.portMax });
   // Checked before any call: `native` without the module stops the start here, `auto` says why it falls back.
   const rtpSockets = chooseRtpSockets(config.rtp.sockets);
   rtpSocketsInfo.set({ engine: rtpSockets.engine }, 1);
-  if (rtpSockets.fallbackReason !== undefined) log.warn('native RTP sockets unavailable, using dgram (more CPU per packet)', { reason: rtpSockets.fallbackReason });
+  if (rtpSockets.fallbackReason !== undefined)
+    log.warn('native RTP sockets unavailable, using dgram (more CPU per packet)', {
+      reason: rtpSockets.fallbackReason,
+    });
 
   const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
   const audit = new AuditLog(redis, prefix, log);
-  const runtime = new ToolRuntime({ catalogue, tenants: new Map(config.tenants.map((t) => [t.id, t])), actions: layer, audit, log });
-  const delivery = new ResultDelivery({ redis: blocking, commands: redis, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit, log, pauseSuspectMs: config.gateway.deadAfterMs - config.gateway.heartbeatMs });
+  const runtime = new ToolRuntime({
+    catalogue,
+    tenants: new Map(config.tenants.map((t) => [t.id, t])),
+    actions: layer,
+    audit,
+    log,
+  });
+  const delivery = new ResultDelivery({
+    redis: blocking,
+    commands: redis,
+    ledger: layer.ledger,
+    gatewayId,
+    tenants,
+    catalogue,
+    outOfBand: layer.outOfBand,
+    audit,
+    log,
+    pauseSuspectMs: config.gateway.deadAfterMs - config.gateway.heartbeatMs,
+  });
   await delivery.start();
   context.onShutdown('result delivery', () => delivery.stop());
 
-  const janitor = new Janitor({ redis, prefix, gatewayId, tenants, delivery, ledger: layer.ledger, heartbeatMs: config.gateway.heartbeatMs, deadAfterMs: config.gateway.deadAfterMs, log });
+  const janitor = new Janitor({
+    redis,
+    prefix,
+    gatewayId,
+    tenants,
+    delivery,
+    ledger: layer.ledger,
+    heartbeatMs: config.gateway.heartbeatMs,
+    deadAfterMs: config.gateway.deadAfterMs,
+    log,
+  });
   await janitor.start();
   context.onShutdown('janitor', async () => {
     await janitor.stop();
     await janitor.resign();
   });
 
-  const registry = new CallRegistry({ redis, prefix, gatewayId, heartbeatMs: config.gateway.heartbeatMs, deadAfterMs: config.gateway.deadAfterMs, log });
+  const registry = new CallRegistry({
+    redis,
+    prefix,
+    gatewayId,
+    heartbeatMs: config.gateway.heartbeatMs,
+    deadAfterMs: config.gateway.deadAfterMs,
+    log,
+  });
   registry.start();
   context.onShutdown('session registry', async () => registry.stop());
   registerCallsApi(http, { registry, audit, ledger: layer.ledger });
@@ -98,6 +141,11 @@ export async function startCallGateway(context: ProcessContext, layer: ActionLay
   await driver.start();
   context.onShutdown('sip', () => driver.stop());
   context.onShutdown('calls', () => calls.stop());
-  log.info('calls accepted', { driver: driver.name, model: model.provider, rtp: `${config.rtp.listen}:${config.rtp.portMin}-${config.rtp.portMax}`, rtp_sockets: rtpSockets.engine });
+  log.info('calls accepted', {
+    driver: driver.name,
+    model: model.provider,
+    rtp: `${config.rtp.listen}:${config.rtp.portMin}-${config.rtp.portMax}`,
+    rtp_sockets: rtpSockets.engine,
+  });
   return { driver, calls, model };
 }

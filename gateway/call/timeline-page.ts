@@ -18,8 +18,11 @@ const SOURCE_COLOURS: Readonly<Record<TimelineEntry['source'], string>> = {
 };
 
 export function escapeHtml(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? '';
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+  return text.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
+  );
 }
 
 function detailText(detail: Readonly<Record<string, unknown>>): string {
@@ -32,7 +35,11 @@ function detailText(detail: Readonly<Record<string, unknown>>): string {
 export function renderTimelinePage(input: TimelinePageInput): string {
   const { call, operations, timeline } = input;
   const start = typeof call.started_at === 'number' ? call.started_at : (timeline[0]?.at ?? 0);
-  const end = Math.max(start + 1, ...timeline.map((e) => e.at), typeof call.ended_at === 'number' ? call.ended_at : 0);
+  const end = Math.max(
+    start + 1,
+    ...timeline.map((e) => e.at),
+    typeof call.ended_at === 'number' ? call.ended_at : 0,
+  );
   const span = end - start;
   const rows = timeline
     .map((e) => {
@@ -47,7 +54,16 @@ export function renderTimelinePage(input: TimelinePageInput): string {
       return `<tr><td>${escapeHtml(op.operation_id)}</td><td>${escapeHtml(op.action)}</td><td>${escapeHtml(op.state)}</td><td>${escapeHtml(delivery.decision ?? '')}</td><td>${escapeHtml(Array.isArray(delivery.reasons) ? delivery.reasons.join(', ') : '')}</td><td>${escapeHtml(delivery.channel ?? '')}</td></tr>`;
     })
     .join('\n');
-  const fields = ['session_id', 'tenant_id', 'caller', 'called_number', 'agent', 'owner_gateway', 'state', 'end_reason'];
+  const fields = [
+    'session_id',
+    'tenant_id',
+    'caller',
+    'called_number',
+    'agent',
+    'owner_gateway',
+    'state',
+    'end_reason',
+  ];
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>callgate call ${escapeHtml(call.session_id)}</title>
 <style>

@@ -39,7 +39,8 @@ export class DemoCallerMedia {
   private timestamp = randomBytes(4).readUInt32BE(0);
   private readonly ssrc = randomBytes(4).readUInt32BE(0);
   private speech: { frames: Buffer[]; done: () => void } | undefined;
-  private readonly digits: { digit: DtmfDigit; frame: number; start: number; done: () => void }[] = [];
+  private readonly digits: { digit: DtmfDigit; frame: number; start: number; done: () => void }[] =
+    [];
   /** Times (ms since epoch) of every audible frame callgate sent. */
   readonly audibleAt: number[] = [];
   packetsReceived = 0;
@@ -87,7 +88,8 @@ export class DemoCallerMedia {
     if (!parsed.ok) throw new Error(`callgate's SDP answer could not be read: ${parsed.reason}`);
     const audio = parsed.value.media.find((m) => m.type === 'audio');
     const address = audio?.connection?.address ?? parsed.value.connection?.address;
-    if (audio === undefined || address === undefined || audio.port === 0) throw new Error('callgate answered without an audio stream');
+    if (audio === undefined || address === undefined || audio.port === 0)
+      throw new Error('callgate answered without an audio stream');
     this.remote = { address, port: audio.port };
     this.startedAt = performance.now();
     this.timer = setInterval(() => this.pace(), FRAME_MS / 2);
@@ -162,7 +164,12 @@ export class DemoCallerMedia {
     if (digit !== undefined) {
       if (digit.frame === 0) digit.start = this.timestamp;
       const end = digit.frame >= DIGIT_FRAMES;
-      const payload = serializeTelephoneEvent({ digit: digit.digit, end, volume: 10, duration: Math.min(digit.frame + 1, DIGIT_FRAMES) * SAMPLES_PER_FRAME });
+      const payload = serializeTelephoneEvent({
+        digit: digit.digit,
+        end,
+        volume: 10,
+        duration: Math.min(digit.frame + 1, DIGIT_FRAMES) * SAMPLES_PER_FRAME,
+      });
       this.send(TELEPHONE_EVENT_PT, digit.start, payload, digit.frame === 0);
       digit.frame++;
       if (digit.frame >= DIGIT_FRAMES + END_PACKETS) {
@@ -185,7 +192,14 @@ export class DemoCallerMedia {
   private send(payloadType: number, timestamp: number, payload: Buffer, marker: boolean): void {
     const remote = this.remote;
     if (remote === undefined) return;
-    const packet = serializeRtpPacket({ payloadType, sequenceNumber: this.sequence, timestamp, ssrc: this.ssrc, marker, payload });
+    const packet = serializeRtpPacket({
+      payloadType,
+      sequenceNumber: this.sequence,
+      timestamp,
+      ssrc: this.ssrc,
+      marker,
+      payload,
+    });
     this.sequence = (this.sequence + 1) & 0xffff;
     this.socket.send(packet, remote.port, remote.address);
   }
@@ -197,6 +211,7 @@ export class DemoCallerMedia {
     const samples = decodeUlaw(parsed.packet.payload);
     let sum = 0;
     for (const sample of samples) sum += Math.abs(sample);
-    if (samples.length > 0 && sum / samples.length > AUDIBLE_MEAN_ABS) this.audibleAt.push(Date.now());
+    if (samples.length > 0 && sum / samples.length > AUDIBLE_MEAN_ABS)
+      this.audibleAt.push(Date.now());
   }
 }

@@ -43,7 +43,11 @@ function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (address !== null && typeof address === 'object' ? resolve(address.port) : reject(new Error('no free port'))));
+      server.close(() =>
+        address !== null && typeof address === 'object'
+          ? resolve(address.port)
+          : reject(new Error('no free port')),
+      );
     });
   });
 }
@@ -53,7 +57,11 @@ function mainEntry(): { args: string[]; cwd: string } {
   const self = fileURLToPath(import.meta.url);
   // The project root, where tsx and the embedded configuration are found.
   const cwd = fileURLToPath(new URL('../../', import.meta.url));
-  if (self.endsWith('.ts')) return { args: ['--import', 'tsx', fileURLToPath(new URL('../main.ts', import.meta.url))], cwd };
+  if (self.endsWith('.ts'))
+    return {
+      args: ['--import', 'tsx', fileURLToPath(new URL('../main.ts', import.meta.url))],
+      cwd,
+    };
   return { args: [fileURLToPath(new URL('../main.js', import.meta.url))], cwd };
 }
 
@@ -74,7 +82,11 @@ export async function startFreshCallgate(options: FreshCallgateOptions = {}): Pr
   if (options.configPath === undefined) delete env.CALLGATE_CONFIG;
   else env.CALLGATE_CONFIG = options.configPath;
   const { args, cwd } = mainEntry();
-  const child: ChildProcess = spawn(process.execPath, [...(options.nodeArgs ?? []), ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, [...(options.nodeArgs ?? []), ...args], {
+    cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -91,20 +103,46 @@ export async function startFreshCallgate(options: FreshCallgateOptions = {}): Pr
   while (!out.includes('callgate ready')) {
     if (child.exitCode !== null || Date.now() > deadline) {
       await stop();
-      throw new Error(`callgate did not start${child.exitCode !== null ? ` (exit code ${child.exitCode})` : ` within ${START_TIMEOUT_MS} ms`}:\n${out.slice(-2_000)}`);
+      throw new Error(
+        `callgate did not start${child.exitCode !== null ? ` (exit code ${child.exitCode})` : ` within ${START_TIMEOUT_MS} ms`}:\n${out.slice(-2_000)}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const sandboxLine = out.split('\n').find((line) => line.includes('sandbox systems of record listening'));
-  const sandboxUrl = sandboxLine === undefined ? undefined : ((JSON.parse(sandboxLine) as { url?: string }).url ?? undefined);
-  return { sipHost: '127.0.0.1', sipPort, httpUrl, ...(sandboxUrl !== undefined && { sandboxUrl }), started: true, ...(child.pid !== undefined && { pid: child.pid }), output: () => out, stop };
+  const sandboxLine = out
+    .split('\n')
+    .find((line) => line.includes('sandbox systems of record listening'));
+  const sandboxUrl =
+    sandboxLine === undefined
+      ? undefined
+      : ((JSON.parse(sandboxLine) as { url?: string }).url ?? undefined);
+  return {
+    sipHost: '127.0.0.1',
+    sipPort,
+    httpUrl,
+    ...(sandboxUrl !== undefined && { sandboxUrl }),
+    started: true,
+    ...(child.pid !== undefined && { pid: child.pid }),
+    output: () => out,
+    stop,
+  };
 }
 
 /** A callgate someone else runs: checked for readiness, never stopped by the demo. */
-export async function attachCallgate(target: { sipHost: string; sipPort: number; httpUrl: string; sandboxUrl?: string }): Promise<DemoTarget> {
+export async function attachCallgate(target: {
+  sipHost: string;
+  sipPort: number;
+  httpUrl: string;
+  sandboxUrl?: string;
+}): Promise<DemoTarget> {
   const ready = await fetch(`${target.httpUrl}/readyz`).catch((error: unknown) => {
-    throw new Error(`no callgate answers at ${target.httpUrl} (${error instanceof Error ? error.message : String(error)}); start one with npm start, or run the demo without --attach`);
+    throw new Error(
+      `no callgate answers at ${target.httpUrl} (${error instanceof Error ? error.message : String(error)}); start one with npm start, or run the demo without --attach`,
+    );
   });
-  if (ready.status !== 200) throw new Error(`the callgate at ${target.httpUrl} is not ready (${ready.status}): ${await ready.text()}`);
+  if (ready.status !== 200)
+    throw new Error(
+      `the callgate at ${target.httpUrl} is not ready (${ready.status}): ${await ready.text()}`,
+    );
   return { ...target, started: false, output: () => '', stop: async () => undefined };
 }

@@ -88,11 +88,25 @@ export class DemoSipCaller {
     this.offer = sdpOffer;
     const seq = ++this.cseq;
     const branch = newBranch();
-    const request = this.request('INVITE', seq, branch, `sip:${this.options.number}@${this.options.host}:${this.options.port}`, sdpOffer, 'application/sdp');
+    const request = this.request(
+      'INVITE',
+      seq,
+      branch,
+      `sip:${this.options.number}@${this.options.host}:${this.options.port}`,
+      sdpOffer,
+      'application/sdp',
+    );
     const response = await this.transact(seq, 'INVITE', request, INVITE_TIMEOUT_MS, true);
     if (response.status < 200 || response.status >= 300) {
       // A failure response is acknowledged within its own transaction (same branch).
-      this.send(this.request('ACK', seq, branch, `sip:${this.options.number}@${this.options.host}:${this.options.port}`));
+      this.send(
+        this.request(
+          'ACK',
+          seq,
+          branch,
+          `sip:${this.options.number}@${this.options.host}:${this.options.port}`,
+        ),
+      );
       throw new Error(`callgate refused the call: ${response.status} ${response.reason}`);
     }
     return { status: response.status, sdp: response.body };
@@ -102,7 +116,13 @@ export class DemoSipCaller {
   async hangup(): Promise<number | undefined> {
     if (this.remoteHungUp || this.toTag === undefined) return undefined;
     const seq = ++this.cseq;
-    const response = await this.transact(seq, 'BYE', this.request('BYE', seq, newBranch(), this.remoteTarget), BYE_TIMEOUT_MS, false).catch(() => undefined);
+    const response = await this.transact(
+      seq,
+      'BYE',
+      this.request('BYE', seq, newBranch(), this.remoteTarget),
+      BYE_TIMEOUT_MS,
+      false,
+    ).catch(() => undefined);
     return response?.status;
   }
 
@@ -119,7 +139,13 @@ export class DemoSipCaller {
     this.socket.close();
   }
 
-  private transact(seq: number, method: string, request: Buffer, timeoutMs: number, invite: boolean): Promise<SipResponse> {
+  private transact(
+    seq: number,
+    method: string,
+    request: Buffer,
+    timeoutMs: number,
+    invite: boolean,
+  ): Promise<SipResponse> {
     return new Promise<SipResponse>((resolve, reject) => {
       let interval = T1_MS;
       let provisional = false;
@@ -169,7 +195,9 @@ export class DemoSipCaller {
   private onResponse(response: SipResponse): void {
     if (response.cseq.method === 'INVITE' && response.status >= 200 && response.status < 300) {
       this.toTag ??= response.to.params.find(([name]) => name === 'tag')?.[1] ?? undefined;
-      const contact = response.headers.find((h) => h.name === 'Contact')?.value.match(/<([^>]+)>/)?.[1];
+      const contact = response.headers
+        .find((h) => h.name === 'Contact')
+        ?.value.match(/<([^>]+)>/)?.[1];
       if (contact !== undefined) this.remoteTarget = contact;
       // The ACK of a 2xx is its own transaction; a retransmitted 200 gets the same ACK again.
       this.ack ??= this.request('ACK', response.cseq.seq, newBranch(), this.remoteTarget);
@@ -181,14 +209,23 @@ export class DemoSipCaller {
   private onRequest(request: SipRequest): void {
     if (request.method === 'ACK') return;
     // A re-INVITE keeps the media as offered: the demo's phone has one codec and one address.
-    this.send(this.response(request, 200, 'OK', request.method === 'INVITE' ? this.offer : undefined));
+    this.send(
+      this.response(request, 200, 'OK', request.method === 'INVITE' ? this.offer : undefined),
+    );
     if (request.method === 'BYE' && !this.remoteHungUp) {
       this.remoteHungUp = true;
       for (const listener of this.byeListeners) listener();
     }
   }
 
-  private request(method: string, seq: number, branch: string, uri: string, body = '', contentType?: string): Buffer {
+  private request(
+    method: string,
+    seq: number,
+    branch: string,
+    uri: string,
+    body = '',
+    contentType?: string,
+  ): Buffer {
     const local = `${this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host}:${this.localPort}`;
     const to = `<sip:${this.options.number}@${this.options.host}:${this.options.port}>${this.toTag !== undefined ? `;tag=${this.toTag}` : ''}`;
     const lines = [
@@ -210,7 +247,8 @@ export class DemoSipCaller {
   }
 
   private response(request: SipRequest, status: number, reason: string, body?: string): Buffer {
-    const copy = (name: string): string[] => request.headers.filter((h) => h.name === name).map((h) => `${name}: ${h.value}`);
+    const copy = (name: string): string[] =>
+      request.headers.filter((h) => h.name === name).map((h) => `${name}: ${h.value}`);
     const lines = [
       `SIP/2.0 ${status} ${reason}`,
       ...copy('Via'),

@@ -53,14 +53,21 @@ export class DtmfReceiver {
     }
     const previousStart = (packet.timestamp - MAX_EVENT_DURATION) >>> 0;
     const previous = this.seen.find(
-      (candidate) => candidate.timestamp === previousStart && candidate.event === event.event && !candidate.ended,
+      (candidate) =>
+        candidate.timestamp === previousStart &&
+        candidate.event === event.event &&
+        !candidate.ended,
     );
     const before = previous ? previous.before + MAX_EVENT_DURATION : 0;
     this.remember({ timestamp: packet.timestamp, event: event.event, before, ended: event.end });
     if (previous) {
-      return event.end ? { kind: 'end', digit: event.digit, duration: before + event.duration } : { kind: 'repeat' };
+      return event.end
+        ? { kind: 'end', digit: event.digit, duration: before + event.duration }
+        : { kind: 'repeat' };
     }
-    return event.end ? { kind: 'digit', digit: event.digit, endedDuration: event.duration } : { kind: 'digit', digit: event.digit };
+    return event.end
+      ? { kind: 'digit', digit: event.digit, endedDuration: event.duration }
+      : { kind: 'digit', digit: event.digit };
   }
 
   /** A new sender (SSRC change): its timestamps are unrelated to the old ones. */

@@ -89,7 +89,14 @@ export class DtmfSender {
       }
       const pending = this.queue.shift();
       if (!pending) return null;
-      this.current = { digit: pending.digit, frames: pending.frames, sent: 0, timestamp: frameTimestamp >>> 0, segmentOffset: 0, endsSent: 0 };
+      this.current = {
+        digit: pending.digit,
+        frames: pending.frames,
+        sent: 0,
+        timestamp: frameTimestamp >>> 0,
+        segmentOffset: 0,
+        endsSent: 0,
+      };
     }
     const event = this.current;
     if (event.sent < event.frames) {
@@ -120,7 +127,12 @@ export class DtmfSender {
     return event.sent * this.samplesPerFrame;
   }
 
-  private packet(event: SendingEvent, duration: number, end: boolean, marker: boolean): DtmfOutPacket {
+  private packet(
+    event: SendingEvent,
+    duration: number,
+    end: boolean,
+    marker: boolean,
+  ): DtmfOutPacket {
     return {
       payload: serializeTelephoneEvent({ digit: event.digit, end, volume: DTMF_VOLUME, duration }),
       marker,

@@ -3,7 +3,14 @@
  * samples cross-faded from the last sample heard so the seam does not click. Longer losses are
  * not concealed: repeating speech for more than 20 ms sounds worse than a short gap.
  */
-import { ALAW_SILENCE, ULAW_SILENCE, alawToLinear, linearToAlaw, linearToUlaw, ulawToLinear } from './g711.ts';
+import {
+  ALAW_SILENCE,
+  ULAW_SILENCE,
+  alawToLinear,
+  linearToAlaw,
+  linearToUlaw,
+  ulawToLinear,
+} from './g711.ts';
 
 /** Half amplitude: present enough to bridge the gap, quiet enough not to sound like a stutter. */
 const CONCEALMENT_GAIN = 0.5;

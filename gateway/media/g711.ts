@@ -99,23 +99,37 @@ export function linearToAlaw(sample: number): number {
   return ALAW_ENCODE[(clamp16(sample) >> 3) + 4096] as number;
 }
 
-export function decodeUlaw(codes: Uint8Array, out: Int16Array = new Int16Array(codes.length)): Int16Array {
+export function decodeUlaw(
+  codes: Uint8Array,
+  out: Int16Array = new Int16Array(codes.length),
+): Int16Array {
   for (let i = 0; i < codes.length; i++) out[i] = ULAW_DECODE[codes[i] as number] as number;
   return out;
 }
 
-export function encodeUlaw(samples: Int16Array, out: Buffer = Buffer.allocUnsafe(samples.length)): Buffer {
-  for (let i = 0; i < samples.length; i++) out[i] = ULAW_ENCODE[((samples[i] as number) >> 2) + 8192] as number;
+export function encodeUlaw(
+  samples: Int16Array,
+  out: Buffer = Buffer.allocUnsafe(samples.length),
+): Buffer {
+  for (let i = 0; i < samples.length; i++)
+    out[i] = ULAW_ENCODE[((samples[i] as number) >> 2) + 8192] as number;
   return out;
 }
 
-export function decodeAlaw(codes: Uint8Array, out: Int16Array = new Int16Array(codes.length)): Int16Array {
+export function decodeAlaw(
+  codes: Uint8Array,
+  out: Int16Array = new Int16Array(codes.length),
+): Int16Array {
   for (let i = 0; i < codes.length; i++) out[i] = ALAW_DECODE[codes[i] as number] as number;
   return out;
 }
 
-export function encodeAlaw(samples: Int16Array, out: Buffer = Buffer.allocUnsafe(samples.length)): Buffer {
-  for (let i = 0; i < samples.length; i++) out[i] = ALAW_ENCODE[((samples[i] as number) >> 3) + 4096] as number;
+export function encodeAlaw(
+  samples: Int16Array,
+  out: Buffer = Buffer.allocUnsafe(samples.length),
+): Buffer {
+  for (let i = 0; i < samples.length; i++)
+    out[i] = ALAW_ENCODE[((samples[i] as number) >> 3) + 4096] as number;
   return out;
 }
 

@@ -5,7 +5,8 @@
 /** An IPv6 address as inet_ntop writes it (RFC 5952), the form Node gives in RemoteInfo. */
 export function formatIpv6(bytes: Uint8Array): string {
   const groups: number[] = [];
-  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i] as number) << 8) | (bytes[i + 1] as number));
+  for (let i = 0; i < 16; i += 2)
+    groups.push(((bytes[i] as number) << 8) | (bytes[i + 1] as number));
   const dotted = `${bytes[12]}.${bytes[13]}.${bytes[14]}.${bytes[15]}`;
   // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible (::a.b.c.d) keep a dotted tail.
   if (groups.slice(0, 5).every((g) => g === 0)) {
@@ -15,7 +16,7 @@ export function formatIpv6(bytes: Uint8Array): string {
   // The longest run of two or more zero groups (the first of equal runs) becomes "::".
   let bestStart = -1;
   let bestLength = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;

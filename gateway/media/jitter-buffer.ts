@@ -47,7 +47,12 @@ export interface JitterPacket {
 export type JitterPushResult = 'buffered' | 'duplicate' | 'late' | 'jump-pending' | 'resynced';
 
 export type JitterFrame =
-  | { readonly kind: 'frame'; readonly payload: Buffer; readonly sequenceNumber: number; readonly filler: boolean }
+  | {
+      readonly kind: 'frame';
+      readonly payload: Buffer;
+      readonly sequenceNumber: number;
+      readonly filler: boolean;
+    }
   | { readonly kind: 'concealed'; readonly payload: Buffer }
   /** A frame was lost and could not be concealed; the consumer plays nothing for 20 ms. */
   | { readonly kind: 'lost' }
@@ -143,7 +148,18 @@ export class JitterBuffer {
   private ticksSinceShrink = 0;
   /** A shrink came due in 'play' mode: popSurplus() hands out the oldest frame. */
   private surplusDue = false;
-  private counts = { buffered: 0, played: 0, duplicates: 0, late: 0, lost: 0, concealed: 0, discarded: 0, hurried: 0, underruns: 0, resyncs: 0 };
+  private counts = {
+    buffered: 0,
+    played: 0,
+    duplicates: 0,
+    late: 0,
+    lost: 0,
+    concealed: 0,
+    discarded: 0,
+    hurried: 0,
+    underruns: 0,
+    resyncs: 0,
+  };
 
   constructor(options: JitterBufferOptions) {
     this.options = options;
@@ -154,7 +170,10 @@ export class JitterBuffer {
     // plus a jump not yet confirmed. Twice that, so two entries never share a slot. At most
     // maxFrames + slack entries are held at once (one more while an insert overflows), which is
     // what the payload store holds without growing.
-    this.entries = new SequenceRing(2 * (this.maxFrames + SHRINK_SLACK_FRAMES + MAX_SEQUENCE_JUMP + 1), this.maxFrames + SHRINK_SLACK_FRAMES + 2);
+    this.entries = new SequenceRing(
+      2 * (this.maxFrames + SHRINK_SLACK_FRAMES + MAX_SEQUENCE_JUMP + 1),
+      this.maxFrames + SHRINK_SLACK_FRAMES + 2,
+    );
   }
 
   push(packet: JitterPacket, nowMs: number): JitterPushResult {
@@ -215,7 +234,11 @@ export class JitterBuffer {
   pop(nowMs?: number): JitterFrame {
     if (this.state === 'idle') return BUFFERING;
     if (this.state === 'buffering') {
-      const waited = nowMs !== undefined && this.bufferingSinceMs !== undefined && this.entries.size > 0 && nowMs - this.bufferingSinceMs >= this.targetFrames() * FRAME_MS;
+      const waited =
+        nowMs !== undefined &&
+        this.bufferingSinceMs !== undefined &&
+        this.entries.size > 0 &&
+        nowMs - this.bufferingSinceMs >= this.targetFrames() * FRAME_MS;
       if (this.span() < this.targetFrames() && !waited) return BUFFERING;
       this.state = 'playing';
       this.bufferingSinceMs = undefined;
@@ -323,7 +346,8 @@ export class JitterBuffer {
 
   private insert(extended: number, packet: JitterPacket, nowMs: number): JitterPushResult {
     this.entries.set(extended, packet);
-    if (this.state === 'buffering' && this.bufferingSinceMs === undefined) this.bufferingSinceMs = nowMs;
+    if (this.state === 'buffering' && this.bufferingSinceMs === undefined)
+      this.bufferingSinceMs = nowMs;
     this.counts.buffered++;
     if (extended >= this.highest) {
       this.highest = extended;
@@ -359,7 +383,7 @@ export class JitterBuffer {
    */
   private judgeResume(packet: JitterPacket): void {
     if (packet.filler === true || packet.marker === true) return;
-    if (((packet.timestamp - this.resumeTimestamp) >>> 0) >= 2 * this.frameTimestampUnits) return;
+    if ((packet.timestamp - this.resumeTimestamp) >>> 0 >= 2 * this.frameTimestampUnits) return;
     this.counts.underruns++;
     this.deepen();
   }
@@ -382,7 +406,10 @@ export class JitterBuffer {
 
   private targetFrames(): number {
     const fromJitter = Math.ceil((JITTER_DEPTH_FACTOR * this.jitter) / FRAME_MS);
-    return Math.min(this.maxFrames, Math.max(this.minFrames, fromJitter) + this.latenessBoostFrames);
+    return Math.min(
+      this.maxFrames,
+      Math.max(this.minFrames, fromJitter) + this.latenessBoostFrames,
+    );
   }
 
   private updateJitter(timestamp: number, nowMs: number): void {
@@ -410,7 +437,10 @@ export class JitterBuffer {
 
   private shrinkIfDeep(): void {
     this.ticksSinceShrink++;
-    if (this.span() > this.targetFrames() + SHRINK_SLACK_FRAMES && this.ticksSinceShrink >= SHRINK_INTERVAL_TICKS) {
+    if (
+      this.span() > this.targetFrames() + SHRINK_SLACK_FRAMES &&
+      this.ticksSinceShrink >= SHRINK_INTERVAL_TICKS
+    ) {
       if (this.options.shrink === 'play') this.surplusDue = true;
       else this.discardOldest();
       this.ticksSinceShrink = 0;
@@ -490,8 +520,16 @@ class SequenceRing {
     const slot = key & this.mask;
     if (this.keys[slot] !== key) return undefined;
     const payloadSlot = this.payloadSlots[slot] as number;
-    const payload = payloadSlot < 0 ? EMPTY : this.payloads.view(payloadSlot, this.payloadLengths[slot] as number);
-    const frame: PlayedFrame = { kind: 'frame', payload, sequenceNumber: this.sequenceNumbers[slot] as number, filler: this.fillers[slot] === 1 };
+    const payload =
+      payloadSlot < 0
+        ? EMPTY
+        : this.payloads.view(payloadSlot, this.payloadLengths[slot] as number);
+    const frame: PlayedFrame = {
+      kind: 'frame',
+      payload,
+      sequenceNumber: this.sequenceNumbers[slot] as number,
+      filler: this.fillers[slot] === 1,
+    };
     this.delete(key);
     return frame;
   }

@@ -32,7 +32,23 @@ export interface MediaCounts {
 }
 
 export function emptyMediaCounts(): MediaCounts {
-  return { packetsIn: 0, bytesIn: 0, packetsOut: 0, bytesOut: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, hurried: 0, concealed: 0, underruns: 0, playoutUnderruns: 0, skipped: 0, rtcpIn: 0, rtcpOut: 0 };
+  return {
+    packetsIn: 0,
+    bytesIn: 0,
+    packetsOut: 0,
+    bytesOut: 0,
+    lost: 0,
+    late: 0,
+    duplicates: 0,
+    discarded: 0,
+    hurried: 0,
+    concealed: 0,
+    underruns: 0,
+    playoutUnderruns: 0,
+    skipped: 0,
+    rtcpIn: 0,
+    rtcpOut: 0,
+  };
 }
 
 /** What sessions added and prom-client has not seen yet. */
@@ -40,23 +56,45 @@ const unpublished = emptyMediaCounts();
 const unpublishedDrops: Partial<Record<RtpSessionDropReason, number>> = {};
 let dropsPending = false;
 
-export const rtpPackets = counter<'direction'>({ name: 'callgate_rtp_packets_total', help: 'RTP packets, by direction (in, out)', labelNames: ['direction'], collect: publishMediaCounts });
-export const rtpBytes = counter<'direction'>({ name: 'callgate_rtp_bytes_total', help: 'RTP bytes (whole datagrams), by direction', labelNames: ['direction'], collect: publishMediaCounts });
+export const rtpPackets = counter<'direction'>({
+  name: 'callgate_rtp_packets_total',
+  help: 'RTP packets, by direction (in, out)',
+  labelNames: ['direction'],
+  collect: publishMediaCounts,
+});
+export const rtpBytes = counter<'direction'>({
+  name: 'callgate_rtp_bytes_total',
+  help: 'RTP bytes (whole datagrams), by direction',
+  labelNames: ['direction'],
+  collect: publishMediaCounts,
+});
 export const rtpDropped = counter<'reason'>({
   name: 'callgate_rtp_dropped_packets_total',
   help: 'Received RTP/RTCP datagrams dropped before the jitter buffer, by reason',
   labelNames: ['reason'],
   collect: publishMediaCounts,
 });
-export const rtpLost = counter({ name: 'callgate_rtp_lost_packets_total', help: 'Received frames missing at playout time (sequence gaps)', collect: publishMediaCounts });
-export const rtpLate = counter({ name: 'callgate_rtp_late_packets_total', help: 'Packets that arrived after their playout slot', collect: publishMediaCounts });
+export const rtpLost = counter({
+  name: 'callgate_rtp_lost_packets_total',
+  help: 'Received frames missing at playout time (sequence gaps)',
+  collect: publishMediaCounts,
+});
+export const rtpLate = counter({
+  name: 'callgate_rtp_late_packets_total',
+  help: 'Packets that arrived after their playout slot',
+  collect: publishMediaCounts,
+});
 export const rtpDiscarded = counter<'reason'>({
   name: 'callgate_rtp_discarded_packets_total',
   help: 'Packets the jitter buffer threw away, by reason (duplicate, overflow)',
   labelNames: ['reason'],
   collect: publishMediaCounts,
 });
-export const rtpConcealed = counter({ name: 'callgate_rtp_concealed_frames_total', help: 'Lost frames replaced by concealment', collect: publishMediaCounts });
+export const rtpConcealed = counter({
+  name: 'callgate_rtp_concealed_frames_total',
+  help: 'Lost frames replaced by concealment',
+  collect: publishMediaCounts,
+});
 export const rtpHurried = counter({
   name: 'callgate_rtp_hurried_frames_total',
   help: 'Caller frames handed to the model ahead of their slot to bring the receive jitter buffer back to its target depth (after a burst)',
@@ -67,10 +105,20 @@ export const rtpJitter = histogram({
   help: 'Interarrival jitter of received streams (RFC 3550), sampled per RTCP interval',
   buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32],
 });
-export const jitterUnderruns = counter({ name: 'callgate_rtp_receive_underruns_total', help: 'Ticks where the receive jitter buffer ran dry because a packet came late (not pauses between talk spurts, not lost packets)', collect: publishMediaCounts });
-export const playoutUnderruns = counter({ name: 'callgate_rtp_playout_underruns_total', help: 'Send ticks where model audio was not ready in time', collect: publishMediaCounts });
+export const jitterUnderruns = counter({
+  name: 'callgate_rtp_receive_underruns_total',
+  help: 'Ticks where the receive jitter buffer ran dry because a packet came late (not pauses between talk spurts, not lost packets)',
+  collect: publishMediaCounts,
+});
+export const playoutUnderruns = counter({
+  name: 'callgate_rtp_playout_underruns_total',
+  help: 'Send ticks where model audio was not ready in time',
+  collect: publishMediaCounts,
+});
 /** Upper bounds of the playout lateness buckets, in seconds (an implicit +Inf bucket follows). */
-export const PLAYOUT_LATENESS_BUCKETS: readonly number[] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08];
+export const PLAYOUT_LATENESS_BUCKETS: readonly number[] = [
+  0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08,
+];
 export const playoutLateness = histogram({
   name: 'callgate_rtp_playout_lateness_seconds',
   help: 'How late each sent frame left against its 20 ms schedule',
@@ -84,7 +132,8 @@ let unpublishedLatenessSum = 0;
 /** Index of the bucket a value falls in (PLAYOUT_LATENESS_BUCKETS.length: above the last bound). */
 export function latenessBucket(seconds: number): number {
   let i = 0;
-  while (i < PLAYOUT_LATENESS_BUCKETS.length && seconds > (PLAYOUT_LATENESS_BUCKETS[i] as number)) i++;
+  while (i < PLAYOUT_LATENESS_BUCKETS.length && seconds > (PLAYOUT_LATENESS_BUCKETS[i] as number))
+    i++;
   return i;
 }
 
@@ -102,18 +151,29 @@ interface HistogramSeries {
  * observe() does in prom-client 15 (non-cumulative bucket counts, sum, count); if that shape ever
  * changes it falls back to one observe() per value at its bucket's upper bound.
  */
-export function addObservations(target: Histogram, bounds: readonly number[], counts: ArrayLike<number>, sum: number): void {
+export function addObservations(
+  target: Histogram,
+  bounds: readonly number[],
+  counts: ArrayLike<number>,
+  sum: number,
+): void {
   let total = 0;
   for (let i = 0; i < counts.length; i++) total += counts[i] as number;
   if (total === 0) return;
   // One real observe() creates the series if needed and keeps prom-client's own bookkeeping right.
   const first = firstNonEmpty(counts);
-  const firstValue = (bounds[first]) ?? (bounds[bounds.length - 1] as number) * 2;
+  const firstValue = bounds[first] ?? (bounds[bounds.length - 1] as number) * 2;
   target.observe(firstValue);
-  const series = (target as unknown as { hashMap?: Record<string, HistogramSeries | undefined> }).hashMap?.[''];
-  if (series === undefined || typeof series.sum !== 'number' || typeof series.bucketValues !== 'object') {
+  const series = (target as unknown as { hashMap?: Record<string, HistogramSeries | undefined> })
+    .hashMap?.[''];
+  if (
+    series === undefined ||
+    typeof series.sum !== 'number' ||
+    typeof series.bucketValues !== 'object'
+  ) {
     for (let i = 0; i < counts.length; i++) {
-      for (let n = i === first ? 1 : 0; n < (counts[i] as number); n++) target.observe((bounds[i]) ?? firstValue);
+      for (let n = i === first ? 1 : 0; n < (counts[i] as number); n++)
+        target.observe(bounds[i] ?? firstValue);
     }
     return;
   }
@@ -122,7 +182,8 @@ export function addObservations(target: Histogram, bounds: readonly number[], co
   for (let i = 0; i < bounds.length; i++) {
     const extra = (counts[i] as number) - (i === first ? 1 : 0);
     const key = String(bounds[i]);
-    if (extra > 0 && Object.prototype.hasOwnProperty.call(series.bucketValues, key)) series.bucketValues[key] = (series.bucketValues[key] as number) + extra;
+    if (extra > 0 && Object.prototype.hasOwnProperty.call(series.bucketValues, key))
+      series.bucketValues[key] = (series.bucketValues[key] as number) + extra;
   }
 }
 
@@ -140,7 +201,10 @@ export const dtmfEvents = counter<'direction' | 'source'>({
   help: 'DTMF digits, by direction (in, out) and source (rtp, sip-info)',
   labelNames: ['direction', 'source'],
 });
-export const mediaTimeouts = counter({ name: 'callgate_rtp_media_timeouts_total', help: 'Calls ended because no RTP arrived for rtp.mediaTimeoutMs' });
+export const mediaTimeouts = counter({
+  name: 'callgate_rtp_media_timeouts_total',
+  help: 'Calls ended because no RTP arrived for rtp.mediaTimeoutMs',
+});
 export const rtpSessions = gauge({ name: 'callgate_rtp_sessions', help: 'Open RTP sessions' });
 export const rtpSocketErrors = counter({
   name: 'callgate_rtp_socket_errors_total',
@@ -148,10 +212,15 @@ export const rtpSocketErrors = counter({
 });
 export const rtpSocketsInfo = gauge<'engine'>({
   name: 'callgate_rtp_sockets_info',
-  help: 'The RTP sockets in use (rtp.sockets): engine native (callgate\'s module) or node (dgram); always 1',
+  help: "The RTP sockets in use (rtp.sockets): engine native (callgate's module) or node (dgram); always 1",
   labelNames: ['engine'],
 });
-export const rtcpPackets = counter<'direction'>({ name: 'callgate_rtcp_packets_total', help: 'RTCP compound packets, by direction', labelNames: ['direction'], collect: publishMediaCounts });
+export const rtcpPackets = counter<'direction'>({
+  name: 'callgate_rtcp_packets_total',
+  help: 'RTCP compound packets, by direction',
+  labelNames: ['direction'],
+  collect: publishMediaCounts,
+});
 
 /** A session's counts since its last flush (`current - flushed`, field by field) join the unpublished sums. */
 export function addMediaCounts(current: MediaCounts, flushed: MediaCounts): void {
@@ -181,7 +250,8 @@ export function addDrops(reason: RtpSessionDropReason, count: number): void {
 
 /** Sent frames per lateness bucket and their summed lateness (seconds), for the playout lateness histogram. */
 export function addLateness(counts: ArrayLike<number>, sumSeconds: number): void {
-  for (let i = 0; i < counts.length && i < unpublishedLateness.length; i++) unpublishedLateness[i] = (unpublishedLateness[i] as number) + (counts[i] as number);
+  for (let i = 0; i < counts.length && i < unpublishedLateness.length; i++)
+    unpublishedLateness[i] = (unpublishedLateness[i] as number) + (counts[i] as number);
   unpublishedLatenessSum += sumSeconds;
 }
 
@@ -209,11 +279,20 @@ export function publishMediaCounts(): void {
   if (u.rtcpOut > 0) rtcpPackets.inc({ direction: 'out' }, u.rtcpOut);
   Object.assign(u, emptyMediaCounts());
   if (dropsPending) {
-    for (const [reason, count] of Object.entries(unpublishedDrops) as Array<[RtpSessionDropReason, number]>) if (count > 0) rtpDropped.inc({ reason }, count);
-    for (const reason of Object.keys(unpublishedDrops) as RtpSessionDropReason[]) delete unpublishedDrops[reason];
+    for (const [reason, count] of Object.entries(unpublishedDrops) as Array<
+      [RtpSessionDropReason, number]
+    >)
+      if (count > 0) rtpDropped.inc({ reason }, count);
+    for (const reason of Object.keys(unpublishedDrops) as RtpSessionDropReason[])
+      delete unpublishedDrops[reason];
     dropsPending = false;
   }
-  addObservations(playoutLateness, PLAYOUT_LATENESS_BUCKETS, unpublishedLateness, unpublishedLatenessSum);
+  addObservations(
+    playoutLateness,
+    PLAYOUT_LATENESS_BUCKETS,
+    unpublishedLateness,
+    unpublishedLatenessSum,
+  );
   unpublishedLateness.fill(0);
   unpublishedLatenessSum = 0;
 }

@@ -51,7 +51,11 @@ export interface MediaTestDialogEvent {
 
 export interface MediaTestCall {
   readonly callId: string;
-  accept(options: { readonly local: RtpEndpoint }): { readonly ok: true; readonly media: MediaTestMedia } | { readonly ok: false; readonly status: number; readonly reason: string };
+  accept(options: {
+    readonly local: RtpEndpoint;
+  }):
+    | { readonly ok: true; readonly media: MediaTestMedia }
+    | { readonly ok: false; readonly status: number; readonly reason: string };
   reject(status: number, reason?: string): void;
   readonly dialog: {
     on(listener: (event: MediaTestDialogEvent) => void): () => void;
@@ -84,9 +88,19 @@ export interface MediaTestRecording {
   readonly callId: string;
   readonly mode: MediaTestMode;
   readonly codec: WireCodecName;
-  readonly audio: { readonly file: string; readonly encoding: ModelAudioFormat['encoding']; readonly sampleRate: number; readonly frames: number; readonly concealedFrames: number };
+  readonly audio: {
+    readonly file: string;
+    readonly encoding: ModelAudioFormat['encoding'];
+    readonly sampleRate: number;
+    readonly frames: number;
+    readonly concealedFrames: number;
+  };
   readonly digits: readonly MediaTestDigit[];
-  readonly latches: ReadonlyArray<{ readonly address: string; readonly port: number; readonly ssrc: number }>;
+  readonly latches: ReadonlyArray<{
+    readonly address: string;
+    readonly port: number;
+    readonly ssrc: number;
+  }>;
   readonly ssrcChanges: ReadonlyArray<{ readonly previousSsrc: number; readonly ssrc: number }>;
   readonly stats: RtpSessionStats | undefined;
 }
@@ -133,7 +147,10 @@ export class MediaTestEndpoint {
    * Answers the call in the given mode and runs it until either side hangs up. Resolves with the
    * endpoint once answered, or undefined when the call was rejected (no media ports, no common codec).
    */
-  static async answer(call: MediaTestCall, options: MediaTestEndpointOptions): Promise<MediaTestEndpoint | undefined> {
+  static async answer(
+    call: MediaTestCall,
+    options: MediaTestEndpointOptions,
+  ): Promise<MediaTestEndpoint | undefined> {
     let session: RtpSession;
     try {
       // The answer needs the port before the codec is known: open with PCMU, switch once answered.
@@ -151,7 +168,9 @@ export class MediaTestEndpoint {
       call.reject(503, 'Service Unavailable');
       return undefined;
     }
-    const accepted = call.accept({ local: { address: session.localAddress, port: session.localPort } });
+    const accepted = call.accept({
+      local: { address: session.localAddress, port: session.localPort },
+    });
     if (!accepted.ok) {
       await session.close();
       return undefined;
@@ -160,7 +179,12 @@ export class MediaTestEndpoint {
     endpoint.applyMedia(accepted.media);
     session.on((event) => endpoint.onMedia(event));
     call.dialog.on((event) => endpoint.onDialog(event));
-    options.logger.info('media test call answered', { mode: options.mode, codec: accepted.media.codec, rtp_port: session.localPort, sip_call_id: call.callId });
+    options.logger.info('media test call answered', {
+      mode: options.mode,
+      codec: accepted.media.codec,
+      rtp_port: session.localPort,
+      sip_call_id: call.callId,
+    });
     return endpoint;
   }
 
@@ -180,7 +204,9 @@ export class MediaTestEndpoint {
     this.session.setCodec({
       codec: wireCodec(media.codec, media.payloadType),
       model: this.model,
-      ...(media.telephoneEvent !== undefined && { telephoneEventPayloadType: media.telephoneEvent.payloadType }),
+      ...(media.telephoneEvent !== undefined && {
+        telephoneEventPayloadType: media.telephoneEvent.payloadType,
+      }),
     });
     this.session.setRemote(media.remote);
     this.session.setHold(media.held);
@@ -206,22 +232,35 @@ export class MediaTestEndpoint {
         if (event.concealed) this.concealedFrames++;
         return;
       case 'dtmf':
-        this.digits.push({ digit: event.digit, source: event.source, atMs: Math.round(this.options.timer.now() - this.startedAt) });
+        this.digits.push({
+          digit: event.digit,
+          source: event.source,
+          atMs: Math.round(this.options.timer.now() - this.startedAt),
+        });
         return;
       case 'dtmf-end': {
-        const digit = this.digits.findLast((d) => d.digit === event.digit && d.durationMs === undefined);
+        const digit = this.digits.findLast(
+          (d) => d.digit === event.digit && d.durationMs === undefined,
+        );
         if (digit !== undefined) digit.durationMs = event.durationMs;
         if (this.options.mode === 'echo') this.session.sendDigit(event.digit, event.durationMs);
         return;
       }
       case 'remote-latched':
-        this.latches.push({ address: event.remote.address, port: event.remote.port, ssrc: event.ssrc });
+        this.latches.push({
+          address: event.remote.address,
+          port: event.remote.port,
+          ssrc: event.ssrc,
+        });
         return;
       case 'ssrc-changed':
         this.ssrcChanges.push({ previousSsrc: event.previousSsrc, ssrc: event.ssrc });
         return;
       case 'media-timeout':
-        this.options.logger.info('media test call: no media, hanging up', { sip_call_id: this.call.callId, reason: event.reason });
+        this.options.logger.info('media test call: no media, hanging up', {
+          sip_call_id: this.call.callId,
+          reason: event.reason,
+        });
         void this.hangup();
         return;
       default:
@@ -249,7 +288,12 @@ export class MediaTestEndpoint {
       });
       await this.session.close();
       if (this.options.mode === 'record') await this.writeRecording(stats);
-    })().catch((error: unknown) => this.options.logger.error('media test call: recording not written', { error, sip_call_id: this.call.callId }));
+    })().catch((error: unknown) =>
+      this.options.logger.error('media test call: recording not written', {
+        error,
+        sip_call_id: this.call.callId,
+      }),
+    );
     return this.finished;
   }
 
@@ -264,14 +308,31 @@ export class MediaTestEndpoint {
       callId: this.call.callId,
       mode: this.options.mode,
       codec: this.codec,
-      audio: { file: wav, encoding: this.model.encoding, sampleRate, frames: this.recordedFrames, concealedFrames: this.concealedFrames },
+      audio: {
+        file: wav,
+        encoding: this.model.encoding,
+        sampleRate,
+        frames: this.recordedFrames,
+        concealedFrames: this.concealedFrames,
+      },
       digits: this.digits,
       latches: this.latches,
       ssrcChanges: this.ssrcChanges,
       stats,
     };
-    await writeFile(join(this.options.recordDir, wav), wavFile(this.model.encoding, sampleRate, audio));
-    await writeFile(join(this.options.recordDir, `${name}.json`), `${JSON.stringify(recording, null, 2)}\n`);
-    this.options.logger.info('media test call recorded', { sip_call_id: this.call.callId, file: join(this.options.recordDir, wav), frames: this.recordedFrames, digits: this.digits.length });
+    await writeFile(
+      join(this.options.recordDir, wav),
+      wavFile(this.model.encoding, sampleRate, audio),
+    );
+    await writeFile(
+      join(this.options.recordDir, `${name}.json`),
+      `${JSON.stringify(recording, null, 2)}\n`,
+    );
+    this.options.logger.info('media test call recorded', {
+      sip_call_id: this.call.callId,
+      file: join(this.options.recordDir, wav),
+      frames: this.recordedFrames,
+      digits: this.digits.length,
+    });
   }
 }

@@ -25,7 +25,9 @@ export interface NativeBinding {
 }
 
 /** Where the module is built, beside this file's folder. */
-export const NATIVE_MODULE_PATH = fileURLToPath(new URL('./native/build/Release/rtp_udp.node', import.meta.url));
+export const NATIVE_MODULE_PATH = fileURLToPath(
+  new URL('./native/build/Release/rtp_udp.node', import.meta.url),
+);
 
 /** The first load's outcome: every call's media asks, and the file system is asked once. */
 let loaded: NativeBinding | Error | undefined;
@@ -38,7 +40,8 @@ export function loadNativeBinding(): NativeBinding | Error {
 
 function load(): NativeBinding | Error {
   try {
-    if (!existsSync(NATIVE_MODULE_PATH)) throw new Error(`${NATIVE_MODULE_PATH} is not built (npm run build:native)`);
+    if (!existsSync(NATIVE_MODULE_PATH))
+      throw new Error(`${NATIVE_MODULE_PATH} is not built (npm run build:native)`);
     return createRequire(import.meta.url)(NATIVE_MODULE_PATH) as NativeBinding;
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error));

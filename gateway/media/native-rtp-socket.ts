@@ -26,7 +26,13 @@ export class NativeRtpSocket {
   private remotePort = -1;
   private closed = false;
 
-  constructor(binding: NativeBinding, fd: number, generation: number, onMessage: DatagramHandler, onClose: () => void) {
+  constructor(
+    binding: NativeBinding,
+    fd: number,
+    generation: number,
+    onMessage: DatagramHandler,
+    onClose: () => void,
+  ) {
     this.binding = binding;
     this.fd = fd;
     this.generation = generation;
@@ -39,15 +45,37 @@ export class NativeRtpSocket {
    * `key` (its port, plus 65,536 for IPv6) and its address's four words as the module gives them.
    * Nearly always; otherwise undefined, and the caller remembers the new one.
    */
-  sameSource(key: number, a0: number, a1: number, a2: number, a3: number, size: number): RemoteInfo | undefined {
+  sameSource(
+    key: number,
+    a0: number,
+    a1: number,
+    a2: number,
+    a3: number,
+    size: number,
+  ): RemoteInfo | undefined {
     const last = this.lastSource;
     const words = this.lastWords;
-    if (last === undefined || words[0] !== key || words[1] !== a0 || words[2] !== a1 || words[3] !== a2 || words[4] !== a3) return undefined;
+    if (
+      last === undefined ||
+      words[0] !== key ||
+      words[1] !== a0 ||
+      words[2] !== a1 ||
+      words[3] !== a2 ||
+      words[4] !== a3
+    )
+      return undefined;
     last.size = size;
     return last;
   }
 
-  rememberSource(info: RemoteInfo, key: number, a0: number, a1: number, a2: number, a3: number): void {
+  rememberSource(
+    info: RemoteInfo,
+    key: number,
+    a0: number,
+    a1: number,
+    a2: number,
+    a3: number,
+  ): void {
     this.lastSource = info;
     const words = this.lastWords;
     words[0] = key;

@@ -37,7 +37,9 @@ const STARTED = Symbol.for('callgate.nativeRtpSockets');
  * be loaded or started. A start that failed (its epoll set or loop handle could not be made: EMFILE,
  * ENOMEM) is not kept, so a later call tries again.
  */
-export function nativeRtpSockets(load: () => NativeBinding | Error = loadNativeBinding): NativeRtpSockets | Error {
+export function nativeRtpSockets(
+  load: () => NativeBinding | Error = loadNativeBinding,
+): NativeRtpSockets | Error {
   const binding = load();
   if (binding instanceof Error) return binding;
   const holder = binding as NativeBinding & { [STARTED]?: NativeRtpSockets };
@@ -47,7 +49,9 @@ export function nativeRtpSockets(load: () => NativeBinding | Error = loadNativeB
   } catch (error) {
     const code = (error as NodeJS.ErrnoException | undefined)?.code;
     const message = error instanceof Error ? error.message : String(error);
-    return new Error(`start() failed${typeof code === 'string' ? ` (${code})` : ''}: ${message}`, { cause: error });
+    return new Error(`start() failed${typeof code === 'string' ? ` (${code})` : ''}: ${message}`, {
+      cause: error,
+    });
   }
   return holder[STARTED];
 }
@@ -64,16 +68,27 @@ export interface RtpSocketsChoice {
  * `node` never loads the module, `auto` uses it when it loads and starts and says why not
  * otherwise, `native` throws CALLGATE_ERR_NATIVE_RTP_UNAVAILABLE when it does not.
  */
-export function chooseRtpSockets(choice: RtpConfig['sockets'], load: () => NativeRtpSockets | Error = nativeRtpSockets): RtpSocketsChoice {
+export function chooseRtpSockets(
+  choice: RtpConfig['sockets'],
+  load: () => NativeRtpSockets | Error = nativeRtpSockets,
+): RtpSocketsChoice {
   if (choice === 'node') return { engine: 'node' };
   const native = load();
   if (!(native instanceof Error)) return { engine: 'native', native };
-  if (choice === 'native') throw new CallgateError('CALLGATE_ERR_NATIVE_RTP_UNAVAILABLE', { reason: native.message }, { cause: native });
+  if (choice === 'native')
+    throw new CallgateError(
+      'CALLGATE_ERR_NATIVE_RTP_UNAVAILABLE',
+      { reason: native.message },
+      { cause: native },
+    );
   return { engine: 'node', fallbackReason: native.message };
 }
 
 /** The native module for `rtp.sockets`, or undefined for dgram (see chooseRtpSockets). */
-export function rtpSocketsEngine(choice: RtpConfig['sockets'], load?: () => NativeRtpSockets | Error): NativeRtpSockets | undefined {
+export function rtpSocketsEngine(
+  choice: RtpConfig['sockets'],
+  load?: () => NativeRtpSockets | Error,
+): NativeRtpSockets | undefined {
   return chooseRtpSockets(choice, load).native;
 }
 
@@ -143,7 +158,12 @@ export class NativeRtpSockets {
     if (same !== undefined) return same;
     const at = (base + M_ADDRESS) * 4;
     const bytes = this.metaBytes.subarray(at, at + (ipv6 ? 16 : 4));
-    const info: RemoteInfo = { address: ipv6 ? formatIpv6(bytes) : bytes.join('.'), family: ipv6 ? 'IPv6' : 'IPv4', port, size };
+    const info: RemoteInfo = {
+      address: ipv6 ? formatIpv6(bytes) : bytes.join('.'),
+      family: ipv6 ? 'IPv6' : 'IPv4',
+      port,
+      size,
+    };
     socket.rememberSource(info, key, a0, a1, a2, a3);
     return info;
   }

@@ -50,12 +50,19 @@ export class OpusCodec {
   /** Encodes exactly one 20 ms frame of PCM at `sampleRate`. */
   encode(frame: Int16Array): Buffer {
     if (frame.length !== this.frameSamples) {
-      throw new CallgateError('CALLGATE_ERR_MEDIA_CODEC', { codec: 'opus', reason: `frame of ${frame.length} samples, expected ${this.frameSamples}` });
+      throw new CallgateError('CALLGATE_ERR_MEDIA_CODEC', {
+        codec: 'opus',
+        reason: `frame of ${frame.length} samples, expected ${this.frameSamples}`,
+      });
     }
     try {
       return this.opus.encode(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
     } catch (error) {
-      throw new CallgateError('CALLGATE_ERR_MEDIA_CODEC', { codec: 'opus', reason: String(error) }, { cause: error });
+      throw new CallgateError(
+        'CALLGATE_ERR_MEDIA_CODEC',
+        { codec: 'opus', reason: String(error) },
+        { cause: error },
+      );
     }
   }
 

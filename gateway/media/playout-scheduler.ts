@@ -102,7 +102,8 @@ export class PlayoutScheduler {
     this.slotLoads[slot] = (this.slotLoads[slot] as number) + weight;
     this.size++;
     // The first occurrence of this slot at or after the next step still to run.
-    const step = this.nextStep + ((slot - (this.nextStep % this.slotCount) + this.slotCount) % this.slotCount);
+    const step =
+      this.nextStep + ((slot - (this.nextStep % this.slotCount) + this.slotCount) % this.slotCount);
     const startMs = this.epoch + step * this.slotMs;
     // The new slot may come before the wake-up already armed.
     if (this.handle) this.timer.cancel(this.handle);
@@ -141,16 +142,24 @@ export class PlayoutScheduler {
   }
 
   private chooseSlot(weight: number): number {
-    for (const slot of this.fillOrder) if ((this.slotLoads[slot] as number) + weight <= this.slotCapacity) return slot;
+    for (const slot of this.fillOrder)
+      if ((this.slotLoads[slot] as number) + weight <= this.slotCapacity) return slot;
     let least = 0;
-    for (let i = 1; i < this.slotCount; i++) if ((this.slotLoads[i] as number) < (this.slotLoads[least] as number)) least = i;
+    for (let i = 1; i < this.slotCount; i++)
+      if ((this.slotLoads[i] as number) < (this.slotLoads[least] as number)) least = i;
     return least;
   }
 
   /** Sleeps until the next step whose slot has calls; empty slots cost no wake-up. */
   private arm(): void {
     let step = this.nextStep;
-    for (let k = 0; k < this.slotCount && (this.slots[step % this.slotCount] as Set<PlayoutParticipant>).size === 0; k++) step++;
+    for (
+      let k = 0;
+      k < this.slotCount &&
+      (this.slots[step % this.slotCount] as Set<PlayoutParticipant>).size === 0;
+      k++
+    )
+      step++;
     const dueMs = this.epoch + step * this.slotMs;
     this.handle = this.timer.schedule(() => this.wake(), dueMs - this.timer.now());
   }

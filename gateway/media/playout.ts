@@ -86,7 +86,10 @@ export class Playout {
   enqueue(itemId: string, frames: readonly Buffer[], lastFrameMs: number = FRAME_MS): void {
     // Streaming audio almost always extends the newest item: look there first (hot path).
     const newest = this.items[this.items.length - 1];
-    let item = newest !== undefined && newest.id === itemId && !newest.ended ? newest : this.items.find((candidate) => candidate.id === itemId && !candidate.ended);
+    let item =
+      newest !== undefined && newest.id === itemId && !newest.ended
+        ? newest
+        : this.items.find((candidate) => candidate.id === itemId && !candidate.ended);
     if (!item) {
       item = { id: itemId, payloads: [], frameMs: [], ended: false, sentMs: 0 };
       this.items.push(item);
@@ -126,7 +129,15 @@ export class Playout {
       const itemDone = item.ended && item.payloads.length === 0;
       if (itemDone) this.items.shift();
       this.counts.framesSent++;
-      return { kind: 'audio', payload, marker, itemId: item.id, itemStarted, itemDone, itemSentMs: item.sentMs };
+      return {
+        kind: 'audio',
+        payload,
+        marker,
+        itemId: item.id,
+        itemStarted,
+        itemDone,
+        itemSentMs: item.sentMs,
+      };
     }
     if (item) this.counts.underruns++;
     this.inSpurt = false;
@@ -176,7 +187,8 @@ export class Playout {
    */
   transform(convert: (payload: Buffer) => Buffer): void {
     for (const item of this.items) {
-      for (let i = 0; i < item.payloads.length; i++) item.payloads[i] = convert(item.payloads[i] as Buffer);
+      for (let i = 0; i < item.payloads.length; i++)
+        item.payloads[i] = convert(item.payloads[i] as Buffer);
     }
   }
 

@@ -40,7 +40,12 @@ export class ReceiveStatistics {
    * Records a packet; returns false when its sequence number is a jump not yet confirmed.
    * `measureJitter` is false for telephone-events, whose packets repeat one timestamp.
    */
-  update(sequenceNumber: number, timestamp: number, arrivalMs: number, measureJitter = true): boolean {
+  update(
+    sequenceNumber: number,
+    timestamp: number,
+    arrivalMs: number,
+    measureJitter = true,
+  ): boolean {
     if (!this.started) {
       this.restart(sequenceNumber);
       this.started = true;
@@ -96,7 +101,10 @@ export class ReceiveStatistics {
     this.expectedPrior = expected;
     this.receivedPrior = this.received;
     const lostInterval = expectedInterval - receivedInterval;
-    const fractionLost = expectedInterval <= 0 || lostInterval <= 0 ? 0 : Math.min(255, Math.floor((lostInterval * 256) / expectedInterval));
+    const fractionLost =
+      expectedInterval <= 0 || lostInterval <= 0
+        ? 0
+        : Math.min(255, Math.floor((lostInterval * 256) / expectedInterval));
     return {
       extendedHighestSequence: (this.cycles + this.maxSeq) >>> 0,
       cumulativeLost: Math.min(0x7fffff, this.cumulativeLost),

@@ -24,7 +24,8 @@ export class ReceiveTranscoder {
     this.wire = options.wire;
     this.model = options.model;
     this.passthrough =
-      (options.wire.name === 'PCMU' && options.model.encoding === 'pcmu') || (options.wire.name === 'PCMA' && options.model.encoding === 'pcma');
+      (options.wire.name === 'PCMU' && options.model.encoding === 'pcmu') ||
+      (options.wire.name === 'PCMA' && options.model.encoding === 'pcma');
     // libopus converts to the model's rate itself; only G.711 (8 kHz) may need resampling.
     const wireRate = options.wire.name === 'opus' ? modelSampleRate(options.model) : 8000;
     this.resampler = new Resampler({ fromRate: wireRate, toRate: modelSampleRate(options.model) });

@@ -46,11 +46,15 @@ export class Resampler {
     this.up = options.toRate / divisor;
     this.down = options.fromRate / divisor;
     // Cutoff in cycles per input sample.
-    const cutoff = (CUTOFF_FRACTION * 0.5 * Math.min(options.fromRate, options.toRate)) / options.fromRate;
+    const cutoff =
+      (CUTOFF_FRACTION * 0.5 * Math.min(options.fromRate, options.toRate)) / options.fromRate;
     const half = Math.ceil(ZERO_CROSSINGS / (2 * cutoff));
     this.latencySamples = half;
     this.taps = 2 * half;
-    this.coefficients = this.up === 1 && this.down === 1 ? new Float32Array(0) : cachedDesign(this.up, this.down, half, cutoff);
+    this.coefficients =
+      this.up === 1 && this.down === 1
+        ? new Float32Array(0)
+        : cachedDesign(this.up, this.down, half, cutoff);
     // A passthrough never buffers; others start with room for a 20 ms frame at 48 kHz.
     this.pending = new Float32Array(this.passthrough ? 0 : this.taps + 1024);
     // The filter looks back half-1 samples before the first input: start with that much silence.
@@ -68,7 +72,10 @@ export class Resampler {
     this.append(input);
     const half = this.taps / 2;
     // An upper bound on the outputs this chunk completes.
-    const capacity = Math.max(0, Math.ceil(((this.pendingLength - half - this.position) * this.up) / this.down) + 1);
+    const capacity = Math.max(
+      0,
+      Math.ceil(((this.pendingLength - half - this.position) * this.up) / this.down) + 1,
+    );
     const out = new Int16Array(capacity);
     let count = 0;
     const pending = this.pending;
@@ -78,7 +85,8 @@ export class Resampler {
       const base = this.phase * taps;
       const start = this.position - half + 1;
       let sum = 0;
-      for (let k = 0; k < taps; k++) sum += (pending[start + k] as number) * (coefficients[base + k] as number);
+      for (let k = 0; k < taps; k++)
+        sum += (pending[start + k] as number) * (coefficients[base + k] as number);
       const rounded = Math.round(sum);
       out[count++] = rounded > 32767 ? 32767 : rounded < -32768 ? -32768 : rounded;
       this.phase += this.down;
@@ -118,7 +126,8 @@ export class Resampler {
       grown.set(this.pending.subarray(0, this.pendingLength));
       this.pending = grown;
     }
-    for (let i = 0; i < input.length; i++) this.pending[this.pendingLength + i] = input[i] as number;
+    for (let i = 0; i < input.length; i++)
+      this.pending[this.pendingLength + i] = input[i] as number;
     this.pendingLength = needed;
   }
 
@@ -159,7 +168,10 @@ function designPhases(phases: number, half: number, cutoff: number): Float32Arra
     for (let k = 0; k < taps; k++) {
       const distance = k - half + 1 - fraction;
       const ratio = distance / half;
-      const window = Math.abs(ratio) >= 1 ? 0 : besselI0(KAISER_BETA * Math.sqrt(1 - ratio * ratio)) / windowNorm;
+      const window =
+        Math.abs(ratio) >= 1
+          ? 0
+          : besselI0(KAISER_BETA * Math.sqrt(1 - ratio * ratio)) / windowNorm;
       const value = 2 * cutoff * sinc(2 * cutoff * distance) * window;
       row[k] = value;
       sum += value;

@@ -24,7 +24,9 @@ export interface RtcpSummary {
   readonly packets: number;
 }
 
-export type RtcpParseResult = { readonly ok: true; readonly summary: RtcpSummary } | { readonly ok: false; readonly reason: RtcpDropReason };
+export type RtcpParseResult =
+  | { readonly ok: true; readonly summary: RtcpSummary }
+  | { readonly ok: false; readonly reason: RtcpDropReason };
 
 export function parseRtcpCompound(data: Buffer): RtcpParseResult {
   if (data.length > MAX_RTCP_PACKET_BYTES) return { ok: false, reason: 'too-large' };
@@ -48,7 +50,15 @@ export function parseRtcpCompound(data: Buffer): RtcpParseResult {
     offset += bytes;
     packets++;
   }
-  return { ok: true, summary: { senderSsrc, bye, packets, ...(ntpMiddle !== undefined ? { senderReportNtpMiddle: ntpMiddle } : {}) } };
+  return {
+    ok: true,
+    summary: {
+      senderSsrc,
+      bye,
+      packets,
+      ...(ntpMiddle !== undefined ? { senderReportNtpMiddle: ntpMiddle } : {}),
+    },
+  };
 }
 
 export interface RtcpReportBlock extends ReceiveReport {
@@ -63,7 +73,12 @@ export interface RtcpReportInit {
   readonly ssrc: number;
   readonly cname: string;
   /** Present when we sent RTP since the last report: a sender report then. */
-  readonly sender?: { readonly wallClockMs: number; readonly rtpTimestamp: number; readonly packets: number; readonly octets: number };
+  readonly sender?: {
+    readonly wallClockMs: number;
+    readonly rtpTimestamp: number;
+    readonly packets: number;
+    readonly octets: number;
+  };
   readonly block?: RtcpReportBlock;
 }
 
@@ -94,7 +109,10 @@ export function serializeRtcpReport(init: RtcpReportInit): Buffer {
   if (init.block) {
     const b = init.block;
     out.writeUInt32BE(b.ssrc >>> 0, offset);
-    out.writeUInt32BE((((b.fractionLost & 0xff) << 24) | (b.cumulativeLost & 0xffffff)) >>> 0, offset + 4);
+    out.writeUInt32BE(
+      (((b.fractionLost & 0xff) << 24) | (b.cumulativeLost & 0xffffff)) >>> 0,
+      offset + 4,
+    );
     out.writeUInt32BE(b.extendedHighestSequence >>> 0, offset + 8);
     out.writeUInt32BE(b.jitter >>> 0, offset + 12);
     out.writeUInt32BE(b.lastSenderReport >>> 0, offset + 16);

@@ -42,7 +42,9 @@ export type RtpDropReason =
   /** Second byte 192-223: RTCP multiplexed on the RTP port (RFC 5761 §4), not RTP. */
   | 'rtcp';
 
-export type RtpParseResult = { readonly ok: true; readonly packet: RtpPacket } | { readonly ok: false; readonly reason: RtpDropReason };
+export type RtpParseResult =
+  | { readonly ok: true; readonly packet: RtpPacket }
+  | { readonly ok: false; readonly reason: RtpDropReason };
 
 export const RTP_DROP_REASONS: readonly RtpDropReason[] = [
   'truncated',
@@ -62,7 +64,10 @@ function drop(reason: RtpDropReason): RtpParseResult {
 }
 
 /** Parses one datagram. The payload is a view into `data`, not a copy. */
-export function parseRtpPacket(data: Buffer, maxBytes: number = MAX_RTP_PACKET_BYTES): RtpParseResult {
+export function parseRtpPacket(
+  data: Buffer,
+  maxBytes: number = MAX_RTP_PACKET_BYTES,
+): RtpParseResult {
   if (data.length > maxBytes) return drop('too-large');
   if (data.length < RTP_HEADER_BYTES) return drop('truncated');
   const b0 = data[0] as number;
@@ -105,13 +110,33 @@ export function parseRtpPacket(data: Buffer, maxBytes: number = MAX_RTP_PACKET_B
   const marker = (b1 & 0x80) !== 0;
   const payloadType = b1 & 0x7f;
   const sequenceNumber = ((data[2] as number) << 8) | (data[3] as number);
-  const timestamp = (((data[4] as number) << 24) | ((data[5] as number) << 16) | ((data[6] as number) << 8) | (data[7] as number)) >>> 0;
-  const ssrc = (((data[8] as number) << 24) | ((data[9] as number) << 16) | ((data[10] as number) << 8) | (data[11] as number)) >>> 0;
+  const timestamp =
+    (((data[4] as number) << 24) |
+      ((data[5] as number) << 16) |
+      ((data[6] as number) << 8) |
+      (data[7] as number)) >>>
+    0;
+  const ssrc =
+    (((data[8] as number) << 24) |
+      ((data[9] as number) << 16) |
+      ((data[10] as number) << 8) |
+      (data[11] as number)) >>>
+    0;
   const payload = data.subarray(offset, end);
   const packet: RtpPacket =
     extension === undefined
       ? { marker, payloadType, sequenceNumber, timestamp, ssrc, csrcs, paddingBytes, payload }
-      : { marker, payloadType, sequenceNumber, timestamp, ssrc, csrcs, paddingBytes, payload, extension };
+      : {
+          marker,
+          payloadType,
+          sequenceNumber,
+          timestamp,
+          ssrc,
+          csrcs,
+          paddingBytes,
+          payload,
+          extension,
+        };
   return { ok: true, packet };
 }
 
@@ -131,7 +156,13 @@ export interface RtpPacketInit {
 export function rtpPacketLength(init: RtpPacketInit): number {
   const csrcCount = init.csrcs?.length ?? 0;
   const extensionBytes = init.extension ? 4 + roundUp4(init.extension.data.length) : 0;
-  return RTP_HEADER_BYTES + 4 * csrcCount + extensionBytes + init.payload.length + (init.paddingBytes ?? 0);
+  return (
+    RTP_HEADER_BYTES +
+    4 * csrcCount +
+    extensionBytes +
+    init.payload.length +
+    (init.paddingBytes ?? 0)
+  );
 }
 
 /**
@@ -143,10 +174,12 @@ export function serializeRtpPacket(init: RtpPacketInit, into?: Buffer): Buffer {
   const csrcs = init.csrcs ?? [];
   const padding = init.paddingBytes ?? 0;
   if (csrcs.length > 15) throw new RangeError('an RTP packet carries at most 15 CSRCs');
-  if (!Number.isInteger(padding) || padding < 0 || padding > 255) throw new RangeError('RTP padding must be 0-255 bytes');
+  if (!Number.isInteger(padding) || padding < 0 || padding > 255)
+    throw new RangeError('RTP padding must be 0-255 bytes');
   const length = rtpPacketLength(init);
   const out = into && into.length >= length ? into.subarray(0, length) : Buffer.allocUnsafe(length);
-  out[0] = (RTP_VERSION << 6) | (padding > 0 ? 0x20 : 0) | (init.extension ? 0x10 : 0) | csrcs.length;
+  out[0] =
+    (RTP_VERSION << 6) | (padding > 0 ? 0x20 : 0) | (init.extension ? 0x10 : 0) | csrcs.length;
   out[1] = (init.marker ? 0x80 : 0) | (init.payloadType & 0x7f);
   out.writeUInt16BE(init.sequenceNumber & 0xffff, 2);
   out.writeUInt32BE(init.timestamp >>> 0, 4);
@@ -178,7 +211,9 @@ export function serializeRtpPacket(init: RtpPacketInit, into?: Buffer): Buffer {
  * Only the 12-byte fixed header of a packet without CSRCs, extension or padding: the send path
  * hands header and payload to the socket as two buffers, so the payload is never copied.
  */
-export function serializeRtpHeader(init: Omit<RtpPacketInit, 'payload' | 'csrcs' | 'extension' | 'paddingBytes'>): Buffer {
+export function serializeRtpHeader(
+  init: Omit<RtpPacketInit, 'payload' | 'csrcs' | 'extension' | 'paddingBytes'>,
+): Buffer {
   const out = Buffer.allocUnsafe(RTP_HEADER_BYTES);
   out[0] = RTP_VERSION << 6;
   out[1] = (init.marker ? 0x80 : 0) | (init.payloadType & 0x7f);

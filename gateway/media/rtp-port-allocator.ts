@@ -37,7 +37,10 @@ export class RtpPortAllocator {
         return port;
       }
     }
-    throw new CallgateError('CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED', { portMin: this.portMin, portMax: this.portMax });
+    throw new CallgateError('CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED', {
+      portMin: this.portMin,
+      portMax: this.portMax,
+    });
   }
 
   release(port: number): void {

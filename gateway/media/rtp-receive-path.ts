@@ -21,7 +21,10 @@ import { rtpEvents } from './rtp-session-events.ts';
 const EMPTY_PAYLOAD = Buffer.alloc(0);
 
 /** Receive-side counts of the jitter buffer, summed over the buffers a session has had. */
-export type ReceivedCounts = Pick<JitterBufferStats, 'lost' | 'late' | 'duplicates' | 'discarded' | 'hurried' | 'concealed' | 'underruns'>;
+export type ReceivedCounts = Pick<
+  JitterBufferStats,
+  'lost' | 'late' | 'duplicates' | 'discarded' | 'hurried' | 'concealed' | 'underruns'
+>;
 
 function newJitterBuffer(config: RtpConfig, codec: WireCodec): JitterBuffer {
   const law = codec.name === 'opus' ? undefined : codec.name;
@@ -61,7 +64,16 @@ export class RtpReceivePath {
   private lastRtpAt: number | undefined;
   private timedOut = false;
   /** Receive statistics of streams the session left behind (codec or SSRC changes). */
-  private retired: ReceivedCounts & { rtpLost: number } = { rtpLost: 0, lost: 0, late: 0, duplicates: 0, discarded: 0, hurried: 0, concealed: 0, underruns: 0 };
+  private retired: ReceivedCounts & { rtpLost: number } = {
+    rtpLost: 0,
+    lost: 0,
+    late: 0,
+    duplicates: 0,
+    discarded: 0,
+    hurried: 0,
+    concealed: 0,
+    underruns: 0,
+  };
 
   constructor(options: RtpReceivePathOptions) {
     this.context = options.context;
@@ -108,7 +120,15 @@ export class RtpReceivePath {
     }
     if (!isAudio) {
       // Comfort noise holds its sequence number, like an event packet, so it is not taken for loss.
-      this.jitterBuffer.push({ sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, payload: EMPTY_PAYLOAD, filler: true }, now);
+      this.jitterBuffer.push(
+        {
+          sequenceNumber: packet.sequenceNumber,
+          timestamp: packet.timestamp,
+          payload: EMPTY_PAYLOAD,
+          filler: true,
+        },
+        now,
+      );
       return;
     }
     this.jitterBuffer.push(packet, now);
@@ -183,21 +203,36 @@ export class RtpReceivePath {
     this.timedOut = true;
     metrics.mediaTimeouts.inc();
     this.context.logger.info('media timeout', { silent_ms: Math.round(silentMs) });
-    this.context.emit(rtpEvents.mediaTimeout(this.lastRtpAt === undefined ? 'no-rtp-ever' : 'no-rtp', silentMs));
+    this.context.emit(
+      rtpEvents.mediaTimeout(this.lastRtpAt === undefined ? 'no-rtp-ever' : 'no-rtp', silentMs),
+    );
   }
 
   private receiveDtmf(packet: RtpPacket, now: number): void {
     // The event packet takes a sequence number in the audio stream: hold its place.
-    this.jitterBuffer.push({ sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, payload: EMPTY_PAYLOAD, filler: true }, now);
+    this.jitterBuffer.push(
+      {
+        sequenceNumber: packet.sequenceNumber,
+        timestamp: packet.timestamp,
+        payload: EMPTY_PAYLOAD,
+        filler: true,
+      },
+      now,
+    );
     const result = this.dtmfReceiver.receive(packet);
     const clockRate = this.context.codec.clockRate;
     if (result.kind === 'digit') {
       this.context.counts.dtmfIn++;
       metrics.dtmfEvents.inc({ direction: 'in', source: 'rtp' });
       this.context.emit(rtpEvents.dtmf(result.digit, 'rtp'));
-      if (result.endedDuration !== undefined) this.context.emit(rtpEvents.dtmfEnd(result.digit, (result.endedDuration * 1000) / clockRate, 'rtp'));
+      if (result.endedDuration !== undefined)
+        this.context.emit(
+          rtpEvents.dtmfEnd(result.digit, (result.endedDuration * 1000) / clockRate, 'rtp'),
+        );
     } else if (result.kind === 'end') {
-      this.context.emit(rtpEvents.dtmfEnd(result.digit, (result.duration * 1000) / clockRate, 'rtp'));
+      this.context.emit(
+        rtpEvents.dtmfEnd(result.digit, (result.duration * 1000) / clockRate, 'rtp'),
+      );
     }
   }
 
@@ -212,12 +247,20 @@ export class RtpReceivePath {
 
   /** Everything the jitter buffer holds goes to the model now (the stream is about to restart). */
   private drain(): void {
-    for (let guard = this.jitterBuffer.depthFrames(); guard > 0 && this.jitterBuffer.depthFrames() > 0; guard--) this.receiveFrame(Number.POSITIVE_INFINITY);
+    for (
+      let guard = this.jitterBuffer.depthFrames();
+      guard > 0 && this.jitterBuffer.depthFrames() > 0;
+      guard--
+    )
+      this.receiveFrame(Number.POSITIVE_INFINITY);
   }
 
   /** RFC 3550 loss of a source being replaced, kept so stats() never goes backwards. */
   private retireReceiveStats(): void {
-    this.retired = { ...this.retired, rtpLost: this.retired.rtpLost + this.receiveStats.cumulativeLost };
+    this.retired = {
+      ...this.retired,
+      rtpLost: this.retired.rtpLost + this.receiveStats.cumulativeLost,
+    };
   }
 
   private deliver(payload: Buffer, concealed: boolean): void {

@@ -60,7 +60,10 @@ export class RtpRtcp {
     // The far end's reports (of the latched source, or from the SDP address before any RTP): ours
     // go back where they come from.
     const heard = this.heardFrom;
-    if (from.address === this.context.remote?.address && (heard === undefined || heard.port !== from.port || heard.address !== from.address)) {
+    if (
+      from.address === this.context.remote?.address &&
+      (heard === undefined || heard.port !== from.port || heard.address !== from.address)
+    ) {
       this.heardFrom = { address: from.address, port: from.port };
     }
     if (parsed.summary.senderReportNtpMiddle !== undefined) {
@@ -95,7 +98,8 @@ export class RtpRtcp {
     const latchedSsrc = source.latchedSsrc;
     const stats = source.receiveStats;
     // Fields written out rather than spread: a spread beside other fields takes V8's slow clone path.
-    const report = latchedSsrc === undefined || stats.packetsReceived === 0 ? undefined : stats.report();
+    const report =
+      latchedSsrc === undefined || stats.packetsReceived === 0 ? undefined : stats.report();
     const sr = this.lastSenderReport;
     const block: RtcpReportBlock | undefined =
       latchedSsrc === undefined || report === undefined
@@ -114,7 +118,14 @@ export class RtpRtcp {
     const data = serializeRtcpReport({
       ssrc: source.sendSsrc,
       cname: this.options.cname,
-      sender: source.sentSinceReport ? { wallClockMs: Date.now(), rtpTimestamp: source.rtpTimestampAt(now), packets: counts.packetsOut, octets: counts.bytesOut } : undefined,
+      sender: source.sentSinceReport
+        ? {
+            wallClockMs: Date.now(),
+            rtpTimestamp: source.rtpTimestampAt(now),
+            packets: counts.packetsOut,
+            octets: counts.bytesOut,
+          }
+        : undefined,
       block,
     });
     source.reported();

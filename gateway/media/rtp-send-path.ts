@@ -7,10 +7,20 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RtpConfig } from '../../config/schema.ts';
-import { FRAME_MS, samplesPerFrame, type ModelAudioFormat, type WireCodec } from './audio-format.ts';
+import {
+  FRAME_MS,
+  samplesPerFrame,
+  type ModelAudioFormat,
+  type WireCodec,
+} from './audio-format.ts';
 import { DtmfSender } from './dtmf-sender.ts';
 import * as metrics from './media-metrics.ts';
-import { Playout, type PlayoutClearResult, type PlayoutPosition, type PlayoutStats } from './playout.ts';
+import {
+  Playout,
+  type PlayoutClearResult,
+  type PlayoutPosition,
+  type PlayoutStats,
+} from './playout.ts';
 import { ReceiveTranscoder } from './receive-transcoder.ts';
 import { RTP_HEADER_BYTES, RTP_VERSION } from './rtp-packet.ts';
 import type { RtpSessionContext } from './rtp-session-context.ts';
@@ -104,7 +114,9 @@ export class RtpSendPath {
     this.frameSamples = samplesPerFrame(options.codec);
     this.sendTranscoder = new SendTranscoder({ wire: options.codec, model: options.model });
     this.silence = this.sendTranscoder.silenceFrame();
-    this.playout = new Playout(options.config.comfortSilence ? { comfortSilence: this.silence } : {});
+    this.playout = new Playout(
+      options.config.comfortSilence ? { comfortSilence: this.silence } : {},
+    );
     this.dtmfSender = new DtmfSender({ clockRate: options.codec.clockRate });
   }
 
@@ -140,7 +152,11 @@ export class RtpSendPath {
     if (frames.length === 0) return;
     const counts = this.context.counts;
     if ((this.playout.queuedFrames + frames.length) * FRAME_MS > MAX_QUEUED_MS) {
-      if (counts.modelAudioRefusedMs === 0) this.context.logger.warn('model audio refused: playout queue full', { item_id: itemId, queued_ms: this.playout.queuedFrames * FRAME_MS });
+      if (counts.modelAudioRefusedMs === 0)
+        this.context.logger.warn('model audio refused: playout queue full', {
+          item_id: itemId,
+          queued_ms: this.playout.queuedFrames * FRAME_MS,
+        });
       counts.modelAudioRefusedMs += frames.length * FRAME_MS;
       return;
     }
@@ -220,7 +236,8 @@ export class RtpSendPath {
     this.sendRtp(this.context.codec.payloadType, frame.payload, marker, timestamp, dueMs);
     this.lastSentTimestamp = timestamp;
     this.lastSentDueMs = dueMs;
-    if (frame.kind === 'audio' && frame.itemStarted) this.context.emit(rtpEvents.itemStarted(frame.itemId));
+    if (frame.kind === 'audio' && frame.itemStarted)
+      this.context.emit(rtpEvents.itemStarted(frame.itemId));
     if (frame.kind === 'audio' && frame.itemDone) {
       this.rememberPlayed(frame.itemId, frame.itemSentMs);
       this.context.emit(rtpEvents.itemPlayed(frame.itemId, frame.itemSentMs));
@@ -273,7 +290,11 @@ export class RtpSendPath {
    * own timestamp, which grows stale between talk spurts and is an event's start during a digit.
    */
   rtpTimestampAt(nowMs: number): number {
-    return (this.lastSentTimestamp + Math.round(((nowMs - this.lastSentDueMs) * this.context.codec.clockRate) / 1000)) >>> 0;
+    return (
+      (this.lastSentTimestamp +
+        Math.round(((nowMs - this.lastSentDueMs) * this.context.codec.clockRate) / 1000)) >>>
+      0
+    );
   }
 
   /**
@@ -282,7 +303,12 @@ export class RtpSendPath {
    * sequence numbers and timestamps continue from `nextIndex`; another: a new SSRC with its own
    * sequence and timestamp origin (RFC 7160 §4.1). The next packet carries the marker.
    */
-  changeCodec(previous: WireCodec, codec: WireCodec, model: ModelAudioFormat, nextIndex: number): void {
+  changeCodec(
+    previous: WireCodec,
+    codec: WireCodec,
+    model: ModelAudioFormat,
+    nextIndex: number,
+  ): void {
     const sendTranscoder = new SendTranscoder({ wire: codec, model });
     if (this.encodingItem !== undefined) {
       const last = this.sendTranscoder.flush();
@@ -291,7 +317,10 @@ export class RtpSendPath {
     // Queued frames go from one wire codec to the other through PCM at a rate both code without
     // resampling (8 kHz unless both are Opus), not through the model's format: a resampler there
     // would delay the audio, leave the first frame silent and its tail in the item that follows.
-    const pcm: ModelAudioFormat = { encoding: 'pcm16', sampleRate: previous.name === 'opus' && codec.name === 'opus' ? 48000 : 8000 };
+    const pcm: ModelAudioFormat = {
+      encoding: 'pcm16',
+      sampleRate: previous.name === 'opus' && codec.name === 'opus' ? 48000 : 8000,
+    };
     const decodeOld = new ReceiveTranscoder({ wire: previous, model: pcm });
     const encodeNew = new SendTranscoder({ wire: codec, model: pcm });
     const wireSilence = sendTranscoder.silenceFrame();
@@ -332,7 +361,13 @@ export class RtpSendPath {
   }
 
   /** Builds the packet and queues it for flush(); sequence numbers and counts advance now. */
-  private sendRtp(payloadType: number, payload: Buffer, marker: boolean, timestamp: number, dueMs: number): void {
+  private sendRtp(
+    payloadType: number,
+    payload: Buffer,
+    marker: boolean,
+    timestamp: number,
+    dueMs: number,
+  ): void {
     const remote = this.context.remote;
     if (!remote) return;
     // One buffer for header and payload: a single-element send, no header allocation of its own,

@@ -122,7 +122,10 @@ export class RtpSession {
     this.sockets = sockets;
     this.localPort = sockets.port;
     this.localAddress = options.config.advertisedAddress ?? options.config.listen;
-    this.logger = (options.logger ?? rootLogger()).child({ component: 'rtp', rtp_port: sockets.port });
+    this.logger = (options.logger ?? rootLogger()).child({
+      component: 'rtp',
+      rtp_port: sockets.port,
+    });
     const codec = options.codec;
     this.model = options.model;
     this.shared = {
@@ -134,9 +137,22 @@ export class RtpSession {
       emit: (event) => this.emit(event),
       drop: (reason) => this.drop(reason),
     };
-    this.send = new RtpSendPath({ context: this.shared, config: options.config, codec, model: options.model, sink: sockets });
+    this.send = new RtpSendPath({
+      context: this.shared,
+      config: options.config,
+      codec,
+      model: options.model,
+      sink: sockets,
+    });
     const now = options.timer.now();
-    this.receive = new RtpReceivePath({ context: this.shared, config: options.config, codec, model: options.model, wireSilence: this.send.wireSilence, openedAt: now });
+    this.receive = new RtpReceivePath({
+      context: this.shared,
+      config: options.config,
+      codec,
+      model: options.model,
+      wireSilence: this.send.wireSilence,
+      openedAt: now,
+    });
     this.rtcp = new RtpRtcp({
       context: this.shared,
       sendRtcp: (data, to) => sockets.sendRtcp(data, to),
@@ -195,7 +211,8 @@ export class RtpSession {
   /** The SDP address of the far end (answer or re-INVITE): latching starts over from it. */
   setRemote(remote: RtpEndpoint): void {
     // The RFC 2543 hold address is nowhere to send (Linux would deliver it to this host).
-    this.shared.remote = remote.address === '0.0.0.0' || remote.address === '::' ? undefined : remote;
+    this.shared.remote =
+      remote.address === '0.0.0.0' || remote.address === '::' ? undefined : remote;
     this.rtcp.forgetRemote();
     this.latch.restart();
   }
@@ -230,7 +247,13 @@ export class RtpSession {
     const model = change.model ?? this.model;
     const sameModel = JSON.stringify(model) === JSON.stringify(this.model);
     this.shared.telephoneEventPayloadType = change.telephoneEventPayloadType;
-    if (previous.name === codec.name && previous.payloadType === codec.payloadType && previous.clockRate === codec.clockRate && sameModel) return;
+    if (
+      previous.name === codec.name &&
+      previous.payloadType === codec.payloadType &&
+      previous.clockRate === codec.clockRate &&
+      sameModel
+    )
+      return;
     this.receive.changeCodec(codec, model);
     this.rtcp.forgetSenderReport();
     this.latch.forget();
@@ -239,7 +262,11 @@ export class RtpSession {
     this.model = model;
     this.shared.codec = codec;
     this.registration.setWeight(callWeight(codec, this.receive.passthrough));
-    this.logger.info('codec changed', { from: previous.name, to: codec.name, payload_type: codec.payloadType });
+    this.logger.info('codec changed', {
+      from: previous.name,
+      to: codec.name,
+      payload_type: codec.payloadType,
+    });
     this.emit(rtpEvents.codecChanged(previous, codec, this.send.ssrc));
   }
 
@@ -312,7 +339,8 @@ export class RtpSession {
     this.afterTickPending = true;
     if (dueCount > 0) {
       const first = this.schedule.firstDueIndex;
-      for (let index = first; index < first + dueCount; index++) this.send.sendFrame(index, this.schedule.dueMsOf(index));
+      for (let index = first; index < first + dueCount; index++)
+        this.send.sendFrame(index, this.schedule.dueMsOf(index));
     }
   }
 
@@ -444,7 +472,11 @@ export class RtpSession {
     }
     const packet = parsed.packet;
     const pt = packet.payloadType;
-    if (pt !== this.shared.codec.payloadType && pt !== this.shared.telephoneEventPayloadType && pt !== COMFORT_NOISE_PAYLOAD_TYPE) {
+    if (
+      pt !== this.shared.codec.payloadType &&
+      pt !== this.shared.telephoneEventPayloadType &&
+      pt !== COMFORT_NOISE_PAYLOAD_TYPE
+    ) {
       this.drop('unknown-payload-type');
       return;
     }
@@ -458,20 +490,27 @@ export class RtpSession {
   }
 
   /** Acts on what latching decided for a packet not from the latched source (see RtpSourceLatch.admitOther). */
-  private onLatchDecision(decision: LatchDecision, packet: RtpPacket, from: RemoteInfo, now: number): void {
+  private onLatchDecision(
+    decision: LatchDecision,
+    packet: RtpPacket,
+    from: RemoteInfo,
+    now: number,
+  ): void {
     switch (decision.kind) {
       case 'drop':
         this.drop(decision.reason);
         return;
       case 'latched': {
         this.shared.remote = { address: from.address, port: from.port };
-        if (decision.previousSsrc !== undefined && decision.previousSsrc !== packet.ssrc) this.startNewStream(decision.previousSsrc, packet.ssrc);
+        if (decision.previousSsrc !== undefined && decision.previousSsrc !== packet.ssrc)
+          this.startNewStream(decision.previousSsrc, packet.ssrc);
         this.emit(rtpEvents.remoteLatched(this.shared.remote, packet.ssrc));
         this.receive.accept(packet, now);
         return;
       }
       case 'followed': {
-        if (packet.ssrc !== decision.previous.ssrc) this.startNewStream(decision.previous.ssrc, packet.ssrc);
+        if (packet.ssrc !== decision.previous.ssrc)
+          this.startNewStream(decision.previous.ssrc, packet.ssrc);
         if (decision.moved) {
           this.counts.relatches++;
           this.shared.remote = { address: from.address, port: from.port };
@@ -528,7 +567,9 @@ export class RtpSession {
     this.flushed = now;
     // Published counts only grow: held probation packets leave the drop count when their source
     // is followed, and those already published stay published rather than be counted twice later.
-    for (const [reason, count] of Object.entries(this.dropped) as Array<[RtpSessionDropReason, number]>) {
+    for (const [reason, count] of Object.entries(this.dropped) as Array<
+      [RtpSessionDropReason, number]
+    >) {
       const published = this.flushedDrops[reason] ?? 0;
       if (count <= published) continue;
       metrics.addDrops(reason, count - published);

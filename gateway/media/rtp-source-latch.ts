@@ -44,7 +44,13 @@ export type LatchDecision =
    * Another source was followed after its probation: `held` (this packet included) plays now, and
    * `heldDrops` of them had been counted as dropped.
    */
-  | { readonly kind: 'followed'; readonly previous: LatchedSource; readonly moved: boolean; readonly held: readonly RtpPacket[]; readonly heldDrops: number };
+  | {
+      readonly kind: 'followed';
+      readonly previous: LatchedSource;
+      readonly moved: boolean;
+      readonly held: readonly RtpPacket[];
+      readonly heldDrops: number;
+    };
 
 const DROP_PROBATION: LatchDecision = { kind: 'drop', reason: 'ssrc-probation' };
 const DROP_UNEXPECTED: LatchDecision = { kind: 'drop', reason: 'unexpected-source' };
@@ -55,8 +61,15 @@ const DROP_UNEXPECTED: LatchDecision = { kind: 'drop', reason: 'unexpected-sourc
  * the native sockets' datagrams (up to 64 KB), which a kept view would keep alive.
  */
 function keptPacket(packet: RtpPacket): RtpPacket {
-  const extension = packet.extension === undefined ? undefined : { profile: packet.extension.profile, data: Buffer.from(packet.extension.data) };
-  return { ...packet, payload: Buffer.from(packet.payload), ...(extension !== undefined && { extension }) };
+  const extension =
+    packet.extension === undefined
+      ? undefined
+      : { profile: packet.extension.profile, data: Buffer.from(packet.extension.data) };
+  return {
+    ...packet,
+    payload: Buffer.from(packet.payload),
+    ...(extension !== undefined && { extension }),
+  };
 }
 
 export class RtpSourceLatch {
@@ -79,7 +92,13 @@ export class RtpSourceLatch {
   /** The hot path: true (and the source is heard) when the packet is from the latched source. */
   fromLatched(packet: RtpPacket, from: RemoteInfo, now: number): boolean {
     const latched = this.latched;
-    if (latched === undefined || packet.ssrc !== latched.ssrc || from.port !== latched.port || from.address !== latched.address) return false;
+    if (
+      latched === undefined ||
+      packet.ssrc !== latched.ssrc ||
+      from.port !== latched.port ||
+      from.address !== latched.address
+    )
+      return false;
     this.latchedHeardAt = now;
     this.candidate = undefined;
     return true;
@@ -110,12 +129,17 @@ export class RtpSourceLatch {
       return fromLatchedAddress ? DROP_PROBATION : DROP_UNEXPECTED;
     }
     let candidate = this.candidate;
-    const sameCandidate = candidate !== undefined && candidate.ssrc === packet.ssrc && candidate.port === from.port && candidate.address === from.address;
+    const sameCandidate =
+      candidate !== undefined &&
+      candidate.ssrc === packet.ssrc &&
+      candidate.port === from.port &&
+      candidate.address === from.address;
     if (candidate !== undefined && sameCandidate) {
       const step = (packet.sequenceNumber - candidate.lastSequence) & 0xffff;
       if (step === 0) {
         // A repeated packet (RFC 4733 end packets repeat their sequence number): keep, do not count.
-        if (candidate.held.length < SSRC_CHANGE_PROBATION * 2) candidate.held.push(keptPacket(packet));
+        if (candidate.held.length < SSRC_CHANGE_PROBATION * 2)
+          candidate.held.push(keptPacket(packet));
         return DROP_PROBATION;
       }
       if (step !== 1) candidate = undefined;
@@ -123,7 +147,13 @@ export class RtpSourceLatch {
       candidate = undefined;
     }
     if (candidate === undefined) {
-      candidate = { address: from.address, port: from.port, ssrc: packet.ssrc, lastSequence: packet.sequenceNumber, held: [keptPacket(packet)] };
+      candidate = {
+        address: from.address,
+        port: from.port,
+        ssrc: packet.ssrc,
+        lastSequence: packet.sequenceNumber,
+        held: [keptPacket(packet)],
+      };
       this.candidate = candidate;
     } else {
       candidate.lastSequence = packet.sequenceNumber;
@@ -141,7 +171,13 @@ export class RtpSourceLatch {
     this.latched = { address: from.address, port: from.port, ssrc: packet.ssrc };
     this.latchedHeardAt = now;
     // Every held packet but this one was counted as dropped when it arrived.
-    return { kind: 'followed', previous: latched, moved: !fromLatchedAddress, held: candidate.held, heldDrops: candidate.held.length - 1 };
+    return {
+      kind: 'followed',
+      previous: latched,
+      moved: !fromLatchedAddress,
+      held: candidate.held,
+      heldDrops: candidate.held.length - 1,
+    };
   }
 
   /** The far end's SDP address changed (answer, re-INVITE): latching starts over, remembering the SSRC. */

@@ -35,7 +35,8 @@ export class SendTranscoder {
     this.wire = options.wire;
     this.model = options.model;
     this.passthrough =
-      (options.wire.name === 'PCMU' && options.model.encoding === 'pcmu') || (options.wire.name === 'PCMA' && options.model.encoding === 'pcma');
+      (options.wire.name === 'PCMU' && options.model.encoding === 'pcmu') ||
+      (options.wire.name === 'PCMA' && options.model.encoding === 'pcma');
     // libopus converts to the model's rate itself; only G.711 (8 kHz) may need resampling.
     const wireRate = options.wire.name === 'opus' ? modelSampleRate(options.model) : 8000;
     this.frameSamples = (wireRate * FRAME_MS) / 1000;
@@ -56,7 +57,8 @@ export class SendTranscoder {
     let bytes = audio;
     if (this.model.encoding === 'pcm16') {
       if (this.oddByte.length > 0) bytes = Buffer.concat([this.oddByte, audio]);
-      this.oddByte = bytes.length % 2 === 1 ? Buffer.from(bytes.subarray(bytes.length - 1)) : Buffer.alloc(0);
+      this.oddByte =
+        bytes.length % 2 === 1 ? Buffer.from(bytes.subarray(bytes.length - 1)) : Buffer.alloc(0);
       if (this.oddByte.length > 0) bytes = bytes.subarray(0, bytes.length - 1);
     }
     return this.pushSamples(this.resampler.process(modelBytesToPcm(this.model, bytes)));

@@ -3,9 +3,27 @@
  * duration(16). Only the 16 DTMF events are named; others (flash, tones) parse as `null` digits.
  */
 
-export type DtmfDigit = '0' | '1' | '2' | '3' | '4' | '5' | '6' | '7' | '8' | '9' | '*' | '#' | 'A' | 'B' | 'C' | 'D';
+export type DtmfDigit =
+  '0' | '1' | '2' | '3' | '4' | '5' | '6' | '7' | '8' | '9' | '*' | '#' | 'A' | 'B' | 'C' | 'D';
 
-const DIGITS: readonly DtmfDigit[] = ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '*', '#', 'A', 'B', 'C', 'D'];
+const DIGITS: readonly DtmfDigit[] = [
+  '0',
+  '1',
+  '2',
+  '3',
+  '4',
+  '5',
+  '6',
+  '7',
+  '8',
+  '9',
+  '*',
+  '#',
+  'A',
+  'B',
+  'C',
+  'D',
+];
 
 export const TELEPHONE_EVENT_BYTES = 4;
 
@@ -43,10 +61,17 @@ export function parseTelephoneEvent(payload: Buffer): TelephoneEvent | null {
  * Throws a RangeError for a duration the field cannot hold: clamping it would send a wrong
  * duration, and a longer event must be split into segments by the caller (§2.5.1.3).
  */
-export function serializeTelephoneEvent(event: { digit: DtmfDigit; end: boolean; volume: number; duration: number }): Buffer {
+export function serializeTelephoneEvent(event: {
+  digit: DtmfDigit;
+  end: boolean;
+  volume: number;
+  duration: number;
+}): Buffer {
   const duration = Math.round(event.duration);
   if (!(duration >= 0 && duration <= MAX_EVENT_DURATION)) {
-    throw new RangeError(`telephone-event duration ${event.duration} is outside 0-${MAX_EVENT_DURATION}; send a longer event as segments`);
+    throw new RangeError(
+      `telephone-event duration ${event.duration} is outside 0-${MAX_EVENT_DURATION}; send a longer event as segments`,
+    );
   }
   const out = Buffer.alloc(TELEPHONE_EVENT_BYTES);
   out[0] = DIGITS.indexOf(event.digit);

@@ -52,7 +52,13 @@ export class UdpPortPair {
   private literalRemote = '';
   private closed = false;
 
-  private constructor(allocator: RtpPortAllocator, port: number, rtp: RtpChannel, rtcp: Socket, options: UdpPortPairOptions) {
+  private constructor(
+    allocator: RtpPortAllocator,
+    port: number,
+    rtp: RtpChannel,
+    rtcp: Socket,
+    options: UdpPortPairOptions,
+  ) {
     this.allocator = allocator;
     this.onError = options.onError;
     this.port = port;
@@ -69,7 +75,10 @@ export class UdpPortPair {
       const rtcp = createSocket({ type, lookup: literalLookup });
       let rtp: RtpChannel | undefined;
       try {
-        rtp = options.native === undefined ? await dgramChannel(type, port, options) : nativeChannel(options.native, port, options);
+        rtp =
+          options.native === undefined
+            ? await dgramChannel(type, port, options)
+            : nativeChannel(options.native, port, options);
         await bindSocket(rtcp, port + 1, options.address);
       } catch (error) {
         lastError = error;
@@ -82,7 +91,11 @@ export class UdpPortPair {
       rtcp.on('error', options.onError);
       return new UdpPortPair(options.allocator, port, rtp, rtcp, options);
     }
-    throw new CallgateError('CALLGATE_ERR_LISTEN_FAILED', { address: `${options.address} (RTP)`, reason: String(lastError) }, { cause: lastError });
+    throw new CallgateError(
+      'CALLGATE_ERR_LISTEN_FAILED',
+      { address: `${options.address} (RTP)`, reason: String(lastError) },
+      { cause: lastError },
+    );
   }
 
   /**
@@ -127,7 +140,11 @@ export class UdpPortPair {
   }
 }
 
-async function dgramChannel(type: 'udp4' | 'udp6', port: number, options: UdpPortPairOptions): Promise<RtpChannel> {
+async function dgramChannel(
+  type: 'udp4' | 'udp6',
+  port: number,
+  options: UdpPortPairOptions,
+): Promise<RtpChannel> {
   const socket = createSocket({ type, lookup: literalLookup });
   try {
     await bindSocket(socket, port, options.address);
@@ -144,7 +161,11 @@ async function dgramChannel(type: 'udp4' | 'udp6', port: number, options: UdpPor
   };
 }
 
-function nativeChannel(native: NativeRtpSockets, port: number, options: UdpPortPairOptions): RtpChannel {
+function nativeChannel(
+  native: NativeRtpSockets,
+  port: number,
+  options: UdpPortPairOptions,
+): RtpChannel {
   const socket: NativeRtpSocket = native.open(options.address, port, options.onRtp);
   const family = options.address.includes(':') ? 6 : 4;
   // Host names (legal in SDP, rare) are looked up once; their packets are dropped until then, and
@@ -179,7 +200,9 @@ function nativeChannel(native: NativeRtpSockets, port: number, options: UdpPortP
       }
       // To the session, which counts it (callgate_rtp_socket_errors_total); never thrown. (A dgram
       // send's error goes only to a per-send callback, which the dgram path does not pass.)
-      options.onError(Object.assign(new Error(`send ${refused} ${address}:${toPort}`), { code: refused }));
+      options.onError(
+        Object.assign(new Error(`send ${refused} ${address}:${toPort}`), { code: refused }),
+      );
     },
     // Sent within send(): a buffer is the kernel's copy as soon as send() returns.
     queued: () => 0,
@@ -193,7 +216,11 @@ function nativeChannel(native: NativeRtpSockets, port: number, options: UdpPortP
 /** The IP literal last resolved (process-wide: most media goes to a few addresses). */
 const lastLiteral = { hostname: '', family: 0 };
 
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string, family: number) => void;
+type LookupCallback = (
+  error: NodeJS.ErrnoException | null,
+  address: string,
+  family: number,
+) => void;
 
 /**
  * Remote media addresses are IP literals (SDP c= lines, the latched source). Node resolves the
@@ -201,7 +228,11 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string, fam
  * callback and an async hop per packet. Answering literals at once sends in the same tick; a
  * host name (legal in SDP, rare) still goes through the resolver.
  */
-function literalLookup(hostname: string, options: LookupOneOptions | number, callback: LookupCallback): void {
+function literalLookup(
+  hostname: string,
+  options: LookupOneOptions | number,
+  callback: LookupCallback,
+): void {
   // A call sends to one address for its whole life: remember the last answer instead of testing
   // the literal again for every packet.
   if (hostname === lastLiteral.hostname) {

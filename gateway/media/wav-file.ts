@@ -9,7 +9,11 @@ const WAVE_FORMAT_PCM = 1;
 const WAVE_FORMAT_ALAW = 6;
 const WAVE_FORMAT_MULAW = 7;
 
-export function wavFile(encoding: ModelAudioFormat['encoding'], sampleRate: number, data: Buffer): Buffer {
+export function wavFile(
+  encoding: ModelAudioFormat['encoding'],
+  sampleRate: number,
+  data: Buffer,
+): Buffer {
   const g711 = encoding !== 'pcm16';
   const bitsPerSample = g711 ? 8 : 16;
   const blockAlign = bitsPerSample / 8;
@@ -21,7 +25,14 @@ export function wavFile(encoding: ModelAudioFormat['encoding'], sampleRate: numb
   out.write('WAVE', 8, 'ascii');
   out.write('fmt ', 12, 'ascii');
   out.writeUInt32LE(fmtBytes, 16);
-  out.writeUInt16LE(encoding === 'pcmu' ? WAVE_FORMAT_MULAW : encoding === 'pcma' ? WAVE_FORMAT_ALAW : WAVE_FORMAT_PCM, 20);
+  out.writeUInt16LE(
+    encoding === 'pcmu'
+      ? WAVE_FORMAT_MULAW
+      : encoding === 'pcma'
+        ? WAVE_FORMAT_ALAW
+        : WAVE_FORMAT_PCM,
+    20,
+  );
   out.writeUInt16LE(1, 22);
   out.writeUInt32LE(sampleRate, 24);
   out.writeUInt32LE(sampleRate * blockAlign, 28);
@@ -43,7 +54,12 @@ export interface WavContents {
 
 /** Reads the format and the data chunk of a mono WAV file; null when it is not one. */
 export function readWavFile(file: Buffer): WavContents | null {
-  if (file.length < 12 || file.toString('ascii', 0, 4) !== 'RIFF' || file.toString('ascii', 8, 12) !== 'WAVE') return null;
+  if (
+    file.length < 12 ||
+    file.toString('ascii', 0, 4) !== 'RIFF' ||
+    file.toString('ascii', 8, 12) !== 'WAVE'
+  )
+    return null;
   let offset = 12;
   let format: { format: number; sampleRate: number; bitsPerSample: number } | undefined;
   while (offset + 8 <= file.length) {
@@ -51,7 +67,11 @@ export function readWavFile(file: Buffer): WavContents | null {
     const size = file.readUInt32LE(offset + 4);
     const body = offset + 8;
     if (id === 'fmt ' && body + 16 <= file.length) {
-      format = { format: file.readUInt16LE(body), sampleRate: file.readUInt32LE(body + 4), bitsPerSample: file.readUInt16LE(body + 14) };
+      format = {
+        format: file.readUInt16LE(body),
+        sampleRate: file.readUInt32LE(body + 4),
+        bitsPerSample: file.readUInt16LE(body + 14),
+      };
     } else if (id === 'data' && format !== undefined) {
       return { ...format, data: file.subarray(body, Math.min(file.length, body + size)) };
     }

@@ -4,7 +4,10 @@
  * 20 ms frame out and each delta in is garbage that, at hundreds of calls, triggers scavenges.
  */
 
-const ALPHABET = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/', 'latin1');
+const ALPHABET = Buffer.from(
+  'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/',
+  'latin1',
+);
 const EQUALS = 0x3d;
 
 /** Each alphabet byte's value; -1 for any other byte. */

@@ -120,11 +120,15 @@ export class AudioDeltaReader {
       if (frame[at] === QUOTE) {
         const valueStart = at + 1;
         // The delta is checked byte by byte when it is decoded; other strings here.
-        const valueEnd = field === Field.Delta ? frame.indexOf(QUOTE, valueStart) : plainStringEnd(frame, valueStart);
+        const valueEnd =
+          field === Field.Delta
+            ? frame.indexOf(QUOTE, valueStart)
+            : plainStringEnd(frame, valueStart);
         if (valueEnd < 0) return false;
         this.store(field, valueStart, valueEnd);
         // Any other event type: no need to read further.
-        if (field === Field.Type && !rangeEquals(frame, valueStart, valueEnd, TYPE_BYTES)) return false;
+        if (field === Field.Type && !rangeEquals(frame, valueStart, valueEnd, TYPE_BYTES))
+          return false;
         at = valueEnd + 1;
       } else {
         // Only numbers besides strings; a field the reader needs must not be a number.

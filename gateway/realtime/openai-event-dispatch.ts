@@ -8,7 +8,9 @@ import type { ServerEvent, ServerEventType } from './openai-protocol.ts';
 export type ServerEventOf<T extends ServerEventType> = Extract<ServerEvent, { type: T }>;
 
 /** At most one handler per server event type. */
-export type ServerEventHandlers = { readonly [T in ServerEventType]?: (event: ServerEventOf<T>) => void };
+export type ServerEventHandlers = {
+  readonly [T in ServerEventType]?: (event: ServerEventOf<T>) => void;
+};
 
 export function dispatchServerEvent(event: ServerEvent, handlers: ServerEventHandlers): void {
   const handler = handlers[event.type] as ((event: ServerEvent) => void) | undefined;

@@ -8,7 +8,8 @@
  * `conversation.item.added` / `conversation.item.done`.
  */
 
-export type AudioFormatWire = { type: 'audio/pcm'; rate: 24000 } | { type: 'audio/pcmu' } | { type: 'audio/pcma' };
+export type AudioFormatWire =
+  { type: 'audio/pcm'; rate: 24000 } | { type: 'audio/pcmu' } | { type: 'audio/pcma' };
 
 export type TurnDetectionWire =
   | {
@@ -92,7 +93,8 @@ export type ItemWire =
       output: string;
     };
 
-export type ResponseStatusWire = 'in_progress' | 'completed' | 'cancelled' | 'failed' | 'incomplete';
+export type ResponseStatusWire =
+  'in_progress' | 'completed' | 'cancelled' | 'failed' | 'incomplete';
 
 export interface ResponseWire {
   id: string;
@@ -134,8 +136,19 @@ export type ClientEvent =
   | { type: 'input_audio_buffer.append'; event_id?: string; audio: string }
   | { type: 'input_audio_buffer.commit'; event_id?: string }
   | { type: 'input_audio_buffer.clear'; event_id?: string }
-  | { type: 'conversation.item.create'; event_id?: string; previous_item_id?: string | null; item: ItemWire }
-  | { type: 'conversation.item.truncate'; event_id?: string; item_id: string; content_index: number; audio_end_ms: number }
+  | {
+      type: 'conversation.item.create';
+      event_id?: string;
+      previous_item_id?: string | null;
+      item: ItemWire;
+    }
+  | {
+      type: 'conversation.item.truncate';
+      event_id?: string;
+      item_id: string;
+      content_index: number;
+      audio_end_ms: number;
+    }
   | { type: 'conversation.item.delete'; event_id?: string; item_id: string }
   | { type: 'response.create'; event_id?: string; response?: ResponseCreateParamsWire }
   | { type: 'response.cancel'; event_id?: string; response_id?: string };
@@ -157,16 +170,51 @@ export type ServerEvent =
   | (ServerBase & { type: 'error'; error: ErrorDetailWire })
   | (ServerBase & { type: 'session.created'; session: SessionWire })
   | (ServerBase & { type: 'session.updated'; session: SessionWire })
-  | (ServerBase & { type: 'input_audio_buffer.speech_started'; audio_start_ms: number; item_id: string })
-  | (ServerBase & { type: 'input_audio_buffer.speech_stopped'; audio_end_ms: number; item_id: string })
-  | (ServerBase & { type: 'input_audio_buffer.committed'; previous_item_id: string | null; item_id: string })
+  | (ServerBase & {
+      type: 'input_audio_buffer.speech_started';
+      audio_start_ms: number;
+      item_id: string;
+    })
+  | (ServerBase & {
+      type: 'input_audio_buffer.speech_stopped';
+      audio_end_ms: number;
+      item_id: string;
+    })
+  | (ServerBase & {
+      type: 'input_audio_buffer.committed';
+      previous_item_id: string | null;
+      item_id: string;
+    })
   | (ServerBase & { type: 'input_audio_buffer.cleared' })
-  | (ServerBase & { type: 'input_audio_buffer.timeout_triggered'; audio_start_ms: number; audio_end_ms: number; item_id: string })
-  | (ServerBase & { type: 'conversation.item.added'; previous_item_id: string | null; item: ItemWire })
-  | (ServerBase & { type: 'conversation.item.done'; previous_item_id: string | null; item: ItemWire })
-  | (ServerBase & { type: 'conversation.item.truncated'; item_id: string; content_index: number; audio_end_ms: number })
+  | (ServerBase & {
+      type: 'input_audio_buffer.timeout_triggered';
+      audio_start_ms: number;
+      audio_end_ms: number;
+      item_id: string;
+    })
+  | (ServerBase & {
+      type: 'conversation.item.added';
+      previous_item_id: string | null;
+      item: ItemWire;
+    })
+  | (ServerBase & {
+      type: 'conversation.item.done';
+      previous_item_id: string | null;
+      item: ItemWire;
+    })
+  | (ServerBase & {
+      type: 'conversation.item.truncated';
+      item_id: string;
+      content_index: number;
+      audio_end_ms: number;
+    })
   | (ServerBase & { type: 'conversation.item.deleted'; item_id: string })
-  | (ServerBase & { type: 'conversation.item.input_audio_transcription.delta'; item_id: string; content_index: number; delta: string })
+  | (ServerBase & {
+      type: 'conversation.item.input_audio_transcription.delta';
+      item_id: string;
+      content_index: number;
+      delta: string;
+    })
   | (ServerBase & {
       type: 'conversation.item.input_audio_transcription.completed';
       item_id: string;
@@ -181,14 +229,28 @@ export type ServerEvent =
     })
   | (ServerBase & { type: 'response.created'; response: ResponseWire })
   | (ServerBase & { type: 'response.done'; response: ResponseWire })
-  | (ServerBase & { type: 'response.output_item.added'; response_id: string; output_index: number; item: ItemWire })
-  | (ServerBase & { type: 'response.output_item.done'; response_id: string; output_index: number; item: ItemWire })
-  | (ServerBase & ResponseContentRef & { type: 'response.content_part.added'; part: ContentPartWire })
-  | (ServerBase & ResponseContentRef & { type: 'response.content_part.done'; part: ContentPartWire })
+  | (ServerBase & {
+      type: 'response.output_item.added';
+      response_id: string;
+      output_index: number;
+      item: ItemWire;
+    })
+  | (ServerBase & {
+      type: 'response.output_item.done';
+      response_id: string;
+      output_index: number;
+      item: ItemWire;
+    })
+  | (ServerBase &
+      ResponseContentRef & { type: 'response.content_part.added'; part: ContentPartWire })
+  | (ServerBase &
+      ResponseContentRef & { type: 'response.content_part.done'; part: ContentPartWire })
   | (ServerBase & ResponseContentRef & { type: 'response.output_audio.delta'; delta: string })
   | (ServerBase & ResponseContentRef & { type: 'response.output_audio.done' })
-  | (ServerBase & ResponseContentRef & { type: 'response.output_audio_transcript.delta'; delta: string })
-  | (ServerBase & ResponseContentRef & { type: 'response.output_audio_transcript.done'; transcript: string })
+  | (ServerBase &
+      ResponseContentRef & { type: 'response.output_audio_transcript.delta'; delta: string })
+  | (ServerBase &
+      ResponseContentRef & { type: 'response.output_audio_transcript.done'; transcript: string })
   | (ServerBase & ResponseContentRef & { type: 'response.output_text.delta'; delta: string })
   | (ServerBase & ResponseContentRef & { type: 'response.output_text.done'; text: string })
   | (ServerBase & {

@@ -29,9 +29,22 @@ import type { MediaTimer } from '../media/media-timer.ts';
 import { AssistantAudioLengths } from './assistant-audio-lengths.ts';
 import { AudioAppendWriter } from './openai-audio-append-writer.ts';
 import { AudioDeltaReader } from './openai-audio-delta-reader.ts';
-import { dispatchServerEvent, type ServerEventHandlers, type ServerEventOf } from './openai-event-dispatch.ts';
-import { SERVER_EVENT_TYPES, WIRE_ERROR, type ClientEvent, type ServerEvent } from './openai-protocol.ts';
-import { OpenAIRealtimeTransport, SESSION_LIMIT_TEXT, type TransportClosed } from './openai-realtime-transport.ts';
+import {
+  dispatchServerEvent,
+  type ServerEventHandlers,
+  type ServerEventOf,
+} from './openai-event-dispatch.ts';
+import {
+  SERVER_EVENT_TYPES,
+  WIRE_ERROR,
+  type ClientEvent,
+  type ServerEvent,
+} from './openai-protocol.ts';
+import {
+  OpenAIRealtimeTransport,
+  SESSION_LIMIT_TEXT,
+  type TransportClosed,
+} from './openai-realtime-transport.ts';
 import { serverEventProblem } from './openai-server-event-check.ts';
 import { SessionUpdates } from './openai-session-updates.ts';
 import {
@@ -47,7 +60,12 @@ import {
   type ResponseStatus,
   type SessionConfig,
 } from './realtime-session.ts';
-import { ResponseSequencer, type GiveUpReason, RESPONSE_STALL_TIMEOUT_MS, RESPONSE_CREATED_TIMEOUT_MS } from './response-sequencer.ts';
+import {
+  ResponseSequencer,
+  type GiveUpReason,
+  RESPONSE_STALL_TIMEOUT_MS,
+  RESPONSE_CREATED_TIMEOUT_MS,
+} from './response-sequencer.ts';
 import { sessionConfigToWire } from './session-config-wire.ts';
 import { TypedEventEmitter } from './typed-event-emitter.ts';
 
@@ -85,11 +103,30 @@ const TRACKED_CLIENT_EVENTS = 256;
 
 const KNOWN_WIRE_ERRORS: ReadonlySet<string> = new Set(Object.values(WIRE_ERROR));
 
-const droppedAudio = counter({ name: 'callgate_realtime_audio_dropped_frames_total', help: 'Caller audio frames dropped by the realtime client (disconnected or send buffer full)' });
-const protocolErrors = counter<'kind'>({ name: 'callgate_realtime_protocol_errors_total', help: 'Unreadable or unexpected frames from the realtime model', labelNames: ['kind'] });
-const disconnects = counter<'reason'>({ name: 'callgate_realtime_disconnects_total', help: 'Realtime model sessions that ended, by reason', labelNames: ['reason'] });
-const responses = counter<'status'>({ name: 'callgate_realtime_responses_total', help: 'Realtime model responses by final status', labelNames: ['status'] });
-const serverErrors = counter<'code'>({ name: 'callgate_realtime_server_errors_total', help: 'Error events sent by the realtime model, by code', labelNames: ['code'] });
+const droppedAudio = counter({
+  name: 'callgate_realtime_audio_dropped_frames_total',
+  help: 'Caller audio frames dropped by the realtime client (disconnected or send buffer full)',
+});
+const protocolErrors = counter<'kind'>({
+  name: 'callgate_realtime_protocol_errors_total',
+  help: 'Unreadable or unexpected frames from the realtime model',
+  labelNames: ['kind'],
+});
+const disconnects = counter<'reason'>({
+  name: 'callgate_realtime_disconnects_total',
+  help: 'Realtime model sessions that ended, by reason',
+  labelNames: ['reason'],
+});
+const responses = counter<'status'>({
+  name: 'callgate_realtime_responses_total',
+  help: 'Realtime model responses by final status',
+  labelNames: ['status'],
+});
+const serverErrors = counter<'code'>({
+  name: 'callgate_realtime_server_errors_total',
+  help: 'Error events sent by the realtime model, by code',
+  labelNames: ['code'],
+});
 
 export interface OpenAIRealtimeSessionOptions {
   /** wss://api.openai.com/v1/realtime, or the simulator's ws://127.0.0.1:port URL. */
@@ -150,27 +187,44 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   };
 
   constructor(private readonly options: OpenAIRealtimeSessionOptions) {
-    this.logger = (options.logger ?? rootLogger()).child({ component: 'realtime', provider: 'openai' });
+    this.logger = (options.logger ?? rootLogger()).child({
+      component: 'realtime',
+      provider: 'openai',
+    });
     this.emitter = new TypedEventEmitter<RealtimeEvent>({
-      onListenerError: (error, eventType) => this.logger.error('realtime event listener threw', { eventType, error }),
+      onListenerError: (error, eventType) =>
+        this.logger.error('realtime event listener threw', { eventType, error }),
     });
     this.sequencer = new ResponseSequencer({
       sendCreate: (request, createTag) => this.sendCreate(request, createTag),
       sendCancel: (responseId) => this.send({ type: 'response.cancel', response_id: responseId }),
-      onGiveUp: (responseId, reason, callIds) => this.onResponseGivenUp(responseId, reason, callIds),
+      onGiveUp: (responseId, reason, callIds) =>
+        this.onResponseGivenUp(responseId, reason, callIds),
       onCreateTimeout: (dropped) => {
         const timeoutMs = options.responseCreatedTimeoutMs ?? RESPONSE_CREATED_TIMEOUT_MS;
-        this.emitError(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'response.create', timeoutMs }), { tag: dropped?.tag });
+        this.emitError(
+          new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'response.create', timeoutMs }),
+          { tag: dropped?.tag },
+        );
       },
-      onTimerError: (timer, error) => this.logger.error('realtime timer callback threw', { timer, error }),
+      onTimerError: (timer, error) =>
+        this.logger.error('realtime timer callback threw', { timer, error }),
       ...(options.timer !== undefined && { timer: options.timer }),
-      ...(options.responseCreatedTimeoutMs !== undefined && { createdTimeoutMs: options.responseCreatedTimeoutMs }),
-      ...(options.responseStallTimeoutMs !== undefined && { stallTimeoutMs: options.responseStallTimeoutMs }),
-      ...(options.autoRespondToTools !== undefined && { autoRespondToTools: options.autoRespondToTools }),
+      ...(options.responseCreatedTimeoutMs !== undefined && {
+        createdTimeoutMs: options.responseCreatedTimeoutMs,
+      }),
+      ...(options.responseStallTimeoutMs !== undefined && {
+        stallTimeoutMs: options.responseStallTimeoutMs,
+      }),
+      ...(options.autoRespondToTools !== undefined && {
+        autoRespondToTools: options.autoRespondToTools,
+      }),
       ...(options.maxQueuedResponses !== undefined && { maxQueued: options.maxQueuedResponses }),
     });
     this.updates = new SessionUpdates({
-      ...(options.sessionUpdateTimeoutMs !== undefined && { timeoutMs: options.sessionUpdateTimeoutMs }),
+      ...(options.sessionUpdateTimeoutMs !== undefined && {
+        timeoutMs: options.sessionUpdateTimeoutMs,
+      }),
       onNoTurnDetection: () => this.sequencer.onSpeechStopped(),
       onTimeout: (error) => this.emitError(error),
     });
@@ -182,11 +236,15 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       'input_audio_buffer.speech_stopped': (event) => this.handleSpeechStopped(event),
       'input_audio_buffer.cleared': () => this.handleInputCleared(),
       'response.created': (event) => this.handleResponseCreated(event),
-      'response.output_audio.delta': (event) => this.handleAudioDelta(event.response_id, event.item_id, Buffer.from(event.delta, 'base64')),
-      'response.output_audio_transcript.delta': (event) => this.handleAssistantTranscriptDelta(event),
+      'response.output_audio.delta': (event) =>
+        this.handleAudioDelta(event.response_id, event.item_id, Buffer.from(event.delta, 'base64')),
+      'response.output_audio_transcript.delta': (event) =>
+        this.handleAssistantTranscriptDelta(event),
       'response.output_audio_transcript.done': (event) => this.handleAssistantTranscriptDone(event),
-      'conversation.item.input_audio_transcription.delta': (event) => this.handleUserTranscriptDelta(event),
-      'conversation.item.input_audio_transcription.completed': (event) => this.handleUserTranscriptDone(event),
+      'conversation.item.input_audio_transcription.delta': (event) =>
+        this.handleUserTranscriptDelta(event),
+      'conversation.item.input_audio_transcription.completed': (event) =>
+        this.handleUserTranscriptDone(event),
       'response.function_call_arguments.done': (event) => this.handleFunctionCall(event),
       'response.done': (event) => this.handleResponseDone(event),
       'conversation.item.truncated': (event) => this.handleItemTruncated(event),
@@ -212,7 +270,10 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     return this.sequencer.activeResponseId;
   }
 
-  on<T extends RealtimeEventType>(type: T, listener: (event: RealtimeEventOf<T>) => void): () => void {
+  on<T extends RealtimeEventType>(
+    type: T,
+    listener: (event: RealtimeEventOf<T>) => void,
+  ): () => void {
     return this.emitter.on(type, listener);
   }
 
@@ -221,7 +282,11 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   }
 
   async connect(): Promise<void> {
-    if (this.state !== 'idle') throw new CallgateError('CALLGATE_ERR_MODEL_CONNECT', { url: this.options.url, reason: `session is ${this.state}` });
+    if (this.state !== 'idle')
+      throw new CallgateError('CALLGATE_ERR_MODEL_CONNECT', {
+        url: this.options.url,
+        reason: `session is ${this.state}`,
+      });
     this.state = 'connecting';
     const url = new URL(this.options.url);
     url.searchParams.set('model', this.options.model);
@@ -232,12 +297,21 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       ...(this.options.apiKey !== undefined && { apiKey: this.options.apiKey }),
       maxFrameBytes,
       handshakeTimeoutMs: timeoutMs,
-      ...(this.options.pingIntervalMs !== undefined && { pingIntervalMs: this.options.pingIntervalMs }),
-      ...(this.options.pongTimeoutMs !== undefined && { pongTimeoutMs: this.options.pongTimeoutMs }),
+      ...(this.options.pingIntervalMs !== undefined && {
+        pingIntervalMs: this.options.pingIntervalMs,
+      }),
+      ...(this.options.pongTimeoutMs !== undefined && {
+        pongTimeoutMs: this.options.pongTimeoutMs,
+      }),
       onFrame: (data, isBinary) => this.onFrame(data, isBinary),
       onFrameTooLarge: () => {
         protocolErrors.inc({ kind: 'frame_too_large' });
-        this.emitError(new CallgateError('CALLGATE_ERR_MODEL_FRAME_TOO_LARGE', { size: `more than ${maxFrameBytes}`, limit: maxFrameBytes }));
+        this.emitError(
+          new CallgateError('CALLGATE_ERR_MODEL_FRAME_TOO_LARGE', {
+            size: `more than ${maxFrameBytes}`,
+            limit: maxFrameBytes,
+          }),
+        );
       },
       onSocketError: (error) => this.logger.warn('realtime socket error', { error: error.message }),
       onClose: (closed) => this.onClose(closed),
@@ -251,7 +325,9 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.connectWaiter = undefined;
-        reject(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'session.created', timeoutMs }));
+        reject(
+          new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'session.created', timeoutMs }),
+        );
         transport.terminate({ reason: 'network', detail: 'no session.created' });
       }, timeoutMs);
       this.connectWaiter = {
@@ -273,7 +349,8 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       inputFormat: this.updates.inputFormat,
       outputFormat: this.updates.outputFormat,
     });
-    if (this.state !== 'open') throw new CallgateError('CALLGATE_ERR_MODEL_NOT_CONNECTED', { what: 'session.update' });
+    if (this.state !== 'open')
+      throw new CallgateError('CALLGATE_ERR_MODEL_NOT_CONNECTED', { what: 'session.update' });
     const eventId = this.send({ type: 'session.update', session });
     await this.updates.awaitUpdated(eventId, session.instructions);
   }
@@ -325,28 +402,51 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       if (receivedMs === 0) return;
       audioEndMs = Math.min(audioEndMs, receivedMs);
     }
-    this.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: audioEndMs });
+    this.send({
+      type: 'conversation.item.truncate',
+      item_id: itemId,
+      content_index: 0,
+      audio_end_ms: audioEndMs,
+    });
     this.assistantAudio.truncated(itemId);
   }
 
   sendToolOutput(callId: string, output: unknown): void {
     const text = typeof output === 'string' ? output : JSON.stringify(output ?? null);
-    if (this.send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: callId, output: text } }) === undefined) return;
+    if (
+      this.send({
+        type: 'conversation.item.create',
+        item: { type: 'function_call_output', call_id: callId, output: text },
+      }) === undefined
+    )
+      return;
     this.sequencer.onToolOutput(callId);
   }
 
   createResponse(request: ResponseRequest = {}): void {
     if (this.state !== 'open') {
-      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_NOT_CONNECTED', { what: 'response.create' }), { tag: request.tag });
+      this.emitError(
+        new CallgateError('CALLGATE_ERR_MODEL_NOT_CONNECTED', { what: 'response.create' }),
+        { tag: request.tag },
+      );
       return;
     }
     if (this.sequencer.request(request) === 'refused_full') {
-      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BUSY', { limit: this.sequencer.queuedCount, what: 'response.create' }), { tag: request.tag });
+      this.emitError(
+        new CallgateError('CALLGATE_ERR_MODEL_BUSY', {
+          limit: this.sequencer.queuedCount,
+          what: 'response.create',
+        }),
+        { tag: request.tag },
+      );
     }
   }
 
   addSystemMessage(text: string): void {
-    this.send({ type: 'conversation.item.create', item: { type: 'message', role: 'system', content: [{ type: 'input_text', text }] } });
+    this.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'system', content: [{ type: 'input_text', text }] },
+    });
   }
 
   sendDtmf(digit: string): void {
@@ -426,10 +526,17 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     try {
       event = JSON.parse(rawText(data));
     } catch (error) {
-      this.protocolError('malformed_json', `a frame that is not JSON (${(error as Error).message})`);
+      this.protocolError(
+        'malformed_json',
+        `a frame that is not JSON (${(error as Error).message})`,
+      );
       return;
     }
-    if (typeof event !== 'object' || event === null || typeof (event as { type?: unknown }).type !== 'string') {
+    if (
+      typeof event !== 'object' ||
+      event === null ||
+      typeof (event as { type?: unknown }).type !== 'string'
+    ) {
       this.protocolError('no_type', 'an event without a type');
       return;
     }
@@ -456,7 +563,10 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       dispatchServerEvent(event as ServerEvent, this.handlers);
     } catch (error) {
       // A known type with a shape we did not expect (missing fields): reported, never fatal.
-      this.protocolError('bad_shape', `a ${type} event that could not be read (${(error as Error).message})`);
+      this.protocolError(
+        'bad_shape',
+        `a ${type} event that could not be read (${(error as Error).message})`,
+      );
     }
   }
 
@@ -479,7 +589,10 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private handleSessionUpdated(event: ServerEventOf<'session.updated'>): void {
     if (this.updates.onUpdated(event.session)) return;
     protocolErrors.inc({ kind: 'unsolicited_session_updated' });
-    this.logger.debug('session.updated that answers no waiting session.update; not taken as an answer', { waiting: this.updates.waiting });
+    this.logger.debug(
+      'session.updated that answers no waiting session.update; not taken as an answer',
+      { waiting: this.updates.waiting },
+    );
   }
 
   private handleServerError({ error }: ServerEventOf<'error'>): void {
@@ -493,10 +606,18 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       if (eventId !== null) {
         const dropped = this.sequencer.onCreateRefused(eventId);
         if (dropped !== undefined) {
-          this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BUSY', { limit: 0, what: 'a response that was refused repeatedly' }), { tag: dropped.tag });
+          this.emitError(
+            new CallgateError('CALLGATE_ERR_MODEL_BUSY', {
+              limit: 0,
+              what: 'a response that was refused repeatedly',
+            }),
+            { tag: dropped.tag },
+          );
         }
       }
-      this.logger.debug('response.create refused while a response is active; queued again', { eventId });
+      this.logger.debug('response.create refused while a response is active; queued again', {
+        eventId,
+      });
       return;
     }
     if (code === WIRE_ERROR.cancelNotActive) {
@@ -510,11 +631,23 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       this.transport?.close(1000, 'session limit reached');
       return;
     }
-    const rejected = new CallgateError('CALLGATE_ERR_MODEL_REJECTED', { what: causeType ?? 'an event', providerCode: code, reason: error.message });
-    this.logger.warn('realtime model refused an event', { code: rejected.code, providerCode: code, what: causeType, providerSessionId: this.sessionId });
+    const rejected = new CallgateError('CALLGATE_ERR_MODEL_REJECTED', {
+      what: causeType ?? 'an event',
+      providerCode: code,
+      reason: error.message,
+    });
+    this.logger.warn('realtime model refused an event', {
+      code: rejected.code,
+      providerCode: code,
+      what: causeType,
+      providerSessionId: this.sessionId,
+    });
     this.updates.refused(eventId, rejected);
     // A create refused for anything but an active response gets no response: its waiter is told.
-    const dropped = causeType === 'response.create' && eventId !== null ? this.sequencer.onCreateFailed(eventId) : undefined;
+    const dropped =
+      causeType === 'response.create' && eventId !== null
+        ? this.sequencer.onCreateFailed(eventId)
+        : undefined;
     this.emitError(rejected, { providerCode: code, tag: dropped?.tag });
   }
 
@@ -551,7 +684,11 @@ export class OpenAIRealtimeSession implements RealtimeSession {
 
   private handleSpeechStopped(event: ServerEventOf<'input_audio_buffer.speech_stopped'>): void {
     this.sequencer.onSpeechStopped();
-    this.emitter.emit({ type: 'speech_stopped', itemId: event.item_id, audioEndMs: event.audio_end_ms });
+    this.emitter.emit({
+      type: 'speech_stopped',
+      itemId: event.item_id,
+      audioEndMs: event.audio_end_ms,
+    });
   }
 
   /** A cleared buffer ends any utterance in progress; no speech_stopped follows it. */
@@ -563,15 +700,22 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     const responseId = event.response.id;
     if (this.sequencer.hasSeen(responseId)) {
       protocolErrors.inc({ kind: 'repeated_response_created' });
-      this.logger.debug('response.created for a response already seen; ignored', { responseId: responseId.slice(0, 64) });
+      this.logger.debug('response.created for a response already seen; ignored', {
+        responseId: responseId.slice(0, 64),
+      });
       return;
     }
     const tag = event.response.metadata?.[CREATE_TAG_KEY];
     if (tag !== undefined) this.providerEchoesMetadata = true;
     // Without an echo from this provider yet, a created while our create is out is ours.
-    const ours = tag !== undefined ? tag === this.sequencer.pendingCreateTag : !this.providerEchoesMetadata;
+    const ours =
+      tag !== undefined ? tag === this.sequencer.pendingCreateTag : !this.providerEchoesMetadata;
     const { requestTag } = this.sequencer.onResponseCreated(responseId, ours);
-    this.emitter.emit({ type: 'response_created', responseId, ...(requestTag !== undefined && { tag: requestTag }) });
+    this.emitter.emit({
+      type: 'response_created',
+      responseId,
+      ...(requestTag !== undefined && { tag: requestTag }),
+    });
   }
 
   private handleAudioDelta(responseId: string, itemId: string, audio: Buffer): void {
@@ -579,20 +723,50 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     this.emitter.emit({ type: 'audio_delta', responseId, itemId, audio });
   }
 
-  private handleAssistantTranscriptDelta(event: ServerEventOf<'response.output_audio_transcript.delta'>): void {
-    this.emitter.emit({ type: 'transcript_delta', role: 'assistant', itemId: event.item_id, responseId: event.response_id, delta: event.delta });
+  private handleAssistantTranscriptDelta(
+    event: ServerEventOf<'response.output_audio_transcript.delta'>,
+  ): void {
+    this.emitter.emit({
+      type: 'transcript_delta',
+      role: 'assistant',
+      itemId: event.item_id,
+      responseId: event.response_id,
+      delta: event.delta,
+    });
   }
 
-  private handleAssistantTranscriptDone(event: ServerEventOf<'response.output_audio_transcript.done'>): void {
-    this.emitter.emit({ type: 'transcript_done', role: 'assistant', itemId: event.item_id, responseId: event.response_id, transcript: event.transcript });
+  private handleAssistantTranscriptDone(
+    event: ServerEventOf<'response.output_audio_transcript.done'>,
+  ): void {
+    this.emitter.emit({
+      type: 'transcript_done',
+      role: 'assistant',
+      itemId: event.item_id,
+      responseId: event.response_id,
+      transcript: event.transcript,
+    });
   }
 
-  private handleUserTranscriptDelta(event: ServerEventOf<'conversation.item.input_audio_transcription.delta'>): void {
-    this.emitter.emit({ type: 'transcript_delta', role: 'user', itemId: event.item_id, delta: event.delta });
+  private handleUserTranscriptDelta(
+    event: ServerEventOf<'conversation.item.input_audio_transcription.delta'>,
+  ): void {
+    this.emitter.emit({
+      type: 'transcript_delta',
+      role: 'user',
+      itemId: event.item_id,
+      delta: event.delta,
+    });
   }
 
-  private handleUserTranscriptDone(event: ServerEventOf<'conversation.item.input_audio_transcription.completed'>): void {
-    this.emitter.emit({ type: 'transcript_done', role: 'user', itemId: event.item_id, transcript: event.transcript });
+  private handleUserTranscriptDone(
+    event: ServerEventOf<'conversation.item.input_audio_transcription.completed'>,
+  ): void {
+    this.emitter.emit({
+      type: 'transcript_done',
+      role: 'user',
+      itemId: event.item_id,
+      transcript: event.transcript,
+    });
   }
 
   private handleFunctionCall(event: ServerEventOf<'response.function_call_arguments.done'>): void {
@@ -603,9 +777,14 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       args = JSON.parse(event.arguments);
     } catch (error) {
       const reason = (error as Error).message;
-      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_BAD_TOOL_ARGUMENTS', { callId, name, reason }), { callId });
+      this.emitError(
+        new CallgateError('CALLGATE_ERR_MODEL_BAD_TOOL_ARGUMENTS', { callId, name, reason }),
+        { callId },
+      );
       // The model is owed an output for every call, or the tool turn never completes.
-      this.sendToolOutput(callId, { error: 'the arguments were not valid JSON; ask the caller again' });
+      this.sendToolOutput(callId, {
+        error: 'the arguments were not valid JSON; ask the caller again',
+      });
       return;
     }
     this.emitter.emit({ type: 'function_call', responseId, itemId, callId, name, arguments: args });
@@ -617,20 +796,36 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       // A duplicate, a done for a response given up as stalled, or one never created: the call
       // layer has had its response_done (or never had a response_created).
       protocolErrors.inc({ kind: 'unknown_response_done' });
-      this.logger.debug('response.done for a response that is not running; ignored', { responseId: response.id.slice(0, 64) });
+      this.logger.debug('response.done for a response that is not running; ignored', {
+        responseId: response.id.slice(0, 64),
+      });
       return;
     }
-    const status: ResponseStatus = response.status === 'in_progress' ? 'incomplete' : response.status;
-    const callIds = (response.output ?? []).flatMap((item) => (item.type === 'function_call' ? [item.call_id] : []));
+    const status: ResponseStatus =
+      response.status === 'in_progress' ? 'incomplete' : response.status;
+    const callIds = (response.output ?? []).flatMap((item) =>
+      item.type === 'function_call' ? [item.call_id] : [],
+    );
     responses.inc({ status });
-    const reason = response.status_details?.reason ?? response.status_details?.error?.code ?? undefined;
+    const reason =
+      response.status_details?.reason ?? response.status_details?.error?.code ?? undefined;
     // Emitted while the sequencer still names it active: a listener asking sees this response.
-    this.emitter.emit({ type: 'response_done', responseId: response.id, status, callIds, ...(reason !== undefined && { reason }) });
+    this.emitter.emit({
+      type: 'response_done',
+      responseId: response.id,
+      status,
+      callIds,
+      ...(reason !== undefined && { reason }),
+    });
     this.sequencer.onResponseDone(response.id, status, callIds);
   }
 
   private handleItemTruncated(event: ServerEventOf<'conversation.item.truncated'>): void {
-    this.emitter.emit({ type: 'item_truncated', itemId: event.item_id, audioEndMs: event.audio_end_ms });
+    this.emitter.emit({
+      type: 'item_truncated',
+      itemId: event.item_id,
+      audioEndMs: event.audio_end_ms,
+    });
   }
 
   /**
@@ -638,14 +833,33 @@ export class OpenAIRealtimeSession implements RealtimeSession {
    * the response_done it would have had (failed, with `reason` saying why) so it releases the
    * response, and the next one may start.
    */
-  private onResponseGivenUp(responseId: string, reason: GiveUpReason, callIds: readonly string[]): void {
+  private onResponseGivenUp(
+    responseId: string,
+    reason: GiveUpReason,
+    callIds: readonly string[],
+  ): void {
     if (reason === 'stalled') {
       const timeoutMs = this.options.responseStallTimeoutMs ?? RESPONSE_STALL_TIMEOUT_MS;
-      this.emitError(new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: `response.done for ${responseId.slice(0, 64)}`, timeoutMs }));
+      this.emitError(
+        new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', {
+          what: `response.done for ${responseId.slice(0, 64)}`,
+          timeoutMs,
+        }),
+      );
     }
-    this.logger.info('realtime response given up', { responseId: responseId.slice(0, 64), reason, providerSessionId: this.sessionId });
+    this.logger.info('realtime response given up', {
+      responseId: responseId.slice(0, 64),
+      reason,
+      providerSessionId: this.sessionId,
+    });
     responses.inc({ status: 'failed' });
-    this.emitter.emit({ type: 'response_done', responseId, status: 'failed', reason, callIds: [...callIds] });
+    this.emitter.emit({
+      type: 'response_done',
+      responseId,
+      status: 'failed',
+      reason,
+      callIds: [...callIds],
+    });
   }
 
   // ---- session lifetime ----------------------------------------------------------------------
@@ -656,7 +870,9 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     // One warning per session: a timer already running is replaced, never left to fire as well.
     clearTimeout(this.expiryTimer);
     this.expiryTimer = setTimeout(
-      this.guarded('session expiry warning', () => this.emitter.emit({ type: 'session_expiring', remainingMs: warning })),
+      this.guarded('session expiry warning', () =>
+        this.emitter.emit({ type: 'session_expiring', remainingMs: warning }),
+      ),
       limit - warning,
     );
     this.expiryTimer.unref();
@@ -671,15 +887,22 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     const reason: DisconnectReason = cause.reason;
     const detail = reasonText || cause.detail || `close code ${code}`;
     disconnects.inc({ reason });
-    this.logger[reason === 'closed' || reason === 'aborted' ? 'debug' : 'info']('realtime session closed', {
-      reason,
-      closeCode: code,
-      detail,
-      providerSessionId: this.sessionId,
-      droppedAudioFrames: this.dropped,
-    });
+    this.logger[reason === 'closed' || reason === 'aborted' ? 'debug' : 'info'](
+      'realtime session closed',
+      {
+        reason,
+        closeCode: code,
+        detail,
+        providerSessionId: this.sessionId,
+        droppedAudioFrames: this.dropped,
+      },
+    );
     const failure = new CallgateError(
-      reason === 'session_limit' ? 'CALLGATE_ERR_MODEL_SESSION_LIMIT' : wasConnecting ? 'CALLGATE_ERR_MODEL_CONNECT' : 'CALLGATE_ERR_MODEL_DISCONNECTED',
+      reason === 'session_limit'
+        ? 'CALLGATE_ERR_MODEL_SESSION_LIMIT'
+        : wasConnecting
+          ? 'CALLGATE_ERR_MODEL_CONNECT'
+          : 'CALLGATE_ERR_MODEL_DISCONNECTED',
       { url: this.options.url, reason: detail },
     );
     this.connectWaiter?.reject(failure);
@@ -695,7 +918,10 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private protocolError(kind: string, what: string): void {
     protocolErrors.inc({ kind });
     if (this.reportedProtocolErrors >= REPORTED_PROTOCOL_ERRORS) {
-      this.logger.debug('realtime protocol error (no longer reported)', { kind, what: what.slice(0, 200) });
+      this.logger.debug('realtime protocol error (no longer reported)', {
+        kind,
+        what: what.slice(0, 200),
+      });
       return;
     }
     this.reportedProtocolErrors += 1;
@@ -713,7 +939,10 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     };
   }
 
-  private emitError(error: CallgateError, about: { providerCode?: string; callId?: string; tag?: string | undefined } = {}): void {
+  private emitError(
+    error: CallgateError,
+    about: { providerCode?: string; callId?: string; tag?: string | undefined } = {},
+  ): void {
     this.emitter.emit({
       type: 'error',
       code: error.code,

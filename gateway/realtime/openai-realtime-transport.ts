@@ -115,7 +115,10 @@ export class OpenAIRealtimeTransport {
   }
 
   private startKeepalive(): void {
-    const period = Math.min(this.options.pingIntervalMs ?? PING_INTERVAL_MS, this.options.pongTimeoutMs ?? PONG_TIMEOUT_MS);
+    const period = Math.min(
+      this.options.pingIntervalMs ?? PING_INTERVAL_MS,
+      this.options.pongTimeoutMs ?? PONG_TIMEOUT_MS,
+    );
     // The first check comes at a random point of the first period, the others a period apart:
     // sessions opened together (a burst of calls) would otherwise ping in the same millisecond
     // every period, a socket write each and their pongs to read, while every call waits.
@@ -130,7 +133,10 @@ export class OpenAIRealtimeTransport {
 
   private keepalive(): void {
     const pongTimeout = this.options.pongTimeoutMs ?? PONG_TIMEOUT_MS;
-    if (this.awaitingPongSince !== undefined && Date.now() - this.awaitingPongSince >= pongTimeout) {
+    if (
+      this.awaitingPongSince !== undefined &&
+      Date.now() - this.awaitingPongSince >= pongTimeout
+    ) {
       this.terminate({ reason: 'network', detail: `no pong within ${pongTimeout} ms` });
       return;
     }

@@ -14,7 +14,13 @@ type Fields = Readonly<Record<string, unknown>>;
 /** Returns what is wrong with the event, or undefined when the fields it checks are usable. */
 type FieldCheck = (event: Fields) => string | undefined;
 
-const RESPONSE_STATUSES: ReadonlySet<unknown> = new Set(['in_progress', 'completed', 'cancelled', 'failed', 'incomplete']);
+const RESPONSE_STATUSES: ReadonlySet<unknown> = new Set([
+  'in_progress',
+  'completed',
+  'cancelled',
+  'failed',
+  'incomplete',
+]);
 
 function isObject(value: unknown): value is Fields {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -28,13 +34,15 @@ function describe(value: unknown): string {
 }
 
 function string(key: string): FieldCheck {
-  return (event) => (typeof event[key] === 'string' ? undefined : `${key} ${describe(event[key])}, not a string`);
+  return (event) =>
+    typeof event[key] === 'string' ? undefined : `${key} ${describe(event[key])}, not a string`;
 }
 
 function optionalString(key: string, nullable: boolean): FieldCheck {
   return (event) => {
     const value = event[key];
-    if (value === undefined || typeof value === 'string' || (nullable && value === null)) return undefined;
+    if (value === undefined || typeof value === 'string' || (nullable && value === null))
+      return undefined;
     return `${key} ${describe(value)}, not a string`;
   };
 }
@@ -42,12 +50,18 @@ function optionalString(key: string, nullable: boolean): FieldCheck {
 function milliseconds(key: string): FieldCheck {
   return (event) => {
     const value = event[key];
-    return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? undefined : `${key} ${describe(value)}, not a number of milliseconds`;
+    return typeof value === 'number' && Number.isFinite(value) && value >= 0
+      ? undefined
+      : `${key} ${describe(value)}, not a number of milliseconds`;
   };
 }
 
 /** The first problem of `value` under `key` (an object whose own fields `checks` test). */
-function nested(key: string, checks: readonly FieldCheck[], presence: 'required' | 'optional' | 'nullable'): FieldCheck {
+function nested(
+  key: string,
+  checks: readonly FieldCheck[],
+  presence: 'required' | 'optional' | 'nullable',
+): FieldCheck {
   return (event) => {
     const value = event[key];
     if (value === undefined && presence !== 'required') return undefined;
@@ -67,25 +81,40 @@ function firstProblem(event: Fields, checks: readonly FieldCheck[]): string | un
 }
 
 function optionalBoolean(key: string): FieldCheck {
-  return (event) => (event[key] === undefined || typeof event[key] === 'boolean' ? undefined : `${key} ${describe(event[key])}, not a boolean`);
+  return (event) =>
+    event[key] === undefined || typeof event[key] === 'boolean'
+      ? undefined
+      : `${key} ${describe(event[key])}, not a boolean`;
 }
 
 const format = nested('format', [string('type')], 'optional');
 const turnDetection = nested('turn_detection', [optionalBoolean('interrupt_response')], 'nullable');
-const audio = nested('audio', [nested('input', [format, turnDetection], 'optional'), nested('output', [format], 'optional')], 'optional');
-const session = nested('session', [optionalString('id', false), optionalString('instructions', false), audio], 'required');
+const audio = nested(
+  'audio',
+  [nested('input', [format, turnDetection], 'optional'), nested('output', [format], 'optional')],
+  'optional',
+);
+const session = nested(
+  'session',
+  [optionalString('id', false), optionalString('instructions', false), audio],
+  'required',
+);
 
 const metadata: FieldCheck = (response) => {
   const value = response.metadata;
   if (value === undefined || value === null) return undefined;
   if (!isObject(value)) return `metadata ${describe(value)}, not an object`;
   for (const [key, entry] of Object.entries(value)) {
-    if (typeof entry !== 'string') return `metadata.${key.slice(0, 64)} ${describe(entry)}, not a string`;
+    if (typeof entry !== 'string')
+      return `metadata.${key.slice(0, 64)} ${describe(entry)}, not a string`;
   }
   return undefined;
 };
 
-const status: FieldCheck = (response) => (RESPONSE_STATUSES.has(response.status) ? undefined : `status ${describe(response.status)}, not a response status`);
+const status: FieldCheck = (response) =>
+  RESPONSE_STATUSES.has(response.status)
+    ? undefined
+    : `status ${describe(response.status)}, not a response status`;
 
 const output: FieldCheck = (response) => {
   const value = response.output;
@@ -93,15 +122,31 @@ const output: FieldCheck = (response) => {
   if (!Array.isArray(value)) return `output ${describe(value)}, not an array`;
   for (const [index, item] of (value as unknown[]).entries()) {
     if (!isObject(item)) return `output[${index}] ${describe(item)}, not an object`;
-    if (item.type === 'function_call' && typeof item.call_id !== 'string') return `output[${index}].call_id ${describe(item.call_id)}, not a string`;
+    if (item.type === 'function_call' && typeof item.call_id !== 'string')
+      return `output[${index}].call_id ${describe(item.call_id)}, not a string`;
   }
   return undefined;
 };
 
-const statusDetails = nested('status_details', [optionalString('reason', false), nested('error', [optionalString('code', true)], 'nullable')], 'nullable');
+const statusDetails = nested(
+  'status_details',
+  [optionalString('reason', false), nested('error', [optionalString('code', true)], 'nullable')],
+  'nullable',
+);
 
 const CHECKS: Partial<Record<ServerEventType, readonly FieldCheck[]>> = {
-  error: [nested('error', [string('type'), optionalString('code', true), string('message'), optionalString('event_id', true)], 'required')],
+  error: [
+    nested(
+      'error',
+      [
+        string('type'),
+        optionalString('code', true),
+        string('message'),
+        optionalString('event_id', true),
+      ],
+      'required',
+    ),
+  ],
   'session.created': [session],
   'session.updated': [session],
   'input_audio_buffer.speech_started': [string('item_id'), milliseconds('audio_start_ms')],
@@ -109,11 +154,28 @@ const CHECKS: Partial<Record<ServerEventType, readonly FieldCheck[]>> = {
   'response.created': [nested('response', [string('id'), metadata], 'required')],
   'response.done': [nested('response', [string('id'), status, statusDetails, output], 'required')],
   'response.output_audio.delta': [string('response_id'), string('item_id'), string('delta')],
-  'response.output_audio_transcript.delta': [string('response_id'), string('item_id'), string('delta')],
-  'response.output_audio_transcript.done': [string('response_id'), string('item_id'), string('transcript')],
+  'response.output_audio_transcript.delta': [
+    string('response_id'),
+    string('item_id'),
+    string('delta'),
+  ],
+  'response.output_audio_transcript.done': [
+    string('response_id'),
+    string('item_id'),
+    string('transcript'),
+  ],
   'conversation.item.input_audio_transcription.delta': [string('item_id'), string('delta')],
-  'conversation.item.input_audio_transcription.completed': [string('item_id'), string('transcript')],
-  'response.function_call_arguments.done': [string('response_id'), string('item_id'), string('call_id'), string('name'), string('arguments')],
+  'conversation.item.input_audio_transcription.completed': [
+    string('item_id'),
+    string('transcript'),
+  ],
+  'response.function_call_arguments.done': [
+    string('response_id'),
+    string('item_id'),
+    string('call_id'),
+    string('name'),
+    string('arguments'),
+  ],
   'conversation.item.truncated': [string('item_id'), milliseconds('audio_end_ms')],
 };
 

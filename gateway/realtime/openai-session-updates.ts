@@ -75,7 +75,10 @@ export class SessionUpdates {
       };
       const timer = setTimeout(() => {
         this.remove(waiter);
-        const error = new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'session.update', timeoutMs });
+        const error = new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', {
+          what: 'session.update',
+          timeoutMs,
+        });
         this.options.onTimeout(error);
         reject(error);
       }, timeoutMs);
@@ -93,7 +96,9 @@ export class SessionUpdates {
     // Whatever it answers, it is the server's word on its current configuration.
     this.apply(session);
     const echoed = session.instructions;
-    const waiter = this.waiters.find((w) => echoed === undefined || w.instructions === undefined || w.instructions === echoed);
+    const waiter = this.waiters.find(
+      (w) => echoed === undefined || w.instructions === undefined || w.instructions === echoed,
+    );
     if (waiter === undefined) return false;
     this.remove(waiter);
     waiter.resolve();

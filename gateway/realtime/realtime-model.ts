@@ -6,7 +6,10 @@
 import type { Config } from '../../config/schema.ts';
 import { CallgateError } from '../../config/errors.ts';
 import { registerSecret, rootLogger, type Logger } from '../../config/log.ts';
-import { OpenAIRealtimeSession, type OpenAIRealtimeSessionOptions } from './openai-realtime-session.ts';
+import {
+  OpenAIRealtimeSession,
+  type OpenAIRealtimeSessionOptions,
+} from './openai-realtime-session.ts';
 import { RealtimeSimulator } from './simulator/realtime-simulator.ts';
 
 export type ModelConfig = Config['model'];
@@ -17,7 +20,10 @@ export interface RealtimeModelOptions {
   logger?: Logger;
 }
 
-export type SessionOptions = Omit<OpenAIRealtimeSessionOptions, 'url' | 'model' | 'apiKey' | 'voice'>;
+export type SessionOptions = Omit<
+  OpenAIRealtimeSessionOptions,
+  'url' | 'model' | 'apiKey' | 'voice'
+>;
 
 export class RealtimeModel {
   private constructor(
@@ -29,18 +35,33 @@ export class RealtimeModel {
     private readonly simulator: RealtimeSimulator | undefined,
   ) {}
 
-  static async start(config: ModelConfig, options: RealtimeModelOptions = {}): Promise<RealtimeModel> {
+  static async start(
+    config: ModelConfig,
+    options: RealtimeModelOptions = {},
+  ): Promise<RealtimeModel> {
     const env = options.env ?? process.env;
     const logger = (options.logger ?? rootLogger()).child({ component: 'realtime' });
     const apiKey = env[config.openai.apiKeyEnv];
-    const useOpenAI = config.provider === 'openai' || (config.provider === 'auto' && apiKey !== undefined && apiKey !== '');
+    const useOpenAI =
+      config.provider === 'openai' ||
+      (config.provider === 'auto' && apiKey !== undefined && apiKey !== '');
     if (useOpenAI) {
       if (apiKey === undefined || apiKey === '') {
-        throw new CallgateError('CALLGATE_ERR_MODEL_CONNECT', { url: config.openai.url, reason: `${config.openai.apiKeyEnv} is not set` });
+        throw new CallgateError('CALLGATE_ERR_MODEL_CONNECT', {
+          url: config.openai.url,
+          reason: `${config.openai.apiKeyEnv} is not set`,
+        });
       }
       registerSecret(apiKey);
       logger.info('realtime model: OpenAI', { url: config.openai.url, model: config.openai.model });
-      return new RealtimeModel('openai', config.openai.url, config.openai.model, config.openai.voice, apiKey, undefined);
+      return new RealtimeModel(
+        'openai',
+        config.openai.url,
+        config.openai.model,
+        config.openai.voice,
+        apiKey,
+        undefined,
+      );
     }
     const simulator = new RealtimeSimulator({
       ...(config.simulator.script !== undefined && { scriptPath: config.simulator.script }),
@@ -49,8 +70,18 @@ export class RealtimeModel {
       logger,
     });
     const url = await simulator.start();
-    logger.info('realtime model: local simulator', { url, script: config.simulator.script ?? 'demo' });
-    return new RealtimeModel('simulator', url, config.openai.model, config.openai.voice, undefined, simulator);
+    logger.info('realtime model: local simulator', {
+      url,
+      script: config.simulator.script ?? 'demo',
+    });
+    return new RealtimeModel(
+      'simulator',
+      url,
+      config.openai.model,
+      config.openai.voice,
+      undefined,
+      simulator,
+    );
   }
 
   /** A new, not yet connected session for one call. */

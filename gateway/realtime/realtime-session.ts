@@ -99,9 +99,28 @@ export type RealtimeEvent =
   | { type: 'speech_started'; itemId: string; audioStartMs: number; interruption?: Interruption }
   | { type: 'speech_stopped'; itemId: string; audioEndMs: number }
   | { type: 'audio_delta'; responseId: string; itemId: string; audio: Buffer }
-  | { type: 'transcript_delta'; role: 'assistant' | 'user'; itemId: string; responseId?: string; delta: string }
-  | { type: 'transcript_done'; role: 'assistant' | 'user'; itemId: string; responseId?: string; transcript: string }
-  | { type: 'function_call'; responseId: string; itemId: string; callId: string; name: string; arguments: unknown }
+  | {
+      type: 'transcript_delta';
+      role: 'assistant' | 'user';
+      itemId: string;
+      responseId?: string;
+      delta: string;
+    }
+  | {
+      type: 'transcript_done';
+      role: 'assistant' | 'user';
+      itemId: string;
+      responseId?: string;
+      transcript: string;
+    }
+  | {
+      type: 'function_call';
+      responseId: string;
+      itemId: string;
+      callId: string;
+      name: string;
+      arguments: unknown;
+    }
   | { type: 'response_created'; responseId: string; tag?: string }
   | {
       type: 'response_done';
@@ -123,7 +142,14 @@ export type RealtimeEvent =
    * `tag` names a ResponseRequest this error gave up on: no response will be created for it
    * (refused while busy or too often, not connected, or never answered).
    */
-  | { type: 'error'; code: ErrorCode; message: string; providerCode?: string; callId?: string; tag?: string }
+  | {
+      type: 'error';
+      code: ErrorCode;
+      message: string;
+      providerCode?: string;
+      callId?: string;
+      tag?: string;
+    }
   | { type: 'disconnected'; reason: DisconnectReason; detail: string; closeCode?: number };
 
 export type RealtimeEventType = RealtimeEvent['type'];
@@ -165,7 +191,10 @@ export interface RealtimeSession {
   /** Closes the session; resolves once the transport is closed, bounded by a timeout. */
   close(): Promise<void>;
 
-  on<T extends RealtimeEventType>(type: T, listener: (event: RealtimeEventOf<T>) => void): () => void;
+  on<T extends RealtimeEventType>(
+    type: T,
+    listener: (event: RealtimeEventOf<T>) => void,
+  ): () => void;
   onAny(listener: (event: RealtimeEvent) => void): () => void;
 }
 

@@ -12,7 +12,11 @@
  * that refusal. The server may also start responses on its own (server VAD), so "active" is what
  * the server says, not only what we asked for.
  */
-import { MonotonicMediaTimer, type MediaTimer, type MediaTimerHandle } from '../media/media-timer.ts';
+import {
+  MonotonicMediaTimer,
+  type MediaTimer,
+  type MediaTimerHandle,
+} from '../media/media-timer.ts';
 import type { ResponseRequest, ResponseStatus } from './realtime-session.ts';
 
 /** An unanswered response.create is forgotten after this, so the queue cannot stall forever. */
@@ -98,14 +102,26 @@ const TRACKED_LIVE_RESPONSES = 4;
 /** Finished response ids remembered to recognise a replayed response.created. */
 const TRACKED_FINISHED_RESPONSES = 16;
 
-type Settings = Required<Pick<ResponseSequencerOptions, 'autoRespondToTools' | 'maxQueued' | 'maxAttempts' | 'createdTimeoutMs' | 'stallTimeoutMs' | 'refusedRetryMs'>>;
+type Settings = Required<
+  Pick<
+    ResponseSequencerOptions,
+    | 'autoRespondToTools'
+    | 'maxQueued'
+    | 'maxAttempts'
+    | 'createdTimeoutMs'
+    | 'stallTimeoutMs'
+    | 'refusedRetryMs'
+  >
+>;
 
 export class ResponseSequencer {
   private readonly options: Settings;
   private readonly timer: MediaTimer;
   private readonly queue: QueuedRequest[] = [];
   /** The response the server is running, or our create that has not been answered yet. */
-  private active: { responseId?: string; createEventId?: string; cancelOnCreated?: boolean; foreign?: boolean } | undefined;
+  private active:
+    | { responseId?: string; createEventId?: string; cancelOnCreated?: boolean; foreign?: boolean }
+    | undefined;
   private lastCreate: { eventId: string; queued: QueuedRequest } | undefined;
   /**
    * Outlives `active.createEventId` when the server starts a response of its own meanwhile: our
@@ -372,7 +388,10 @@ export class ResponseSequencer {
   }
 
   private scheduleStallCheck(responseId: string, delayMs: number): MediaTimerHandle {
-    return this.timer.schedule(this.guarded('response stall bound', () => this.checkStall(responseId)), delayMs);
+    return this.timer.schedule(
+      this.guarded('response stall bound', () => this.checkStall(responseId)),
+      delayMs,
+    );
   }
 
   /** Server activity since the check was scheduled moves the bound on rather than resetting a timer per event. */

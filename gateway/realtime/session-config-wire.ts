@@ -3,8 +3,20 @@
  * Pure functions, shared by the client (what it sends) and the simulator (what it reads back).
  */
 import { z } from 'zod';
-import type { AudioFormatWire, FunctionToolWire, SessionWire, ToolChoiceWire, TurnDetectionWire } from './openai-protocol.ts';
-import type { AudioFormat, RealtimeTool, SessionConfig, ToolChoice, TurnDetection } from './realtime-session.ts';
+import type {
+  AudioFormatWire,
+  FunctionToolWire,
+  SessionWire,
+  ToolChoiceWire,
+  TurnDetectionWire,
+} from './openai-protocol.ts';
+import type {
+  AudioFormat,
+  RealtimeTool,
+  SessionConfig,
+  ToolChoice,
+  TurnDetection,
+} from './realtime-session.ts';
 
 export function formatToWire(format: AudioFormat): AudioFormatWire {
   switch (format) {
@@ -50,7 +62,10 @@ export function turnDetectionToWire(turn: TurnDetection): TurnDetectionWire {
 
 /** Tool arguments as JSON schema; `$schema` is dropped because the provider does not take it. */
 export function toolToWire(tool: RealtimeTool): FunctionToolWire {
-  const schema = z.toJSONSchema(tool.parameters, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  const schema = z.toJSONSchema(tool.parameters, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
   const { $schema: _dropped, ...parameters } = schema;
   return { type: 'function', name: tool.name, description: tool.description, parameters };
 }
@@ -66,7 +81,12 @@ export interface SessionDefaults {
 }
 
 export function sessionConfigToWire(config: SessionConfig, defaults: SessionDefaults): SessionWire {
-  const turn = config.turnDetection === undefined ? undefined : config.turnDetection === null ? null : turnDetectionToWire(config.turnDetection);
+  const turn =
+    config.turnDetection === undefined
+      ? undefined
+      : config.turnDetection === null
+        ? null
+        : turnDetectionToWire(config.turnDetection);
   return {
     type: 'realtime',
     output_modalities: ['audio'],
@@ -75,9 +95,14 @@ export function sessionConfigToWire(config: SessionConfig, defaults: SessionDefa
       input: {
         format: formatToWire(config.inputFormat ?? defaults.inputFormat),
         ...(turn !== undefined && { turn_detection: turn }),
-        ...(config.inputTranscriptionModel !== undefined && { transcription: { model: config.inputTranscriptionModel } }),
+        ...(config.inputTranscriptionModel !== undefined && {
+          transcription: { model: config.inputTranscriptionModel },
+        }),
       },
-      output: { format: formatToWire(config.outputFormat ?? defaults.outputFormat), voice: config.voice ?? defaults.voice },
+      output: {
+        format: formatToWire(config.outputFormat ?? defaults.outputFormat),
+        voice: config.voice ?? defaults.voice,
+      },
     },
     tools: (config.tools ?? []).map(toolToWire),
     tool_choice: toolChoiceToWire(config.toolChoice ?? 'auto'),

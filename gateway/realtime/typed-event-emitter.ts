@@ -25,7 +25,11 @@ export class TypedEventEmitter<E extends { type: string }> {
     if (!current.includes(wrapped)) this.byType.set(type, [...current, wrapped]);
     return () => {
       const now = this.byType.get(type);
-      if (now?.includes(wrapped) === true) this.byType.set(type, now.filter((l) => l !== wrapped));
+      if (now?.includes(wrapped) === true)
+        this.byType.set(
+          type,
+          now.filter((l) => l !== wrapped),
+        );
     };
   }
 

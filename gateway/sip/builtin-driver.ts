@@ -14,10 +14,22 @@ import { DigestNonceStore, NONCE_LIFETIME_MS } from './digest-nonce-store.ts';
 import { headerValue, headerValues } from './header-names.ts';
 import { paramValue, parseNameAddr } from './header-parser.ts';
 import { InviteServerTransaction } from './invite-server-transaction.ts';
-import { buildResponse, stampReceived, warningValue, type AnswerableRequest, type ResponseOptions } from './message-factory.ts';
+import {
+  buildResponse,
+  stampReceived,
+  warningValue,
+  type AnswerableRequest,
+  type ResponseOptions,
+} from './message-factory.ts';
 import { parseSipMessage } from './message-parser.ts';
 import { serializeRequest, serializeResponse, type OutgoingRequest } from './message-serializer.ts';
-import { BRANCH_MAGIC_COOKIE, SUPPORTED_METHODS, type SipRequest, type SipResponse, type ViaHeader } from './message-types.ts';
+import {
+  BRANCH_MAGIC_COOKIE,
+  SUPPORTED_METHODS,
+  type SipRequest,
+  type SipResponse,
+  type ViaHeader,
+} from './message-types.ts';
 import { NonInviteServerTransaction } from './non-invite-server-transaction.ts';
 import { unusablePortReason } from './request-ports.ts';
 import { parseSdp } from './sdp-parser.ts';
@@ -27,7 +39,13 @@ import { ALLOWED_METHODS, SipDialog, type DialogHost, type InviteAcks } from './
 import { newBranch, newCallId, newTag } from './sip-ids.ts';
 import { sipMetrics } from './sip-metrics.ts';
 import { resolveTimers, type SipTimerOptions, type SipTimers } from './sip-timers.ts';
-import { isUsablePort, type SipEndpoint, type SipTransport, type TransportDropReason, type TransportName } from './sip-transport.ts';
+import {
+  isUsablePort,
+  type SipEndpoint,
+  type SipTransport,
+  type TransportDropReason,
+  type TransportName,
+} from './sip-transport.ts';
 import { SourceLimits, type SourceLimitDecision } from './source-limits.ts';
 import { TcpTransport } from './tcp-transport.ts';
 import { TrunkGuard } from './trunk-guard.ts';
@@ -81,7 +99,10 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       nonces: new DigestNonceStore({ lifetimeMs: NONCE_LIFETIME_MS }),
       ...(options.readSecret !== undefined ? { readSecret: options.readSecret } : {}),
     });
-    this.limits = new SourceLimits({ sip: options.sip, ...(options.now !== undefined ? { now: options.now } : {}) });
+    this.limits = new SourceLimits({
+      sip: options.sip,
+      ...(options.now !== undefined ? { now: options.now } : {}),
+    });
     this.advertised = options.sip.advertisedAddress ?? options.sip.listen;
   }
 
@@ -114,15 +135,31 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
    * What the stack still holds, map by map, for the tests that check it all goes once calls have
    * ended and the transaction timers have run out.
    */
-  retainedState(): { dialogs: number; serverTransactions: number; clientTransactions: number; pendingInvites: number } {
-    return { dialogs: this.dialogs.size, serverTransactions: this.serverTransactions.size, clientTransactions: this.clientTransactions.size, pendingInvites: this.pendingInvites.size };
+  retainedState(): {
+    dialogs: number;
+    serverTransactions: number;
+    clientTransactions: number;
+    pendingInvites: number;
+  } {
+    return {
+      dialogs: this.dialogs.size,
+      serverTransactions: this.serverTransactions.size,
+      clientTransactions: this.clientTransactions.size,
+      pendingInvites: this.pendingInvites.size,
+    };
   }
 
   async start(): Promise<void> {
     const sip = this.options.sip;
     const onMessage = (data: Buffer, source: SipEndpoint): void => this.receive(data, source);
     if (sip.transports.includes('udp')) {
-      const udp = new UdpTransport({ address: sip.listen, port: sip.udpPort, receiveBufferBytes: sip.udpReceiveBufferBytes, onMessage, logger: this.logger });
+      const udp = new UdpTransport({
+        address: sip.listen,
+        port: sip.udpPort,
+        receiveBufferBytes: sip.udpReceiveBufferBytes,
+        onMessage,
+        logger: this.logger,
+      });
       this.boundPorts.set('udp', (await udp.start()).port);
       this.transports.set('udp', udp);
     }
@@ -135,14 +172,19 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
         idleTimeoutMs: sip.tcpIdleTimeoutMs,
         onMessage,
         onDrop: (reason: TransportDropReason) => {
-          if (reason !== 'idle-timeout') sipMetrics.parseFailures.inc({ outcome: `dropped-${reason}` });
+          if (reason !== 'idle-timeout')
+            sipMetrics.parseFailures.inc({ outcome: `dropped-${reason}` });
         },
         logger: this.logger,
       });
       this.boundPorts.set('tcp', (await tcp.start()).port);
       this.transports.set('tcp', tcp);
     }
-    this.logger.info('sip listening', { address: sip.listen, udp: this.boundPorts.get('udp'), tcp: this.boundPorts.get('tcp') });
+    this.logger.info('sip listening', {
+      address: sip.listen,
+      udp: this.boundPorts.get('udp'),
+      tcp: this.boundPorts.get('tcp'),
+    });
   }
 
   async stop(): Promise<void> {
@@ -162,22 +204,39 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     } catch (error) {
       // A bug must cost one message, never the process.
       sipMetrics.parseFailures.inc({ outcome: 'internal-error' });
-      this.logger.error('sip message handling failed', { error, source: `${source.address}:${source.port}` });
+      this.logger.error('sip message handling failed', {
+        error,
+        source: `${source.address}:${source.port}`,
+      });
     }
   }
 
   private dispatch(data: Buffer, source: SipEndpoint): void {
-    const parsed = parseSipMessage(data, { maxBytes: this.options.sip.maxMessageBytes, stream: source.transport === 'tcp' });
+    const parsed = parseSipMessage(data, {
+      maxBytes: this.options.sip.maxMessageBytes,
+      stream: source.transport === 'tcp',
+    });
     if (!parsed.ok) {
       const answerable = parsed.answerable;
-      const routable = answerable !== undefined && answerable.method !== 'ACK' && ['From', 'To', 'Call-ID', 'CSeq'].every((name) => headerValue(answerable.headers, name) !== undefined);
+      const routable =
+        answerable !== undefined &&
+        answerable.method !== 'ACK' &&
+        ['From', 'To', 'Call-ID', 'CSeq'].every(
+          (name) => headerValue(answerable.headers, name) !== undefined,
+        );
       if (answerable !== undefined && routable) {
         sipMetrics.parseFailures.inc({ outcome: 'answered' });
         const destination = this.responseDestination(answerable.via[0], source);
-        this.sendResponse(answerable, answerable.status, destination, { headers: [{ name: 'Warning', value: warningValue(parsed.reason) }] });
+        this.sendResponse(answerable, answerable.status, destination, {
+          headers: [{ name: 'Warning', value: warningValue(parsed.reason) }],
+        });
       } else {
         sipMetrics.parseFailures.inc({ outcome: 'dropped' });
-        if (this.logger.isEnabled('debug')) this.logger.debug('dropped unparseable sip message', { reason: parsed.reason, source: source.address });
+        if (this.logger.isEnabled('debug'))
+          this.logger.debug('dropped unparseable sip message', {
+            reason: parsed.reason,
+            source: source.address,
+          });
       }
       return;
     }
@@ -188,19 +247,24 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
 
   private receiveResponse(response: SipResponse): void {
     const branch = response.via[0]?.branch;
-    const transaction = branch === undefined ? undefined : this.clientTransactions.get(`${branch}\n${response.cseq.method}`);
+    const transaction =
+      branch === undefined
+        ? undefined
+        : this.clientTransactions.get(`${branch}\n${response.cseq.method}`);
     if (transaction !== undefined) {
       transaction.receiveResponse(response);
       return;
     }
-    if (response.status >= 200 && response.status < 300 && response.cseq.method === 'INVITE') sipMetrics.retransmissions.inc({ direction: 'received' });
+    if (response.status >= 200 && response.status < 300 && response.cseq.method === 'INVITE')
+      sipMetrics.retransmissions.inc({ direction: 'received' });
   }
 
   private transactionKey(request: SipRequest, method = request.method): string {
     const top = request.via[0];
     const sentBy = top === undefined ? '' : `${top.host}:${top.port ?? ''}`;
     const keyMethod = method === 'ACK' ? 'INVITE' : method;
-    if (top?.branch?.startsWith(BRANCH_MAGIC_COOKIE) === true) return `${top.branch}\n${sentBy}\n${keyMethod}`;
+    if (top?.branch?.startsWith(BRANCH_MAGIC_COOKIE) === true)
+      return `${top.branch}\n${sentBy}\n${keyMethod}`;
     // RFC 2543 peers: match on the request's identity instead of the branch (RFC 3261 section 17.2.3).
     const fromTag = paramValue(request.from.params, 'tag') ?? '';
     return `${request.callId}\n${request.cseq.seq}\n${fromTag}\n${sentBy}\n${top?.branch ?? ''}\n${keyMethod}`;
@@ -221,7 +285,10 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     const destination = this.responseDestination(request.via[0], source);
     const transaction = this.createServerTransaction(request, key, destination, source.transport);
     const respond = (status: number, options: ResponseOptions = {}): void => {
-      transaction.respond(status, serializeResponse(buildResponse(request, status, { toTag: newTag(), ...options })));
+      transaction.respond(
+        status,
+        serializeResponse(buildResponse(request, status, { toTag: newTag(), ...options })),
+      );
       if (status >= 200) sipMetrics.responses.inc({ code: String(status) });
     };
     const badPort = unusablePortReason(request);
@@ -238,7 +305,9 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       respond(483);
       return;
     }
-    const unsupported = headerValues(request.headers, 'Require').filter((ext) => !SUPPORTED_EXTENSIONS.has(ext.toLowerCase()));
+    const unsupported = headerValues(request.headers, 'Require').filter(
+      (ext) => !SUPPORTED_EXTENSIONS.has(ext.toLowerCase()),
+    );
     if (unsupported.length > 0) {
       respond(420, { headers: [{ name: 'Unsupported', value: unsupported.join(', ') }] });
       return;
@@ -246,13 +315,16 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     const toTag = paramValue(request.to.params, 'tag');
     if (typeof toTag === 'string') {
       const fromTag = paramValue(request.from.params, 'tag');
-      const dialog = this.dialogs.get(SipDialog.key(request.callId, toTag, typeof fromTag === 'string' ? fromTag : ''));
+      const dialog = this.dialogs.get(
+        SipDialog.key(request.callId, toTag, typeof fromTag === 'string' ? fromTag : ''),
+      );
       if (dialog === undefined) {
         respond(481);
         return;
       }
       // A re-INVITE's 2xx waits for its ACK like the first one's: its timeout must reach the dialog.
-      if (transaction instanceof InviteServerTransaction) this.inviteOwners.set(transaction, dialog);
+      if (transaction instanceof InviteServerTransaction)
+        this.inviteOwners.set(transaction, dialog);
       dialog.handleRequest(request, transaction);
       return;
     }
@@ -261,7 +333,13 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
         this.receiveInvite(request, source, transaction as InviteServerTransaction, key, respond);
         return;
       case 'OPTIONS':
-        respond(200, { headers: [{ name: 'Allow', value: ALLOWED_METHODS }, { name: 'Accept', value: 'application/sdp' }, { name: 'Supported', value: 'replaces' }] });
+        respond(200, {
+          headers: [
+            { name: 'Allow', value: ALLOWED_METHODS },
+            { name: 'Accept', value: 'application/sdp' },
+            { name: 'Supported', value: 'replaces' },
+          ],
+        });
         return;
       default:
         if ((SUPPORTED_METHODS as readonly string[]).includes(request.method)) respond(481);
@@ -271,21 +349,29 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
 
   private receiveAck(request: SipRequest): void {
     const inviteTransaction = this.serverTransactions.get(this.transactionKey(request, 'INVITE'));
-    if (inviteTransaction instanceof InviteServerTransaction && inviteTransaction.state === 'completed') {
+    if (
+      inviteTransaction instanceof InviteServerTransaction &&
+      inviteTransaction.state === 'completed'
+    ) {
       inviteTransaction.receiveAck();
       return;
     }
     const toTag = paramValue(request.to.params, 'tag');
     const fromTag = paramValue(request.from.params, 'tag');
     if (typeof toTag !== 'string') return;
-    this.dialogs.get(SipDialog.key(request.callId, toTag, typeof fromTag === 'string' ? fromTag : ''))?.receiveAck(request);
+    this.dialogs
+      .get(SipDialog.key(request.callId, toTag, typeof fromTag === 'string' ? fromTag : ''))
+      ?.receiveAck(request);
   }
 
   private receiveCancel(request: SipRequest, transaction: ServerTransaction): void {
     const inviteKey = this.transactionKey(request, 'INVITE');
     const dialog = this.pendingInvites.get(inviteKey);
     const status = dialog === undefined ? 481 : 200;
-    transaction.respond(status, serializeResponse(buildResponse(request, status, { toTag: dialog?.localTag ?? newTag() })));
+    transaction.respond(
+      status,
+      serializeResponse(buildResponse(request, status, { toTag: dialog?.localTag ?? newTag() })),
+    );
     // RFC 3261 section 9.2: 200 to the CANCEL, then 487 to the INVITE.
     dialog?.cancel();
   }
@@ -302,7 +388,9 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       if (decision.type === 'allow') return false;
       sipMetrics.rateLimited.inc({ limit: decision.limit });
       sipMetrics.callsRejected.inc({ driver: DRIVER, code: '503' });
-      respond(503, { headers: [{ name: 'Retry-After', value: String(decision.retryAfterSeconds) }] });
+      respond(503, {
+        headers: [{ name: 'Retry-After', value: String(decision.retryAfterSeconds) }],
+      });
       return true;
     };
     if (rejectOverLimit(this.limits.admitInvite(source.address))) return;
@@ -332,7 +420,10 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     }
     let offer: SdpSession | undefined;
     if (request.body.length > 0) {
-      const contentType = (headerValue(request.headers, 'Content-Type') ?? '').split(';')[0]?.trim().toLowerCase();
+      const contentType = (headerValue(request.headers, 'Content-Type') ?? '')
+        .split(';')[0]
+        ?.trim()
+        .toLowerCase();
       if (contentType !== 'application/sdp') {
         respond(415, { headers: [{ name: 'Accept', value: 'application/sdp' }] });
         return;
@@ -349,12 +440,28 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     // The transport refused even the 100: nothing can reach this caller, so no call is started.
     if (transaction.state === 'terminated') return;
     sipMetrics.callsOffered.inc({ driver: DRIVER, transport: source.transport });
-    const dialog = new SipDialog({ host: this, invite: request, transaction, source, localTag: newTag(), tenant: route.tenant });
+    const dialog = new SipDialog({
+      host: this,
+      invite: request,
+      transaction,
+      source,
+      localTag: newTag(),
+      tenant: route.tenant,
+    });
     this.dialogs.set(dialog.id, dialog);
     this.pendingInvites.set(key, dialog);
     this.inviteOwners.set(transaction, dialog);
     this.startedAt.set(dialog, receivedAt);
-    const call = new BuiltinInboundCall({ request, dialog, calledNumber: number, tenant: route.tenant, agent: route.agent, offer, source, receivedAt });
+    const call = new BuiltinInboundCall({
+      request,
+      dialog,
+      calledNumber: number,
+      tenant: route.tenant,
+      agent: route.agent,
+      offer,
+      source,
+      receivedAt,
+    });
     const handler = this.handler;
     if (handler === undefined) {
       dialog.reject(480);
@@ -369,7 +476,12 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     }
   }
 
-  private createServerTransaction(request: SipRequest, key: string, destination: SipEndpoint, transport: TransportName): ServerTransaction {
+  private createServerTransaction(
+    request: SipRequest,
+    key: string,
+    destination: SipEndpoint,
+    transport: TransportName,
+  ): ServerTransaction {
     const send = (data: Buffer): boolean => this.sendTo(data, destination);
     const onRetransmit = (): void => sipMetrics.retransmissions.inc({ direction: 'sent' });
     const reliable = transport === 'tcp';
@@ -385,12 +497,27 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
             send,
             onRetransmit,
             onTerminated,
-            onAckTimeout: () => this.inviteOwners.get(transaction as InviteServerTransaction)?.ackTimedOut(transaction as InviteServerTransaction),
+            onAckTimeout: () =>
+              this.inviteOwners
+                .get(transaction as InviteServerTransaction)
+                ?.ackTimedOut(transaction as InviteServerTransaction),
             // Told after the current step, never from inside the dialog's own respond().
             onTransportError: () =>
-              setImmediate(() => this.safely('invite transaction failure', () => this.inviteOwners.get(transaction as InviteServerTransaction)?.inviteTransactionFailed(transaction as InviteServerTransaction))),
+              setImmediate(() =>
+                this.safely('invite transaction failure', () =>
+                  this.inviteOwners
+                    .get(transaction as InviteServerTransaction)
+                    ?.inviteTransactionFailed(transaction as InviteServerTransaction),
+                ),
+              ),
           })
-        : new NonInviteServerTransaction({ timers: this.timers, reliable, send, onRetransmit, onTerminated });
+        : new NonInviteServerTransaction({
+            timers: this.timers,
+            reliable,
+            send,
+            onRetransmit,
+            onTerminated,
+          });
     this.serverTransactions.set(key, transaction);
     return transaction;
   }
@@ -407,8 +534,16 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     return { transport: 'udp', address: source.address, port };
   }
 
-  private sendResponse(request: AnswerableRequest, status: number, destination: SipEndpoint, options: ResponseOptions = {}): void {
-    this.sendTo(serializeResponse(buildResponse(request, status, { toTag: newTag(), ...options })), destination);
+  private sendResponse(
+    request: AnswerableRequest,
+    status: number,
+    destination: SipEndpoint,
+    options: ResponseOptions = {},
+  ): void {
+    this.sendTo(
+      serializeResponse(buildResponse(request, status, { toTag: newTag(), ...options })),
+      destination,
+    );
     sipMetrics.responses.inc({ code: String(status) });
   }
 
@@ -416,11 +551,17 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
   private sendTo(data: Buffer, destination: SipEndpoint): boolean {
     const transport = this.transports.get(destination.transport);
     if (transport === undefined) {
-      this.logger.warn('sip message not sent: no transport for destination', { transport: destination.transport });
+      this.logger.warn('sip message not sent: no transport for destination', {
+        transport: destination.transport,
+      });
       return false;
     }
     const result = transport.send(data, destination);
-    if (!result.ok) this.logger.warn('sip message not sent: the transport refused it', { reason: result.reason, to: `${destination.transport}:${destination.address}:${destination.port}` });
+    if (!result.ok)
+      this.logger.warn('sip message not sent: the transport refused it', {
+        reason: result.reason,
+        to: `${destination.transport}:${destination.address}:${destination.port}`,
+      });
     return result.ok;
   }
 
@@ -478,7 +619,8 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     sipMetrics.callsAnswered.inc({ driver: DRIVER });
     sipMetrics.responses.inc({ code: '200' });
     const started = this.startedAt.get(dialog);
-    if (started !== undefined) sipMetrics.setupSeconds.observe({ driver: DRIVER }, (performance.now() - started) / 1000);
+    if (started !== undefined)
+      sipMetrics.setupSeconds.observe({ driver: DRIVER }, (performance.now() - started) / 1000);
   }
 
   dialogEnded(dialog: SipDialog, reason: DialogEndReason, answered: boolean): void {
@@ -505,7 +647,8 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     if (!parsed.ok || parsed.value.uri.scheme === 'tel') return 400;
     const uri = parsed.value.uri;
     const transportParam = paramValue(uri.params, 'transport');
-    const transport: TransportName = typeof transportParam === 'string' && transportParam.toLowerCase() === 'tcp' ? 'tcp' : 'udp';
+    const transport: TransportName =
+      typeof transportParam === 'string' && transportParam.toLowerCase() === 'tcp' ? 'tcp' : 'udp';
     if (!this.transports.has(transport)) return 503;
     const branch = newBranch();
     const request: OutgoingRequest = {
@@ -521,8 +664,17 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
         { name: 'Accept', value: 'application/sdp' },
       ],
     };
-    const outcome = await this.sendRequest(request, branch, { transport, address: uri.host.replace(/^\[|\]$/g, ''), port: uri.port ?? 5060 }, false);
+    const outcome = await this.sendRequest(
+      request,
+      branch,
+      { transport, address: uri.host.replace(/^\[|\]$/g, ''), port: uri.port ?? 5060 },
+      false,
+    );
     // RFC 3261 section 8.1.3.1: a transport error counts as 503.
-    return outcome.type === 'response' ? outcome.response.status : outcome.type === 'timeout' ? 408 : 503;
+    return outcome.type === 'response'
+      ? outcome.response.status
+      : outcome.type === 'timeout'
+        ? 408
+        : 503;
   }
 }

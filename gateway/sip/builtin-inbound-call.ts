@@ -27,7 +27,11 @@ export class BuiltinInboundCall implements InboundCall {
   readonly agent: string;
   readonly headers: readonly SipHeader[];
   readonly offer: SdpSession | undefined;
-  readonly source: { readonly address: string; readonly port: number; readonly transport: TransportName };
+  readonly source: {
+    readonly address: string;
+    readonly port: number;
+    readonly transport: TransportName;
+  };
   readonly receivedAt: number;
   readonly dialog: SipDialog;
 
@@ -35,13 +39,21 @@ export class BuiltinInboundCall implements InboundCall {
     const from = options.request.from;
     const user = from.uri.scheme === 'tel' ? from.uri.number : from.uri.user;
     this.callId = options.request.callId;
-    this.caller = { uri: formatUri(from.uri), ...(user !== undefined ? { user } : {}), ...(from.displayName !== undefined ? { displayName: from.displayName } : {}) };
+    this.caller = {
+      uri: formatUri(from.uri),
+      ...(user !== undefined ? { user } : {}),
+      ...(from.displayName !== undefined ? { displayName: from.displayName } : {}),
+    };
     this.calledNumber = options.calledNumber;
     this.tenant = options.tenant;
     this.agent = options.agent;
     this.headers = options.request.headers;
     this.offer = options.offer;
-    this.source = { address: options.source.address, port: options.source.port, transport: options.source.transport };
+    this.source = {
+      address: options.source.address,
+      port: options.source.port,
+      transport: options.source.transport,
+    };
     this.receivedAt = options.receivedAt;
     this.dialog = options.dialog;
   }

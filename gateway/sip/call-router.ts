@@ -22,13 +22,15 @@ export class CallRouter {
 
   /** The called number: the Request-URI user, else the To URI user (RFC 3261 leaves either to the UAS). */
   static calledNumber(request: SipRequest): string | undefined {
-    const fromUri = (uri: SipRequest['uri']): string | undefined => (uri.scheme === 'tel' ? uri.number : uri.user);
+    const fromUri = (uri: SipRequest['uri']): string | undefined =>
+      uri.scheme === 'tel' ? uri.number : uri.user;
     return fromUri(request.uri) ?? fromUri(request.to.uri);
   }
 
   route(number: string): CallRoute | undefined {
     const key = normalize(number);
-    const tenant = this.byNumber.get(key) ?? this.byNumber.get(key.startsWith('+') ? key.slice(1) : `+${key}`);
+    const tenant =
+      this.byNumber.get(key) ?? this.byNumber.get(key.startsWith('+') ? key.slice(1) : `+${key}`);
     return tenant === undefined ? undefined : { tenant, agent: tenant.agent, number };
   }
 }

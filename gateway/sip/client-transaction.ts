@@ -67,7 +67,11 @@ export class ClientTransaction {
       if (this.options.invite && this.provisional) return;
       if (!this.send(this.options.request)) return;
       this.options.onRetransmit();
-      const next = this.options.invite ? interval * 2 : this.provisional ? this.options.timers.t2 : Math.min(interval * 2, this.options.timers.t2);
+      const next = this.options.invite
+        ? interval * 2
+        : this.provisional
+          ? this.options.timers.t2
+          : Math.min(interval * 2, this.options.timers.t2);
       this.retransmit(next);
     });
   }

@@ -5,7 +5,16 @@ import { BuiltinSignalingDriver } from './builtin-driver.ts';
 import { DrachtioSignalingDriver } from './drachtio/drachtio-driver.ts';
 import type { SignalingDriver } from './signaling-driver.ts';
 
-export function createSignalingDriver(config: Pick<Config, 'sip' | 'tenants'>, logger?: Logger): SignalingDriver {
-  const options = { sip: config.sip, tenants: config.tenants, ...(logger !== undefined ? { logger } : {}) };
-  return config.sip.driver === 'drachtio' ? new DrachtioSignalingDriver(options) : new BuiltinSignalingDriver(options);
+export function createSignalingDriver(
+  config: Pick<Config, 'sip' | 'tenants'>,
+  logger?: Logger,
+): SignalingDriver {
+  const options = {
+    sip: config.sip,
+    tenants: config.tenants,
+    ...(logger !== undefined ? { logger } : {}),
+  };
+  return config.sip.driver === 'drachtio'
+    ? new DrachtioSignalingDriver(options)
+    : new BuiltinSignalingDriver(options);
 }

@@ -18,14 +18,18 @@ export const DISCARD_PORT = 9;
 export function provisionalMedia(offer: SdpSession, callerAddress: string): NegotiatedMedia {
   const audio = offer.media[0];
   const first = audio?.rtpmaps[0];
-  const dtmf = audio?.rtpmaps.find((map) => map.encoding === 'telephone-event' && map.clockRate === first?.clockRate);
+  const dtmf = audio?.rtpmaps.find(
+    (map) => map.encoding === 'telephone-event' && map.clockRate === first?.clockRate,
+  );
   const codec = first?.encoding === 'opus' ? 'opus' : first?.encoding === 'PCMA' ? 'PCMA' : 'PCMU';
   return {
     codec,
     payloadType: first?.payloadType ?? 0,
     clockRate: first?.clockRate ?? 8000,
     channels: first?.channels ?? 1,
-    ...(dtmf !== undefined ? { telephoneEvent: { payloadType: dtmf.payloadType, clockRate: dtmf.clockRate } } : {}),
+    ...(dtmf !== undefined
+      ? { telephoneEvent: { payloadType: dtmf.payloadType, clockRate: dtmf.clockRate } }
+      : {}),
     ptime: audio?.ptime ?? DEFAULT_PTIME_MS,
     remote: { address: callerAddress, port: DISCARD_PORT },
     direction: 'sendrecv',
@@ -33,13 +37,23 @@ export function provisionalMedia(offer: SdpSession, callerAddress: string): Nego
   };
 }
 
-export type AckAnswer = { readonly ok: true; readonly media: NegotiatedMedia } | { readonly ok: false; readonly detail: string };
+export type AckAnswer =
+  | { readonly ok: true; readonly media: NegotiatedMedia }
+  | { readonly ok: false; readonly detail: string };
 
 /** The answer an ACK (its Content-Type and body) carries for callgate's offer, checked against that offer. */
-export function readAckAnswer(contentType: string | undefined, body: string, offer: SdpSession): AckAnswer {
+export function readAckAnswer(
+  contentType: string | undefined,
+  body: string,
+  offer: SdpSession,
+): AckAnswer {
   if (body.length === 0) return { ok: false, detail: 'the ACK carried no SDP answer' };
   const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
-  if (type !== 'application/sdp') return { ok: false, detail: `the ACK body is ${type === '' ? 'untyped' : type}, not application/sdp` };
+  if (type !== 'application/sdp')
+    return {
+      ok: false,
+      detail: `the ACK body is ${type === '' ? 'untyped' : type}, not application/sdp`,
+    };
   const sdp = parseSdp(body);
   if (!sdp.ok) return { ok: false, detail: `bad SDP in the ACK: ${sdp.reason}` };
   const settled = acceptAnswer(offer, sdp.value);

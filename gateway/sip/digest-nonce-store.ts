@@ -25,7 +25,9 @@ export class DigestNonceStore {
   private readonly outstanding = new Map<string, number>();
   private readonly now: () => number;
 
-  constructor(private readonly options: DigestNonceStoreOptions = { lifetimeMs: NONCE_LIFETIME_MS }) {
+  constructor(
+    private readonly options: DigestNonceStoreOptions = { lifetimeMs: NONCE_LIFETIME_MS },
+  ) {
     this.now = options.now ?? Date.now;
   }
 

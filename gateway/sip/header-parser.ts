@@ -3,7 +3,14 @@
  * name-addr / addr-spec, Via (with RFC 3581 rport), CSeq, generic parameters and comma lists.
  * Pure functions over strings; hostile input yields a failure with a reason, never an exception.
  */
-import type { CSeqHeader, NameAddr, SipParams, SipParseResult, SipUri, ViaHeader } from './message-types.ts';
+import type {
+  CSeqHeader,
+  NameAddr,
+  SipParams,
+  SipParseResult,
+  SipUri,
+  ViaHeader,
+} from './message-types.ts';
 
 type Result<T> = SipParseResult<T>;
 
@@ -12,7 +19,8 @@ const ok = <T>(value: T): { ok: true; value: T } => ({ ok: true, value });
 
 /** RFC 3261 `token`. */
 const TOKEN = /^[A-Za-z0-9\-.!%*_+`'~]+$/;
-const HOSTNAME = /^[A-Za-z0-9]([A-Za-z0-9\-_]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9\-_]*[A-Za-z0-9])?)*\.?$/;
+const HOSTNAME =
+  /^[A-Za-z0-9]([A-Za-z0-9\-_]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9\-_]*[A-Za-z0-9])?)*\.?$/;
 const IPV4 = /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
 const IPV6_REFERENCE = /^\[[0-9A-Fa-f:.]+\]$/;
 /** Characters allowed unescaped in the user part: unreserved, escaped and user-unreserved. */
@@ -44,7 +52,9 @@ export function unescapeText(text: string): string | undefined {
   } catch {
     // Not UTF-8 after decoding: keep the bytes one by one rather than refuse the message.
     if (/%(?![0-9A-Fa-f]{2})/.test(text)) return undefined;
-    return text.replace(/%([0-9A-Fa-f]{2})/g, (_whole, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    return text.replace(/%([0-9A-Fa-f]{2})/g, (_whole, hex: string) =>
+      String.fromCharCode(parseInt(hex, 16)),
+    );
   }
 }
 
@@ -96,7 +106,8 @@ export function parseParams(text: string, forUri = false): Result<SipParams> {
       if (forUri) continue;
       return fail('empty parameter name');
     }
-    if (forUri ? !URI_PARAM_CHARS.test(name) : !TOKEN.test(name)) return fail(`invalid parameter name "${clip(name)}"`);
+    if (forUri ? !URI_PARAM_CHARS.test(name) : !TOKEN.test(name))
+      return fail(`invalid parameter name "${clip(name)}"`);
     rest = rest.slice(end).trimStart();
     let value: string | null = null;
     if (rest[0] === '=') {
@@ -111,7 +122,9 @@ export function parseParams(text: string, forUri = false): Result<SipParams> {
         while (vEnd < rest.length && !'; \t'.includes(rest[vEnd] ?? '')) vEnd++;
         value = rest.slice(0, vEnd);
         if (value.length === 0 && !forUri) return fail(`empty value for parameter ${clip(name)}`);
-        const valid = forUri ? URI_PARAM_CHARS.test(value) || value === '' : TOKEN.test(value) || isIpv6Reference(value);
+        const valid = forUri
+          ? URI_PARAM_CHARS.test(value) || value === ''
+          : TOKEN.test(value) || isIpv6Reference(value);
         if (!valid) return fail(`invalid value for parameter ${clip(name)}`);
         rest = rest.slice(vEnd).trimStart();
       }
@@ -147,7 +160,8 @@ export function parseUri(text: string): Result<SipUri> {
   if (colon <= 0) return fail(`URI without scheme: "${clip(text)}"`);
   const scheme = text.slice(0, colon).toLowerCase();
   const rest = text.slice(colon + 1);
-  if (/[\s<>"]/.test(text)) return fail(`URI contains white space, quotes or angle brackets: "${clip(text)}"`);
+  if (/[\s<>"]/.test(text))
+    return fail(`URI contains white space, quotes or angle brackets: "${clip(text)}"`);
   if (scheme === 'tel') return parseTelUri(rest);
   if (scheme !== 'sip' && scheme !== 'sips') return fail(`unsupported URI scheme ${clip(scheme)}`);
   const at = rest.lastIndexOf('@');
@@ -184,7 +198,8 @@ export function parseUri(text: string): Result<SipUri> {
       const eq = pair.indexOf('=');
       const name = eq >= 0 ? pair.slice(0, eq) : pair;
       const value = eq >= 0 ? pair.slice(eq + 1) : '';
-      if (name.length === 0 || !URI_HEADER_CHARS.test(name) || !URI_HEADER_CHARS.test(value)) return fail('invalid URI header');
+      if (name.length === 0 || !URI_HEADER_CHARS.test(name) || !URI_HEADER_CHARS.test(value))
+        return fail('invalid URI header');
       headers.push([name, value]);
     }
   }
@@ -229,7 +244,8 @@ export function parseHostPort(text: string): Result<{ host: string; port?: numbe
   }
   if (!isValidHost(host)) return fail(`invalid host "${clip(host)}"`);
   if (portText === undefined) return ok({ host });
-  if (!DIGITS.test(portText) || portText.length > 5 || Number(portText) > 65535) return fail(`invalid port "${clip(portText)}"`);
+  if (!DIGITS.test(portText) || portText.length > 5 || Number(portText) > 65535)
+    return fail(`invalid port "${clip(portText)}"`);
   return ok({ host, port: Number(portText) });
 }
 
@@ -242,7 +258,8 @@ function parseDisplayName(text: string): Result<string | undefined> {
     if (close !== trimmed.length - 1) return fail('unbalanced quotes in display name');
     return ok(trimmed.slice(1, close).replace(/\\(.)/gs, '$1'));
   }
-  for (const word of trimmed.split(/\s+/)) if (!TOKEN.test(word)) return fail(`invalid display name "${clip(trimmed)}"`);
+  for (const word of trimmed.split(/\s+/))
+    if (!TOKEN.test(word)) return fail(`invalid display name "${clip(trimmed)}"`);
   return ok(trimmed);
 }
 
@@ -269,12 +286,20 @@ export function parseNameAddr(text: string): Result<NameAddr> {
     if (!uri.ok) return uri;
     const params = parseParams(value.slice(gt + 1));
     if (!params.ok) return params;
-    return ok({ ...(display.value !== undefined ? { displayName: display.value } : {}), uri: uri.value, uriText, params: params.value });
+    return ok({
+      ...(display.value !== undefined ? { displayName: display.value } : {}),
+      uri: uri.value,
+      uriText,
+      params: params.value,
+    });
   }
   // addr-spec: a URI with ';' params can only be written in angle brackets, so ';' starts header params.
   const semi = value.indexOf(';');
   const uriText = (semi >= 0 ? value.slice(0, semi) : value).trim();
-  if (/[\s,?]/.test(uriText)) return fail(`addr-spec must be in <> when it contains white space, ',' or '?': "${clip(value)}"`);
+  if (/[\s,?]/.test(uriText))
+    return fail(
+      `addr-spec must be in <> when it contains white space, ',' or '?': "${clip(value)}"`,
+    );
   const uri = parseUri(uriText);
   if (!uri.ok) return uri;
   const params = parseParams(semi >= 0 ? value.slice(semi) : '');
@@ -286,8 +311,10 @@ export function parseVia(text: string): Result<ViaHeader> {
   const match = /^\s*([^\s/]+)\s*\/\s*([^\s/]+)\s*\/\s*([^\s/;]+)\s+([^;]+?)\s*(;.*)?$/s.exec(text);
   if (match === null) return fail(`malformed Via "${clip(text)}"`);
   const [, name = '', version = '', transport = '', sentBy = '', paramText = ''] = match;
-  if (!TOKEN.test(name) || !TOKEN.test(version) || !TOKEN.test(transport)) return fail('malformed Via protocol');
-  if (name.toUpperCase() !== 'SIP' || version !== '2.0') return fail(`unsupported Via protocol ${clip(name)}/${clip(version)}`);
+  if (!TOKEN.test(name) || !TOKEN.test(version) || !TOKEN.test(transport))
+    return fail('malformed Via protocol');
+  if (name.toUpperCase() !== 'SIP' || version !== '2.0')
+    return fail(`unsupported Via protocol ${clip(name)}/${clip(version)}`);
   const hp = parseHostPort(sentBy);
   if (!hp.ok) return fail(`Via: ${hp.reason}`);
   const params = parseParams(paramText);
@@ -295,7 +322,8 @@ export function parseVia(text: string): Result<ViaHeader> {
   const branch = paramValue(params.value, 'branch');
   const received = paramValue(params.value, 'received');
   const rport = paramValue(params.value, 'rport');
-  if (rport !== undefined && rport !== null && (!DIGITS.test(rport) || Number(rport) > 65535)) return fail('Via: invalid rport');
+  if (rport !== undefined && rport !== null && (!DIGITS.test(rport) || Number(rport) > 65535))
+    return fail('Via: invalid rport');
   return ok({
     protocol: 'SIP/2.0',
     transport: transport.toUpperCase(),
@@ -304,7 +332,11 @@ export function parseVia(text: string): Result<ViaHeader> {
     params: params.value,
     ...(typeof branch === 'string' ? { branch } : {}),
     ...(typeof received === 'string' ? { received } : {}),
-    ...(rport === null ? { rport: true as const } : rport !== undefined ? { rport: Number(rport) } : {}),
+    ...(rport === null
+      ? { rport: true as const }
+      : rport !== undefined
+        ? { rport: Number(rport) }
+        : {}),
   });
 }
 
@@ -312,7 +344,8 @@ export function parseCSeq(text: string): Result<CSeqHeader> {
   const match = /^\s*(\d+)\s+(\S+)\s*$/.exec(text);
   if (match === null) return fail(`malformed CSeq "${clip(text)}"`);
   const [, digits = '', method = ''] = match;
-  if (digits.length > 10 || Number(digits) > MAX_CSEQ) return fail('CSeq number is not below 2**31');
+  if (digits.length > 10 || Number(digits) > MAX_CSEQ)
+    return fail('CSeq number is not below 2**31');
   if (!TOKEN.test(method)) return fail('CSeq method is not a token');
   return ok({ seq: Number(digits), method });
 }

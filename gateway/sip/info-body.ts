@@ -25,9 +25,33 @@ export const MAX_DTMF_BODY_BYTES = 256;
  */
 export const MAX_DTMF_DURATION_MS = 60_000;
 
-const DIGITS: ReadonlySet<string> = new Set(['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '*', '#', 'A', 'B', 'C', 'D']);
+const DIGITS: ReadonlySet<string> = new Set([
+  '0',
+  '1',
+  '2',
+  '3',
+  '4',
+  '5',
+  '6',
+  '7',
+  '8',
+  '9',
+  '*',
+  '#',
+  'A',
+  'B',
+  'C',
+  'D',
+]);
 /** RFC 4733 event codes 10-15, which some gateways put in Signal= instead of the character. */
-const EVENT_CODES: Readonly<Record<string, string>> = { '10': '*', '11': '#', '12': 'A', '13': 'B', '14': 'C', '15': 'D' };
+const EVENT_CODES: Readonly<Record<string, string>> = {
+  '10': '*',
+  '11': '#',
+  '12': 'A',
+  '13': 'B',
+  '14': 'C',
+  '15': 'D',
+};
 
 /** The media type of a Content-Type value, lower-cased, without parameters. */
 export function mediaType(contentType: string): string {
@@ -46,7 +70,9 @@ export function parseInfoBody(contentType: string, body: string): InfoBody {
   if (type === 'application/dtmf') {
     if (body.length > MAX_DTMF_BODY_BYTES) return { type: 'invalid', reason: 'DTMF body too long' };
     const digit = digitOf(body.trim());
-    return digit === undefined ? { type: 'invalid', reason: 'Bad DTMF Signal' } : { type: 'dtmf', digit };
+    return digit === undefined
+      ? { type: 'invalid', reason: 'Bad DTMF Signal' }
+      : { type: 'dtmf', digit };
   }
   return { type: 'info', contentType: type, body };
 }
@@ -74,7 +100,9 @@ function parseDtmfRelay(body: string): InfoBody {
   }
   const digit = signal === undefined ? undefined : digitOf(signal);
   if (digit === undefined) return { type: 'invalid', reason: 'Bad DTMF Signal' };
-  const durationMs = duration !== undefined && /^\d{1,6}$/.test(duration) ? Number(duration) : undefined;
-  if (durationMs === undefined || durationMs === 0 || durationMs > MAX_DTMF_DURATION_MS) return { type: 'dtmf', digit };
+  const durationMs =
+    duration !== undefined && /^\d{1,6}$/.test(duration) ? Number(duration) : undefined;
+  if (durationMs === undefined || durationMs === 0 || durationMs > MAX_DTMF_DURATION_MS)
+    return { type: 'dtmf', digit };
   return { type: 'dtmf', digit, durationMs };
 }

@@ -7,7 +7,8 @@
 import type { SipTimers } from './sip-timers.ts';
 import { TransactionTimer } from './transaction-timer.ts';
 
-export type InviteServerState = 'proceeding' | 'accepted' | 'completed' | 'confirmed' | 'terminated';
+export type InviteServerState =
+  'proceeding' | 'accepted' | 'completed' | 'confirmed' | 'terminated';
 
 export interface InviteServerTransactionOptions {
   readonly timers: SipTimers;
@@ -68,7 +69,11 @@ export class InviteServerTransaction {
   /** Timer G for non-2xx, and the 2xx retransmission the UAS core owes until the ACK (17.2.1, 13.3.1.4). */
   private retransmit(interval: number, cap: number): void {
     this.timer.after(interval, () => {
-      if ((this.current !== 'accepted' && this.current !== 'completed') || this.lastResponse === undefined) return;
+      if (
+        (this.current !== 'accepted' && this.current !== 'completed') ||
+        this.lastResponse === undefined
+      )
+        return;
       if (!this.send(this.lastResponse)) return;
       this.options.onRetransmit();
       this.retransmit(Math.min(interval * 2, cap), cap);
@@ -77,7 +82,12 @@ export class InviteServerTransaction {
 
   /** The peer sent the INVITE again: repeat the last response, never deliver it twice. */
   receiveRetransmission(): void {
-    if (this.lastResponse === undefined || this.current === 'confirmed' || this.current === 'terminated') return;
+    if (
+      this.lastResponse === undefined ||
+      this.current === 'confirmed' ||
+      this.current === 'terminated'
+    )
+      return;
     if (!this.send(this.lastResponse)) return;
     this.options.onRetransmit();
   }

@@ -54,20 +54,34 @@ export interface AnswerableRequest {
   readonly headers: readonly SipHeader[];
 }
 
-export function buildResponse(request: AnswerableRequest | SipRequest, status: number, options: ResponseOptions = {}): OutgoingResponse {
+export function buildResponse(
+  request: AnswerableRequest | SipRequest,
+  status: number,
+  options: ResponseOptions = {},
+): OutgoingResponse {
   const headers: SipHeader[] = [];
   for (const via of headerValues(request.headers, 'Via')) headers.push({ name: 'Via', value: via });
   const to = headerValues(request.headers, 'To')[0] ?? '';
-  const toHasTag = 'to' in request ? paramValue(request.to.params, 'tag') !== undefined : /;\s*tag\s*=/i.test(to);
+  const toHasTag =
+    'to' in request ? paramValue(request.to.params, 'tag') !== undefined : /;\s*tag\s*=/i.test(to);
   headers.push({ name: 'From', value: headerValues(request.headers, 'From')[0] ?? '' });
-  headers.push({ name: 'To', value: options.toTag !== undefined && !toHasTag && status > 100 ? `${to};tag=${options.toTag}` : to });
+  headers.push({
+    name: 'To',
+    value:
+      options.toTag !== undefined && !toHasTag && status > 100 ? `${to};tag=${options.toTag}` : to,
+  });
   headers.push({ name: 'Call-ID', value: headerValues(request.headers, 'Call-ID')[0] ?? '' });
   headers.push({ name: 'CSeq', value: headerValues(request.headers, 'CSeq')[0] ?? '' });
   if (options.headers !== undefined) headers.push(...options.headers);
   if (options.body !== undefined && options.body.length > 0) {
     headers.push({ name: 'Content-Type', value: options.contentType ?? 'application/sdp' });
   }
-  return { status, reason: options.reason ?? reasonPhrase(status), headers, ...(options.body !== undefined ? { body: options.body } : {}) };
+  return {
+    status,
+    reason: options.reason ?? reasonPhrase(status),
+    headers,
+    ...(options.body !== undefined ? { body: options.body } : {}),
+  };
 }
 
 /**
@@ -76,10 +90,15 @@ export function buildResponse(request: AnswerableRequest | SipRequest, status: n
  * A received or rport value the peer wrote itself is never kept: it would let the peer send
  * callgate's responses (and their retransmissions) to an address of its choosing.
  */
-export function stampReceived(request: SipRequest, sourceAddress: string, sourcePort: number): SipRequest {
+export function stampReceived(
+  request: SipRequest,
+  sourceAddress: string,
+  sourcePort: number,
+): SipRequest {
   const top = request.via[0];
   if (top === undefined) return request;
-  const needsReceived = top.host.replace(/^\[|\]$/g, '') !== sourceAddress || top.rport !== undefined;
+  const needsReceived =
+    top.host.replace(/^\[|\]$/g, '') !== sourceAddress || top.rport !== undefined;
   if (!needsReceived && top.received === undefined) return request;
   const params = top.params.filter(([name]) => {
     const lower = name.toLowerCase();

@@ -3,9 +3,29 @@
  * stream framer). Pure: no I/O, no exceptions for hostile input; every failure says what was wrong
  * and, for a request whose routing headers were readable, how it can still be answered.
  */
-import { SINGLE_HEADERS, canonicalHeaderName, headerValue, headerValues, isListHeader } from './header-names.ts';
-import { clip, isToken, parseCSeq, parseNameAddr, parseUri, parseVia, splitList } from './header-parser.ts';
-import type { SipHeader, SipMessage, SipParseFailure, SipParseResult, ViaHeader } from './message-types.ts';
+import {
+  SINGLE_HEADERS,
+  canonicalHeaderName,
+  headerValue,
+  headerValues,
+  isListHeader,
+} from './header-names.ts';
+import {
+  clip,
+  isToken,
+  parseCSeq,
+  parseNameAddr,
+  parseUri,
+  parseVia,
+  splitList,
+} from './header-parser.ts';
+import type {
+  SipHeader,
+  SipMessage,
+  SipParseFailure,
+  SipParseResult,
+  ViaHeader,
+} from './message-types.ts';
 
 export interface SipParseOptions {
   /** Messages larger than this are refused before any parsing. */
@@ -26,10 +46,17 @@ const REQUEST_LINE = /^([^ ]+) ([^ ]+) ([^ ]+)$/;
 const STATUS_LINE = /^SIP\/2\.0 (\d{3}) ?(.*)$/;
 const SIP_VERSION = 'SIP/2.0';
 
-export function parseSipMessage(data: Buffer | string, options: SipParseOptions = {}): SipParseResult<SipMessage> {
+export function parseSipMessage(
+  data: Buffer | string,
+  options: SipParseOptions = {},
+): SipParseResult<SipMessage> {
   const buffer = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
-  if (buffer.length > maxBytes) return { ok: false, reason: `message of ${buffer.length} bytes is above the limit of ${maxBytes}` };
+  if (buffer.length > maxBytes)
+    return {
+      ok: false,
+      reason: `message of ${buffer.length} bytes is above the limit of ${maxBytes}`,
+    };
   let start = 0;
   while (start < buffer.length && (buffer[start] === 0x0d || buffer[start] === 0x0a)) start++;
   if (start === buffer.length) return { ok: false, reason: 'empty message' };
@@ -42,13 +69,15 @@ export function parseSipMessage(data: Buffer | string, options: SipParseOptions 
     bodyStart = lfEnd + 2;
   }
   if (headerEnd < 0) {
-    if (options.stream === true) return { ok: false, reason: 'headers are not terminated by an empty line' };
+    if (options.stream === true)
+      return { ok: false, reason: 'headers are not terminated by an empty line' };
     headerEnd = buffer.length;
     bodyStart = buffer.length;
   }
   const head = buffer.toString('utf8', start, headerEnd);
   const lines = unfold(head.split(/\r?\n/));
-  if (lines.length > MAX_HEADER_LINES) return { ok: false, reason: `more than ${MAX_HEADER_LINES} header lines` };
+  if (lines.length > MAX_HEADER_LINES)
+    return { ok: false, reason: `more than ${MAX_HEADER_LINES} header lines` };
   const startLine = lines[0] ?? '';
 
   const headers: SipHeader[] = [];
@@ -84,9 +113,18 @@ export function parseSipMessage(data: Buffer | string, options: SipParseOptions 
 
   const status = STATUS_LINE.exec(startLine);
   if (status !== null) {
-    return parseResponse(Number(status[1]), status[2] ?? '', headers, headerProblem, buffer, bodyStart, options);
+    return parseResponse(
+      Number(status[1]),
+      status[2] ?? '',
+      headers,
+      headerProblem,
+      buffer,
+      bodyStart,
+      options,
+    );
   }
-  if (startLine.startsWith('SIP/')) return { ok: false, reason: `malformed status line "${clip(startLine)}"` };
+  if (startLine.startsWith('SIP/'))
+    return { ok: false, reason: `malformed status line "${clip(startLine)}"` };
   const routing = readRouting(headers);
   const request = REQUEST_LINE.exec(startLine);
   if (request === null) {
@@ -101,22 +139,39 @@ export function parseSipMessage(data: Buffer | string, options: SipParseOptions 
   const [, method = '', uriText = '', version = ''] = request;
   if (!isToken(method)) return { ok: false, reason: `method "${clip(method)}" is not a token` };
   const failWith = (reason: string, answerStatus = 400): SipParseFailure =>
-    routing.via === undefined ? { ok: false, reason } : { ok: false, reason, answerable: { status: answerStatus, method, headers, via: routing.via } };
+    routing.via === undefined
+      ? { ok: false, reason }
+      : {
+          ok: false,
+          reason,
+          answerable: { status: answerStatus, method, headers, via: routing.via },
+        };
   if (routing.problem !== undefined) return { ok: false, reason: routing.problem };
   if (version !== SIP_VERSION) {
-    return /^SIP\/\d+\.\d+$/i.test(version) ? failWith(`unsupported SIP version ${clip(version)}`, 505) : failWith(`malformed SIP version "${clip(version)}"`);
+    return /^SIP\/\d+\.\d+$/i.test(version)
+      ? failWith(`unsupported SIP version ${clip(version)}`, 505)
+      : failWith(`malformed SIP version "${clip(version)}"`);
   }
   if (headerProblem !== undefined) return failWith(headerProblem);
   const uri = parseUri(uriText);
-  if (!uri.ok) return failWith(`Request-URI: ${uri.reason}`, uri.reason.startsWith('unsupported URI scheme') ? 416 : 400);
-  if (uri.value.scheme !== 'tel' && uri.value.headers.length > 0) return failWith('Request-URI must not carry headers');
+  if (!uri.ok)
+    return failWith(
+      `Request-URI: ${uri.reason}`,
+      uri.reason.startsWith('unsupported URI scheme') ? 416 : 400,
+    );
+  if (uri.value.scheme !== 'tel' && uri.value.headers.length > 0)
+    return failWith('Request-URI must not carry headers');
   const common = readCommon(headers);
   if (!common.ok) return failWith(common.reason);
-  if (common.value.cseq.method !== method) return failWith(`CSeq method ${clip(common.value.cseq.method)} does not match ${clip(method)}`);
+  if (common.value.cseq.method !== method)
+    return failWith(`CSeq method ${clip(common.value.cseq.method)} does not match ${clip(method)}`);
   let maxForwards: number | undefined;
   const maxForwardsText = headerValue(headers, 'Max-Forwards');
   if (maxForwardsText !== undefined) {
-    if (!/^\d{1,3}$/.test(maxForwardsText.replace(/^0+(?=\d)/, '')) || Number(maxForwardsText) > 255) {
+    if (
+      !/^\d{1,3}$/.test(maxForwardsText.replace(/^0+(?=\d)/, '')) ||
+      Number(maxForwardsText) > 255
+    ) {
       return failWith('Max-Forwards is not an integer from 0 to 255');
     }
     maxForwards = Number(maxForwardsText);
@@ -147,7 +202,8 @@ function parseResponse(
   bodyStart: number,
   options: SipParseOptions,
 ): SipParseResult<SipMessage> {
-  if (status < 100 || status > 699) return { ok: false, reason: `status code ${status} outside 100-699` };
+  if (status < 100 || status > 699)
+    return { ok: false, reason: `status code ${status} outside 100-699` };
   if (headerProblem !== undefined) return { ok: false, reason: headerProblem };
   const routing = readRouting(headers);
   if (routing.problem !== undefined) return { ok: false, reason: routing.problem };
@@ -155,7 +211,10 @@ function parseResponse(
   if (!common.ok) return common;
   const body = readBody(headers, buffer, bodyStart, options);
   if (!body.ok) return body;
-  return { ok: true, value: { kind: 'response', status, reason, headers, ...common.value, body: body.value } };
+  return {
+    ok: true,
+    value: { kind: 'response', status, reason, headers, ...common.value, body: body.value },
+  };
 }
 
 /** Continuation lines (starting with SP or HT) belong to the header above them. */
@@ -208,7 +267,8 @@ function readCommon(headers: readonly SipHeader[]): SipParseResult<Common> {
   const cseqText = headerValue(headers, 'CSeq');
   if (fromText === undefined) return { ok: false, reason: 'no From header' };
   if (toText === undefined) return { ok: false, reason: 'no To header' };
-  if (callId === undefined || callId.length === 0) return { ok: false, reason: 'no Call-ID header' };
+  if (callId === undefined || callId.length === 0)
+    return { ok: false, reason: 'no Call-ID header' };
   if (cseqText === undefined) return { ok: false, reason: 'no CSeq header' };
   if (/\s/.test(callId)) return { ok: false, reason: 'Call-ID contains white space' };
   const from = parseNameAddr(fromText);
@@ -220,16 +280,27 @@ function readCommon(headers: readonly SipHeader[]): SipParseResult<Common> {
   return { ok: true, value: { via, from: from.value, to: to.value, callId, cseq: cseq.value } };
 }
 
-function readBody(headers: readonly SipHeader[], buffer: Buffer, bodyStart: number, options: SipParseOptions): SipParseResult<string> {
+function readBody(
+  headers: readonly SipHeader[],
+  buffer: Buffer,
+  bodyStart: number,
+  options: SipParseOptions,
+): SipParseResult<string> {
   const available = Math.max(0, buffer.length - bodyStart);
   const lengthText = headerValue(headers, 'Content-Length');
   if (lengthText === undefined) {
-    if (options.stream === true) return { ok: false, reason: 'no Content-Length on a stream transport' };
+    if (options.stream === true)
+      return { ok: false, reason: 'no Content-Length on a stream transport' };
     return { ok: true, value: buffer.toString('utf8', bodyStart) };
   }
-  if (!/^\d{1,10}$/.test(lengthText)) return { ok: false, reason: `invalid Content-Length "${clip(lengthText)}"` };
+  if (!/^\d{1,10}$/.test(lengthText))
+    return { ok: false, reason: `invalid Content-Length "${clip(lengthText)}"` };
   const length = Number(lengthText);
-  if (length > available) return { ok: false, reason: `Content-Length ${length} is larger than the ${available} body bytes received` };
+  if (length > available)
+    return {
+      ok: false,
+      reason: `Content-Length ${length} is larger than the ${available} body bytes received`,
+    };
   // Bytes beyond Content-Length in a datagram are discarded (RFC 3261 section 18.3).
   return { ok: true, value: buffer.toString('utf8', bodyStart, bodyStart + length) };
 }

@@ -2,7 +2,14 @@
  * Serializes SIP messages to wire bytes. Content-Length is always computed here from the body's
  * byte length, so a message callgate sends can never carry a wrong one.
  */
-import type { NameAddr, SipHeader, SipMessage, SipParams, SipUri, ViaHeader } from './message-types.ts';
+import type {
+  NameAddr,
+  SipHeader,
+  SipMessage,
+  SipParams,
+  SipUri,
+  ViaHeader,
+} from './message-types.ts';
 
 export interface OutgoingRequest {
   readonly method: string;
@@ -19,18 +26,36 @@ export interface OutgoingResponse {
 }
 
 export function serializeRequest(request: OutgoingRequest): Buffer {
-  return assemble(`${request.method} ${request.uriText} SIP/2.0`, request.headers, request.body ?? '');
+  return assemble(
+    `${request.method} ${request.uriText} SIP/2.0`,
+    request.headers,
+    request.body ?? '',
+  );
 }
 
 export function serializeResponse(response: OutgoingResponse): Buffer {
-  return assemble(`SIP/2.0 ${response.status} ${response.reason}`, response.headers, response.body ?? '');
+  return assemble(
+    `SIP/2.0 ${response.status} ${response.reason}`,
+    response.headers,
+    response.body ?? '',
+  );
 }
 
 /** Re-serializes a parsed message from its header list (used to forward or log it faithfully). */
 export function serializeMessage(message: SipMessage): Buffer {
   return message.kind === 'request'
-    ? serializeRequest({ method: message.method, uriText: message.uriText, headers: message.headers, body: message.body })
-    : serializeResponse({ status: message.status, reason: message.reason, headers: message.headers, body: message.body });
+    ? serializeRequest({
+        method: message.method,
+        uriText: message.uriText,
+        headers: message.headers,
+        body: message.body,
+      })
+    : serializeResponse({
+        status: message.status,
+        reason: message.reason,
+        headers: message.headers,
+        body: message.body,
+      });
 }
 
 /** Control characters other than HTAB: none may reach a start line or a header value. */
@@ -64,20 +89,30 @@ export function formatParams(params: SipParams): string {
 
 export function formatUri(uri: SipUri): string {
   if (uri.scheme === 'tel') return `tel:${uri.number}${formatParams(uri.params)}`;
-  const user = uri.user !== undefined ? `${escapeUser(uri.user)}${uri.password !== undefined ? `:${escapeUser(uri.password)}` : ''}@` : '';
+  const user =
+    uri.user !== undefined
+      ? `${escapeUser(uri.user)}${uri.password !== undefined ? `:${escapeUser(uri.password)}` : ''}@`
+      : '';
   const port = uri.port !== undefined ? `:${uri.port}` : '';
-  const headers = uri.headers.length > 0 ? `?${uri.headers.map(([name, value]) => `${name}=${value ?? ''}`).join('&')}` : '';
+  const headers =
+    uri.headers.length > 0
+      ? `?${uri.headers.map(([name, value]) => `${name}=${value ?? ''}`).join('&')}`
+      : '';
   return `${uri.scheme}:${user}${uri.host}${port}${formatParams(uri.params)}${headers}`;
 }
 
 function escapeUser(user: string): string {
   return user.replace(/[^A-Za-z0-9\-_.!~*'()&=+$,;?/]/g, (c) =>
-    Array.from(Buffer.from(c, 'utf8'), (byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+    Array.from(
+      Buffer.from(c, 'utf8'),
+      (byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`,
+    ).join(''),
   );
 }
 
 export function formatNameAddr(value: NameAddr): string {
-  const display = value.displayName !== undefined ? `"${value.displayName.replace(/(["\\])/g, '\\$1')}" ` : '';
+  const display =
+    value.displayName !== undefined ? `"${value.displayName.replace(/(["\\])/g, '\\$1')}" ` : '';
   return `${display}<${value.uriText}>${formatParams(value.params)}`;
 }
 

@@ -108,7 +108,16 @@ export interface SipParseFailure {
 export type SipParseResult<T> = { readonly ok: true; readonly value: T } | SipParseFailure;
 
 /** Methods the built-in stack handles; anything else is answered 405 (in dialog) or 501. */
-export const SUPPORTED_METHODS = ['INVITE', 'ACK', 'BYE', 'CANCEL', 'OPTIONS', 'INFO', 'REFER', 'NOTIFY'] as const;
+export const SUPPORTED_METHODS = [
+  'INVITE',
+  'ACK',
+  'BYE',
+  'CANCEL',
+  'OPTIONS',
+  'INFO',
+  'REFER',
+  'NOTIFY',
+] as const;
 
 /** RFC 3261 section 8.1.1.7: a branch starting with this cookie was built by an RFC 3261 element. */
 export const BRANCH_MAGIC_COOKIE = 'z9hG4bK';

@@ -27,7 +27,8 @@ export function unusablePortReason(request: SipRequest): string | undefined {
         continue;
       }
       const uri = parsed.value.uri;
-      if (uri.scheme !== 'tel' && uri.port !== undefined && !isUsablePort(uri.port)) return `Invalid Port ${uri.port} in ${name}`;
+      if (uri.scheme !== 'tel' && uri.port !== undefined && !isUsablePort(uri.port))
+        return `Invalid Port ${uri.port} in ${name}`;
     }
   }
   return undefined;

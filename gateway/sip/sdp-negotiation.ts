@@ -6,7 +6,14 @@
  * SDP in the ACK): offer the tenant's codecs in its order and check that the answer keeps to them.
  */
 import type { LocalMediaAddress } from './local-media.ts';
-import type { AudioCodecName, SdpConnection, SdpDirection, SdpMedia, SdpRtpMap, SdpSession } from './sdp-types.ts';
+import type {
+  AudioCodecName,
+  SdpConnection,
+  SdpDirection,
+  SdpMedia,
+  SdpRtpMap,
+  SdpSession,
+} from './sdp-types.ts';
 
 /** What the negotiation settled for the audio stream; the media layer runs RTP from it. */
 export interface NegotiatedMedia {
@@ -48,7 +55,9 @@ const STATIC_PAYLOAD: Readonly<Record<number, SdpRtpMap>> = {
   8: { payloadType: 8, encoding: 'PCMA', clockRate: 8000, channels: 1 },
 };
 
-const CODEC_FORMAT: Readonly<Record<AudioCodecName, { encoding: string; clockRate: number; channels: number }>> = {
+const CODEC_FORMAT: Readonly<
+  Record<AudioCodecName, { encoding: string; clockRate: number; channels: number }>
+> = {
   PCMU: { encoding: 'pcmu', clockRate: 8000, channels: 1 },
   PCMA: { encoding: 'pcma', clockRate: 8000, channels: 1 },
   opus: { encoding: 'opus', clockRate: 48000, channels: 2 },
@@ -72,7 +81,9 @@ function isRtpAvp(protocol: string): boolean {
 }
 
 export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAnswerResult {
-  const audioIndex = offer.media.findIndex((m) => m.type === 'audio' && m.port !== 0 && isRtpAvp(m.protocol));
+  const audioIndex = offer.media.findIndex(
+    (m) => m.type === 'audio' && m.port !== 0 && isRtpAvp(m.protocol),
+  );
   if (audioIndex < 0) {
     const hasAudio = offer.media.some((m) => m.type === 'audio' && m.port !== 0);
     return hasAudio
@@ -81,7 +92,8 @@ export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAn
   }
   const audio = offer.media[audioIndex] as SdpMedia;
   const connection: SdpConnection | undefined = audio.connection ?? offer.connection;
-  if (connection === undefined) return { ok: false, reason: 'bad-sdp', detail: 'no c= line for the audio stream' };
+  if (connection === undefined)
+    return { ok: false, reason: 'bad-sdp', detail: 'no c= line for the audio stream' };
 
   let chosen: { codec: AudioCodecName; map: SdpRtpMap } | undefined;
   for (const codec of options.preference) {
@@ -90,7 +102,11 @@ export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAn
       const map = rtpmapOf(audio, format);
       if (map === undefined) continue;
       const channels = map.channels ?? 1;
-      if (map.encoding.toLowerCase() === want.encoding && map.clockRate === want.clockRate && channels === want.channels) {
+      if (
+        map.encoding.toLowerCase() === want.encoding &&
+        map.clockRate === want.clockRate &&
+        channels === want.channels
+      ) {
         chosen = { codec, map };
         break;
       }
@@ -98,17 +114,27 @@ export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAn
     if (chosen !== undefined) break;
   }
   if (chosen === undefined) {
-    return { ok: false, reason: 'no-common-codec', detail: `offered ${audio.formats.join(' ')}, accepted ${options.preference.join(' ')}` };
+    return {
+      ok: false,
+      reason: 'no-common-codec',
+      detail: `offered ${audio.formats.join(' ')}, accepted ${options.preference.join(' ')}`,
+    };
   }
   const clockRate = chosen.map.clockRate;
   const dtmf = audio.formats
     .map((format) => rtpmapOf(audio, format))
-    .find((map) => map !== undefined && map.encoding.toLowerCase() === 'telephone-event' && map.clockRate === clockRate);
+    .find(
+      (map) =>
+        map !== undefined &&
+        map.encoding.toLowerCase() === 'telephone-event' &&
+        map.clockRate === clockRate,
+    );
 
   const offeredDirection = audio.direction ?? offer.direction ?? 'sendrecv';
   const nullAddress = connection.address === '0.0.0.0' || connection.address === '::';
   const held = nullAddress || offeredDirection === 'sendonly' || offeredDirection === 'inactive';
-  const direction: SdpDirection = nullAddress && offeredDirection === 'sendrecv' ? 'recvonly' : MIRROR[offeredDirection];
+  const direction: SdpDirection =
+    nullAddress && offeredDirection === 'sendrecv' ? 'recvonly' : MIRROR[offeredDirection];
   const ptime = audio.ptime ?? options.defaultPtime ?? DEFAULT_PTIME_MS;
 
   const fmtp: Record<number, string> = {};
@@ -124,13 +150,38 @@ export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAn
   const addrType = options.local.address.includes(':') ? 'IP6' : 'IP4';
   const answerMedia: SdpMedia[] = offer.media.map((m, index) => {
     if (index === audioIndex) {
-      return { type: 'audio', port: options.local.port, protocol: audio.protocol, formats, rtpmaps, fmtp, ptime, direction, attributes: [] };
+      return {
+        type: 'audio',
+        port: options.local.port,
+        protocol: audio.protocol,
+        formats,
+        rtpmaps,
+        fmtp,
+        ptime,
+        direction,
+        attributes: [],
+      };
     }
     // RFC 3264 section 6: a refused stream keeps its place with port 0 and the offered formats.
-    return { type: m.type, port: 0, protocol: m.protocol, formats: m.formats.length > 0 ? [...m.formats] : ['0'], rtpmaps: [], fmtp: {}, attributes: [] };
+    return {
+      type: m.type,
+      port: 0,
+      protocol: m.protocol,
+      formats: m.formats.length > 0 ? [...m.formats] : ['0'],
+      rtpmaps: [],
+      fmtp: {},
+      attributes: [],
+    };
   });
   const answer: SdpSession = {
-    origin: { username: 'callgate', sessionId: options.sessionId, sessionVersion: String(options.sessionVersion), netType: 'IN', addrType, address: options.local.address },
+    origin: {
+      username: 'callgate',
+      sessionId: options.sessionId,
+      sessionVersion: String(options.sessionVersion),
+      netType: 'IN',
+      addrType,
+      address: options.local.address,
+    },
     sessionName: 'callgate',
     connection: { netType: 'IN', addrType, address: options.local.address },
     attributes: [],
@@ -139,12 +190,23 @@ export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAn
   return {
     ok: true,
     answer,
-    media: negotiatedMedia(chosen, dtmf, ptime, { address: connection.address, port: audio.port }, direction, held),
+    media: negotiatedMedia(
+      chosen,
+      dtmf,
+      ptime,
+      { address: connection.address, port: audio.port },
+      direction,
+      held,
+    ),
   };
 }
 
 /** Dynamic payload types callgate offers (the values most trunks and phones use themselves). */
-export const OFFER_PAYLOAD_TYPES = { opus: 111, telephoneEvent8000: 101, telephoneEvent48000: 110 } as const;
+export const OFFER_PAYLOAD_TYPES = {
+  opus: 111,
+  telephoneEvent8000: 101,
+  telephoneEvent48000: 110,
+} as const;
 
 export interface SdpOfferOptions {
   readonly preference: readonly AudioCodecName[];
@@ -166,21 +228,41 @@ export function buildOffer(options: SdpOfferOptions): SdpSession {
     if (codec === 'PCMU') rtpmaps.push({ payloadType: 0, encoding: 'PCMU', clockRate: 8000 });
     if (codec === 'PCMA') rtpmaps.push({ payloadType: 8, encoding: 'PCMA', clockRate: 8000 });
     if (codec === 'opus') {
-      rtpmaps.push({ payloadType: OFFER_PAYLOAD_TYPES.opus, encoding: 'opus', clockRate: 48000, channels: 2 });
+      rtpmaps.push({
+        payloadType: OFFER_PAYLOAD_TYPES.opus,
+        encoding: 'opus',
+        clockRate: 48000,
+        channels: 2,
+      });
       fmtp[OFFER_PAYLOAD_TYPES.opus] = 'useinbandfec=1';
     }
   }
   if (rtpmaps.some((map) => map.clockRate === 8000)) {
-    rtpmaps.push({ payloadType: OFFER_PAYLOAD_TYPES.telephoneEvent8000, encoding: 'telephone-event', clockRate: 8000 });
+    rtpmaps.push({
+      payloadType: OFFER_PAYLOAD_TYPES.telephoneEvent8000,
+      encoding: 'telephone-event',
+      clockRate: 8000,
+    });
     fmtp[OFFER_PAYLOAD_TYPES.telephoneEvent8000] = '0-16';
   }
   if (rtpmaps.some((map) => map.clockRate === 48000)) {
-    rtpmaps.push({ payloadType: OFFER_PAYLOAD_TYPES.telephoneEvent48000, encoding: 'telephone-event', clockRate: 48000 });
+    rtpmaps.push({
+      payloadType: OFFER_PAYLOAD_TYPES.telephoneEvent48000,
+      encoding: 'telephone-event',
+      clockRate: 48000,
+    });
     fmtp[OFFER_PAYLOAD_TYPES.telephoneEvent48000] = '0-16';
   }
   const addrType = options.local.address.includes(':') ? 'IP6' : 'IP4';
   return {
-    origin: { username: 'callgate', sessionId: options.sessionId, sessionVersion: String(options.sessionVersion), netType: 'IN', addrType, address: options.local.address },
+    origin: {
+      username: 'callgate',
+      sessionId: options.sessionId,
+      sessionVersion: String(options.sessionVersion),
+      netType: 'IN',
+      addrType,
+      address: options.local.address,
+    },
     sessionName: 'callgate',
     connection: { netType: 'IN', addrType, address: options.local.address },
     attributes: [],
@@ -201,7 +283,11 @@ export function buildOffer(options: SdpOfferOptions): SdpSession {
 }
 
 function sameCodec(a: SdpRtpMap, b: SdpRtpMap): boolean {
-  return a.encoding.toLowerCase() === b.encoding.toLowerCase() && a.clockRate === b.clockRate && (a.channels ?? 1) === (b.channels ?? 1);
+  return (
+    a.encoding.toLowerCase() === b.encoding.toLowerCase() &&
+    a.clockRate === b.clockRate &&
+    (a.channels ?? 1) === (b.channels ?? 1)
+  );
 }
 
 /**
@@ -210,24 +296,52 @@ function sameCodec(a: SdpRtpMap, b: SdpRtpMap): boolean {
  * codec callgate offered; the codec is the first of the answer's formats that callgate offered.
  * Anything else is refused, and the dialog ends the call (RFC 3261 section 13.3.1.4).
  */
-export function acceptAnswer(offer: SdpSession, answer: SdpSession): { readonly ok: true; readonly media: NegotiatedMedia } | Extract<SdpAnswerResult, { ok: false }> {
+export function acceptAnswer(
+  offer: SdpSession,
+  answer: SdpSession,
+):
+  { readonly ok: true; readonly media: NegotiatedMedia } | Extract<SdpAnswerResult, { ok: false }> {
   if (answer.media.length !== offer.media.length) {
-    return { ok: false, reason: 'bad-sdp', detail: `the answer has ${answer.media.length} m= lines for ${offer.media.length} offered` };
+    return {
+      ok: false,
+      reason: 'bad-sdp',
+      detail: `the answer has ${answer.media.length} m= lines for ${offer.media.length} offered`,
+    };
   }
   const audioIndex = offer.media.findIndex((m) => m.type === 'audio' && m.port !== 0);
   const offered = offer.media[audioIndex];
   const audio = answer.media[audioIndex];
-  if (offered === undefined || audio === undefined) return { ok: false, reason: 'bad-sdp', detail: 'the offer has no audio stream' };
-  if (audio.type !== offered.type || audio.protocol.toUpperCase() !== offered.protocol.toUpperCase()) {
-    return { ok: false, reason: 'bad-sdp', detail: `answered ${audio.type} ${audio.protocol} for the offered ${offered.type} ${offered.protocol}` };
+  if (offered === undefined || audio === undefined)
+    return { ok: false, reason: 'bad-sdp', detail: 'the offer has no audio stream' };
+  if (
+    audio.type !== offered.type ||
+    audio.protocol.toUpperCase() !== offered.protocol.toUpperCase()
+  ) {
+    return {
+      ok: false,
+      reason: 'bad-sdp',
+      detail: `answered ${audio.type} ${audio.protocol} for the offered ${offered.type} ${offered.protocol}`,
+    };
   }
-  if (audio.port === 0) return { ok: false, reason: 'no-common-codec', detail: 'the answer refused the audio stream (port 0)' };
+  if (audio.port === 0)
+    return {
+      ok: false,
+      reason: 'no-common-codec',
+      detail: 'the answer refused the audio stream (port 0)',
+    };
   const connection = audio.connection ?? answer.connection;
-  if (connection === undefined) return { ok: false, reason: 'bad-sdp', detail: 'no c= line for the audio stream' };
+  if (connection === undefined)
+    return { ok: false, reason: 'bad-sdp', detail: 'no c= line for the audio stream' };
 
-  const offeredMaps = offered.formats.map((format) => rtpmapOf(offered, format)).filter((map): map is SdpRtpMap => map !== undefined);
+  const offeredMaps = offered.formats
+    .map((format) => rtpmapOf(offered, format))
+    .filter((map): map is SdpRtpMap => map !== undefined);
   const offeredCodec = (map: SdpRtpMap): AudioCodecName | undefined =>
-    offeredMaps.some((own) => sameCodec(own, map)) ? (Object.keys(CODEC_FORMAT) as AudioCodecName[]).find((name) => sameCodec({ payloadType: 0, ...CODEC_FORMAT[name] }, map)) : undefined;
+    offeredMaps.some((own) => sameCodec(own, map))
+      ? (Object.keys(CODEC_FORMAT) as AudioCodecName[]).find((name) =>
+          sameCodec({ payloadType: 0, ...CODEC_FORMAT[name] }, map),
+        )
+      : undefined;
   let chosen: { codec: AudioCodecName; map: SdpRtpMap } | undefined;
   for (const format of audio.formats) {
     const map = rtpmapOf(audio, format);
@@ -237,11 +351,22 @@ export function acceptAnswer(offer: SdpSession, answer: SdpSession): { readonly 
       break;
     }
   }
-  if (chosen === undefined) return { ok: false, reason: 'no-common-codec', detail: `answered ${audio.formats.join(' ')}, offered ${offered.formats.join(' ')}` };
+  if (chosen === undefined)
+    return {
+      ok: false,
+      reason: 'no-common-codec',
+      detail: `answered ${audio.formats.join(' ')}, offered ${offered.formats.join(' ')}`,
+    };
   const clockRate = chosen.map.clockRate;
   const dtmf = audio.formats
     .map((format) => rtpmapOf(audio, format))
-    .find((map) => map !== undefined && map.encoding.toLowerCase() === 'telephone-event' && map.clockRate === clockRate && offeredMaps.some((own) => sameCodec(own, map)));
+    .find(
+      (map) =>
+        map !== undefined &&
+        map.encoding.toLowerCase() === 'telephone-event' &&
+        map.clockRate === clockRate &&
+        offeredMaps.some((own) => sameCodec(own, map)),
+    );
   const answeredDirection = audio.direction ?? answer.direction ?? 'sendrecv';
   const nullAddress = connection.address === '0.0.0.0' || connection.address === '::';
   return {
@@ -271,7 +396,9 @@ function negotiatedMedia(
     payloadType: chosen.map.payloadType,
     clockRate: chosen.map.clockRate,
     channels: chosen.map.channels ?? 1,
-    ...(dtmf !== undefined ? { telephoneEvent: { payloadType: dtmf.payloadType, clockRate: dtmf.clockRate } } : {}),
+    ...(dtmf !== undefined
+      ? { telephoneEvent: { payloadType: dtmf.payloadType, clockRate: dtmf.clockRate } }
+      : {}),
     ptime,
     remote,
     direction,

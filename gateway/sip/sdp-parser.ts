@@ -3,7 +3,14 @@
  * malformed required lines give a failure with the line that was wrong.
  */
 import type { SipParseResult } from './message-types.ts';
-import type { SdpAttribute, SdpConnection, SdpDirection, SdpOrigin, SdpRtpMap, SdpSession } from './sdp-types.ts';
+import type {
+  SdpAttribute,
+  SdpConnection,
+  SdpDirection,
+  SdpOrigin,
+  SdpRtpMap,
+  SdpSession,
+} from './sdp-types.ts';
 
 const DIRECTIONS: ReadonlySet<string> = new Set(['sendrecv', 'sendonly', 'recvonly', 'inactive']);
 /** Far more m= lines than any real offer; a cap keeps a hostile body from costing much. */
@@ -45,14 +52,23 @@ export function parseSdp(text: string): SipParseResult<SdpSession> {
   const media: MutableMedia[] = [];
   let current: MutableMedia | undefined;
   for (const line of lines.slice(1)) {
-    if (line.length < 2 || line[1] !== '=') return { ok: false, reason: `malformed SDP line "${clipLine(line)}"` };
+    if (line.length < 2 || line[1] !== '=')
+      return { ok: false, reason: `malformed SDP line "${clipLine(line)}"` };
     const type = line[0];
     const value = line.slice(2).trim();
     switch (type) {
       case 'o': {
         const parts = value.split(/\s+/);
-        if (parts.length !== 6) return { ok: false, reason: `malformed o= line "${clipLine(line)}"` };
-        const [username = '', sessionId = '', sessionVersion = '', netType = '', addrType = '', address = ''] = parts;
+        if (parts.length !== 6)
+          return { ok: false, reason: `malformed o= line "${clipLine(line)}"` };
+        const [
+          username = '',
+          sessionId = '',
+          sessionVersion = '',
+          netType = '',
+          addrType = '',
+          address = '',
+        ] = parts;
         origin = { username, sessionId, sessionVersion, netType, addrType, address };
         break;
       }
@@ -61,21 +77,27 @@ export function parseSdp(text: string): SipParseResult<SdpSession> {
         break;
       case 'c': {
         const parsed = parseConnection(value);
-        if (parsed === undefined) return { ok: false, reason: `malformed c= line "${clipLine(line)}"` };
+        if (parsed === undefined)
+          return { ok: false, reason: `malformed c= line "${clipLine(line)}"` };
         if (current !== undefined) current.connection = parsed;
         else connection = parsed;
         break;
       }
       case 'm': {
-        if (media.length >= MAX_MEDIA) return { ok: false, reason: `more than ${MAX_MEDIA} m= lines` };
+        if (media.length >= MAX_MEDIA)
+          return { ok: false, reason: `more than ${MAX_MEDIA} m= lines` };
         const match = /^(\S+) (\d{1,5})(?:\/(\d{1,5}))? (\S+)((?: \S+)*)$/.exec(value);
-        if (match === null || Number(match[2]) > 65535) return { ok: false, reason: `malformed m= line "${clipLine(line)}"` };
+        if (match === null || Number(match[2]) > 65535)
+          return { ok: false, reason: `malformed m= line "${clipLine(line)}"` };
         current = {
           type: match[1] ?? '',
           port: Number(match[2]),
           ...(match[3] !== undefined ? { portCount: Number(match[3]) } : {}),
           protocol: match[4] ?? '',
-          formats: (match[5] ?? '').trim().split(' ').filter((f) => f.length > 0),
+          formats: (match[5] ?? '')
+            .trim()
+            .split(' ')
+            .filter((f) => f.length > 0),
           rtpmaps: [],
           fmtp: {},
           attributes: [],
@@ -98,7 +120,8 @@ export function parseSdp(text: string): SipParseResult<SdpSession> {
         }
         if (name === 'rtpmap' && attrValue !== null) {
           const rtpmap = parseRtpMap(attrValue);
-          if (rtpmap === undefined) return { ok: false, reason: `malformed rtpmap "${clipLine(line)}"` };
+          if (rtpmap === undefined)
+            return { ok: false, reason: `malformed rtpmap "${clipLine(line)}"` };
           current.rtpmaps.push(rtpmap);
         } else if (name === 'fmtp' && attrValue !== null) {
           const match = /^(\d{1,3})\s+(.*)$/.exec(attrValue);
@@ -116,7 +139,17 @@ export function parseSdp(text: string): SipParseResult<SdpSession> {
     }
   }
   if (origin === undefined) return { ok: false, reason: 'SDP has no o= line' };
-  return { ok: true, value: { origin, sessionName, ...(connection !== undefined ? { connection } : {}), ...(direction !== undefined ? { direction } : {}), attributes, media } };
+  return {
+    ok: true,
+    value: {
+      origin,
+      sessionName,
+      ...(connection !== undefined ? { connection } : {}),
+      ...(direction !== undefined ? { direction } : {}),
+      attributes,
+      media,
+    },
+  };
 }
 
 function parseConnection(value: string): SdpConnection | undefined {
@@ -141,20 +174,30 @@ function parseRtpMap(value: string): SdpRtpMap | undefined {
 
 export function serializeSdp(session: SdpSession): string {
   const o = session.origin;
-  const lines = ['v=0', `o=${o.username} ${o.sessionId} ${o.sessionVersion} ${o.netType} ${o.addrType} ${o.address}`, `s=${session.sessionName || '-'}`];
+  const lines = [
+    'v=0',
+    `o=${o.username} ${o.sessionId} ${o.sessionVersion} ${o.netType} ${o.addrType} ${o.address}`,
+    `s=${session.sessionName || '-'}`,
+  ];
   if (session.connection !== undefined) lines.push(formatConnection(session.connection));
   lines.push('t=0 0');
-  for (const [name, value] of session.attributes) lines.push(value === null ? `a=${name}` : `a=${name}:${value}`);
+  for (const [name, value] of session.attributes)
+    lines.push(value === null ? `a=${name}` : `a=${name}:${value}`);
   if (session.direction !== undefined) lines.push(`a=${session.direction}`);
   for (const m of session.media) {
-    lines.push(`m=${m.type} ${m.port}${m.portCount !== undefined ? `/${m.portCount}` : ''} ${m.protocol} ${m.formats.join(' ')}`);
+    lines.push(
+      `m=${m.type} ${m.port}${m.portCount !== undefined ? `/${m.portCount}` : ''} ${m.protocol} ${m.formats.join(' ')}`,
+    );
     if (m.connection !== undefined) lines.push(formatConnection(m.connection));
     for (const map of m.rtpmaps) {
-      lines.push(`a=rtpmap:${map.payloadType} ${map.encoding}/${map.clockRate}${map.channels !== undefined ? `/${map.channels}` : ''}`);
+      lines.push(
+        `a=rtpmap:${map.payloadType} ${map.encoding}/${map.clockRate}${map.channels !== undefined ? `/${map.channels}` : ''}`,
+      );
     }
     for (const [pt, params] of Object.entries(m.fmtp)) lines.push(`a=fmtp:${pt} ${params}`);
     if (m.ptime !== undefined) lines.push(`a=ptime:${m.ptime}`);
-    for (const [name, value] of m.attributes) lines.push(value === null ? `a=${name}` : `a=${name}:${value}`);
+    for (const [name, value] of m.attributes)
+      lines.push(value === null ? `a=${name}` : `a=${name}:${value}`);
     if (m.direction !== undefined) lines.push(`a=${m.direction}`);
   }
   return `${lines.join('\r\n')}\r\n`;

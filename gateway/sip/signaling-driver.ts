@@ -54,7 +54,9 @@ export type DialogEvent =
 
 export type DialogEventListener = (event: DialogEvent) => void;
 
-export type TransferOutcome = { readonly type: 'succeeded' } | { readonly type: 'failed'; readonly status: number; readonly reason: string };
+export type TransferOutcome =
+  | { readonly type: 'succeeded' }
+  | { readonly type: 'failed'; readonly status: number; readonly reason: string };
 
 export interface ReinviteOptions {
   /** Put the caller on hold (a=sendonly) or take it off (a=sendrecv). */
@@ -98,7 +100,11 @@ export interface InboundCall {
   readonly headers: readonly SipHeader[];
   /** The parsed SDP offer; undefined for an INVITE without one (delayed offer). */
   readonly offer: SdpSession | undefined;
-  readonly source: { readonly address: string; readonly port: number; readonly transport: TransportName };
+  readonly source: {
+    readonly address: string;
+    readonly port: number;
+    readonly transport: TransportName;
+  };
   /** When the INVITE arrived (performance.now()), for setup-time measurements. */
   readonly receivedAt: number;
   readonly dialog: SignalingDialog;

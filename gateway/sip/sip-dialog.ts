@@ -53,7 +53,13 @@ export interface DialogHost {
    * Sends a request in a client transaction and resolves with its final response, a timeout, or
    * `transport-error` when nothing could be sent. Never throws.
    */
-  sendRequest(request: OutgoingRequest, branch: string, destination: SipEndpoint, invite: boolean, acks?: InviteAcks): Promise<ClientOutcome>;
+  sendRequest(
+    request: OutgoingRequest,
+    branch: string,
+    destination: SipEndpoint,
+    invite: boolean,
+    acks?: InviteAcks,
+  ): Promise<ClientOutcome>;
   dialogAnswered(dialog: SipDialog): void;
   dialogEnded(dialog: SipDialog, reason: DialogEndReason, answered: boolean): void;
 }
@@ -109,7 +115,13 @@ export class SipDialog implements SignalingDialog {
    * The INVITE server transaction whose 2xx waits for an ACK, its CSeq, and callgate's offer when
    * that 2xx carried one (the INVITE had no SDP): the ACK must then carry the answer.
    */
-  private awaitingAck: { readonly cseq: number; readonly transaction: InviteServerTransaction; readonly offer?: SdpSession } | undefined;
+  private awaitingAck:
+    | {
+        readonly cseq: number;
+        readonly transaction: InviteServerTransaction;
+        readonly offer?: SdpSession;
+      }
+    | undefined;
   private reinvitePending = false;
   private transferPending: PendingTransfer | undefined;
   private answerDeadline: NodeJS.Timeout | undefined;
@@ -154,21 +166,39 @@ export class SipDialog implements SignalingDialog {
       try {
         listener(event);
       } catch (error) {
-        this.options.host.logger.error('dialog listener threw', { error, callId: this.callId, event: event.type });
+        this.options.host.logger.error('dialog listener threw', {
+          error,
+          callId: this.callId,
+          event: event.type,
+        });
       }
     }
   }
 
   // ---- the initial INVITE -------------------------------------------------------------------
 
-  private respondInvite(transaction: InviteServerTransaction, request: SipRequest, status: number, options: ResponseOptions = {}): void {
+  private respondInvite(
+    transaction: InviteServerTransaction,
+    request: SipRequest,
+    status: number,
+    options: ResponseOptions = {},
+  ): void {
     const headers: SipHeader[] = [];
     if (status > 100 && status < 300) {
-      for (const route of headerValues(request.headers, 'Record-Route')) headers.push({ name: 'Record-Route', value: route });
+      for (const route of headerValues(request.headers, 'Record-Route'))
+        headers.push({ name: 'Record-Route', value: route });
       headers.push({ name: 'Contact', value: this.options.host.contact(this.transport) });
     }
-    if (status >= 200 && status < 300) headers.push({ name: 'Allow', value: ALLOWED_METHODS }, { name: 'Supported', value: 'replaces' });
-    const response = buildResponse(request, status, { ...options, toTag: this.localTag, headers: [...headers, ...(options.headers ?? [])] });
+    if (status >= 200 && status < 300)
+      headers.push(
+        { name: 'Allow', value: ALLOWED_METHODS },
+        { name: 'Supported', value: 'replaces' },
+      );
+    const response = buildResponse(request, status, {
+      ...options,
+      toTag: this.localTag,
+      headers: [...headers, ...(options.headers ?? [])],
+    });
     transaction.respond(status, serializeResponse(response));
     if (status >= 200) this.clearAnswerDeadline();
   }
@@ -178,7 +208,10 @@ export class SipDialog implements SignalingDialog {
     this.answerDeadline = setTimeout(() => {
       this.answerDeadline = undefined;
       if (this.current !== 'early' || this.options.transaction.answered) return;
-      this.options.host.logger.warn('the application did not answer the call in time, answering 480', { callId: this.callId, afterMs: ms });
+      this.options.host.logger.warn(
+        'the application did not answer the call in time, answering 480',
+        { callId: this.callId, afterMs: ms },
+      );
       this.reject(480);
     }, ms);
     this.answerDeadline.unref();
@@ -190,9 +223,15 @@ export class SipDialog implements SignalingDialog {
   }
 
   accept(local: LocalMediaAddress, offer: SdpSession | undefined): AcceptResult {
-    if (this.current !== 'early' || this.options.transaction.answered) return { ok: false, status: 481, reason: 'the call is no longer pending' };
+    if (this.current !== 'early' || this.options.transaction.answered)
+      return { ok: false, status: 481, reason: 'the call is no longer pending' };
     if (offer === undefined) return this.acceptWithOffer(local);
-    const result = answerOffer(offer, { preference: this.options.tenant.codecs, local, sessionId: this.sessionId, sessionVersion: this.sessionVersion });
+    const result = answerOffer(offer, {
+      preference: this.options.tenant.codecs,
+      local,
+      sessionId: this.sessionId,
+      sessionVersion: this.sessionVersion,
+    });
     if (!result.ok) {
       this.reject(488);
       return { ok: false, status: 488, reason: result.detail };
@@ -201,8 +240,13 @@ export class SipDialog implements SignalingDialog {
     this.negotiated = result.media;
     this.lastAnswer = result.answer;
     this.answered = true;
-    this.awaitingAck = { cseq: this.options.invite.cseq.seq, transaction: this.options.transaction };
-    this.respondInvite(this.options.transaction, this.options.invite, 200, { body: serializeSdp(result.answer) });
+    this.awaitingAck = {
+      cseq: this.options.invite.cseq.seq,
+      transaction: this.options.transaction,
+    };
+    this.respondInvite(this.options.transaction, this.options.invite, 200, {
+      body: serializeSdp(result.answer),
+    });
     this.options.host.dialogAnswered(this);
     return { ok: true, media: result.media };
   }
@@ -213,19 +257,35 @@ export class SipDialog implements SignalingDialog {
    * and reported with the `ack` event; until then the result holds callgate's preferred codec.
    */
   private acceptWithOffer(local: LocalMediaAddress): AcceptResult {
-    const offer = buildOffer({ preference: this.options.tenant.codecs, local, sessionId: this.sessionId, sessionVersion: this.sessionVersion });
+    const offer = buildOffer({
+      preference: this.options.tenant.codecs,
+      local,
+      sessionId: this.sessionId,
+      sessionVersion: this.sessionVersion,
+    });
     this.local = local;
     this.lastAnswer = offer;
     this.answered = true;
-    this.awaitingAck = { cseq: this.options.invite.cseq.seq, transaction: this.options.transaction, offer };
-    this.respondInvite(this.options.transaction, this.options.invite, 200, { body: serializeSdp(offer) });
+    this.awaitingAck = {
+      cseq: this.options.invite.cseq.seq,
+      transaction: this.options.transaction,
+      offer,
+    };
+    this.respondInvite(this.options.transaction, this.options.invite, 200, {
+      body: serializeSdp(offer),
+    });
     this.options.host.dialogAnswered(this);
     return { ok: true, media: provisionalMedia(offer, this.source.address), answerPending: true };
   }
 
   reject(status: number, reason?: string): void {
     if (this.current !== 'early' || this.options.transaction.answered) return;
-    this.respondInvite(this.options.transaction, this.options.invite, status, reason !== undefined ? { reason } : {});
+    this.respondInvite(
+      this.options.transaction,
+      this.options.invite,
+      status,
+      reason !== undefined ? { reason } : {},
+    );
     this.end('rejected');
   }
 
@@ -246,7 +306,12 @@ export class SipDialog implements SignalingDialog {
     if (this.current === 'terminated' || this.awaitingAck?.transaction !== transaction) return;
     const initial = transaction === this.options.transaction;
     this.awaitingAck = undefined;
-    this.options.host.logger.warn(initial ? 'no ACK for 2xx, ending the call with BYE' : 'no ACK for the 2xx to a re-INVITE, ending the call with BYE', { callId: this.callId });
+    this.options.host.logger.warn(
+      initial
+        ? 'no ACK for 2xx, ending the call with BYE'
+        : 'no ACK for the 2xx to a re-INVITE, ending the call with BYE',
+      { callId: this.callId },
+    );
     this.byeInBackground('ack-timeout');
   }
 
@@ -257,7 +322,9 @@ export class SipDialog implements SignalingDialog {
    */
   inviteTransactionFailed(transaction: InviteServerTransaction): void {
     if (this.current === 'terminated') return;
-    this.options.host.logger.warn('a response to INVITE could not be sent', { callId: this.callId });
+    this.options.host.logger.warn('a response to INVITE could not be sent', {
+      callId: this.callId,
+    });
     if (this.awaitingAck?.transaction === transaction) {
       this.awaitingAck = undefined;
       this.byeInBackground('ack-timeout');
@@ -274,13 +341,22 @@ export class SipDialog implements SignalingDialog {
     const initial = !this.ackReceived;
     let settled: NegotiatedMedia | undefined;
     if (pending.offer !== undefined) {
-      const answer = readAckAnswer(headerValue(request.headers, 'Content-Type'), request.body, pending.offer);
+      const answer = readAckAnswer(
+        headerValue(request.headers, 'Content-Type'),
+        request.body,
+        pending.offer,
+      );
       if (!answer.ok) {
         // No way to refuse an ACK: the session never came up, so it is ended (RFC 3261 13.3.1.4).
         this.ackReceived = true;
         this.current = 'confirmed';
-        this.options.host.logger.warn('the ACK carried no usable answer to the offer, ending the call with BYE', { callId: this.callId, reason: answer.detail });
-        this.byeInBackground(initial ? 'rejected' : 'local-bye', [{ name: 'Reason', value: unusableAnswerReason(answer.detail) }]);
+        this.options.host.logger.warn(
+          'the ACK carried no usable answer to the offer, ending the call with BYE',
+          { callId: this.callId, reason: answer.detail },
+        );
+        this.byeInBackground(initial ? 'rejected' : 'local-bye', [
+          { name: 'Reason', value: unusableAnswerReason(answer.detail) },
+        ]);
         return;
       }
       settled = answer.media;
@@ -331,7 +407,12 @@ export class SipDialog implements SignalingDialog {
         this.handleInfo(request, respond);
         return;
       case 'OPTIONS':
-        respond(200, { headers: [{ name: 'Allow', value: ALLOWED_METHODS }, { name: 'Accept', value: 'application/sdp' }] });
+        respond(200, {
+          headers: [
+            { name: 'Allow', value: ALLOWED_METHODS },
+            { name: 'Accept', value: 'application/sdp' },
+          ],
+        });
         return;
       case 'NOTIFY':
         this.handleNotify(request, respond);
@@ -355,10 +436,17 @@ export class SipDialog implements SignalingDialog {
     if (request.body.length > 0) {
       const parsed = parseSdp(request.body);
       if (!parsed.ok) {
-        this.respondInvite(transaction, request, 488, { headers: [{ name: 'Warning', value: warningValue(parsed.reason) }] });
+        this.respondInvite(transaction, request, 488, {
+          headers: [{ name: 'Warning', value: warningValue(parsed.reason) }],
+        });
         return;
       }
-      const result = answerOffer(parsed.value, { preference: this.options.tenant.codecs, local: this.local, sessionId: this.sessionId, sessionVersion: this.sessionVersion + 1 });
+      const result = answerOffer(parsed.value, {
+        preference: this.options.tenant.codecs,
+        local: this.local,
+        sessionId: this.sessionId,
+        sessionVersion: this.sessionVersion + 1,
+      });
       if (!result.ok) {
         // The old session stays as it was (RFC 3261 section 14.2).
         this.respondInvite(transaction, request, 488);
@@ -369,16 +457,27 @@ export class SipDialog implements SignalingDialog {
       this.negotiated = result.media;
     } else {
       // A re-INVITE without SDP asks for an offer: the 200 carries it and the ACK the answer.
-      answer = { ...answer, origin: { ...answer.origin, sessionVersion: String(this.sessionVersion + 1) } };
+      answer = {
+        ...answer,
+        origin: { ...answer.origin, sessionVersion: String(this.sessionVersion + 1) },
+      };
     }
     this.sessionVersion += 1;
     this.lastAnswer = answer;
-    this.awaitingAck = { cseq: request.cseq.seq, transaction, ...(offer === undefined ? { offer: answer } : {}) };
+    this.awaitingAck = {
+      cseq: request.cseq.seq,
+      transaction,
+      ...(offer === undefined ? { offer: answer } : {}),
+    };
     this.respondInvite(transaction, request, 200, { body: serializeSdp(answer) });
-    if (offer !== undefined && this.negotiated !== undefined) this.emit({ type: 'reinvite', media: this.negotiated, offer });
+    if (offer !== undefined && this.negotiated !== undefined)
+      this.emit({ type: 'reinvite', media: this.negotiated, offer });
   }
 
-  private handleInfo(request: SipRequest, respond: (status: number, options?: ResponseOptions) => void): void {
+  private handleInfo(
+    request: SipRequest,
+    respond: (status: number, options?: ResponseOptions) => void,
+  ): void {
     const info = parseInfoBody(headerValue(request.headers, 'Content-Type') ?? '', request.body);
     if (info.type === 'invalid') {
       respond(400, { reason: info.reason });
@@ -388,7 +487,10 @@ export class SipDialog implements SignalingDialog {
     this.emit(info);
   }
 
-  private handleNotify(request: SipRequest, respond: (status: number, options?: ResponseOptions) => void): void {
+  private handleNotify(
+    request: SipRequest,
+    respond: (status: number, options?: ResponseOptions) => void,
+  ): void {
     const pending = this.transferPending;
     const event = (headerValue(request.headers, 'Event') ?? '').split(';')[0]?.trim().toLowerCase();
     if (pending === undefined || event !== 'refer') {
@@ -419,7 +521,10 @@ export class SipDialog implements SignalingDialog {
       this.emit({ type: 'transfer', progress: { state: 'succeeded', status: 200 } });
       this.byeInBackground('transferred');
     } else {
-      this.emit({ type: 'transfer', progress: { state: 'failed', status: outcome.status, reason: outcome.reason } });
+      this.emit({
+        type: 'transfer',
+        progress: { state: 'failed', status: outcome.status, reason: outcome.reason },
+      });
     }
     pending.resolve(outcome);
   }
@@ -429,7 +534,8 @@ export class SipDialog implements SignalingDialog {
   private destination(): SipEndpoint {
     // Requests follow the route set, else the remote target; over TCP the caller's connection is reused.
     const first = this.routeSet[0];
-    const target = first !== undefined ? parseNameAddr(first) : parseNameAddr(`<${this.remoteTarget}>`);
+    const target =
+      first !== undefined ? parseNameAddr(first) : parseNameAddr(`<${this.remoteTarget}>`);
     if (target.ok && target.value.uri.scheme !== 'tel') {
       const uri = target.value.uri;
       const port = uri.port ?? 5060;
@@ -440,7 +546,14 @@ export class SipDialog implements SignalingDialog {
     return this.source;
   }
 
-  private buildRequest(method: string, cseq: number, branch: string, extra: readonly SipHeader[], body?: string, contentType?: string): OutgoingRequest {
+  private buildRequest(
+    method: string,
+    cseq: number,
+    branch: string,
+    extra: readonly SipHeader[],
+    body?: string,
+    contentType?: string,
+  ): OutgoingRequest {
     const headers: SipHeader[] = [
       { name: 'Via', value: this.options.host.via(this.transport, branch) },
       { name: 'Max-Forwards', value: '70' },
@@ -450,13 +563,19 @@ export class SipDialog implements SignalingDialog {
       { name: 'CSeq', value: `${cseq} ${method}` },
     ];
     for (const route of this.routeSet) headers.push({ name: 'Route', value: route });
-    if (method === 'INVITE' || method === 'REFER') headers.push({ name: 'Contact', value: this.options.host.contact(this.transport) });
+    if (method === 'INVITE' || method === 'REFER')
+      headers.push({ name: 'Contact', value: this.options.host.contact(this.transport) });
     headers.push(...extra);
-    if (body !== undefined && body.length > 0) headers.push({ name: 'Content-Type', value: contentType ?? 'application/sdp' });
+    if (body !== undefined && body.length > 0)
+      headers.push({ name: 'Content-Type', value: contentType ?? 'application/sdp' });
     return { method, uriText: this.remoteTarget, headers, ...(body !== undefined ? { body } : {}) };
   }
 
-  private async request(method: string, extra: readonly SipHeader[] = [], body?: string): Promise<ClientOutcome> {
+  private async request(
+    method: string,
+    extra: readonly SipHeader[] = [],
+    body?: string,
+  ): Promise<ClientOutcome> {
     const cseq = ++this.localCseq;
     const branch = newBranch();
     const request = this.buildRequest(method, cseq, branch, extra, body);
@@ -467,13 +586,20 @@ export class SipDialog implements SignalingDialog {
     if (this.current === 'terminated') return;
     this.end(reason);
     const outcome = await this.request('BYE', extra);
-    if (outcome.type === 'timeout') this.options.host.logger.info('BYE was not answered', { callId: this.callId });
-    else if (outcome.type === 'transport-error') this.options.host.logger.warn('BYE could not be sent', { callId: this.callId, target: this.remoteTarget });
+    if (outcome.type === 'timeout')
+      this.options.host.logger.info('BYE was not answered', { callId: this.callId });
+    else if (outcome.type === 'transport-error')
+      this.options.host.logger.warn('BYE could not be sent', {
+        callId: this.callId,
+        target: this.remoteTarget,
+      });
   }
 
   /** BYE that nobody awaits (the dialog ends at once); a failure is logged, never left unhandled. */
   private byeInBackground(reason: DialogEndReason, extra: readonly SipHeader[] = []): void {
-    this.sendBye(reason, extra).catch((error: unknown) => this.options.host.logger.error('sending BYE failed', { error, callId: this.callId }));
+    this.sendBye(reason, extra).catch((error: unknown) =>
+      this.options.host.logger.error('sending BYE failed', { error, callId: this.callId }),
+    );
   }
 
   async hangup(): Promise<void> {
@@ -491,10 +617,15 @@ export class SipDialog implements SignalingDialog {
   }
 
   async transfer(target: string): Promise<TransferOutcome> {
-    if (this.current !== 'confirmed') return { type: 'failed', status: 481, reason: 'the dialog is not confirmed' };
-    if (this.transferPending !== undefined) return { type: 'failed', status: 491, reason: 'a transfer is already in progress' };
+    if (this.current !== 'confirmed')
+      return { type: 'failed', status: 481, reason: 'the dialog is not confirmed' };
+    if (this.transferPending !== undefined)
+      return { type: 'failed', status: 491, reason: 'a transfer is already in progress' };
     const done = new Promise<TransferOutcome>((resolve) => {
-      const timer = setTimeout(() => this.finishTransfer({ type: 'failed', status: 408, reason: 'no final NOTIFY' }), TRANSFER_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => this.finishTransfer({ type: 'failed', status: 408, reason: 'no final NOTIFY' }),
+        TRANSFER_TIMEOUT_MS,
+      );
       timer.unref();
       this.transferPending = { resolve, timer };
     });
@@ -502,16 +633,30 @@ export class SipDialog implements SignalingDialog {
       { name: 'Refer-To', value: `<${target}>` },
       { name: 'Referred-By', value: this.localFrom.replace(/;tag=[^;]*$/, '') },
     ]);
-    if (outcome.type === 'timeout') this.finishTransfer({ type: 'failed', status: 408, reason: 'REFER was not answered' });
-    else if (outcome.type === 'transport-error') this.finishTransfer({ type: 'failed', status: 503, reason: 'REFER could not be sent' });
-    else if (outcome.response.status >= 300) this.finishTransfer({ type: 'failed', status: outcome.response.status, reason: outcome.response.reason });
-    else if (this.transferPending !== undefined) this.emit({ type: 'transfer', progress: { state: 'accepted' } });
+    if (outcome.type === 'timeout')
+      this.finishTransfer({ type: 'failed', status: 408, reason: 'REFER was not answered' });
+    else if (outcome.type === 'transport-error')
+      this.finishTransfer({ type: 'failed', status: 503, reason: 'REFER could not be sent' });
+    else if (outcome.response.status >= 300)
+      this.finishTransfer({
+        type: 'failed',
+        status: outcome.response.status,
+        reason: outcome.response.reason,
+      });
+    else if (this.transferPending !== undefined)
+      this.emit({ type: 'transfer', progress: { state: 'accepted' } });
     return done;
   }
 
   async reinvite(options: ReinviteOptions = {}): Promise<NegotiatedMedia> {
-    if (this.current !== 'confirmed' || this.lastAnswer === undefined || this.negotiated === undefined) throw new Error('the dialog is not confirmed');
-    if (this.reinvitePending || this.awaitingAck !== undefined) throw new Error('a re-INVITE is already in progress');
+    if (
+      this.current !== 'confirmed' ||
+      this.lastAnswer === undefined ||
+      this.negotiated === undefined
+    )
+      throw new Error('the dialog is not confirmed');
+    if (this.reinvitePending || this.awaitingAck !== undefined)
+      throw new Error('a re-INVITE is already in progress');
     this.reinvitePending = true;
     try {
       const local = options.local ?? this.local;
@@ -519,18 +664,40 @@ export class SipDialog implements SignalingDialog {
       const base = this.lastAnswer;
       const offer: SdpSession = {
         ...base,
-        origin: { ...base.origin, sessionVersion: String(this.sessionVersion + 1), ...(local !== undefined ? { address: local.address } : {}) },
-        ...(local !== undefined ? { connection: { netType: 'IN', addrType: local.address.includes(':') ? 'IP6' : 'IP4', address: local.address } } : {}),
-        media: base.media.map((m) => (m.port === 0 ? m : { ...m, direction, ...(local !== undefined ? { port: local.port } : {}) })),
+        origin: {
+          ...base.origin,
+          sessionVersion: String(this.sessionVersion + 1),
+          ...(local !== undefined ? { address: local.address } : {}),
+        },
+        ...(local !== undefined
+          ? {
+              connection: {
+                netType: 'IN',
+                addrType: local.address.includes(':') ? 'IP6' : 'IP4',
+                address: local.address,
+              },
+            }
+          : {}),
+        media: base.media.map((m) =>
+          m.port === 0
+            ? m
+            : { ...m, direction, ...(local !== undefined ? { port: local.port } : {}) },
+        ),
       };
       const cseq = ++this.localCseq;
       const branch = newBranch();
       const request = this.buildRequest('INVITE', cseq, branch, [], serializeSdp(offer));
-      const outcome = await this.options.host.sendRequest(request, branch, this.destination(), true, {
-        non2xx: (response) => this.buildAckBytes(cseq, branch, response),
-        // Built once and kept by the transaction, which sends it again for each retransmitted 2xx.
-        for2xx: (response) => this.buildAckBytes(cseq, newBranch(), response),
-      });
+      const outcome = await this.options.host.sendRequest(
+        request,
+        branch,
+        this.destination(),
+        true,
+        {
+          non2xx: (response) => this.buildAckBytes(cseq, branch, response),
+          // Built once and kept by the transaction, which sends it again for each retransmitted 2xx.
+          for2xx: (response) => this.buildAckBytes(cseq, newBranch(), response),
+        },
+      );
       if (outcome.type === 'timeout') throw new Error('re-INVITE was not answered');
       if (outcome.type === 'transport-error') throw new Error('re-INVITE could not be sent');
       const response = outcome.response;
@@ -539,12 +706,17 @@ export class SipDialog implements SignalingDialog {
       this.lastAnswer = offer;
       if (local !== undefined) this.local = local;
       const answer = parseSdp(response.body);
-      const audio = answer.ok ? answer.value.media.find((m) => m.type === 'audio' && m.port !== 0) : undefined;
-      const address = audio?.connection?.address ?? (answer.ok ? answer.value.connection?.address : undefined);
+      const audio = answer.ok
+        ? answer.value.media.find((m) => m.type === 'audio' && m.port !== 0)
+        : undefined;
+      const address =
+        audio?.connection?.address ?? (answer.ok ? answer.value.connection?.address : undefined);
       const current = this.negotiated;
       this.negotiated = {
         ...current,
-        ...(audio !== undefined && address !== undefined ? { remote: { address, port: audio.port } } : {}),
+        ...(audio !== undefined && address !== undefined
+          ? { remote: { address, port: audio.port } }
+          : {}),
         direction,
         held: options.hold === true,
       };
@@ -565,7 +737,9 @@ export class SipDialog implements SignalingDialog {
       { name: 'CSeq', value: `${cseq} ACK` },
     ];
     for (const route of this.routeSet) headers.push({ name: 'Route', value: route });
-    return Buffer.from(`ACK ${this.remoteTarget} SIP/2.0\r\n${headers.map((h) => `${h.name}: ${h.value}\r\n`).join('')}Content-Length: 0\r\n\r\n`);
+    return Buffer.from(
+      `ACK ${this.remoteTarget} SIP/2.0\r\n${headers.map((h) => `${h.name}: ${h.value}\r\n`).join('')}Content-Length: 0\r\n\r\n`,
+    );
   }
 
   /** Ends the dialog because the stack is stopping: BYE for answered calls, 503 for pending ones. */

@@ -54,5 +54,17 @@ export function resolveTimers(options: SipTimerOptions = {}): SipTimers {
   const t2 = options.t2Ms ?? T2_MS;
   const t4 = options.t4Ms ?? T4_MS;
   const timeout = TRANSACTION_TIMEOUT_FACTOR * t1;
-  return { t1, t2, t4, transactionTimeout: timeout, timerH: timeout, timerI: t4, timerJ: timeout, timerK: t4, timerD: timeout, ackTimeout: timeout, answerTimeout: ANSWER_TIMEOUT_FACTOR * t1 };
+  return {
+    t1,
+    t2,
+    t4,
+    transactionTimeout: timeout,
+    timerH: timeout,
+    timerI: t4,
+    timerJ: timeout,
+    timerK: t4,
+    timerD: timeout,
+    ackTimeout: timeout,
+    answerTimeout: ANSWER_TIMEOUT_FACTOR * t1,
+  };
 }

@@ -18,7 +18,8 @@ export interface SipEndpoint {
 export type SipMessageHandler = (data: Buffer, source: SipEndpoint) => void;
 
 /** Why a transport threw bytes away: counted by the stack, never fatal. */
-export type TransportDropReason = 'header-too-large' | 'body-too-large' | 'no-content-length' | 'idle-timeout';
+export type TransportDropReason =
+  'header-too-large' | 'body-too-large' | 'no-content-length' | 'idle-timeout';
 
 /**
  * Whether a transport took a message. `refused` is decided before anything leaves: a destination

@@ -11,7 +11,8 @@ export function sipfragProgress(body: string): TransferProgress | undefined {
   const match = /^SIP\/2\.0 (\d{3})(?: ([^\r\n]*))?\r?$/m.exec(body.slice(0, MAX_SIPFRAG_CHARS));
   if (match === null) return undefined;
   const status = Number(match[1]);
-  if (status < 200) return { state: status === 180 || status === 183 ? 'ringing' : 'trying', status };
+  if (status < 200)
+    return { state: status === 180 || status === 183 ? 'ringing' : 'trying', status };
   if (status < 300) return { state: 'succeeded', status };
   return { state: 'failed', status, reason: (match[2] ?? '').trim() };
 }

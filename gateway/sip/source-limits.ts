@@ -9,7 +9,9 @@ import { SourceRateLimiter } from './source-rate-limiter.ts';
 
 export type SourceLimit = 'invite' | 'auth-failures';
 
-export type SourceLimitDecision = { readonly type: 'allow' } | { readonly type: 'reject'; readonly limit: SourceLimit; readonly retryAfterSeconds: number };
+export type SourceLimitDecision =
+  | { readonly type: 'allow' }
+  | { readonly type: 'reject'; readonly limit: SourceLimit; readonly retryAfterSeconds: number };
 
 export interface SourceLimitsOptions {
   readonly sip: Pick<SipConfig, 'inviteRatePerSource' | 'authFailuresPerMinute'>;
@@ -25,20 +27,36 @@ export class SourceLimits {
   constructor(options: SourceLimitsOptions) {
     const { sip, now } = options;
     const clock = now !== undefined ? { now } : {};
-    this.invites = new SourceRateLimiter({ ratePerSecond: sip.inviteRatePerSource, burst: Math.max(1, sip.inviteRatePerSource), ...clock });
-    this.authFailures = new SourceRateLimiter({ ratePerSecond: sip.authFailuresPerMinute / 60, burst: sip.authFailuresPerMinute, ...clock });
+    this.invites = new SourceRateLimiter({
+      ratePerSecond: sip.inviteRatePerSource,
+      burst: Math.max(1, sip.inviteRatePerSource),
+      ...clock,
+    });
+    this.authFailures = new SourceRateLimiter({
+      ratePerSecond: sip.authFailuresPerMinute / 60,
+      burst: sip.authFailuresPerMinute,
+      ...clock,
+    });
   }
 
   /** Takes one INVITE token for `source`: every new INVITE, before anything else is done with it. */
   admitInvite(source: string): SourceLimitDecision {
     if (this.invites.take(source)) return ALLOW;
-    return { type: 'reject', limit: 'invite', retryAfterSeconds: this.invites.retryAfterSeconds(source) };
+    return {
+      type: 'reject',
+      limit: 'invite',
+      retryAfterSeconds: this.invites.retryAfterSeconds(source),
+    };
   }
 
   /** Whether `source` may still try to authenticate; checked before trunk security runs. */
   admitAuthentication(source: string): SourceLimitDecision {
     if (this.authFailures.allows(source)) return ALLOW;
-    return { type: 'reject', limit: 'auth-failures', retryAfterSeconds: this.authFailures.retryAfterSeconds(source) };
+    return {
+      type: 'reject',
+      limit: 'auth-failures',
+      retryAfterSeconds: this.authFailures.retryAfterSeconds(source),
+    };
   }
 
   /** A failed authentication from `source` (bad credentials, stale or unknown nonce, refused address). */

@@ -55,14 +55,18 @@ export class SourceRateLimiter {
       return bucket;
     }
     const elapsed = Math.max(0, now - bucket.updatedMs) / 1000;
-    bucket.tokens = Math.min(this.options.burst, bucket.tokens + elapsed * this.options.ratePerSecond);
+    bucket.tokens = Math.min(
+      this.options.burst,
+      bucket.tokens + elapsed * this.options.ratePerSecond,
+    );
     bucket.updatedMs = now;
     return bucket;
   }
 
   private prune(now: number): void {
     for (const [source, bucket] of this.buckets) {
-      const tokens = bucket.tokens + (Math.max(0, now - bucket.updatedMs) / 1000) * this.options.ratePerSecond;
+      const tokens =
+        bucket.tokens + (Math.max(0, now - bucket.updatedMs) / 1000) * this.options.ratePerSecond;
       if (tokens >= this.options.burst) this.buckets.delete(source);
     }
     // Still full of active sources: forget the oldest rather than grow.

@@ -14,7 +14,9 @@ export interface StreamFramerOptions {
   readonly maxBodyBytes: number;
 }
 
-export type FramerOutput = { readonly type: 'message'; readonly data: Buffer } | { readonly type: 'error'; readonly reason: TransportDropReason };
+export type FramerOutput =
+  | { readonly type: 'message'; readonly data: Buffer }
+  | { readonly type: 'error'; readonly reason: TransportDropReason };
 
 const HEADER_END = Buffer.from('\r\n\r\n');
 const CONTENT_LENGTH = /^(?:content-length|l)[ \t]*:[ \t]*(\d+)[ \t]*$/im;
@@ -43,13 +45,20 @@ export class StreamFramer {
       if (this.total === undefined) {
         if (this.scanned === 0) {
           // CRLF keepalives (RFC 5626 section 3.5.1) between messages carry nothing.
-          while (this.start < this.end && (this.storage[this.start] === 0x0d || this.storage[this.start] === 0x0a)) this.start++;
+          while (
+            this.start < this.end &&
+            (this.storage[this.start] === 0x0d || this.storage[this.start] === 0x0a)
+          )
+            this.start++;
         }
         const available = this.end - this.start;
         if (available === 0) break;
         const pending = this.storage.subarray(this.start, this.end);
         // The end marker may straddle the last search's end: look again from 3 bytes before it.
-        const headerEnd = pending.indexOf(HEADER_END, Math.max(0, this.scanned - (HEADER_END.length - 1)));
+        const headerEnd = pending.indexOf(
+          HEADER_END,
+          Math.max(0, this.scanned - (HEADER_END.length - 1)),
+        );
         if (headerEnd < 0) {
           this.scanned = available;
           if (available > this.options.maxHeaderBytes) return this.fail(out, 'header-too-large');
@@ -63,7 +72,10 @@ export class StreamFramer {
         this.total = headerEnd + HEADER_END.length + length;
       }
       if (this.end - this.start < this.total) break;
-      out.push({ type: 'message', data: Buffer.from(this.storage.subarray(this.start, this.start + this.total)) });
+      out.push({
+        type: 'message',
+        data: Buffer.from(this.storage.subarray(this.start, this.start + this.total)),
+      });
       this.start += this.total;
       this.total = undefined;
       this.scanned = 0;

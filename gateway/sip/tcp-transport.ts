@@ -5,7 +5,15 @@
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../../config/log.ts';
-import { destinationProblem, SENT, type SendResult, type SipEndpoint, type SipMessageHandler, type SipTransport, type TransportDropReason } from './sip-transport.ts';
+import {
+  destinationProblem,
+  SENT,
+  type SendResult,
+  type SipEndpoint,
+  type SipMessageHandler,
+  type SipTransport,
+  type TransportDropReason,
+} from './sip-transport.ts';
 import { StreamFramer } from './stream-framer.ts';
 
 export interface TcpTransportOptions {
@@ -43,7 +51,8 @@ export class TcpTransport implements SipTransport {
         server.off('error', reject);
         server.on('error', (error) => this.options.logger.warn('tcp server error', { error }));
         const bound = server.address();
-        if (bound === null || typeof bound === 'string') reject(new Error('tcp server has no address'));
+        if (bound === null || typeof bound === 'string')
+          reject(new Error('tcp server has no address'));
         else resolve({ address: bound.address, port: bound.port });
       });
     });
@@ -60,7 +69,10 @@ export class TcpTransport implements SipTransport {
     const connection: Connection = { id, socket, key };
     this.byId.set(id, connection);
     this.byRemote.set(key, connection);
-    const framer = new StreamFramer({ maxHeaderBytes: this.options.maxHeaderBytes, maxBodyBytes: this.options.maxBodyBytes });
+    const framer = new StreamFramer({
+      maxHeaderBytes: this.options.maxHeaderBytes,
+      maxBodyBytes: this.options.maxBodyBytes,
+    });
     socket.setNoDelay(true);
     socket.setTimeout(this.options.idleTimeoutMs, () => {
       this.options.onDrop('idle-timeout');
@@ -70,7 +82,12 @@ export class TcpTransport implements SipTransport {
       for (const output of framer.push(chunk)) {
         if (output.type === 'message') {
           const address = stripMapped(socket.remoteAddress ?? '');
-          this.options.onMessage(output.data, { transport: 'tcp', address, port: socket.remotePort ?? 0, connectionId: id });
+          this.options.onMessage(output.data, {
+            transport: 'tcp',
+            address,
+            port: socket.remotePort ?? 0,
+            connectionId: id,
+          });
         } else {
           // A stream that broke its framing cannot be resynchronised: close it.
           this.options.onDrop(output.reason);
@@ -89,7 +106,9 @@ export class TcpTransport implements SipTransport {
   send(data: Buffer, to: SipEndpoint): SendResult {
     if (this.server === undefined) return { ok: false, reason: 'the TCP listener is not running' };
     try {
-      const existing = (to.connectionId !== undefined ? this.byId.get(to.connectionId) : undefined) ?? this.byRemote.get(`${to.address}|${to.port}`);
+      const existing =
+        (to.connectionId !== undefined ? this.byId.get(to.connectionId) : undefined) ??
+        this.byRemote.get(`${to.address}|${to.port}`);
       if (existing !== undefined && !existing.socket.destroyed) {
         existing.socket.write(data);
         return SENT;

@@ -11,7 +11,10 @@ import type { SipRequest } from './message-types.ts';
 
 export type TrunkDecision =
   | { readonly type: 'allow' }
-  | { readonly type: 'forbidden'; readonly reason: 'source-not-allowed' | 'bad-credentials' | 'no-password' }
+  | {
+      readonly type: 'forbidden';
+      readonly reason: 'source-not-allowed' | 'bad-credentials' | 'no-password';
+    }
   | { readonly type: 'challenge'; readonly header: string };
 
 export interface TrunkGuardOptions {
@@ -46,7 +49,11 @@ export class TrunkGuard {
       for (const entry of tenant.trunk.allowFrom) {
         const [address = '', bits] = entry.split('/');
         const family = isIPv6(address) ? 'ipv6' : 'ipv4';
-        list.addSubnet(address, bits === undefined ? (family === 'ipv6' ? 128 : 32) : Number(bits), family);
+        list.addSubnet(
+          address,
+          bits === undefined ? (family === 'ipv6' ? 128 : 32) : Number(bits),
+          family,
+        );
       }
       this.allowLists.set(tenant.id, list);
     }
@@ -61,12 +68,17 @@ export class TrunkGuard {
     if (digest === undefined) return { type: 'allow' };
     const authorization = headerValue(request.headers, 'Authorization');
     const credentials = authorization === undefined ? undefined : parseDigest(authorization);
-    if (credentials === undefined || credentials.realm !== digest.realm) return this.challenge(digest.realm, false);
+    if (credentials === undefined || credentials.realm !== digest.realm)
+      return this.challenge(digest.realm, false);
     const nonceState = this.nonces.check(credentials.nonce);
     if (nonceState !== 'valid') return this.challenge(digest.realm, nonceState === 'stale');
     const password = this.readSecret(digest.passwordEnv);
-    if (password === undefined || password.length === 0) return { type: 'forbidden', reason: 'no-password' };
-    if (credentials.username !== digest.username || !verifyDigest(credentials, request.method, password)) {
+    if (password === undefined || password.length === 0)
+      return { type: 'forbidden', reason: 'no-password' };
+    if (
+      credentials.username !== digest.username ||
+      !verifyDigest(credentials, request.method, password)
+    ) {
       return { type: 'forbidden', reason: 'bad-credentials' };
     }
     this.nonces.consume(credentials.nonce);
@@ -75,7 +87,10 @@ export class TrunkGuard {
 
   private challenge(realm: string, stale: boolean): TrunkDecision {
     const nonce = this.nonces.issue();
-    return { type: 'challenge', header: `Digest realm="${realm}", nonce="${nonce}", algorithm=MD5, qop="auth"${stale ? ', stale=true' : ''}` };
+    return {
+      type: 'challenge',
+      header: `Digest realm="${realm}", nonce="${nonce}", algorithm=MD5, qop="auth"${stale ? ', stale=true' : ''}`,
+    };
   }
 }
 
@@ -93,26 +108,51 @@ export function parseDigest(header: string): DigestCredentials | undefined {
   const nonce = fields.get('nonce');
   const uri = fields.get('uri');
   const response = fields.get('response');
-  if (username === undefined || realm === undefined || nonce === undefined || uri === undefined || response === undefined) return undefined;
+  if (
+    username === undefined ||
+    realm === undefined ||
+    nonce === undefined ||
+    uri === undefined ||
+    response === undefined
+  )
+    return undefined;
   const optional = (name: string): Record<string, string> => {
     const value = fields.get(name);
     return value === undefined ? {} : { [name]: value };
   };
-  return { username, realm, nonce, uri, response, ...optional('algorithm'), ...optional('qop'), ...optional('nc'), ...optional('cnonce') };
+  return {
+    username,
+    realm,
+    nonce,
+    uri,
+    response,
+    ...optional('algorithm'),
+    ...optional('qop'),
+    ...optional('nc'),
+    ...optional('cnonce'),
+  };
 }
 
 const md5 = (text: string): string => createHash('md5').update(text).digest('hex');
 
 /** RFC 2617 section 3.2.2.1, MD5 with or without qop=auth. */
-export function digestResponse(credentials: Omit<DigestCredentials, 'response'>, method: string, password: string): string {
+export function digestResponse(
+  credentials: Omit<DigestCredentials, 'response'>,
+  method: string,
+  password: string,
+): string {
   const ha1 = md5(`${credentials.username}:${credentials.realm}:${password}`);
   const ha2 = md5(`${method}:${credentials.uri}`);
-  if (credentials.qop === 'auth') return md5(`${ha1}:${credentials.nonce}:${credentials.nc ?? ''}:${credentials.cnonce ?? ''}:auth:${ha2}`);
+  if (credentials.qop === 'auth')
+    return md5(
+      `${ha1}:${credentials.nonce}:${credentials.nc ?? ''}:${credentials.cnonce ?? ''}:auth:${ha2}`,
+    );
   return md5(`${ha1}:${credentials.nonce}:${ha2}`);
 }
 
 function verifyDigest(credentials: DigestCredentials, method: string, password: string): boolean {
-  if (credentials.algorithm !== undefined && credentials.algorithm.toUpperCase() !== 'MD5') return false;
+  if (credentials.algorithm !== undefined && credentials.algorithm.toUpperCase() !== 'MD5')
+    return false;
   const expected = Buffer.from(digestResponse(credentials, method, password));
   const given = Buffer.from(credentials.response.toLowerCase());
   return expected.length === given.length && timingSafeEqual(expected, given);

@@ -6,7 +6,14 @@ import { createSocket, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import type { Logger } from '../../config/log.ts';
 import { readFileSync } from 'node:fs';
-import { destinationProblem, SENT, type SendResult, type SipEndpoint, type SipMessageHandler, type SipTransport } from './sip-transport.ts';
+import {
+  destinationProblem,
+  SENT,
+  type SendResult,
+  type SipEndpoint,
+  type SipMessageHandler,
+  type SipTransport,
+} from './sip-transport.ts';
 
 export interface UdpTransportOptions {
   readonly address: string;
@@ -24,7 +31,10 @@ export class UdpTransport implements SipTransport {
   constructor(private readonly options: UdpTransportOptions) {}
 
   start(): Promise<{ address: string; port: number }> {
-    const socket = createSocket({ type: isIPv6(this.options.address) ? 'udp6' : 'udp4', recvBufferSize: this.options.receiveBufferBytes });
+    const socket = createSocket({
+      type: isIPv6(this.options.address) ? 'udp6' : 'udp4',
+      recvBufferSize: this.options.receiveBufferBytes,
+    });
     this.socket = socket;
     return new Promise((resolve, reject) => {
       socket.once('error', reject);
@@ -57,12 +67,15 @@ export class UdpTransport implements SipTransport {
     const granted = grantedReceiveBuffer(socket.getRecvBufferSize());
     this.granted = granted;
     if (granted < wanted) {
-      this.options.logger.warn('the kernel capped the UDP receive buffer: bursts above it are dropped', {
-        requestedBytes: wanted,
-        grantedBytes: granted,
-        rmemMax: readRmemMax(),
-        fix: `sysctl -w net.core.rmem_max=${wanted}`,
-      });
+      this.options.logger.warn(
+        'the kernel capped the UDP receive buffer: bursts above it are dropped',
+        {
+          requestedBytes: wanted,
+          grantedBytes: granted,
+          rmemMax: readRmemMax(),
+          fix: `sysctl -w net.core.rmem_max=${wanted}`,
+        },
+      );
     } else {
       this.options.logger.info('UDP receive buffer', { grantedBytes: granted });
     }
@@ -81,7 +94,8 @@ export class UdpTransport implements SipTransport {
     try {
       // dgram throws synchronously on a bad port or a closed socket; later errors come to the callback.
       socket.send(data, to.port, to.address, (error) => {
-        if (error) this.options.logger.warn('udp send failed', { error, to: `${to.address}:${to.port}` });
+        if (error)
+          this.options.logger.warn('udp send failed', { error, to: `${to.address}:${to.port}` });
       });
       return SENT;
     } catch (error) {
@@ -98,7 +112,10 @@ export class UdpTransport implements SipTransport {
 }
 
 /** Linux reports SO_RCVBUF doubled; other kernels report what they granted. */
-export function grantedReceiveBuffer(reported: number, platform: NodeJS.Platform = process.platform): number {
+export function grantedReceiveBuffer(
+  reported: number,
+  platform: NodeJS.Platform = process.platform,
+): number {
   return platform === 'linux' ? Math.floor(reported / 2) : reported;
 }
 

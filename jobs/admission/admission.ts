@@ -14,19 +14,44 @@ import { formatIssues } from '../../config/load.ts';
 import { observeWithExemplar } from '../../config/metrics.ts';
 import type { Logger } from '../../config/log.ts';
 import type { ActionConfig, Config, TenantConfig } from '../../config/schema.ts';
-import { admissionDecisions, admissionLatency, compensations, duplicateSuppressions } from '../action-metrics.ts';
+import {
+  admissionDecisions,
+  admissionLatency,
+  compensations,
+  duplicateSuppressions,
+} from '../action-metrics.ts';
 import { IdempotencyConflictError } from '../ledger/ledger-errors.ts';
 import { newOperationId } from '../ledger/operation-id.ts';
 import type { ConversationScope, OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import type { Provider } from '../providers/provider.ts';
-import { executionQueueFor, type ExecutionQueueName, type OperationJobData, type OperationQueues } from '../queues/operation-queues.ts';
+import {
+  executionQueueFor,
+  type ExecutionQueueName,
+  type OperationJobData,
+  type OperationQueues,
+} from '../queues/operation-queues.ts';
 import { admissionMode, capacityFor, decideWhenFull, type BusyReason } from './backpressure.ts';
-import { deriveCoalesceKeyOf, deriveIdempotencyKeyOf, intentOf, normalizeArguments, paramsHashOf, type IntentFields } from './idempotency.ts';
+import {
+  deriveCoalesceKeyOf,
+  deriveIdempotencyKeyOf,
+  intentOf,
+  normalizeArguments,
+  paramsHashOf,
+  type IntentFields,
+} from './idempotency.ts';
 
 /** Which arguments make two requests of `action` one intent (see actionSchema `intent`). */
-export function intentFieldsOf(action: { readonly intent?: IntentFields }, request: Pick<AdmissionRequest, 'intentFields'>): IntentFields {
-  return action.intent ?? (request.intentFields !== undefined && request.intentFields.length > 0 ? request.intentFields : 'all');
+export function intentFieldsOf(
+  action: { readonly intent?: IntentFields },
+  request: Pick<AdmissionRequest, 'intentFields'>,
+): IntentFields {
+  return (
+    action.intent ??
+    (request.intentFields !== undefined && request.intentFields.length > 0
+      ? request.intentFields
+      : 'all')
+  );
 }
 
 /** Arguments above this size are refused: tool arguments are small, and the ledger keeps them. */
@@ -51,7 +76,12 @@ export interface AdmissionRequest {
 }
 
 export type AdmissionDecision =
-  | { readonly type: 'started'; readonly operationId: string; readonly idempotencyKey: string; readonly queued: boolean }
+  | {
+      readonly type: 'started';
+      readonly operationId: string;
+      readonly idempotencyKey: string;
+      readonly queued: boolean;
+    }
   | { readonly type: 'duplicate'; readonly operationId: string; readonly state: OperationState }
   | { readonly type: 'coalesced'; readonly operationId: string; readonly state: OperationState }
   | { readonly type: 'busy'; readonly reason: BusyReason; readonly retryAfterMs: number }
@@ -85,18 +115,24 @@ export class Admission {
     const tenant = this.tenants.get(tenantId);
     if (!tenant) throw new CallgateError('CALLGATE_ERR_OP_UNKNOWN_TENANT', { tenant: tenantId });
     const config = tenant.actions[action];
-    if (!config) throw new CallgateError('CALLGATE_ERR_OP_UNKNOWN_ACTION', { tenant: tenantId, action });
+    if (!config)
+      throw new CallgateError('CALLGATE_ERR_OP_UNKNOWN_ACTION', { tenant: tenantId, action });
     return config;
   }
 
   providerIdempotent(action: ActionConfig): boolean {
-    return action.providerIdempotent ?? this.options.providers.get(action.provider)?.honoursIdempotencyKeys ?? false;
+    return (
+      action.providerIdempotent ??
+      this.options.providers.get(action.provider)?.honoursIdempotencyKeys ??
+      false
+    );
   }
 
   async admit(request: AdmissionRequest): Promise<AdmissionDecision> {
     const started = performance.now();
     const action = this.action(request.tenantId, request.action);
-    const outcome = (decision: string) => admissionDecisions.labels(request.tenantId, request.action, action.policy, decision).inc();
+    const outcome = (decision: string) =>
+      admissionDecisions.labels(request.tenantId, request.action, action.policy, decision).inc();
     let args: Readonly<Record<string, unknown>>;
     let canonical: string;
     try {
@@ -112,7 +148,13 @@ export class Admission {
     // sent to the provider (those of the first request, for a duplicate).
     const fields = intentFieldsOf(action, request);
     const intent = fields === 'all' ? canonical : intentOf(fields, args);
-    const idempotencyKey = request.idempotencyKey ?? deriveIdempotencyKeyOf({ tenantId: request.tenantId, action: request.action, sessionId: request.scope.sessionId }, fields, intent);
+    const idempotencyKey =
+      request.idempotencyKey ??
+      deriveIdempotencyKeyOf(
+        { tenantId: request.tenantId, action: request.action, sessionId: request.scope.sessionId },
+        fields,
+        intent,
+      );
     const providerIdempotent = this.providerIdempotent(action);
     let result;
     try {
@@ -133,7 +175,10 @@ export class Admission {
         deadlineAt: now + action.deadlineMs,
         compensates: request.compensates,
         mode,
-        coalesceKey: mode === 'coalesce' ? deriveCoalesceKeyOf(request.tenantId, request.action, canonical) : undefined,
+        coalesceKey:
+          mode === 'coalesce'
+            ? deriveCoalesceKeyOf(request.tenantId, request.action, canonical)
+            : undefined,
         capacity: capacityFor(action),
         budgetWindowMs: action.retry.budgetWindowSeconds * 1000,
       });
@@ -144,9 +189,19 @@ export class Admission {
     let decision: AdmissionDecision;
     switch (result.type) {
       case 'admitted': {
-        this.enqueue(executionQueueFor(action.kind, providerIdempotent), { operationId, tenantId: request.tenantId, action: request.action });
-        if (request.compensates !== undefined) compensations.labels(request.action, 'admitted').inc();
-        decision = { type: 'started', operationId, idempotencyKey, queued: result.activeBefore >= action.maxConcurrent };
+        this.enqueue(executionQueueFor(action.kind, providerIdempotent), {
+          operationId,
+          tenantId: request.tenantId,
+          action: request.action,
+        });
+        if (request.compensates !== undefined)
+          compensations.labels(request.action, 'admitted').inc();
+        decision = {
+          type: 'started',
+          operationId,
+          idempotencyKey,
+          queued: result.activeBefore >= action.maxConcurrent,
+        };
         break;
       }
       case 'duplicate':
@@ -162,7 +217,15 @@ export class Admission {
         break;
     }
     outcome(decision.type === 'busy' ? `busy_${decision.reason}` : decision.type);
-    observeWithExemplar(admissionLatency, { action: request.action }, (performance.now() - started) / 1000, { session_id: request.scope.sessionId, operation_id: 'operationId' in decision ? decision.operationId : undefined });
+    observeWithExemplar(
+      admissionLatency,
+      { action: request.action },
+      (performance.now() - started) / 1000,
+      {
+        session_id: request.scope.sessionId,
+        operation_id: 'operationId' in decision ? decision.operationId : undefined,
+      },
+    );
     return decision;
   }
 
@@ -183,7 +246,10 @@ export class Admission {
       .then(
         () => ledger.clearOutboxSoon(job.tenantId, job.operationId),
         (error: unknown) => {
-          log?.warn('enqueue failed; the outbox sweep will enqueue the operation', { operation_id: job.operationId, error: error instanceof Error ? error.message : String(error) });
+          log?.warn('enqueue failed; the outbox sweep will enqueue the operation', {
+            operation_id: job.operationId,
+            error: error instanceof Error ? error.message : String(error),
+          });
         },
       )
       .finally(() => this.enqueues.delete(pending));
@@ -191,32 +257,56 @@ export class Admission {
   }
 
   /** Checks ids, shape and size, and the action's schema; returns the arguments and their canonical JSON. */
-  private validate(request: AdmissionRequest): { args: Readonly<Record<string, unknown>>; canonical: string } {
+  private validate(request: AdmissionRequest): {
+    args: Readonly<Record<string, unknown>>;
+    canonical: string;
+  } {
     for (const [name, id] of [
       ['session id', request.scope.sessionId],
       ['gateway id', request.scope.ownerGateway],
     ] as const) {
-      if (!SAFE_ID.test(id)) throw new CallgateError('CALLGATE_ERR_OP_INVALID_ID', { id, reason: `${name} must be 1-128 characters of A-Z a-z 0-9 _ . -` });
+      if (!SAFE_ID.test(id))
+        throw new CallgateError('CALLGATE_ERR_OP_INVALID_ID', {
+          id,
+          reason: `${name} must be 1-128 characters of A-Z a-z 0-9 _ . -`,
+        });
     }
     if (request.idempotencyKey !== undefined && !SAFE_ID.test(request.idempotencyKey)) {
-      throw new CallgateError('CALLGATE_ERR_OP_INVALID_ID', { id: request.idempotencyKey, reason: 'idempotency key must be 1-128 characters of A-Z a-z 0-9 _ . -' });
+      throw new CallgateError('CALLGATE_ERR_OP_INVALID_ID', {
+        id: request.idempotencyKey,
+        reason: 'idempotency key must be 1-128 characters of A-Z a-z 0-9 _ . -',
+      });
     }
     if (request.args === null || typeof request.args !== 'object' || Array.isArray(request.args)) {
-      throw new CallgateError('CALLGATE_ERR_OP_INVALID_ARGUMENTS', { action: request.action, problems: 'arguments must be a JSON object' });
+      throw new CallgateError('CALLGATE_ERR_OP_INVALID_ARGUMENTS', {
+        action: request.action,
+        problems: 'arguments must be a JSON object',
+      });
     }
     let text: string;
     try {
       text = JSON.stringify(normalizeArguments(request.args));
     } catch (error) {
-      throw new CallgateError('CALLGATE_ERR_OP_INVALID_ARGUMENTS', { action: request.action, problems: error instanceof Error ? error.message : String(error) });
+      throw new CallgateError('CALLGATE_ERR_OP_INVALID_ARGUMENTS', {
+        action: request.action,
+        problems: error instanceof Error ? error.message : String(error),
+      });
     }
     const size = Buffer.byteLength(text);
-    if (size > MAX_ARGUMENT_BYTES) throw new CallgateError('CALLGATE_ERR_OP_PAYLOAD_TOO_LARGE', { action: request.action, size, limit: MAX_ARGUMENT_BYTES });
+    if (size > MAX_ARGUMENT_BYTES)
+      throw new CallgateError('CALLGATE_ERR_OP_PAYLOAD_TOO_LARGE', {
+        action: request.action,
+        size,
+        limit: MAX_ARGUMENT_BYTES,
+      });
     const schema = this.options.schemas?.get(request.action);
     if (schema) {
       const parsed = schema.safeParse(request.args);
       if (!parsed.success) {
-        throw new CallgateError('CALLGATE_ERR_OP_INVALID_ARGUMENTS', { action: request.action, problems: formatIssues(parsed.error.issues).join('; ') });
+        throw new CallgateError('CALLGATE_ERR_OP_INVALID_ARGUMENTS', {
+          action: request.action,
+          problems: formatIssues(parsed.error.issues).join('; '),
+        });
       }
       const args = parsed.data as Record<string, unknown>;
       return { args, canonical: JSON.stringify(normalizeArguments(args)) };

@@ -17,12 +17,18 @@ export type FullDecision =
   | { readonly type: 'degraded'; readonly fallback: string };
 
 /** Most active operations (running and queued) the ledger admits for the action. */
-export function capacityFor(action: Pick<ActionConfig, 'policy' | 'maxConcurrent' | 'maxQueued'>): number {
-  return action.policy === 'reject' ? action.maxConcurrent : action.maxConcurrent + action.maxQueued;
+export function capacityFor(
+  action: Pick<ActionConfig, 'policy' | 'maxConcurrent' | 'maxQueued'>,
+): number {
+  return action.policy === 'reject'
+    ? action.maxConcurrent
+    : action.maxConcurrent + action.maxQueued;
 }
 
 /** What a request gets when the action has no room. */
-export function decideWhenFull(action: Pick<ActionConfig, 'policy' | 'fallback' | 'admissionDeadlineMs'>): FullDecision {
+export function decideWhenFull(
+  action: Pick<ActionConfig, 'policy' | 'fallback' | 'admissionDeadlineMs'>,
+): FullDecision {
   switch (action.policy) {
     case 'reject':
       return { type: 'busy', reason: 'at_capacity', retryAfterMs: action.admissionDeadlineMs };
@@ -36,7 +42,9 @@ export function decideWhenFull(action: Pick<ActionConfig, 'policy' | 'fallback' 
 }
 
 /** How admission recognises repeats for the action. */
-export function admissionMode(action: Pick<ActionConfig, 'kind' | 'policy'>): 'mutation' | 'read' | 'coalesce' {
+export function admissionMode(
+  action: Pick<ActionConfig, 'kind' | 'policy'>,
+): 'mutation' | 'read' | 'coalesce' {
   if (action.kind === 'mutation') return 'mutation';
   return action.policy === 'coalesce' ? 'coalesce' : 'read';
 }

@@ -9,7 +9,8 @@
  */
 import { createHash } from 'node:crypto';
 
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type JsonValue =
+  string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 /**
  * Canonical form of tool arguments: keys sorted, strings NFC-normalized with surrounding and
@@ -22,7 +23,8 @@ export function normalizeArguments(value: unknown): JsonValue {
     case 'string':
       return value.normalize('NFC').trim().replace(/\s+/g, ' ');
     case 'number':
-      if (!Number.isFinite(value)) throw new TypeError('arguments must not contain NaN or Infinity');
+      if (!Number.isFinite(value))
+        throw new TypeError('arguments must not contain NaN or Infinity');
       return Object.is(value, -0) ? 0 : value;
     case 'boolean':
       return value;
@@ -82,11 +84,16 @@ export type IntentFields = readonly string[] | 'all';
 export function intentOf(fields: IntentFields, args: Readonly<Record<string, unknown>>): string {
   if (fields === 'all') return canonicalJson(args);
   const picked: Record<string, unknown> = {};
-  for (const field of fields) picked[field] = Object.hasOwn(args, field) ? (args[field] ?? null) : null;
+  for (const field of fields)
+    picked[field] = Object.hasOwn(args, field) ? (args[field] ?? null) : null;
   return canonicalJson(picked);
 }
 
-export function deriveIdempotencyKey(scope: IntentScope, args: Readonly<Record<string, unknown>>, fields: IntentFields = 'all'): string {
+export function deriveIdempotencyKey(
+  scope: IntentScope,
+  args: Readonly<Record<string, unknown>>,
+  fields: IntentFields = 'all',
+): string {
   return deriveIdempotencyKeyOf(scope, fields, intentOf(fields, args));
 }
 
@@ -94,7 +101,11 @@ export function deriveIdempotencyKey(scope: IntentScope, args: Readonly<Record<s
  * The same, from the canonical intent (`intentOf`). Keys of actions keyed by all arguments are the
  * ones earlier versions derived, so requests repeated across an upgrade still find their operation.
  */
-export function deriveIdempotencyKeyOf(scope: IntentScope, fields: IntentFields, canonicalIntent: string): string {
+export function deriveIdempotencyKeyOf(
+  scope: IntentScope,
+  fields: IntentFields,
+  canonicalIntent: string,
+): string {
   const what = fields === 'all' ? `args:${canonicalIntent}` : `fields:${canonicalIntent}`;
   return `idk_${sha256([scope.tenantId, scope.action, scope.sessionId, what].join('\u0000')).slice(0, 40)}`;
 }
@@ -104,6 +115,10 @@ export function deriveCoalesceKey(tenantId: string, action: string, args: unknow
   return deriveCoalesceKeyOf(tenantId, action, canonicalJson(args));
 }
 
-export function deriveCoalesceKeyOf(tenantId: string, action: string, canonicalArgs: string): string {
+export function deriveCoalesceKeyOf(
+  tenantId: string,
+  action: string,
+  canonicalArgs: string,
+): string {
   return `co_${sha256([tenantId, action, canonicalArgs].join('\u0000')).slice(0, 40)}`;
 }

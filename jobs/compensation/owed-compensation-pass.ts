@@ -36,7 +36,9 @@ export class OwedCompensationPass {
 
   start(): void {
     this.timer = setInterval(() => {
-      this.pass().catch((error: unknown) => this.options.log.error('owed-compensation pass failed', { error }));
+      this.pass().catch((error: unknown) =>
+        this.options.log.error('owed-compensation pass failed', { error }),
+      );
     }, this.options.intervalMs);
     this.timer.unref();
   }
@@ -68,13 +70,27 @@ export class OwedCompensationPass {
       if (outcome.type === 'committed') {
         report.settled++;
         compensations.labels(outcome.action, 'committed').inc();
-        log.info('compensation committed', { operation_id: originalId, compensation_id: outcome.compensationId, action: outcome.action });
+        log.info('compensation committed', {
+          operation_id: originalId,
+          compensation_id: outcome.compensationId,
+          action: outcome.action,
+        });
       } else if (outcome.type === 'reowed') {
         compensations.labels(outcome.action, 'owed').inc();
-        log.warn('compensation not started within its admission deadline; owed again', { operation_id: originalId, compensation_id: outcome.compensationId, action: outcome.action });
+        log.warn('compensation not started within its admission deadline; owed again', {
+          operation_id: originalId,
+          compensation_id: outcome.compensationId,
+          action: outcome.action,
+        });
       } else if (outcome.type === 'released') {
         report.failed++;
-        reportFailed(log, { originalId, compensationId: outcome.compensationId, action: outcome.action, state: outcome.state, tries: outcome.tries });
+        reportFailed(log, {
+          originalId,
+          compensationId: outcome.compensationId,
+          action: outcome.action,
+          state: outcome.state,
+          tries: outcome.tries,
+        });
       }
     }
   }
@@ -90,7 +106,8 @@ export class OwedCompensationPass {
       const request = parseRequest(owed.request);
       if (!request) {
         // No request (admitted meanwhile, or the original expired) or an unreadable one: nothing to admit.
-        if (owed.request !== undefined) log.error('owed compensation is unreadable; dropped', { operation_id: originalId });
+        if (owed.request !== undefined)
+          log.error('owed compensation is unreadable; dropped', { operation_id: originalId });
         await ledger.dropOwedCompensation(tenantId, originalId);
         continue;
       }
@@ -98,7 +115,11 @@ export class OwedCompensationPass {
         const decision = await compensator.admitOwed(tenantId, originalId, request, owed.tries);
         if (decision.type === 'admitted') {
           report.admitted++;
-          log.info('owed compensation admitted', { operation_id: originalId, compensation_id: decision.decision.operationId, action: request.action });
+          log.info('owed compensation admitted', {
+            operation_id: originalId,
+            compensation_id: decision.decision.operationId,
+            action: request.action,
+          });
         } else if (decision.type === 'failed') {
           report.failed++;
         } else if (decision.type === 'not_committed') {

@@ -14,8 +14,16 @@
  * new request replaces a cancel job that already gave up.
  */
 import type { Logger } from '../../config/log.ts';
-import { cancellationsConfirmed, cancellationsRequested, operationsFinished } from '../action-metrics.ts';
-import { IllegalTransitionError, OperationNotFoundError, StaleAttemptError } from '../ledger/ledger-errors.ts';
+import {
+  cancellationsConfirmed,
+  cancellationsRequested,
+  operationsFinished,
+} from '../action-metrics.ts';
+import {
+  IllegalTransitionError,
+  OperationNotFoundError,
+  StaleAttemptError,
+} from '../ledger/ledger-errors.ts';
 import { operationLogFields, type Operation, type OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import type { CancelResult, Provider } from '../providers/provider.ts';
@@ -25,9 +33,22 @@ import { executionQueueOf } from './operation-executor.ts';
 export type CancelDecision =
   | { readonly type: 'cancelled'; readonly operationId: string }
   | { readonly type: 'requested'; readonly operationId: string }
-  | { readonly type: 'not_cancellable'; readonly operationId: string; readonly state: OperationState; readonly reason: 'running_without_cancel' | 'unknown_reconcile_first' }
-  | { readonly type: 'committed'; readonly operationId: string; readonly result?: Readonly<Record<string, unknown>> }
-  | { readonly type: 'already_final'; readonly operationId: string; readonly state: OperationState };
+  | {
+      readonly type: 'not_cancellable';
+      readonly operationId: string;
+      readonly state: OperationState;
+      readonly reason: 'running_without_cancel' | 'unknown_reconcile_first';
+    }
+  | {
+      readonly type: 'committed';
+      readonly operationId: string;
+      readonly result?: Readonly<Record<string, unknown>>;
+    }
+  | {
+      readonly type: 'already_final';
+      readonly operationId: string;
+      readonly state: OperationState;
+    };
 
 export interface CancellationOptions {
   readonly ledger: OperationLedger;
@@ -55,7 +76,12 @@ export class Cancellation {
       }
     }
     const op = await ledger.require(tenantId, operationId);
-    return { type: 'not_cancellable', operationId, state: op.state, reason: 'running_without_cancel' };
+    return {
+      type: 'not_cancellable',
+      operationId,
+      state: op.state,
+      reason: 'running_without_cancel',
+    };
   }
 
   private async decide(op: Operation): Promise<CancelDecision | undefined> {
@@ -64,7 +90,12 @@ export class Cancellation {
     switch (op.state) {
       case 'REQUESTED':
       case 'ADMITTED':
-        await ledger.transition(op, { from: ['ADMITTED'], to: 'CANCELLED', actor: 'canceller', reason: 'cancelled_before_start' });
+        await ledger.transition(op, {
+          from: ['ADMITTED'],
+          to: 'CANCELLED',
+          actor: 'canceller',
+          reason: 'cancelled_before_start',
+        });
         await queues.removeWaitingExecution(executionQueueOf(op), id);
         cancellationsConfirmed.labels(op.action, 'before_start').inc();
         operationsFinished.labels(op.tenantId, op.action, 'CANCELLED').inc();
@@ -72,7 +103,13 @@ export class Cancellation {
       case 'FAILED_RETRYABLE': {
         // A failure whose outcome was unknown may have committed at the provider: treat it as running.
         if (!(await this.lastOutcomeUnknown(op))) {
-          await ledger.transition(op, { from: ['FAILED_RETRYABLE'], to: 'CANCELLED', attempt: op.attempt, actor: 'canceller', reason: 'cancelled_between_attempts' });
+          await ledger.transition(op, {
+            from: ['FAILED_RETRYABLE'],
+            to: 'CANCELLED',
+            attempt: op.attempt,
+            actor: 'canceller',
+            reason: 'cancelled_between_attempts',
+          });
           await queues.removeWaitingExecution(executionQueueOf(op), id);
           cancellationsConfirmed.labels(op.action, 'between_attempts').inc();
           operationsFinished.labels(op.tenantId, op.action, 'CANCELLED').inc();
@@ -83,7 +120,12 @@ export class Cancellation {
       case 'RUNNING':
         return this.cancelInProgress(op);
       case 'UNKNOWN':
-        return { type: 'not_cancellable', operationId: id, state: op.state, reason: 'unknown_reconcile_first' };
+        return {
+          type: 'not_cancellable',
+          operationId: id,
+          state: op.state,
+          reason: 'unknown_reconcile_first',
+        };
       case 'COMMITTED':
         return { type: 'committed', operationId: id, result: op.result };
       case 'FAILED_FINAL':
@@ -95,9 +137,16 @@ export class Cancellation {
   private async cancelInProgress(op: Operation): Promise<CancelDecision> {
     const provider = this.options.providers.get(op.provider);
     if (!provider?.supportsCancel) {
-      return { type: 'not_cancellable', operationId: op.operationId, state: op.state, reason: 'running_without_cancel' };
+      return {
+        type: 'not_cancellable',
+        operationId: op.operationId,
+        state: op.state,
+        reason: 'running_without_cancel',
+      };
     }
-    await this.options.ledger.setFenced(op, ['RUNNING', 'FAILED_RETRYABLE'], undefined, { cancel_requested: '1' });
+    await this.options.ledger.setFenced(op, ['RUNNING', 'FAILED_RETRYABLE'], undefined, {
+      cancel_requested: '1',
+    });
     await this.options.queues.enqueueCancel({ operationId: op.operationId, tenantId: op.tenantId });
     return { type: 'requested', operationId: op.operationId };
   }
@@ -110,18 +159,26 @@ export class Cancellation {
 /** Outer bound on one provider cancel call; the provider's own timeoutMs normally ends it first. */
 const CANCEL_CALL_TIMEOUT_MS = 10_000;
 
-export type CancelJobOutcome = { readonly type: 'done'; readonly note: string } | { readonly type: 'again'; readonly delayMs: number };
+export type CancelJobOutcome =
+  | { readonly type: 'done'; readonly note: string }
+  | { readonly type: 'again'; readonly delayMs: number };
 
 /** Runs on workers: asks the provider to cancel a request in progress and records what it confirms. */
 export class CancelProcessor {
   constructor(
-    private readonly options: { ledger: OperationLedger; providers: ReadonlyMap<string, Provider>; log: Logger; pendingRecheckMs: number },
+    private readonly options: {
+      ledger: OperationLedger;
+      providers: ReadonlyMap<string, Provider>;
+      log: Logger;
+      pendingRecheckMs: number;
+    },
   ) {}
 
   async process(tenantId: string, operationId: string): Promise<CancelJobOutcome> {
     const { ledger } = this.options;
     const op = await ledger.get(tenantId, operationId);
-    if (!op || (op.state !== 'RUNNING' && op.state !== 'FAILED_RETRYABLE')) return { type: 'done', note: `state ${op?.state ?? 'missing'}` };
+    if (!op || (op.state !== 'RUNNING' && op.state !== 'FAILED_RETRYABLE'))
+      return { type: 'done', note: `state ${op?.state ?? 'missing'}` };
     const provider = this.options.providers.get(op.provider);
     if (!provider?.cancel) return { type: 'done', note: 'provider cannot cancel' };
     const log = this.options.log.child(operationLogFields(op));
@@ -145,7 +202,13 @@ export class CancelProcessor {
       case 'cancelled':
         try {
           // Fenced by the attempt the provider was asked about: a newer attempt is another request.
-          await ledger.transition(op, { from: ['RUNNING', 'FAILED_RETRYABLE'], to: 'CANCELLED', attempt: op.attempt, actor: 'canceller', reason: 'provider_confirmed_cancel' });
+          await ledger.transition(op, {
+            from: ['RUNNING', 'FAILED_RETRYABLE'],
+            to: 'CANCELLED',
+            attempt: op.attempt,
+            actor: 'canceller',
+            reason: 'provider_confirmed_cancel',
+          });
           cancellationsConfirmed.labels(op.action, 'provider').inc();
           operationsFinished.labels(op.tenantId, op.action, 'CANCELLED').inc();
         } catch (error) {

@@ -24,9 +24,23 @@ import {
 import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
 import { leaseHolder } from '../ledger/keys.ts';
 import { isTerminal, type Operation, type OperationState } from '../ledger/operation.ts';
-import type { OperationLedger, SendingDurability, TransitionChange, TransitionOutcome } from '../ledger/operation-ledger.ts';
-import { ProviderOutcomeUnknownError, ProviderUnreachableError, type Provider, type ProviderResult } from '../providers/provider.ts';
-import { executionQueueFor, type OperationJobData, type OperationQueues } from '../queues/operation-queues.ts';
+import type {
+  OperationLedger,
+  SendingDurability,
+  TransitionChange,
+  TransitionOutcome,
+} from '../ledger/operation-ledger.ts';
+import {
+  ProviderOutcomeUnknownError,
+  ProviderUnreachableError,
+  type Provider,
+  type ProviderResult,
+} from '../providers/provider.ts';
+import {
+  executionQueueFor,
+  type OperationJobData,
+  type OperationQueues,
+} from '../queues/operation-queues.ts';
 import { OperationLogger } from './operation-logger.ts';
 import { decideRetry } from './retry-policy.ts';
 
@@ -139,14 +153,20 @@ export class OperationExecutor {
     const { ledger } = this.options;
     const { tenantId, operationId } = job;
     let op: Operation | undefined;
-    const jobAction = job.action === undefined ? undefined : this.options.actionConfig(tenantId, job.action);
-    const jobProvider = jobAction === undefined ? undefined : this.options.providers.get(jobAction.provider);
+    const jobAction =
+      job.action === undefined ? undefined : this.options.actionConfig(tenantId, job.action);
+    const jobProvider =
+      jobAction === undefined ? undefined : this.options.providers.get(jobAction.provider);
     if (job.action !== undefined && jobAction !== undefined && jobProvider !== undefined) {
       // The job names its action: the attempt begins in the step that reads the operation, when it
       // is due. What is not due comes back as it is and takes the general path below.
       const attemptStart = Date.now();
       const startedMono = performance.now();
-      const started = await ledger.start({ tenantId, operationId, action: job.action }, jobAction.provider, this.attemptLimits(jobAction, jobProvider));
+      const started = await ledger.start(
+        { tenantId, operationId, action: job.action },
+        jobAction.provider,
+        this.attemptLimits(jobAction, jobProvider),
+      );
       switch (started.type) {
         case 'not_found':
           return { type: 'done', note: 'operation not found' };
@@ -155,7 +175,16 @@ export class OperationExecutor {
         case 'started': {
           const running = started.operation;
           const log = new OperationLogger(this.options.log, running);
-          return this.run({ op: running, action: jobAction, provider: jobProvider, signal, log, attempt: running.attempt, attemptStart, startedMono });
+          return this.run({
+            op: running,
+            action: jobAction,
+            provider: jobProvider,
+            signal,
+            log,
+            attempt: running.attempt,
+            attemptStart,
+            startedMono,
+          });
         }
         case 'as_is':
           op = started.operation;
@@ -167,8 +196,15 @@ export class OperationExecutor {
     return this.decide(op, signal, true);
   }
 
-  private attemptLimits(action: ActionConfig, provider: Provider | undefined): { ttlMs: number; max: number; maxAttempts: number } {
-    return { ttlMs: this.leaseMs(provider), max: action.maxConcurrent, maxAttempts: action.retry.maxAttempts };
+  private attemptLimits(
+    action: ActionConfig,
+    provider: Provider | undefined,
+  ): { ttlMs: number; max: number; maxAttempts: number } {
+    return {
+      ttlMs: this.leaseMs(provider),
+      max: action.maxConcurrent,
+      maxAttempts: action.retry.maxAttempts,
+    };
   }
 
   /**
@@ -180,7 +216,9 @@ export class OperationExecutor {
    */
   private leaseMs(provider: Provider | undefined): number {
     const { leaseTtlMs } = this.options;
-    return provider === undefined ? leaseTtlMs : Math.max(leaseTtlMs, leaseTtlMs / 2 + this.parkMs(provider));
+    return provider === undefined
+      ? leaseTtlMs
+      : Math.max(leaseTtlMs, leaseTtlMs / 2 + this.parkMs(provider));
   }
 
   /** How long an attempt whose outcome is unknown keeps its lease after its request was sent. */
@@ -194,42 +232,79 @@ export class OperationExecutor {
    * `decideAgain`: a start that finds the operation not due after all (a deadline passed
    * meanwhile) decides once more. Deadlines are compared on the Redis clock, as the start does.
    */
-  private async decide(op: Operation, signal: AbortSignal, decideAgain: boolean): Promise<ExecutionOutcome> {
+  private async decide(
+    op: Operation,
+    signal: AbortSignal,
+    decideAgain: boolean,
+  ): Promise<ExecutionOutcome> {
     const { ledger } = this.options;
     const { tenantId, operationId } = op;
-    if (isTerminal(op.state) || op.state === 'UNKNOWN') return { type: 'done', state: op.state, note: 'nothing to run' };
+    if (isTerminal(op.state) || op.state === 'UNKNOWN')
+      return { type: 'done', state: op.state, note: 'nothing to run' };
     const log = new OperationLogger(this.options.log, op);
     const action = this.options.actionConfig(op.tenantId, op.action);
     const provider = this.options.providers.get(op.provider);
     const now = await ledger.time();
 
     if (op.state === 'ADMITTED' && (now > op.admissionDeadlineAt || now > op.deadlineAt)) {
-      const reason = now > op.deadlineAt ? 'deadline_passed_before_start' : 'admission_deadline_passed';
-      return this.finish(op, { from: ['ADMITTED'], to: 'CANCELLED', reason, fields: { error: errorJson(reason, 'not started in time; the provider was never called') } }, log);
+      const reason =
+        now > op.deadlineAt ? 'deadline_passed_before_start' : 'admission_deadline_passed';
+      return this.finish(
+        op,
+        {
+          from: ['ADMITTED'],
+          to: 'CANCELLED',
+          reason,
+          fields: {
+            error: errorJson(reason, 'not started in time; the provider was never called'),
+          },
+        },
+        log,
+      );
     }
     if (!action || !provider) {
       const reason = !action ? 'action_not_configured' : 'provider_not_configured';
-      if (op.state === 'ADMITTED') return this.finish(op, { from: ['ADMITTED'], to: 'CANCELLED', reason }, log);
-      if (op.state === 'FAILED_RETRYABLE') return this.finish(op, { from: ['FAILED_RETRYABLE'], to: 'FAILED_FINAL', reason }, log);
+      if (op.state === 'ADMITTED')
+        return this.finish(op, { from: ['ADMITTED'], to: 'CANCELLED', reason }, log);
+      if (op.state === 'FAILED_RETRYABLE')
+        return this.finish(op, { from: ['FAILED_RETRYABLE'], to: 'FAILED_FINAL', reason }, log);
     }
     if (!action || !provider) return { type: 'done', note: 'not configured' };
 
     if (op.state === 'RUNNING') return this.takeOver(op, action, provider, log);
-    if (op.state === 'FAILED_RETRYABLE' && (now > op.deadlineAt || op.sentAttempts >= action.retry.maxAttempts)) {
+    if (
+      op.state === 'FAILED_RETRYABLE' &&
+      (now > op.deadlineAt || op.sentAttempts >= action.retry.maxAttempts)
+    ) {
       const reason = now > op.deadlineAt ? 'deadline' : 'attempts_exhausted';
       if (op.uncertain && op.kind === 'mutation') {
         await this.toUnknown(op, 'FAILED_RETRYABLE', `${reason}_after_unknown_outcome`, log);
         return { type: 'done', state: 'UNKNOWN' };
       }
-      const message = reason === 'deadline' ? 'the operation deadline passed' : 'no attempt is left';
-      return this.finish(op, { from: ['FAILED_RETRYABLE'], to: 'FAILED_FINAL', attempt: op.attempt, reason, fields: { error: errorJson(reason, message) } }, log);
+      const message =
+        reason === 'deadline' ? 'the operation deadline passed' : 'no attempt is left';
+      return this.finish(
+        op,
+        {
+          from: ['FAILED_RETRYABLE'],
+          to: 'FAILED_FINAL',
+          attempt: op.attempt,
+          reason,
+          fields: { error: errorJson(reason, message) },
+        },
+        log,
+      );
     }
 
     // One attempt under the tenant's concurrency lease, taken in the same step as the move to RUNNING
     // (marked sending: from here the request may leave this process).
     const attemptStart = Date.now();
     const startedMono = performance.now();
-    const started = await ledger.start({ tenantId, operationId, action: op.action }, op.provider, this.attemptLimits(action, this.options.providers.get(op.provider)));
+    const started = await ledger.start(
+      { tenantId, operationId, action: op.action },
+      op.provider,
+      this.attemptLimits(action, this.options.providers.get(op.provider)),
+    );
     switch (started.type) {
       case 'not_found':
         return { type: 'done', note: 'operation not found' };
@@ -237,12 +312,25 @@ export class OperationExecutor {
         return this.noLease(tenantId, op.action);
       case 'as_is': {
         const current = started.operation;
-        if (decideAgain && (current.state === 'ADMITTED' || current.state === 'FAILED_RETRYABLE')) return this.decide(current, signal, false);
+        if (decideAgain && (current.state === 'ADMITTED' || current.state === 'FAILED_RETRYABLE'))
+          return this.decide(current, signal, false);
         // Cancelled before start, or another worker began an attempt meanwhile: the provider is not called.
-        return { type: 'done', note: `not started: the operation is ${current.state} at attempt ${current.attempt}` };
+        return {
+          type: 'done',
+          note: `not started: the operation is ${current.state} at attempt ${current.attempt}`,
+        };
       }
       case 'started':
-        return this.run({ op: started.operation, action, provider, signal, log, attempt: started.operation.attempt, attemptStart, startedMono });
+        return this.run({
+          op: started.operation,
+          action,
+          provider,
+          signal,
+          log,
+          attempt: started.operation.attempt,
+          attemptStart,
+          startedMono,
+        });
     }
   }
 
@@ -253,32 +341,50 @@ export class OperationExecutor {
    * counted against the attempts, the backoff and the retry budget. The lost attempt's lease is
    * kept while its request may still be at the provider.
    */
-  private async takeOver(op: Operation, action: ActionConfig, provider: Provider, log: Logger): Promise<ExecutionOutcome> {
+  private async takeOver(
+    op: Operation,
+    action: ActionConfig,
+    provider: Provider,
+    log: Logger,
+  ): Promise<ExecutionOutcome> {
     const lost: AttemptLease = {
-      change: (end) => (end === 'park' ? { mode: 'park', forMs: this.parkMs(provider) } : { mode: 'release' }),
+      change: (end) =>
+        end === 'park' ? { mode: 'park', forMs: this.parkMs(provider) } : { mode: 'release' },
       stop: () => undefined,
       endAlone: async () => undefined,
       held: async () => false,
     };
     if (op.sending && !resendSafe(op)) {
-      await this.toUnknown(op, 'RUNNING', 'redelivered_while_sending', log, { handle: lost, end: 'park' });
+      await this.toUnknown(op, 'RUNNING', 'redelivered_while_sending', log, {
+        handle: lost,
+        end: 'park',
+      });
       return { type: 'done', state: 'UNKNOWN' };
     }
-    return this.retryOrGiveUp(op, action, {
-      from: 'RUNNING',
-      actor: 'worker',
-      code: 'worker_lost',
-      message: 'the worker running the attempt was lost',
-      // The lost attempt may have reached the provider: a resend is safe (same key), giving up is not.
-      outcomeUnknown: op.sending && op.kind === 'mutation',
-      lease: { handle: lost, end: op.sending ? 'park' : 'release' },
-    }, log);
+    return this.retryOrGiveUp(
+      op,
+      action,
+      {
+        from: 'RUNNING',
+        actor: 'worker',
+        code: 'worker_lost',
+        message: 'the worker running the attempt was lost',
+        // The lost attempt may have reached the provider: a resend is safe (same key), giving up is not.
+        outcomeUnknown: op.sending && op.kind === 'mutation',
+        lease: { handle: lost, end: op.sending ? 'park' : 'release' },
+      },
+      log,
+    );
   }
 
   /** A job that found every lease taken waits, without spending an attempt. */
   private noLease(tenantId: string, action: string): ExecutionOutcome {
     leaseDelays.labels(tenantId, action).inc();
-    return { type: 'delay', delayMs: Math.round(NO_LEASE_DELAY_MS * (1 + this.random())), reason: 'no_lease' };
+    return {
+      type: 'delay',
+      delayMs: Math.round(NO_LEASE_DELAY_MS * (1 + this.random())),
+      reason: 'no_lease',
+    };
   }
 
   /**
@@ -306,25 +412,37 @@ export class OperationExecutor {
       lost = true;
       clearInterval(renew);
       leasesLost.labels(op.tenantId, op.action).inc();
-      log.warn('concurrency lease lost while the attempt ran: the action may be above its limit until it answers', { attempt });
+      log.warn(
+        'concurrency lease lost while the attempt ran: the action may be above its limit until it answers',
+        { attempt },
+      );
     };
     const renewOnce = async (): Promise<boolean> => {
       const held = await ledger.renewLease(op.tenantId, op.action, holder, this.leaseMs(provider));
       if (!held) noteLost();
       return held;
     };
-    const renew = setInterval(() => {
-      renewOnce().catch((error: unknown) => log.warn('lease renewal failed', { error }));
-    }, Math.max(50, Math.floor(this.options.leaseTtlMs / 3)));
+    const renew = setInterval(
+      () => {
+        renewOnce().catch((error: unknown) => log.warn('lease renewal failed', { error }));
+      },
+      Math.max(50, Math.floor(this.options.leaseTtlMs / 3)),
+    );
     const lease: AttemptLease = {
-      change: (end) => (end === 'park' ? { mode: 'park', forMs: this.parkMs(provider) } : { mode: 'release' }),
+      change: (end) =>
+        end === 'park' ? { mode: 'park', forMs: this.parkMs(provider) } : { mode: 'release' },
       stop: () => {
         stopped = true;
         clearInterval(renew);
       },
       endAlone: (end) =>
         end === 'park'
-          ? ledger.parkLease(op.tenantId, op.action, holder, (op.sendingAt ?? 0) + this.parkMs(provider))
+          ? ledger.parkLease(
+              op.tenantId,
+              op.action,
+              holder,
+              (op.sendingAt ?? 0) + this.parkMs(provider),
+            )
           : ledger.releaseLease(op.tenantId, op.action, holder),
       held: () => (lost ? Promise.resolve(false) : renewOnce()),
     };
@@ -352,11 +470,36 @@ export class OperationExecutor {
       });
       voids.labels(op.action, voided.status).inc();
       if (voided.status === 'committed') {
-        const fields: Record<string, string> = { result: JSON.stringify(voided.result), committed_at: String(Date.now()), error: '' };
+        const fields: Record<string, string> = {
+          result: JSON.stringify(voided.result),
+          committed_at: String(Date.now()),
+          error: '',
+        };
         if (voided.providerRef !== undefined) fields.provider_ref = voided.providerRef;
-        return this.finish(op, { from: ['RUNNING'], to: 'COMMITTED', attempt, reason: 'earlier_attempt_committed', fields }, log, lease);
+        return this.finish(
+          op,
+          {
+            from: ['RUNNING'],
+            to: 'COMMITTED',
+            attempt,
+            reason: 'earlier_attempt_committed',
+            fields,
+          },
+          log,
+          lease,
+        );
       }
-      if (voided.status !== 'voided') return this.notSent(op, 'earlier_attempt_not_voided', voided.status === 'unknown' ? voided.reason : 'an earlier attempt is in progress at the provider', log, lease, EARLIER_ATTEMPT_RETRY_MS);
+      if (voided.status !== 'voided')
+        return this.notSent(
+          op,
+          'earlier_attempt_not_voided',
+          voided.status === 'unknown'
+            ? voided.reason
+            : 'an earlier attempt is in progress at the provider',
+          log,
+          lease,
+          EARLIER_ATTEMPT_RETRY_MS,
+        );
     }
     if (op.kind === 'mutation') {
       // The mark that the request may have left must survive the loss of a Redis node before it
@@ -366,7 +509,10 @@ export class OperationExecutor {
       const durable = await ledger.makeDurable(this.durability);
       if (!durable.ok) {
         sendsRefused.labels(op.action, 'not_durable').inc();
-        log.warn('request not sent: its sending mark is not durable', { attempt, reason: durable.reason });
+        log.warn('request not sent: its sending mark is not durable', {
+          attempt,
+          reason: durable.reason,
+        });
         return this.notSent(op, 'sending_mark_not_durable', durable.reason, log, lease);
       }
     }
@@ -376,18 +522,27 @@ export class OperationExecutor {
       // The lease expired before the request left (this process was paused): another attempt may
       // hold the slot, or have taken the operation over. Nothing is sent under a lost lease.
       sendsRefused.labels(op.action, 'lease_lost').inc();
-      return this.notSent(op, 'lease_lost_before_send', 'the concurrency lease expired before the request was sent', log);
+      return this.notSent(
+        op,
+        'lease_lost_before_send',
+        'the concurrency lease expired before the request was sent',
+        log,
+      );
     }
     let result: ProviderResult;
     try {
       // The deadline is on the Redis clock; the start read it (sendingAt), this process's monotonic
       // clock says how long ago.
-      const now = op.sendingAt === undefined ? await ledger.time() : op.sendingAt + (performance.now() - startedMono);
+      const now =
+        op.sendingAt === undefined
+          ? await ledger.time()
+          : op.sendingAt + (performance.now() - startedMono);
       result = await executeUntilDeadline(provider, op, signal, Math.max(1, op.deadlineAt - now));
     } catch (error) {
       const definitelyNotSent = error instanceof ProviderUnreachableError;
       const message = error instanceof Error ? error.message : String(error);
-      if (!definitelyNotSent && error instanceof ProviderOutcomeUnknownError) providerTimeouts.labels(op.action).inc();
+      if (!definitelyNotSent && error instanceof ProviderOutcomeUnknownError)
+        providerTimeouts.labels(op.action).inc();
       if (!definitelyNotSent && !resendSafe(op)) {
         // Timeout after sending, dropped connection, garbage: the effect may exist. Ask, do not resend.
         await this.toUnknown(op, 'RUNNING', message, log, { handle: lease, end: 'park' });
@@ -397,45 +552,112 @@ export class OperationExecutor {
       return this.retryOrGiveUp(
         op,
         action,
-        { from: 'RUNNING', actor: 'worker', code, message, outcomeUnknown: !definitelyNotSent && op.kind === 'mutation', lease: { handle: lease, end: definitelyNotSent ? 'release' : 'park' } },
+        {
+          from: 'RUNNING',
+          actor: 'worker',
+          code,
+          message,
+          outcomeUnknown: !definitelyNotSent && op.kind === 'mutation',
+          lease: { handle: lease, end: definitelyNotSent ? 'release' : 'park' },
+        },
         log,
       );
     }
 
     if (result.status === 'ok') {
-      const fields: Record<string, string> = { result: JSON.stringify(result.result), committed_at: String(Date.now()), error: '' };
+      const fields: Record<string, string> = {
+        result: JSON.stringify(result.result),
+        committed_at: String(Date.now()),
+        error: '',
+      };
       if (result.providerRef !== undefined) fields.provider_ref = result.providerRef;
-      const outcome = await this.finish(op, { from: ['RUNNING'], to: 'COMMITTED', attempt, reason: 'provider_committed', fields }, log, lease);
+      const outcome = await this.finish(
+        op,
+        { from: ['RUNNING'], to: 'COMMITTED', attempt, reason: 'provider_committed', fields },
+        log,
+        lease,
+      );
       if (outcome.type === 'done' && outcome.state === 'COMMITTED') {
-        observeWithExemplar(executionToCommit, { action: op.action }, (Date.now() - (op.startedAt ?? attemptStart)) / 1000, { operation_id: op.operationId, session_id: op.scope.sessionId });
+        observeWithExemplar(
+          executionToCommit,
+          { action: op.action },
+          (Date.now() - (op.startedAt ?? attemptStart)) / 1000,
+          { operation_id: op.operationId, session_id: op.scope.sessionId },
+        );
       }
       return outcome;
     }
     if (!result.retryable) {
       // Read now, not from the start of the attempt: a cancel is asked for while the request runs.
-      const cancelled = result.code === 'cancelled' && (op.cancelRequested || (await ledger.rawField(op, 'cancel_requested')) === '1');
+      const cancelled =
+        result.code === 'cancelled' &&
+        (op.cancelRequested || (await ledger.rawField(op, 'cancel_requested')) === '1');
       return this.finish(
         op,
-        { from: ['RUNNING'], to: cancelled ? 'CANCELLED' : 'FAILED_FINAL', attempt, reason: cancelled ? 'cancelled_by_provider' : result.code, fields: { error: errorJson(result.code, result.message) } },
+        {
+          from: ['RUNNING'],
+          to: cancelled ? 'CANCELLED' : 'FAILED_FINAL',
+          attempt,
+          reason: cancelled ? 'cancelled_by_provider' : result.code,
+          fields: { error: errorJson(result.code, result.message) },
+        },
         log,
         lease,
       );
     }
-    return this.retryOrGiveUp(op, action, { from: 'RUNNING', actor: 'worker', code: result.code, message: result.message, outcomeUnknown: false, lease: { handle: lease, end: 'release' } }, log);
+    return this.retryOrGiveUp(
+      op,
+      action,
+      {
+        from: 'RUNNING',
+        actor: 'worker',
+        code: result.code,
+        message: result.message,
+        outcomeUnknown: false,
+        lease: { handle: lease, end: 'release' },
+      },
+      log,
+    );
   }
 
   /**
    * An attempt refused before its request left: FAILED_RETRYABLE, not sending, its count given back
    * to the retry policy (nothing reached the provider), tried again after NOT_SENT_RETRY_MS.
    */
-  private async notSent(op: Operation, code: string, message: string, log: Logger, lease?: AttemptLease, delayMs = NOT_SENT_RETRY_MS): Promise<ExecutionOutcome> {
+  private async notSent(
+    op: Operation,
+    code: string,
+    message: string,
+    log: Logger,
+    lease?: AttemptLease,
+    delayMs = NOT_SENT_RETRY_MS,
+  ): Promise<ExecutionOutcome> {
     // Its token is dropped from the list a provider is asked to void: its request never existed.
     const tokens = op.attemptTokens.filter((t) => t !== op.attemptToken).join(',');
-    const fields = { sending: '0', sent_attempts: String(Math.max(0, op.sentAttempts - 1)), attempt_tokens: tokens, error: errorJson(code, message), last_outcome_unknown: '0' };
+    const fields = {
+      sending: '0',
+      sent_attempts: String(Math.max(0, op.sentAttempts - 1)),
+      attempt_tokens: tokens,
+      error: errorJson(code, message),
+      last_outcome_unknown: '0',
+    };
     try {
-      await this.move(op, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: op.attempt, actor: 'worker', reason: code, fields }, lease, 'release');
+      await this.move(
+        op,
+        {
+          from: ['RUNNING'],
+          to: 'FAILED_RETRYABLE',
+          attempt: op.attempt,
+          actor: 'worker',
+          reason: code,
+          fields,
+        },
+        lease,
+        'release',
+      );
     } catch (e) {
-      if (e instanceof IllegalTransitionError || e instanceof StaleAttemptError) return { type: 'done', note: e.message };
+      if (e instanceof IllegalTransitionError || e instanceof StaleAttemptError)
+        return { type: 'done', note: e.message };
       throw e;
     }
     return { type: 'delay', delayMs, reason: 'retry' };
@@ -447,9 +669,20 @@ export class OperationExecutor {
    * an earlier attempt may have taken effect. Used for failed attempts and lost ones alike, so that
    * every send after the first is an attempt the retry policy counted.
    */
-  private async retryOrGiveUp(op: Operation, action: ActionConfig, request: RetryRequest, log: Logger): Promise<ExecutionOutcome> {
+  private async retryOrGiveUp(
+    op: Operation,
+    action: ActionConfig,
+    request: RetryRequest,
+    log: Logger,
+  ): Promise<ExecutionOutcome> {
     const { code, message, outcomeUnknown } = request;
-    const decision = decideRetry(action.retry, op.sentAttempts, await this.options.ledger.time(), op.deadlineAt, this.random);
+    const decision = decideRetry(
+      action.retry,
+      op.sentAttempts,
+      await this.options.ledger.time(),
+      op.deadlineAt,
+      this.random,
+    );
     let reason: string | undefined = decision.retry ? undefined : decision.reason;
     if (decision.retry) {
       const budget = await this.options.ledger.spendRetry(op, {
@@ -469,15 +702,40 @@ export class OperationExecutor {
         await this.toUnknown(op, request.from, `${reason} after ${code}`, log, request.lease);
         return { type: 'done', state: 'UNKNOWN' };
       }
-      return this.finish(op, { from: [request.from], to: 'FAILED_FINAL', attempt: op.attempt, reason, fields: { ...request.fields, error } }, log, request.lease?.handle, request.lease?.end);
+      return this.finish(
+        op,
+        {
+          from: [request.from],
+          to: 'FAILED_FINAL',
+          attempt: op.attempt,
+          reason,
+          fields: { ...request.fields, error },
+        },
+        log,
+        request.lease?.handle,
+        request.lease?.end,
+      );
     }
     const fields: Record<string, string> = outcomeUnknown
       ? { ...request.fields, error, last_outcome_unknown: '1', uncertain: '1' }
       : { ...request.fields, error, last_outcome_unknown: '0' };
     try {
-      await this.move(op, { from: [request.from], to: 'FAILED_RETRYABLE', attempt: op.attempt, actor: request.actor, reason: code, fields }, request.lease?.handle, request.lease?.end);
+      await this.move(
+        op,
+        {
+          from: [request.from],
+          to: 'FAILED_RETRYABLE',
+          attempt: op.attempt,
+          actor: request.actor,
+          reason: code,
+          fields,
+        },
+        request.lease?.handle,
+        request.lease?.end,
+      );
     } catch (e) {
-      if (e instanceof IllegalTransitionError || e instanceof StaleAttemptError) return { type: 'done', note: e.message };
+      if (e instanceof IllegalTransitionError || e instanceof StaleAttemptError)
+        return { type: 'done', note: e.message };
       throw e;
     }
     const delayMs = decision.retry ? decision.delayMs : 0;
@@ -493,21 +751,46 @@ export class OperationExecutor {
     lease?: { readonly handle: AttemptLease; readonly end: LeaseEnd },
   ): Promise<void> {
     try {
-      await this.move(op, { from: [from], to: 'UNKNOWN', attempt: op.attempt, actor: 'worker', reason, fields: { error: errorJson('outcome_unknown', reason) } }, lease?.handle, lease?.end);
+      await this.move(
+        op,
+        {
+          from: [from],
+          to: 'UNKNOWN',
+          attempt: op.attempt,
+          actor: 'worker',
+          reason,
+          fields: { error: errorJson('outcome_unknown', reason) },
+        },
+        lease?.handle,
+        lease?.end,
+      );
     } catch (error) {
       if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return;
       throw error;
     }
-    incWithExemplar(unknownOpened, { action: op.action }, { operation_id: op.operationId, session_id: op.scope.sessionId });
+    incWithExemplar(
+      unknownOpened,
+      { action: op.action },
+      { operation_id: op.operationId, session_id: op.scope.sessionId },
+    );
     log.warn('operation outcome unknown; reconciling', { reason });
     // Asked soon: "committed" or "still processing" are believed at once (and settle the lease sooner);
     // only "not found" waits for the grace, which the reconciler enforces.
-    await this.options.queues.enqueueReconcile({ operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason }, Math.min(this.options.reconcileGraceMs, FIRST_LOOKUP_DELAY_MS));
+    await this.options.queues.enqueueReconcile(
+      { operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason },
+      Math.min(this.options.reconcileGraceMs, FIRST_LOOKUP_DELAY_MS),
+    );
   }
 
   private async finish(
     op: Operation,
-    change: { from: OperationState[]; to: OperationState; attempt?: number; reason: string; fields?: Record<string, string> },
+    change: {
+      from: OperationState[];
+      to: OperationState;
+      attempt?: number;
+      reason: string;
+      fields?: Record<string, string>;
+    },
     log: Logger,
     lease?: AttemptLease,
     end: LeaseEnd = 'release',
@@ -533,14 +816,26 @@ export class OperationExecutor {
    * that ends that attempt and carries its lease (given back or parked in the same script). A
    * refused move did not touch the lease: it is ended by itself then.
    */
-  private async move(op: Operation, change: TransitionChange, lease: AttemptLease | undefined, end: LeaseEnd = 'release'): Promise<TransitionOutcome> {
+  private async move(
+    op: Operation,
+    change: TransitionChange,
+    lease: AttemptLease | undefined,
+    end: LeaseEnd = 'release',
+  ): Promise<TransitionOutcome> {
     lease?.stop();
     const token = change.attempt === undefined ? undefined : op.attemptToken;
-    const fenced: TransitionChange = lease === undefined || change.attempt === undefined ? { ...change, token } : { ...change, token, lease: lease.change(end) };
+    const fenced: TransitionChange =
+      lease === undefined || change.attempt === undefined
+        ? { ...change, token }
+        : { ...change, token, lease: lease.change(end) };
     try {
       return await this.options.ledger.transition(op, fenced);
     } catch (error) {
-      if (lease !== undefined && (error instanceof IllegalTransitionError || error instanceof StaleAttemptError)) await lease.endAlone(end);
+      if (
+        lease !== undefined &&
+        (error instanceof IllegalTransitionError || error instanceof StaleAttemptError)
+      )
+        await lease.endAlone(end);
       throw error;
     }
   }
@@ -550,10 +845,18 @@ export class OperationExecutor {
  * Calls the provider with the job's signal bounded by the operation's deadline: one controller and
  * one timer per attempt (cheaper than AbortSignal.any over AbortSignal.timeout), undone at the end.
  */
-async function executeUntilDeadline(provider: Provider, op: Operation, signal: AbortSignal, ms: number): Promise<ProviderResult> {
+async function executeUntilDeadline(
+  provider: Provider,
+  op: Operation,
+  signal: AbortSignal,
+  ms: number,
+): Promise<ProviderResult> {
   const controller = new AbortController();
   const onAbort = () => controller.abort(signal.reason);
-  const timer = setTimeout(() => controller.abort(new DOMException('the operation deadline passed', 'TimeoutError')), ms);
+  const timer = setTimeout(
+    () => controller.abort(new DOMException('the operation deadline passed', 'TimeoutError')),
+    ms,
+  );
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
   try {

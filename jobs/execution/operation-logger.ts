@@ -7,7 +7,10 @@
 import { Logger, type LogFields, type LogLevel } from '../../config/log.ts';
 import { operationLogFields, type Operation } from '../ledger/operation.ts';
 
-type Correlated = Pick<Operation, 'operationId' | 'idempotencyKey' | 'tenantId' | 'action' | 'scope'>;
+type Correlated = Pick<
+  Operation,
+  'operationId' | 'idempotencyKey' | 'tenantId' | 'action' | 'scope'
+>;
 
 export class OperationLogger extends Logger {
   private made: Logger | undefined;

@@ -21,7 +21,8 @@ export async function waitForOutcome(
   let interval = FIRST_POLL_MS;
   for (;;) {
     const op = await ledger.get(tenantId, operationId);
-    if (op && (isTerminal(op.state) || (options.includeUnknown === true && op.state === 'UNKNOWN'))) return op;
+    if (op && (isTerminal(op.state) || (options.includeUnknown === true && op.state === 'UNKNOWN')))
+      return op;
     const left = deadline - Date.now();
     if (left <= 0 || options.signal?.aborted) return op;
     await new Promise((resolve) => setTimeout(resolve, Math.min(interval, left)));

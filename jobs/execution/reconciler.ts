@@ -13,7 +13,13 @@
  */
 import type { ActionConfig } from '../../config/schema.ts';
 import type { Logger } from '../../config/log.ts';
-import { operationsFinished, reconciliations, retryBudgetExhausted, unknownResolved, voids } from '../action-metrics.ts';
+import {
+  operationsFinished,
+  reconciliations,
+  retryBudgetExhausted,
+  unknownResolved,
+  voids,
+} from '../action-metrics.ts';
 import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
 import { leaseHolder } from '../ledger/keys.ts';
 import { operationLogFields, type Operation, type OperationState } from '../ledger/operation.ts';
@@ -76,14 +82,24 @@ export class Reconciler {
     } catch (error) {
       reconciliations.labels(op.action, 'error').inc();
       await this.keepLeases(op, provider);
-      return this.again(tries, `lookup failed: ${error instanceof Error ? error.message : String(error)}`);
+      return this.again(
+        tries,
+        `lookup failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     const fields = { reconciled_at: String(Date.now()) };
     switch (answer.status) {
       case 'committed':
         return this.committed(op, answer, log);
       case 'failed':
-        return this.resolve(op, 'FAILED_FINAL', 'reconciled_failed', { ...fields, error: errorJson(answer.code, answer.message) }, 'failed', log);
+        return this.resolve(
+          op,
+          'FAILED_FINAL',
+          'reconciled_failed',
+          { ...fields, error: errorJson(answer.code, answer.message) },
+          'failed',
+          log,
+        );
       case 'cancelled':
         return this.resolve(op, 'CANCELLED', 'reconciled_cancelled', fields, 'cancelled', log);
       case 'unknown':
@@ -101,7 +117,12 @@ export class Reconciler {
    * The provider has no record. Believed once the grace after the last send has passed and, where a
    * resend could be a second effect, once the provider has voided every earlier attempt.
    */
-  private async notFound(op: Operation, provider: Provider, tries: number, log: Logger): Promise<ReconcileOutcome> {
+  private async notFound(
+    op: Operation,
+    provider: Provider,
+    tries: number,
+    log: Logger,
+  ): Promise<ReconcileOutcome> {
     const { ledger } = this.options;
     const now = await ledger.time();
     const sentAt = op.sendingAt ?? op.startedAt ?? op.createdAt;
@@ -110,7 +131,11 @@ export class Reconciler {
       reconciliations.labels(op.action, 'not_found_in_grace').inc();
       // Not ruled out yet: the lease outlasts the look at the end of the grace, however late it runs.
       await this.keepLeases(op, provider);
-      return { type: 'again', delayMs: trustNotFoundAt - now, reason: 'not found yet; still inside the grace period' };
+      return {
+        type: 'again',
+        delayMs: trustNotFoundAt - now,
+        reason: 'not found yet; still inside the grace period',
+      };
     }
     // Void whatever can be voided: also with idempotency keys, a request still on its way would
     // otherwise take effect after the operation was given up as never received.
@@ -141,12 +166,28 @@ export class Reconciler {
     }
     // A resend is a new attempt (with the same key where the provider dedupes). Without a void, an
     // earlier request may still take effect: the operation stays uncertain.
-    const fields = { reconciled_at: String(Date.now()), last_outcome_unknown: '0', uncertain: voidable ? '0' : op.uncertain ? '1' : '0' };
+    const fields = {
+      reconciled_at: String(Date.now()),
+      last_outcome_unknown: '0',
+      uncertain: voidable ? '0' : op.uncertain ? '1' : '0',
+    };
     const action = this.options.actionConfig(op.tenantId, op.action);
-    const decision = action === undefined ? undefined : decideRetry(action.retry, op.sentAttempts, now, op.deadlineAt, this.random);
-    let reason = decision === undefined ? 'action_not_configured' : decision.retry ? undefined : decision.reason;
+    const decision =
+      action === undefined
+        ? undefined
+        : decideRetry(action.retry, op.sentAttempts, now, op.deadlineAt, this.random);
+    let reason =
+      decision === undefined
+        ? 'action_not_configured'
+        : decision.retry
+          ? undefined
+          : decision.reason;
     if (action !== undefined && decision?.retry === true) {
-      const budget = await ledger.spendRetry(op, { windowMs: action.retry.budgetWindowSeconds * 1000, ratio: action.retry.budgetRatio, minimum: action.retry.budgetMinRetries });
+      const budget = await ledger.spendRetry(op, {
+        windowMs: action.retry.budgetWindowSeconds * 1000,
+        ratio: action.retry.budgetRatio,
+        minimum: action.retry.budgetMinRetries,
+      });
       if (!budget.allowed) {
         retryBudgetExhausted.labels(op.action).inc();
         reason = 'retry_budget_exhausted';
@@ -156,11 +197,32 @@ export class Reconciler {
       // Giving up says the provider never received it: true only once nothing can still arrive.
       if (!voidable) return this.cannotVoid(op, log);
       const why = reason ?? 'no_retry';
-      return this.resolve(op, 'FAILED_FINAL', why === 'deadline' ? 'reconciled_not_found_after_deadline' : `reconciled_not_found_${why}`, { ...fields, error: errorJson(why, 'the provider never received it and no attempt may be sent again') }, 'not_found', log);
+      return this.resolve(
+        op,
+        'FAILED_FINAL',
+        why === 'deadline' ? 'reconciled_not_found_after_deadline' : `reconciled_not_found_${why}`,
+        {
+          ...fields,
+          error: errorJson(why, 'the provider never received it and no attempt may be sent again'),
+        },
+        'not_found',
+        log,
+      );
     }
-    const outcome = await this.resolve(op, 'FAILED_RETRYABLE', 'reconciled_not_found', fields, 'not_found', log);
+    const outcome = await this.resolve(
+      op,
+      'FAILED_RETRYABLE',
+      'reconciled_not_found',
+      fields,
+      'not_found',
+      log,
+    );
     if (outcome.type === 'resolved' && outcome.state === 'FAILED_RETRYABLE') {
-      await this.options.queues.requeueExecution(executionQueueOf(op), { operationId: op.operationId, tenantId: op.tenantId, action: op.action }, decision.delayMs);
+      await this.options.queues.requeueExecution(
+        executionQueueOf(op),
+        { operationId: op.operationId, tenantId: op.tenantId, action: op.action },
+        decision.delayMs,
+      );
     }
     return outcome;
   }
@@ -175,8 +237,17 @@ export class Reconciler {
     return this.stuck(op, 'not_found_cannot_void', why, log);
   }
 
-  private committed(op: Operation, answer: { readonly result: Readonly<Record<string, unknown>>; readonly providerRef?: string }, log: Logger): Promise<ReconcileOutcome> {
-    const fields: Record<string, string> = { reconciled_at: String(Date.now()), result: JSON.stringify(answer.result), committed_at: String(Date.now()), error: '' };
+  private committed(
+    op: Operation,
+    answer: { readonly result: Readonly<Record<string, unknown>>; readonly providerRef?: string },
+    log: Logger,
+  ): Promise<ReconcileOutcome> {
+    const fields: Record<string, string> = {
+      reconciled_at: String(Date.now()),
+      result: JSON.stringify(answer.result),
+      committed_at: String(Date.now()),
+      error: '',
+    };
     if (answer.providerRef !== undefined) fields.provider_ref = answer.providerRef;
     return this.resolve(op, 'COMMITTED', 'reconciled_committed', fields, 'committed', log);
   }
@@ -190,24 +261,44 @@ export class Reconciler {
   private async keepLeases(op: Operation, provider: Provider): Promise<void> {
     const until = (await this.options.ledger.time()) + provider.timeoutMs + this.options.graceMs;
     for (let attempt = 1; attempt <= op.attempt; attempt++) {
-      await this.options.ledger.parkLease(op.tenantId, op.action, leaseHolder(op.operationId, attempt), until);
+      await this.options.ledger.parkLease(
+        op.tenantId,
+        op.action,
+        leaseHolder(op.operationId, attempt),
+        until,
+      );
     }
   }
 
   /** Left UNKNOWN for an operator: marked (fenced by attempt), logged, alerted on (docs/runbook.md). */
-  private async stuck(op: Operation, reason: StuckReason, why: string, log: Logger): Promise<ReconcileOutcome> {
+  private async stuck(
+    op: Operation,
+    reason: StuckReason,
+    why: string,
+    log: Logger,
+  ): Promise<ReconcileOutcome> {
     try {
-      await this.options.ledger.setFenced(op, ['UNKNOWN'], op.attempt, { reconcile_stuck: '1', reconcile_stuck_reason: reason });
+      await this.options.ledger.setFenced(op, ['UNKNOWN'], op.attempt, {
+        reconcile_stuck: '1',
+        reconcile_stuck_reason: reason,
+      });
     } catch (error) {
-      if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError) return { type: 'again', delayMs: 0, reason: 'the operation moved meanwhile' };
+      if (error instanceof IllegalTransitionError || error instanceof StaleAttemptError)
+        return { type: 'again', delayMs: 0, reason: 'the operation moved meanwhile' };
       throw error;
     }
-    log.error(`operation stays UNKNOWN until an operator reconciles it: ${why}`, { provider: op.provider, reason });
+    log.error(`operation stays UNKNOWN until an operator reconciles it: ${why}`, {
+      provider: op.provider,
+      reason,
+    });
     return { type: 'stuck', reason: why };
   }
 
   private again(tries: number, reason: string): ReconcileOutcome {
-    const delayMs = Math.min(this.options.maxBackoffMs, this.options.backoffMs * 2 ** Math.min(tries, 16));
+    const delayMs = Math.min(
+      this.options.maxBackoffMs,
+      this.options.backoffMs * 2 ** Math.min(tries, 16),
+    );
     return { type: 'again', delayMs, reason };
   }
 
@@ -216,13 +307,31 @@ export class Reconciler {
    * leases are settled with it. A stale answer (another attempt began meanwhile) is refused and the
    * operation looked at again.
    */
-  private async resolve(op: Operation, to: OperationState, reason: string, fields: Record<string, string>, outcome: string, log: Logger): Promise<ReconcileOutcome> {
+  private async resolve(
+    op: Operation,
+    to: OperationState,
+    reason: string,
+    fields: Record<string, string>,
+    outcome: string,
+    log: Logger,
+  ): Promise<ReconcileOutcome> {
     try {
-      await this.options.ledger.transition(op, { from: ['UNKNOWN'], to, attempt: op.attempt, token: op.attemptToken, actor: 'reconciler', reason, fields, lease: { mode: 'settle' } });
+      await this.options.ledger.transition(op, {
+        from: ['UNKNOWN'],
+        to,
+        attempt: op.attempt,
+        token: op.attemptToken,
+        actor: 'reconciler',
+        reason,
+        fields,
+        lease: { mode: 'settle' },
+      });
     } catch (error) {
       if (error instanceof StaleAttemptError) {
         reconciliations.labels(op.action, 'stale').inc();
-        log.warn('reconcile answer refused: another attempt began meanwhile; looking again', { attempt: op.attempt });
+        log.warn('reconcile answer refused: another attempt began meanwhile; looking again', {
+          attempt: op.attempt,
+        });
         return { type: 'again', delayMs: 0, reason: 'stale: another attempt began meanwhile' };
       }
       if (error instanceof IllegalTransitionError) {
@@ -233,7 +342,8 @@ export class Reconciler {
     }
     reconciliations.labels(op.action, outcome).inc();
     unknownResolved.labels(op.action, outcome).inc();
-    if (to === 'COMMITTED' || to === 'FAILED_FINAL' || to === 'CANCELLED') operationsFinished.labels(op.tenantId, op.action, to).inc();
+    if (to === 'COMMITTED' || to === 'FAILED_FINAL' || to === 'CANCELLED')
+      operationsFinished.labels(op.tenantId, op.action, to).inc();
     log.info('operation reconciled', { state: to, reason });
     return { type: 'resolved', state: to };
   }

@@ -14,7 +14,12 @@
  */
 import type { Logger } from '../../config/log.ts';
 import { incWithExemplar } from '../../config/metrics.ts';
-import { outboxRecovered, unknownOldestAge, unknownOpen, unknownOpened } from '../action-metrics.ts';
+import {
+  outboxRecovered,
+  unknownOldestAge,
+  unknownOpen,
+  unknownOpened,
+} from '../action-metrics.ts';
 import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-errors.ts';
 import type { Operation } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
@@ -44,12 +49,13 @@ export class RecoverySweep {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<SweepReport> | undefined;
 
-  constructor(private readonly options: RecoverySweepOptions) {
-  }
+  constructor(private readonly options: RecoverySweepOptions) {}
 
   start(): void {
     this.timer = setInterval(() => {
-      this.sweep().catch((error: unknown) => this.options.log.error('recovery sweep failed', { error }));
+      this.sweep().catch((error: unknown) =>
+        this.options.log.error('recovery sweep failed', { error }),
+      );
     }, this.options.intervalMs);
     this.timer.unref();
   }
@@ -82,10 +88,16 @@ export class RecoverySweep {
     for (const id of await ledger.outbox(tenantId, (await ledger.time()) - OUTBOX_SETTLE_MS)) {
       const op = await ledger.get(tenantId, id);
       if (op?.state === 'ADMITTED') {
-        await queues.enqueueExecution(executionQueueOf(op), { operationId: id, tenantId, action: op.action });
+        await queues.enqueueExecution(executionQueueOf(op), {
+          operationId: id,
+          tenantId,
+          action: op.action,
+        });
         outboxRecovered.labels(op.action).inc();
         report.enqueued++;
-        this.options.log.warn('enqueued an admitted operation that had no job', { operation_id: id });
+        this.options.log.warn('enqueued an admitted operation that had no job', {
+          operation_id: id,
+        });
       }
       await ledger.clearOutbox(tenantId, id);
     }
@@ -93,8 +105,12 @@ export class RecoverySweep {
 
   private async stale(tenantId: string, report: SweepReport): Promise<void> {
     const { ledger, queues } = this.options;
-    for (const op of await ledger.listOpen(tenantId, (await ledger.time()) - this.options.staleAfterMs)) {
-      if (op.state !== 'ADMITTED' && op.state !== 'RUNNING' && op.state !== 'FAILED_RETRYABLE') continue;
+    for (const op of await ledger.listOpen(
+      tenantId,
+      (await ledger.time()) - this.options.staleAfterMs,
+    )) {
+      if (op.state !== 'ADMITTED' && op.state !== 'RUNNING' && op.state !== 'FAILED_RETRYABLE')
+        continue;
       const queue = executionQueueOf(op);
       const jobState = await queues.jobState(queue, op.operationId);
       if (jobState !== 'failed' && jobState !== 'completed' && jobState !== 'missing') continue;
@@ -102,7 +118,8 @@ export class RecoverySweep {
         await this.recover(op, queue);
         report.recovered++;
       } catch (error) {
-        if (!(error instanceof IllegalTransitionError || error instanceof StaleAttemptError)) throw error;
+        if (!(error instanceof IllegalTransitionError || error instanceof StaleAttemptError))
+          throw error;
       }
     }
   }
@@ -120,13 +137,20 @@ export class RecoverySweep {
         reason: 'worker_lost_while_sending',
         fields: { error: errorJson('outcome_unknown', 'the worker died after sending') },
       });
-      incWithExemplar(unknownOpened, { action: op.action }, { operation_id: op.operationId, session_id: op.scope.sessionId });
+      incWithExemplar(
+        unknownOpened,
+        { action: op.action },
+        { operation_id: op.operationId, session_id: op.scope.sessionId },
+      );
       await queues.enqueueReconcile({ ...data, tries: 0, reason: 'worker_lost_while_sending' }, 0);
       log.warn('worker lost while sending; reconciling', { operation_id: op.operationId });
       return;
     }
     await queues.requeueExecution(queue, data);
-    log.warn('re-running an operation whose worker was lost', { operation_id: op.operationId, state: op.state });
+    log.warn('re-running an operation whose worker was lost', {
+      operation_id: op.operationId,
+      state: op.state,
+    });
   }
 
   private async unknown(tenantId: string, report: SweepReport): Promise<void> {
@@ -134,10 +158,15 @@ export class RecoverySweep {
     const rows = await ledger.listUnknown(tenantId);
     unknownOpen.labels(tenantId).set(rows.length);
     const oldest = rows.reduce((min, row) => Math.min(min, row.since), Number.POSITIVE_INFINITY);
-    unknownOldestAge.labels(tenantId).set(rows.length === 0 ? 0 : ((await ledger.time()) - oldest) / 1000);
+    unknownOldestAge
+      .labels(tenantId)
+      .set(rows.length === 0 ? 0 : ((await ledger.time()) - oldest) / 1000);
     for (const { operation } of rows) {
       if ((await ledger.rawField(operation, 'reconcile_stuck')) === '1') continue;
-      await queues.enqueueReconcile({ operationId: operation.operationId, tenantId, tries: 0, reason: 'sweep' }, 0);
+      await queues.enqueueReconcile(
+        { operationId: operation.operationId, tenantId, tries: 0, reason: 'sweep' },
+        0,
+      );
       report.reconciling++;
     }
   }

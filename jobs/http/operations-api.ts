@@ -16,13 +16,19 @@ import type { HttpServer } from './server.ts';
 
 export function registerOperationsApi(
   http: HttpServer,
-  deps: { ledger: OperationLedger; queues: OperationQueues; outOfBand: Pick<OutOfBandQueue, 'redrive'>; tenants: readonly string[] },
+  deps: {
+    ledger: OperationLedger;
+    queues: OperationQueues;
+    outOfBand: Pick<OutOfBandQueue, 'redrive'>;
+    tenants: readonly string[];
+  },
 ): void {
   const { ledger, queues, outOfBand, tenants } = deps;
   const tenantsOf = (query: URLSearchParams): readonly string[] => {
     const tenant = query.get('tenant');
     if (tenant === null) return tenants;
-    if (!tenants.includes(tenant)) throw new CallgateError('CALLGATE_ERR_OP_UNKNOWN_TENANT', { tenant });
+    if (!tenants.includes(tenant))
+      throw new CallgateError('CALLGATE_ERR_OP_UNKNOWN_TENANT', { tenant });
     return [tenant];
   };
 
@@ -30,7 +36,9 @@ export function registerOperationsApi(
     const id = params.id ?? '';
     const op = await ledger.getById(id);
     if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
-    return { body: { operation: view(op), history: await ledger.history(op.tenantId, op.operationId) } };
+    return {
+      body: { operation: view(op), history: await ledger.history(op.tenantId, op.operationId) },
+    };
   });
 
   http.route('GET', '/v1/operations', async ({ query }) => {
@@ -43,8 +51,12 @@ export function registerOperationsApi(
       else if (key !== null) {
         const op = await ledger.findByIdempotencyKey(tenant, key);
         if (op) found.push(op);
-      } else if (state === 'UNKNOWN') found.push(...(await ledger.listUnknown(tenant)).map((row) => row.operation));
-      else throw new CallgateError('CALLGATE_ERR_HTTP_BAD_REQUEST', { reason: 'give session_id, idempotency_key or state=UNKNOWN' });
+      } else if (state === 'UNKNOWN')
+        found.push(...(await ledger.listUnknown(tenant)).map((row) => row.operation));
+      else
+        throw new CallgateError('CALLGATE_ERR_HTTP_BAD_REQUEST', {
+          reason: 'give session_id, idempotency_key or state=UNKNOWN',
+        });
     }
     return { body: { operations: found.map(view) } };
   });
@@ -53,9 +65,17 @@ export function registerOperationsApi(
     const id = params.id ?? '';
     const op = await ledger.getById(id);
     if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
-    if (op.state !== 'UNKNOWN') throw new CallgateError('CALLGATE_ERR_OP_RECONCILE_REFUSED', { operationId: id, state: op.state });
+    if (op.state !== 'UNKNOWN')
+      throw new CallgateError('CALLGATE_ERR_OP_RECONCILE_REFUSED', {
+        operationId: id,
+        state: op.state,
+      });
     await ledger.setFenced(op, ['UNKNOWN'], undefined, { reconcile_stuck: '0' });
-    await queues.enqueueReconcile({ operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason: 'operator' }, 0, true);
+    await queues.enqueueReconcile(
+      { operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason: 'operator' },
+      0,
+      true,
+    );
     return { status: 202, body: { operation: view(op), reconcile: 'requested' } };
   });
 
@@ -67,10 +87,21 @@ export function registerOperationsApi(
     if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
     const channels = await outOfBand.redrive(op.tenantId, op.operationId, 'operator');
     if (!Object.values(channels).includes('requeued')) {
-      const states = Object.entries(op.outOfBand ?? {}).map(([channel, record]) => `${channel}: ${record.state}`);
-      throw new CallgateError('CALLGATE_ERR_OOB_REDRIVE_REFUSED', { operationId: id, channels: states.length > 0 ? states.join(', ') : 'none queued' });
+      const states = Object.entries(op.outOfBand ?? {}).map(
+        ([channel, record]) => `${channel}: ${record.state}`,
+      );
+      throw new CallgateError('CALLGATE_ERR_OOB_REDRIVE_REFUSED', {
+        operationId: id,
+        channels: states.length > 0 ? states.join(', ') : 'none queued',
+      });
     }
-    return { status: 202, body: { operation: view((await ledger.get(op.tenantId, op.operationId)) ?? op), redrive: channels } };
+    return {
+      status: 202,
+      body: {
+        operation: view((await ledger.get(op.tenantId, op.operationId)) ?? op),
+        redrive: channels,
+      },
+    };
   });
 }
 

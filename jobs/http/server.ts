@@ -7,7 +7,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { CallgateError, isCallgateError } from '../../config/errors.ts';
 import { rootLogger } from '../../config/log.ts';
-import { OPENMETRICS_CONTENT_TYPE, openMetricsText, registry, wantsOpenMetrics } from '../../config/metrics.ts';
+import {
+  OPENMETRICS_CONTENT_TYPE,
+  openMetricsText,
+  registry,
+  wantsOpenMetrics,
+} from '../../config/metrics.ts';
 
 /** Request bodies above this are refused: the admin API takes small JSON documents only. */
 const MAX_BODY_BYTES = 1_048_576;
@@ -52,7 +57,8 @@ export class HttpServer {
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) => {
         rootLogger().error('http handler failed', { error, path: req.url });
-        if (!res.headersSent) sendJson(res, 500, { error: { code: 'internal', message: 'internal error' } });
+        if (!res.headersSent)
+          sendJson(res, 500, { error: { code: 'internal', message: 'internal error' } });
         else res.destroy();
       });
     });
@@ -89,7 +95,13 @@ export class HttpServer {
 
   async listen(port: number, host: string): Promise<AddressInfo> {
     await new Promise<void>((resolve, reject) => {
-      const onError = (error: Error) => reject(new CallgateError('CALLGATE_ERR_LISTEN_FAILED', { address: `${host}:${port} (http)`, reason: error.message }));
+      const onError = (error: Error) =>
+        reject(
+          new CallgateError('CALLGATE_ERR_LISTEN_FAILED', {
+            address: `${host}:${port} (http)`,
+            reason: error.message,
+          }),
+        );
       this.server.once('error', onError);
       this.server.listen(port, host, () => {
         this.server.off('error', onError);
@@ -136,7 +148,11 @@ export class HttpServer {
     }
     if (method === 'GET' && url.pathname === '/readyz') {
       const { ready, failing } = await this.readiness();
-      sendJson(res, ready ? 200 : 503, ready ? { status: 'ready' } : { status: 'not ready', failing });
+      sendJson(
+        res,
+        ready ? 200 : 503,
+        ready ? { status: 'ready' } : { status: 'not ready', failing },
+      );
       return;
     }
     if (method === 'GET' && url.pathname === '/metrics') {
@@ -145,7 +161,9 @@ export class HttpServer {
       // asks for it; the Prometheus text format otherwise.
       const open = wantsOpenMetrics(req.headers.accept);
       const text = open ? await openMetricsText() : await registry.metrics();
-      res.writeHead(200, { 'content-type': open ? OPENMETRICS_CONTENT_TYPE : registry.contentType });
+      res.writeHead(200, {
+        'content-type': open ? OPENMETRICS_CONTENT_TYPE : registry.contentType,
+      });
       res.end(text);
       return;
     }
@@ -165,7 +183,13 @@ export class HttpServer {
         return;
       }
       try {
-        const response = await route.handler({ method, path: url.pathname, params, query: url.searchParams, body });
+        const response = await route.handler({
+          method,
+          path: url.pathname,
+          params,
+          query: url.searchParams,
+          body,
+        });
         if (response.contentType !== undefined) {
           res.writeHead(response.status ?? 200, { 'content-type': response.contentType });
           res.end(String(response.body));
@@ -177,7 +201,10 @@ export class HttpServer {
       }
       return;
     }
-    sendError(res, new CallgateError('CALLGATE_ERR_HTTP_NOT_FOUND', { method, path: url.pathname }));
+    sendError(
+      res,
+      new CallgateError('CALLGATE_ERR_HTTP_NOT_FOUND', { method, path: url.pathname }),
+    );
   }
 }
 
@@ -192,7 +219,10 @@ function sendError(res: ServerResponse, error: unknown): void {
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
@@ -202,7 +232,10 @@ async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new CallgateError('CALLGATE_ERR_HTTP_BAD_REQUEST', { reason: `body above ${MAX_BODY_BYTES} bytes` });
+    if (size > MAX_BODY_BYTES)
+      throw new CallgateError('CALLGATE_ERR_HTTP_BAD_REQUEST', {
+        reason: `body above ${MAX_BODY_BYTES} bytes`,
+      });
     chunks.push(chunk as Buffer);
   }
   if (size === 0) return undefined;

@@ -57,7 +57,11 @@ export function scriptError(
     case 'ERR_NOT_FOUND':
       return new OperationNotFoundError(context.operationId);
     case 'ERR_ILLEGAL':
-      return new IllegalTransitionError(context.operationId, String(detail) as OperationState, context.to ?? (String(detail) as OperationState));
+      return new IllegalTransitionError(
+        context.operationId,
+        String(detail) as OperationState,
+        context.to ?? (String(detail) as OperationState),
+      );
     case 'ERR_STALE':
       return new StaleAttemptError(context.operationId, context.attempt ?? -1, Number(detail));
     default:

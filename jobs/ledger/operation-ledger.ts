@@ -7,7 +7,12 @@ import type { Redis } from 'ioredis';
 import { counter } from '../../config/metrics.ts';
 import { LedgerKeys } from './keys.ts';
 import { loadLedgerScripts, type LedgerCommands } from './ledger-scripts.ts';
-import { IdempotencyConflictError, OperationNotFoundError, scriptError, StaleAttemptError } from './ledger-errors.ts';
+import {
+  IdempotencyConflictError,
+  OperationNotFoundError,
+  scriptError,
+  StaleAttemptError,
+} from './ledger-errors.ts';
 import {
   isTerminal,
   type Actor,
@@ -132,7 +137,12 @@ export type StartOutcome =
 
 /** What recording an owed compensation found (compensation-owe-2.lua). */
 export type OweCompensationOutcome =
-  | { readonly type: 'owed'; readonly tries: number; readonly newly: boolean; readonly request: string }
+  | {
+      readonly type: 'owed';
+      readonly tries: number;
+      readonly newly: boolean;
+      readonly request: string;
+    }
   | { readonly type: 'linked'; readonly compensationId: string }
   | { readonly type: 'not_committed'; readonly state: OperationState };
 
@@ -149,7 +159,13 @@ export type SettleCompensationOutcome =
   | { readonly type: 'open' }
   | { readonly type: 'committed'; readonly compensationId: string; readonly action: string }
   | { readonly type: 'reowed'; readonly compensationId: string; readonly action: string }
-  | { readonly type: 'released'; readonly compensationId: string; readonly action: string; readonly state: OperationState; readonly tries: number }
+  | {
+      readonly type: 'released';
+      readonly compensationId: string;
+      readonly action: string;
+      readonly state: OperationState;
+      readonly tries: number;
+    }
   | { readonly type: 'moved' | 'gone' };
 
 /** An owed compensation as stored on its original. */
@@ -191,7 +207,12 @@ export class OperationLedger {
     // The pointer is written first and never changes; a crash after it leaves a harmless orphan.
     // Both commands go out together: one round trip, in order on the connection. It lives outside
     // the tenant's slot, so the script cannot write it; every answer but ADMITTED takes it back.
-    const pointer = this.redis.set(k.tenantOf(op.operationId), op.tenantId, 'EX', this.retentionSeconds(op.money) + DAY_SECONDS);
+    const pointer = this.redis.set(
+      k.tenantOf(op.operationId),
+      op.tenantId,
+      'EX',
+      this.retentionSeconds(op.money) + DAY_SECONDS,
+    );
     const admitted = this.redis.ledgerAdmit(
       k.operation(op.tenantId, op.operationId),
       k.history(op.tenantId, op.operationId),
@@ -268,7 +289,11 @@ export class OperationLedger {
       lease?.mode === 'park' ? lease.forMs : 0,
       k.results(op.tenantId, ''),
     )) as (string | null)[];
-    const error = scriptError(reply, { operationId: op.operationId, to: change.to, attempt: change.attempt });
+    const error = scriptError(reply, {
+      operationId: op.operationId,
+      to: change.to,
+      attempt: change.attempt,
+    });
     if (error) {
       if (error instanceof StaleAttemptError) staleRefused.labels(op.action).inc();
       throw error;
@@ -286,7 +311,12 @@ export class OperationLedger {
   async start(
     job: { readonly tenantId: string; readonly operationId: string; readonly action: string },
     provider: string,
-    attempt: { readonly ttlMs: number; readonly max: number; readonly maxAttempts: number; readonly token?: string },
+    attempt: {
+      readonly ttlMs: number;
+      readonly max: number;
+      readonly maxAttempts: number;
+      readonly token?: string;
+    },
   ): Promise<StartOutcome> {
     const k = this.keys;
     const reply = (await this.redis.ledgerStart(
@@ -331,7 +361,8 @@ export class OperationLedger {
       JSON.stringify(fields),
       onlyIfUnset ? '1' : '0',
     )) as (string | null)[];
-    if (reply[0] === 'ERR_EXISTS') return { ok: false, field: String(reply[1]), value: String(reply[2]) };
+    if (reply[0] === 'ERR_EXISTS')
+      return { ok: false, field: String(reply[1]), value: String(reply[2]) };
     const error = scriptError(reply, { operationId: op.operationId, attempt });
     if (error) {
       if (error instanceof StaleAttemptError) staleRefused.labels(op.action).inc();
@@ -344,12 +375,24 @@ export class OperationLedger {
    * Records that `original` is owed a compensation (the request, as JSON), before it is admitted;
    * the first request owed is kept. See compensation-owe-2.lua.
    */
-  async oweCompensation(original: Pick<Operation, 'tenantId' | 'operationId'>, request: string): Promise<OweCompensationOutcome> {
+  async oweCompensation(
+    original: Pick<Operation, 'tenantId' | 'operationId'>,
+    request: string,
+  ): Promise<OweCompensationOutcome> {
     const k = this.keys;
-    const reply = (await this.redis.ledgerCompensationOwe(k.operation(original.tenantId, original.operationId), k.compensationsOwed(original.tenantId), request)) as string[];
+    const reply = (await this.redis.ledgerCompensationOwe(
+      k.operation(original.tenantId, original.operationId),
+      k.compensationsOwed(original.tenantId),
+      request,
+    )) as string[];
     switch (reply[0]) {
       case 'OWED':
-        return { type: 'owed', tries: Number(reply[1] ?? 0), newly: reply[2] === '1', request: reply[3] ?? request };
+        return {
+          type: 'owed',
+          tries: Number(reply[1] ?? 0),
+          newly: reply[2] === '1',
+          request: reply[3] ?? request,
+        };
       case 'LINKED':
         return { type: 'linked', compensationId: reply[1] ?? '' };
       case 'ERR_ILLEGAL':
@@ -360,7 +403,10 @@ export class OperationLedger {
   }
 
   /** Links an admitted compensation to `original`; the undo is no longer owed but in flight. See compensation-link-4.lua. */
-  async linkCompensation(original: Pick<Operation, 'tenantId' | 'operationId'>, compensationId: string): Promise<LinkCompensationOutcome> {
+  async linkCompensation(
+    original: Pick<Operation, 'tenantId' | 'operationId'>,
+    compensationId: string,
+  ): Promise<LinkCompensationOutcome> {
     const k = this.keys;
     const reply = (await this.redis.ledgerCompensationLink(
       k.operation(original.tenantId, original.operationId),
@@ -377,11 +423,17 @@ export class OperationLedger {
       case 'STALE_TRY':
         return { type: 'stale_try' };
       case 'TRY_ENDED':
-        return { type: 'try_ended', state: reply[1] as OperationState, tries: Number(reply[2] ?? 0) };
+        return {
+          type: 'try_ended',
+          state: reply[1] as OperationState,
+          tries: Number(reply[2] ?? 0),
+        };
       case 'ERR_ILLEGAL':
         return { type: 'not_committed', state: reply[1] as OperationState };
       default:
-        throw new OperationNotFoundError(reply[0] === 'ERR_NOT_FOUND' ? compensationId : original.operationId);
+        throw new OperationNotFoundError(
+          reply[0] === 'ERR_NOT_FOUND' ? compensationId : original.operationId,
+        );
     }
   }
 
@@ -389,7 +441,10 @@ export class OperationLedger {
    * Looks at the compensation linked to `originalId`: done, still running, or ended without effect
    * (then its link is released, once). See compensation-settle-4.lua.
    */
-  async settleCompensation(tenantId: string, originalId: string): Promise<SettleCompensationOutcome> {
+  async settleCompensation(
+    tenantId: string,
+    originalId: string,
+  ): Promise<SettleCompensationOutcome> {
     const k = this.keys;
     const linked = await this.redis.hget(k.operation(tenantId, originalId), 'compensated_by');
     const compensationId = linked ?? '';
@@ -407,7 +462,13 @@ export class OperationLedger {
       case 'REOWED':
         return { type: 'reowed', compensationId, action: reply[1] ?? '' };
       case 'RELEASED':
-        return { type: 'released', compensationId, action: reply[1] ?? '', state: reply[2] as OperationState, tries: Number(reply[3] ?? 0) };
+        return {
+          type: 'released',
+          compensationId,
+          action: reply[1] ?? '',
+          state: reply[2] as OperationState,
+          tries: Number(reply[3] ?? 0),
+        };
       case 'OPEN':
         return { type: 'open' };
       case 'MOVED':
@@ -419,13 +480,26 @@ export class OperationLedger {
 
   /** The owed compensation of `originalId` and how many tries of it failed. */
   async owedCompensation(tenantId: string, originalId: string): Promise<OwedCompensation> {
-    const [request, tries, compensatedBy] = await this.redis.hmget(this.keys.operation(tenantId, originalId), 'compensation_owed', 'compensation_tries', 'compensated_by');
-    return { request: request ?? undefined, tries: Number(tries ?? 0), compensatedBy: compensatedBy ?? undefined };
+    const [request, tries, compensatedBy] = await this.redis.hmget(
+      this.keys.operation(tenantId, originalId),
+      'compensation_owed',
+      'compensation_tries',
+      'compensated_by',
+    );
+    return {
+      request: request ?? undefined,
+      tries: Number(tries ?? 0),
+      compensatedBy: compensatedBy ?? undefined,
+    };
   }
 
   /** Gives up an owed compensation that can never be admitted (its request is refused as invalid). */
   async dropOwedCompensation(tenantId: string, originalId: string): Promise<void> {
-    await this.redis.multi().hdel(this.keys.operation(tenantId, originalId), 'compensation_owed').zrem(this.keys.compensationsOwed(tenantId), originalId).exec();
+    await this.redis
+      .multi()
+      .hdel(this.keys.operation(tenantId, originalId), 'compensation_owed')
+      .zrem(this.keys.compensationsOwed(tenantId), originalId)
+      .exec();
   }
 
   /** Takes an original off the owed index only (a compensation is linked to it already). */
@@ -444,7 +518,9 @@ export class OperationLedger {
   }
 
   /** How many compensations each tenant owes, and since when the oldest is owed (ms, 0 for none). */
-  async owedCompensationCounts(tenantIds: readonly string[]): Promise<{ owed: number; oldestSince: number }[]> {
+  async owedCompensationCounts(
+    tenantIds: readonly string[],
+  ): Promise<{ owed: number; oldestSince: number }[]> {
     if (tenantIds.length === 0) return [];
     const pipeline = this.redis.pipeline();
     for (const tenantId of tenantIds) {
@@ -470,8 +546,13 @@ export class OperationLedger {
   }
 
   /** One stored field not part of Operation (bookkeeping such as last_outcome_unknown). */
-  async rawField(op: Pick<Operation, 'tenantId' | 'operationId'>, field: string): Promise<string | undefined> {
-    return (await this.redis.hget(this.keys.operation(op.tenantId, op.operationId), field)) ?? undefined;
+  async rawField(
+    op: Pick<Operation, 'tenantId' | 'operationId'>,
+    field: string,
+  ): Promise<string | undefined> {
+    return (
+      (await this.redis.hget(this.keys.operation(op.tenantId, op.operationId), field)) ?? undefined
+    );
   }
 
   /** Finds an operation by id alone (admin API). */
@@ -485,27 +566,50 @@ export class OperationLedger {
     return rows.map((row) => JSON.parse(row) as HistoryEntry);
   }
 
-  async findByIdempotencyKey(tenantId: string, idempotencyKey: string): Promise<Operation | undefined> {
+  async findByIdempotencyKey(
+    tenantId: string,
+    idempotencyKey: string,
+  ): Promise<Operation | undefined> {
     const id = await this.redis.get(this.keys.idempotency(tenantId, idempotencyKey));
     return id === null ? undefined : this.get(tenantId, id);
   }
 
   async listBySession(tenantId: string, sessionId: string): Promise<Operation[]> {
-    return this.load(tenantId, await this.redis.zrange(this.keys.session(tenantId, sessionId), 0, -1));
+    return this.load(
+      tenantId,
+      await this.redis.zrange(this.keys.session(tenantId, sessionId), 0, -1),
+    );
   }
 
   /** Operations currently UNKNOWN, oldest first, with the time each became UNKNOWN. */
-  async listUnknown(tenantId: string, limit = 1000): Promise<{ operation: Operation; since: number }[]> {
+  async listUnknown(
+    tenantId: string,
+    limit = 1000,
+  ): Promise<{ operation: Operation; since: number }[]> {
     const rows = await this.redis.zrange(this.keys.unknown(tenantId), 0, limit - 1, 'WITHSCORES');
     const ids = rows.filter((_, i) => i % 2 === 0);
     const since = rows.filter((_, i) => i % 2 === 1).map(Number);
     const ops = await this.load(tenantId, ids);
-    return ops.map((operation) => ({ operation, since: since[ids.indexOf(operation.operationId)] ?? 0 }));
+    return ops.map((operation) => ({
+      operation,
+      since: since[ids.indexOf(operation.operationId)] ?? 0,
+    }));
   }
 
   /** Open (non-terminal) operations whose last transition is older than `before`, oldest first. */
-  async listOpen(tenantId: string, before = Number.POSITIVE_INFINITY, limit = 1000): Promise<Operation[]> {
-    const ids = await this.redis.zrangebyscore(this.keys.open(tenantId), '-inf', before === Number.POSITIVE_INFINITY ? '+inf' : before, 'LIMIT', 0, limit);
+  async listOpen(
+    tenantId: string,
+    before = Number.POSITIVE_INFINITY,
+    limit = 1000,
+  ): Promise<Operation[]> {
+    const ids = await this.redis.zrangebyscore(
+      this.keys.open(tenantId),
+      '-inf',
+      before === Number.POSITIVE_INFINITY ? '+inf' : before,
+      'LIMIT',
+      0,
+      limit,
+    );
     return this.load(tenantId, ids);
   }
 
@@ -535,7 +639,10 @@ export class OperationLedger {
       this.pendingOutboxClears.set(tenantId, ids);
     }
     ids.push(operationId);
-    this.outboxFlushTimer ??= setTimeout(() => void this.flushOutbox().catch(() => undefined), OUTBOX_CLEAR_BATCH_MS);
+    this.outboxFlushTimer ??= setTimeout(
+      () => void this.flushOutbox().catch(() => undefined),
+      OUTBOX_CLEAR_BATCH_MS,
+    );
   }
 
   async flushOutbox(): Promise<void> {
@@ -543,11 +650,15 @@ export class OperationLedger {
     this.outboxFlushTimer = undefined;
     const batches = [...this.pendingOutboxClears];
     this.pendingOutboxClears.clear();
-    await Promise.all(batches.map(([tenantId, ids]) => this.redis.zrem(this.keys.outbox(tenantId), ...ids)));
+    await Promise.all(
+      batches.map(([tenantId, ids]) => this.redis.zrem(this.keys.outbox(tenantId), ...ids)),
+    );
   }
 
   /** How many operations of each action are active (admitted, running or waiting to retry) and how many hold a lease. */
-  async capacityUse(pairs: readonly { tenantId: string; action: string }[]): Promise<{ active: number; leases: number }[]> {
+  async capacityUse(
+    pairs: readonly { tenantId: string; action: string }[],
+  ): Promise<{ active: number; leases: number }[]> {
     if (pairs.length === 0) return [];
     const now = await this.time();
     const pipeline = this.redis.pipeline();
@@ -556,11 +667,21 @@ export class OperationLedger {
       pipeline.zcount(this.keys.lease(tenantId, action), now, '+inf');
     }
     const replies = (await pipeline.exec()) ?? [];
-    return pairs.map((_, i) => ({ active: Number(replies[2 * i]?.[1] ?? 0), leases: Number(replies[2 * i + 1]?.[1] ?? 0) }));
+    return pairs.map((_, i) => ({
+      active: Number(replies[2 * i]?.[1] ?? 0),
+      leases: Number(replies[2 * i + 1]?.[1] ?? 0),
+    }));
   }
 
-  async renewLease(tenantId: string, action: string, holder: string, ttlMs: number): Promise<boolean> {
-    return (await this.redis.ledgerLeaseRenew(this.keys.lease(tenantId, action), holder, ttlMs)) === 1;
+  async renewLease(
+    tenantId: string,
+    action: string,
+    holder: string,
+    ttlMs: number,
+  ): Promise<boolean> {
+    return (
+      (await this.redis.ledgerLeaseRenew(this.keys.lease(tenantId, action), holder, ttlMs)) === 1
+    );
   }
 
   /**
@@ -568,13 +689,22 @@ export class OperationLedger {
    * configured topology before a request leaves: WAIT for replicas, or a server that fsyncs every
    * write (checked once a minute). `ok: false` means the request must not be sent.
    */
-  async makeDurable(durability: SendingDurability): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }> {
+  async makeDurable(
+    durability: SendingDurability,
+  ): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: string }> {
     switch (durability.mode) {
       case 'none':
         return { ok: true };
       case 'replica': {
-        const acked = Number(await this.redis.call('WAIT', durability.replicas, durability.timeoutMs));
-        return acked >= durability.replicas ? { ok: true } : { ok: false, reason: `${acked} of ${durability.replicas} replicas acknowledged the sending mark within ${durability.timeoutMs} ms` };
+        const acked = Number(
+          await this.redis.call('WAIT', durability.replicas, durability.timeoutMs),
+        );
+        return acked >= durability.replicas
+          ? { ok: true }
+          : {
+              ok: false,
+              reason: `${acked} of ${durability.replicas} replicas acknowledged the sending mark within ${durability.timeoutMs} ms`,
+            };
       }
       case 'fsync': {
         const now = Date.now();
@@ -591,7 +721,8 @@ export class OperationLedger {
     try {
       const [, appendonly] = (await this.redis.call('CONFIG', 'GET', 'appendonly')) as string[];
       const [, appendfsync] = (await this.redis.call('CONFIG', 'GET', 'appendfsync')) as string[];
-      if (appendonly !== 'yes' || appendfsync !== 'always') return `redis runs with appendonly ${String(appendonly)} and appendfsync ${String(appendfsync)}, not yes and always`;
+      if (appendonly !== 'yes' || appendfsync !== 'always')
+        return `redis runs with appendonly ${String(appendonly)} and appendfsync ${String(appendfsync)}, not yes and always`;
       return undefined;
     } catch (error) {
       return `redis did not say how it persists writes (CONFIG GET): ${error instanceof Error ? error.message : String(error)}`;
@@ -615,12 +746,20 @@ export class OperationLedger {
    * Keeps a lease its holder still has until `untilMs` (Redis clock), no longer renewed: the
    * attempt's request may still be at the provider. A lease already gone is not taken again.
    */
-  async parkLease(tenantId: string, action: string, holder: string, untilMs: number): Promise<void> {
+  async parkLease(
+    tenantId: string,
+    action: string,
+    holder: string,
+    untilMs: number,
+  ): Promise<void> {
     // Kept at least until then: a lease held longer is not shortened.
     await this.redis.zadd(this.keys.lease(tenantId, action), 'XX', 'GT', untilMs, holder);
   }
 
-  async spendRetry(op: Operation, window: { windowMs: number; ratio: number; minimum: number }): Promise<RetryBudgetDecision> {
+  async spendRetry(
+    op: Operation,
+    window: { windowMs: number; ratio: number; minimum: number },
+  ): Promise<RetryBudgetDecision> {
     const reply = (await this.redis.ledgerRetryBudget(
       this.keys.budgetRequests(op.tenantId, op.action),
       this.keys.budgetRetries(op.tenantId, op.action),
@@ -638,19 +777,33 @@ export class OperationLedger {
    * record is never replaced. Returns whether it was written, and the record that stands.
    */
   async advanceDelivery(
-    op: Pick<Operation, 'tenantId' | 'operationId'> & { readonly scope?: Pick<Operation['scope'], 'sessionId'> },
+    op: Pick<Operation, 'tenantId' | 'operationId'> & {
+      readonly scope?: Pick<Operation['scope'], 'sessionId'>;
+    },
     delivery: DeliveryRecord,
     sessionId?: string,
   ): Promise<{ readonly written: boolean; readonly current?: DeliveryRecord }> {
-    const reply = (await this.redis.ledgerRecordDelivery(this.keys.operation(op.tenantId, op.operationId), deliveryField(op, sessionId), JSON.stringify(delivery))) as (number | string | null)[];
+    const reply = (await this.redis.ledgerRecordDelivery(
+      this.keys.operation(op.tenantId, op.operationId),
+      deliveryField(op, sessionId),
+      JSON.stringify(delivery),
+    )) as (number | string | null)[];
     if (reply[0] === 1) return { written: true, current: delivery };
-    return { written: false, current: typeof reply[1] === 'string' ? json<DeliveryRecord>(reply[1]) : undefined };
+    return {
+      written: false,
+      current: typeof reply[1] === 'string' ? json<DeliveryRecord>(reply[1]) : undefined,
+    };
   }
 
   /** The delivery record of one session: the operation's own (`op.delivery`), or a joiner's. */
   async deliveryFor(op: Operation, sessionId: string): Promise<DeliveryRecord | undefined> {
     const field = deliveryField(op, sessionId);
-    return field === 'delivery' ? op.delivery : json<DeliveryRecord>((await this.redis.hget(this.keys.operation(op.tenantId, op.operationId), field)) ?? undefined);
+    return field === 'delivery'
+      ? op.delivery
+      : json<DeliveryRecord>(
+          (await this.redis.hget(this.keys.operation(op.tenantId, op.operationId), field)) ??
+            undefined,
+        );
   }
 
   private async load(tenantId: string, ids: readonly string[]): Promise<Operation[]> {
@@ -660,7 +813,8 @@ export class OperationLedger {
     const results = (await pipeline.exec()) ?? [];
     const out: Operation[] = [];
     for (const [error, hash] of results) {
-      if (error === null && hash !== null && typeof hash === 'object' && 'state' in hash) out.push(fromHash(hash as Record<string, string>));
+      if (error === null && hash !== null && typeof hash === 'object' && 'state' in hash)
+        out.push(fromHash(hash as Record<string, string>));
     }
     return out;
   }
@@ -678,8 +832,13 @@ function pairsToRecord(reply: readonly string[]): Record<string, string> {
 }
 
 /** Where a session's delivery record is kept: `delivery` for the operation's own session. */
-function deliveryField(op: { readonly scope?: Pick<Operation['scope'], 'sessionId'> }, sessionId: string | undefined): string {
-  return sessionId === undefined || sessionId === op.scope?.sessionId ? 'delivery' : `delivery:${sessionId}`;
+function deliveryField(
+  op: { readonly scope?: Pick<Operation['scope'], 'sessionId'> },
+  sessionId: string | undefined,
+): string {
+  return sessionId === undefined || sessionId === op.scope?.sessionId
+    ? 'delivery'
+    : `delivery:${sessionId}`;
 }
 
 function coalesceKeyOf(op: Operation): string {
@@ -755,7 +914,8 @@ function fromHash(h: Record<string, string>): Operation {
     state: (h.state ?? 'REQUESTED') as OperationState,
     attempt: Number(h.attempt ?? '0'),
     attemptToken: h.attempt_token,
-    attemptTokens: h.attempt_tokens === undefined || h.attempt_tokens === '' ? [] : h.attempt_tokens.split(','),
+    attemptTokens:
+      h.attempt_tokens === undefined || h.attempt_tokens === '' ? [] : h.attempt_tokens.split(','),
     sentAttempts: Number(h.sent_attempts ?? h.attempt ?? '0'),
     sending: h.sending === '1',
     uncertain: h.uncertain === '1',
@@ -783,7 +943,9 @@ function fromHash(h: Record<string, string>): Operation {
 }
 
 /** The `oob:<channel>` records (jobs/notify writes them), or undefined when none was queued. */
-function outOfBandOf(h: Record<string, string>): Partial<Record<OutOfBandChannel, OutOfBandRecord>> | undefined {
+function outOfBandOf(
+  h: Record<string, string>,
+): Partial<Record<OutOfBandChannel, OutOfBandRecord>> | undefined {
   const records: Partial<Record<OutOfBandChannel, OutOfBandRecord>> = {};
   for (const channel of OUT_OF_BAND_CHANNELS) {
     const record = json<OutOfBandRecord>(h[`oob:${channel}`]);

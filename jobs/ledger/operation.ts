@@ -28,7 +28,11 @@ export const OPERATION_STATES = [
 export type OperationState = (typeof OPERATION_STATES)[number];
 
 /** States after which nothing more happens to the operation. */
-export const TERMINAL_STATES: ReadonlySet<OperationState> = new Set(['COMMITTED', 'FAILED_FINAL', 'CANCELLED']);
+export const TERMINAL_STATES: ReadonlySet<OperationState> = new Set([
+  'COMMITTED',
+  'FAILED_FINAL',
+  'CANCELLED',
+]);
 
 /**
  * Legal transitions. The Lua scripts carry the same table (lua/transitions.lua is generated from
@@ -53,7 +57,9 @@ export function isLegalTransition(from: OperationState, to: OperationState): boo
  * The correlation fields every log line about an operation carries: the operation, its key, and
  * the conversation that asked for it (session, turn, model response, the model's call id).
  */
-export function operationLogFields(op: Pick<Operation, 'operationId' | 'idempotencyKey' | 'tenantId' | 'action' | 'scope'>): Record<string, string | undefined> {
+export function operationLogFields(
+  op: Pick<Operation, 'operationId' | 'idempotencyKey' | 'tenantId' | 'action' | 'scope'>,
+): Record<string, string | undefined> {
   return {
     operation_id: op.operationId,
     idempotency_key: op.idempotencyKey,
@@ -73,7 +79,8 @@ export function isTerminal(state: OperationState): boolean {
 export type ActionKind = 'read' | 'mutation';
 
 /** Who moved an operation: the audit trail names the part of the system that did it. */
-export type Actor = 'admission' | 'worker' | 'reconciler' | 'canceller' | 'sweeper' | 'operator' | 'gateway';
+export type Actor =
+  'admission' | 'worker' | 'reconciler' | 'canceller' | 'sweeper' | 'operator' | 'gateway';
 
 export interface HistoryEntry {
   readonly state: OperationState;

@@ -14,10 +14,15 @@ export class HttpSmsSender implements ChannelSender {
 
   async send(message: OutOfBandMessage, idempotencyKey: string): Promise<void> {
     const token = this.env[this.config.tokenEnv];
-    if (token === undefined || token === '') throw new Error(`the SMS API token variable ${this.config.tokenEnv} is not set`);
+    if (token === undefined || token === '')
+      throw new Error(`the SMS API token variable ${this.config.tokenEnv} is not set`);
     const response = await fetch(this.config.url, {
       method: 'POST',
-      headers: { 'content-type': this.config.contentType, authorization: `Bearer ${token}`, 'idempotency-key': idempotencyKey },
+      headers: {
+        'content-type': this.config.contentType,
+        authorization: `Bearer ${token}`,
+        'idempotency-key': idempotencyKey,
+      },
       body: renderSmsBody(this.config, message),
       signal: AbortSignal.timeout(this.config.timeoutMs),
     });
@@ -27,7 +32,10 @@ export class HttpSmsSender implements ChannelSender {
 }
 
 /** Fills the template's placeholders, each escaped for the body's content type. */
-export function renderSmsBody(config: Pick<HttpSmsConfig, 'body' | 'contentType'>, message: OutOfBandMessage): string {
+export function renderSmsBody(
+  config: Pick<HttpSmsConfig, 'body' | 'contentType'>,
+  message: OutOfBandMessage,
+): string {
   const values: Record<string, string> = {
     to: message.caller ?? '',
     text: message.text,
@@ -36,6 +44,11 @@ export function renderSmsBody(config: Pick<HttpSmsConfig, 'body' | 'contentType'
     session_id: message.sessionId,
     state: message.state,
   };
-  const escape = config.contentType === 'application/json' ? (value: string) => JSON.stringify(value).slice(1, -1) : encodeURIComponent;
-  return config.body.replace(/\{([a-z_]+)\}/g, (placeholder, name: string) => (name in values ? escape(values[name] ?? '') : placeholder));
+  const escape =
+    config.contentType === 'application/json'
+      ? (value: string) => JSON.stringify(value).slice(1, -1)
+      : encodeURIComponent;
+  return config.body.replace(/\{([a-z_]+)\}/g, (placeholder, name: string) =>
+    name in values ? escape(values[name] ?? '') : placeholder,
+  );
 }

@@ -49,7 +49,12 @@ export function channelsOf(notify: NotifyConfig): OutOfBandChannel[] {
 }
 
 /** Retry n (1-based) waits backoffMs * 2^(n-1), capped, less up to a fifth at random so that a backlog does not return in one burst. */
-export function retryDelayMs(attemptsMade: number, backoffMs: number, maxBackoffMs: number, random: () => number = Math.random): number {
+export function retryDelayMs(
+  attemptsMade: number,
+  backoffMs: number,
+  maxBackoffMs: number,
+  random: () => number = Math.random,
+): number {
   const full = Math.min(maxBackoffMs, backoffMs * 2 ** Math.max(0, attemptsMade - 1));
   return Math.round(full * (1 - 0.2 * random()));
 }

@@ -36,31 +36,74 @@ export class OutOfBandRecords {
   private readonly keys: LedgerKeys;
 
   constructor(redis: Redis, prefix: string) {
-    if (!('oobRecordChannel' in redis)) redis.defineCommand('oobRecordChannel', { numberOfKeys: 2, lua: SCRIPT });
+    if (!('oobRecordChannel' in redis))
+      redis.defineCommand('oobRecordChannel', { numberOfKeys: 2, lua: SCRIPT });
     this.redis = redis as Redis & RecordCommands;
     this.keys = new LedgerKeys(prefix);
   }
 
   /** The gateway queued the message on `channel`; a channel already queued or done is left as it is. */
   queue(message: OutOfBandMessage, channel: OutOfBandChannel): Promise<RecordOutcome> {
-    return this.call(message.tenantId, message.operationId, channel, 'queue', 0, '', JSON.stringify(message));
+    return this.call(
+      message.tenantId,
+      message.operationId,
+      channel,
+      'queue',
+      0,
+      '',
+      JSON.stringify(message),
+    );
   }
 
   /** A worker's send ended: delivered (2xx), failed with retries left, or gave up. */
-  sent(message: Pick<OutOfBandMessage, 'tenantId' | 'operationId'>, channel: OutOfBandChannel, outcome: { readonly state: 'delivered' | 'failed' | 'gave_up'; readonly attempts: number; readonly error?: string }): Promise<RecordOutcome> {
-    return this.call(message.tenantId, message.operationId, channel, outcome.state, outcome.attempts, (outcome.error ?? '').slice(0, ERROR_TEXT_MAX));
+  sent(
+    message: Pick<OutOfBandMessage, 'tenantId' | 'operationId'>,
+    channel: OutOfBandChannel,
+    outcome: {
+      readonly state: 'delivered' | 'failed' | 'gave_up';
+      readonly attempts: number;
+      readonly error?: string;
+    },
+  ): Promise<RecordOutcome> {
+    return this.call(
+      message.tenantId,
+      message.operationId,
+      channel,
+      outcome.state,
+      outcome.attempts,
+      (outcome.error ?? '').slice(0, ERROR_TEXT_MAX),
+    );
   }
 
   /**
    * Queues a message that gave up again (or, with `jobGone`, one whose job no longer runs), at most
    * `maxRedrives` times (0: no bound). Only one of several callers at once gets `ok`.
    */
-  redrive(tenantId: string, operationId: string, channel: OutOfBandChannel, maxRedrives: number, jobGone: boolean): Promise<RecordOutcome> {
-    return this.call(tenantId, operationId, channel, 'redrive', 0, '', String(maxRedrives), jobGone ? '1' : '0');
+  redrive(
+    tenantId: string,
+    operationId: string,
+    channel: OutOfBandChannel,
+    maxRedrives: number,
+    jobGone: boolean,
+  ): Promise<RecordOutcome> {
+    return this.call(
+      tenantId,
+      operationId,
+      channel,
+      'redrive',
+      0,
+      '',
+      String(maxRedrives),
+      jobGone ? '1' : '0',
+    );
   }
 
   /** One channel's record, if the message was queued on it. */
-  async get(tenantId: string, operationId: string, channel: OutOfBandChannel): Promise<OutOfBandRecord | undefined> {
+  async get(
+    tenantId: string,
+    operationId: string,
+    channel: OutOfBandChannel,
+  ): Promise<OutOfBandRecord | undefined> {
     const raw = await this.redis.hget(this.keys.operation(tenantId, operationId), `oob:${channel}`);
     return raw === null ? undefined : (JSON.parse(raw) as OutOfBandRecord);
   }
@@ -72,12 +115,26 @@ export class OutOfBandRecords {
   }
 
   /** Given-up messages first queued within [from, to], oldest first. */
-  async givenUp(tenantId: string, from: number, to: number, limit: number): Promise<GivenUpEntry[]> {
-    const rows = await this.redis.zrangebyscore(this.keys.outOfBandGivenUp(tenantId), from, to, 'WITHSCORES', 'LIMIT', 0, limit);
+  async givenUp(
+    tenantId: string,
+    from: number,
+    to: number,
+    limit: number,
+  ): Promise<GivenUpEntry[]> {
+    const rows = await this.redis.zrangebyscore(
+      this.keys.outOfBandGivenUp(tenantId),
+      from,
+      to,
+      'WITHSCORES',
+      'LIMIT',
+      0,
+      limit,
+    );
     const entries: GivenUpEntry[] = [];
     for (let i = 0; i + 1 < rows.length; i += 2) {
       const [operationId, channel] = (rows[i] ?? '').split(' ');
-      if (operationId !== undefined && (channel === 'webhook' || channel === 'sms')) entries.push({ operationId, channel, since: Number(rows[i + 1]) });
+      if (operationId !== undefined && (channel === 'webhook' || channel === 'sms'))
+        entries.push({ operationId, channel, since: Number(rows[i + 1]) });
     }
     return entries;
   }
@@ -91,10 +148,29 @@ export class OutOfBandRecords {
     return this.redis.zremrangebyscore(this.keys.outOfBandGivenUp(tenantId), '-inf', `(${before}`);
   }
 
-  private async call(tenantId: string, operationId: string, channel: OutOfBandChannel, mode: string, attempts: number, error: string, extra = '', jobGone = '0'): Promise<RecordOutcome> {
-    const reply = await this.redis.oobRecordChannel(this.keys.operation(tenantId, operationId), this.keys.outOfBandGivenUp(tenantId), channel, mode, attempts, error, extra, jobGone);
+  private async call(
+    tenantId: string,
+    operationId: string,
+    channel: OutOfBandChannel,
+    mode: string,
+    attempts: number,
+    error: string,
+    extra = '',
+    jobGone = '0',
+  ): Promise<RecordOutcome> {
+    const reply = await this.redis.oobRecordChannel(
+      this.keys.operation(tenantId, operationId),
+      this.keys.outOfBandGivenUp(tenantId),
+      channel,
+      mode,
+      attempts,
+      error,
+      extra,
+      jobGone,
+    );
     const [status, raw] = reply;
-    const record = raw === undefined || raw === '' ? undefined : (JSON.parse(raw) as OutOfBandRecord);
+    const record =
+      raw === undefined || raw === '' ? undefined : (JSON.parse(raw) as OutOfBandRecord);
     switch (status) {
       case 'OK':
         return { status: 'ok', record };

@@ -58,7 +58,9 @@ export class OutOfBandRedrive {
     this.timer = setInterval(() => {
       this.running ??= this.pass()
         .then(() => undefined)
-        .catch((error: unknown) => this.options.log.error('out-of-band re-drive pass failed', { error }))
+        .catch((error: unknown) =>
+          this.options.log.error('out-of-band re-drive pass failed', { error }),
+        )
         .finally(() => (this.running = undefined));
     }, this.settings.intervalMs);
     this.timer.unref();
@@ -75,10 +77,25 @@ export class OutOfBandRedrive {
     let requeued = 0;
     for (const tenantId of tenants) {
       await records.forgetGivenUp(tenantId, now - this.settings.forgetAfterMs);
-      for (const entry of await records.givenUp(tenantId, now - this.settings.maxAgeMs, now, this.settings.batch)) {
-        const outcome = await queue.redrive(tenantId, entry.operationId, 'automatic', this.settings.maxRedrives, entry.channel);
+      for (const entry of await records.givenUp(
+        tenantId,
+        now - this.settings.maxAgeMs,
+        now,
+        this.settings.batch,
+      )) {
+        const outcome = await queue.redrive(
+          tenantId,
+          entry.operationId,
+          'automatic',
+          this.settings.maxRedrives,
+          entry.channel,
+        );
         if (outcome[entry.channel] === 'requeued') requeued++;
-        else if (outcome[entry.channel] === 'bound') log.warn('out-of-band message gave up after its automatic re-drives; an operator may re-drive it', { operation_id: entry.operationId, tenant_id: tenantId, channel: entry.channel });
+        else if (outcome[entry.channel] === 'bound')
+          log.warn(
+            'out-of-band message gave up after its automatic re-drives; an operator may re-drive it',
+            { operation_id: entry.operationId, tenant_id: tenantId, channel: entry.channel },
+          );
       }
     }
     return requeued;

@@ -12,7 +12,14 @@ import type { TenantConfig } from '../../config/schema.ts';
 import type { OutOfBandChannel } from '../ledger/operation.ts';
 import { bullPrefix } from '../queues/operation-queues.ts';
 import { HttpSmsSender } from './http-sms-sender.ts';
-import { idempotencyKey, NOTIFY_QUEUE, OUT_OF_BAND_BACKOFF, retryDelayMs, type ChannelJob, type ChannelSender } from './out-of-band-message.ts';
+import {
+  idempotencyKey,
+  NOTIFY_QUEUE,
+  OUT_OF_BAND_BACKOFF,
+  retryDelayMs,
+  type ChannelJob,
+  type ChannelSender,
+} from './out-of-band-message.ts';
 import type { OutOfBandQueue } from './out-of-band.ts';
 import { OutOfBandRedrive, type OutOfBandRedriveSettings } from './out-of-band-redrive.ts';
 import { OutOfBandRecords } from './out-of-band-records.ts';
@@ -28,7 +35,12 @@ const deliveries = counter({
 });
 
 /** The delay before retry `attemptsMade` of a channel job: its first delay doubled, up to its cap. */
-function channelBackoff(attemptsMade: number, type?: string, _error?: Error, job?: MinimalJob): number {
+function channelBackoff(
+  attemptsMade: number,
+  type?: string,
+  _error?: Error,
+  job?: MinimalJob,
+): number {
   if (type !== OUT_OF_BAND_BACKOFF || !job) return 0;
   const { backoff } = job.opts;
   const first = typeof backoff === 'object' ? (backoff.delay ?? 0) : 0;
@@ -56,7 +68,13 @@ export class OutOfBandWorker {
 
   constructor(private readonly options: OutOfBandWorkerOptions) {
     this.records = new OutOfBandRecords(options.connection, options.prefix);
-    this.redrive = new OutOfBandRedrive({ records: this.records, queue: options.queue, tenants: [...options.tenants.keys()], log: options.log, ...options.redrive });
+    this.redrive = new OutOfBandRedrive({
+      records: this.records,
+      queue: options.queue,
+      tenants: [...options.tenants.keys()],
+      log: options.log,
+      ...options.redrive,
+    });
   }
 
   start(): void {
@@ -66,7 +84,9 @@ export class OutOfBandWorker {
       concurrency: SEND_CONCURRENCY,
       settings: { backoffStrategy: channelBackoff },
     });
-    this.worker.on('error', (error) => this.options.log.error('out-of-band worker error', { error }));
+    this.worker.on('error', (error) =>
+      this.options.log.error('out-of-band worker error', { error }),
+    );
     this.redrive.start();
   }
 
@@ -75,15 +95,32 @@ export class OutOfBandWorker {
     const { message, channel } = job.data;
     const attempts = job.attemptsMade + 1;
     // A job run again after its message was delivered (a stalled worker's job) sends nothing.
-    if ((await this.records.get(message.tenantId, message.operationId, channel))?.state === 'delivered') return channel;
+    if (
+      (await this.records.get(message.tenantId, message.operationId, channel))?.state ===
+      'delivered'
+    )
+      return channel;
     try {
-      await this.sender(message.tenantId, channel).send(message, idempotencyKey(message.operationId, channel));
+      await this.sender(message.tenantId, channel).send(
+        message,
+        idempotencyKey(message.operationId, channel),
+      );
     } catch (error) {
       const final = attempts >= (job.opts.attempts ?? 1);
       const reason = error instanceof Error ? error.message : String(error);
       deliveries.labels(channel, final ? 'gave_up' : 'failed_attempt').inc();
-      this.options.log.warn(final ? 'out-of-band message gave up' : 'out-of-band send failed', { operation_id: message.operationId, tenant_id: message.tenantId, channel, attempts, error: reason });
-      await this.records.sent(message, channel, { state: final ? 'gave_up' : 'failed', attempts, error: reason });
+      this.options.log.warn(final ? 'out-of-band message gave up' : 'out-of-band send failed', {
+        operation_id: message.operationId,
+        tenant_id: message.tenantId,
+        channel,
+        attempts,
+        error: reason,
+      });
+      await this.records.sent(message, channel, {
+        state: final ? 'gave_up' : 'failed',
+        attempts,
+        error: reason,
+      });
       throw error;
     }
     deliveries.labels(channel, 'sent').inc();
@@ -99,7 +136,9 @@ export class OutOfBandWorker {
     if (channel === 'webhook') {
       if (notify.webhookUrl === undefined) throw new Error(`tenant ${tenantId} has no webhookUrl`);
       const secretEnv = notify.webhookSecretEnv;
-      return new WebhookSender(notify.webhookUrl, () => (secretEnv === undefined ? undefined : env[secretEnv]));
+      return new WebhookSender(notify.webhookUrl, () =>
+        secretEnv === undefined ? undefined : env[secretEnv],
+      );
     }
     if (typeof notify.sms === 'object') return new HttpSmsSender(notify.sms, env);
     if (notify.sms === 'sandbox' && this.options.sandboxSms) return this.options.sandboxSms;

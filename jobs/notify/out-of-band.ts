@@ -15,7 +15,14 @@ import { counter, gauge } from '../../config/metrics.ts';
 import type { TenantConfig } from '../../config/schema.ts';
 import { OUT_OF_BAND_CHANNELS, type OutOfBandChannel } from '../ledger/operation.ts';
 import { bullPrefix } from '../queues/operation-queues.ts';
-import { channelJobId, channelsOf, NOTIFY_QUEUE, OUT_OF_BAND_BACKOFF, type ChannelJob, type OutOfBandMessage } from './out-of-band-message.ts';
+import {
+  channelJobId,
+  channelsOf,
+  NOTIFY_QUEUE,
+  OUT_OF_BAND_BACKOFF,
+  type ChannelJob,
+  type OutOfBandMessage,
+} from './out-of-band-message.ts';
 import { OutOfBandRecords } from './out-of-band-records.ts';
 
 /** Finished sends are kept this long, so a late duplicate of the same operation's message finds its job. */
@@ -55,7 +62,10 @@ export class OutOfBandQueue {
   readonly records: OutOfBandRecords;
 
   constructor(private readonly options: OutOfBandQueueOptions) {
-    this.queue = new Queue<ChannelJob>(NOTIFY_QUEUE, { connection: options.connection, prefix: bullPrefix(options.prefix) });
+    this.queue = new Queue<ChannelJob>(NOTIFY_QUEUE, {
+      connection: options.connection,
+      prefix: bullPrefix(options.prefix),
+    });
     this.records = new OutOfBandRecords(options.connection, options.prefix);
   }
 
@@ -81,7 +91,13 @@ export class OutOfBandQueue {
    * queued or failed), each at most `maxRedrives` times (0: no bound). A channel still being sent
    * is left alone.
    */
-  async redrive(tenantId: string, operationId: string, trigger: 'operator' | 'automatic', maxRedrives = 0, only?: OutOfBandChannel): Promise<Partial<Record<OutOfBandChannel, RedriveOutcome>>> {
+  async redrive(
+    tenantId: string,
+    operationId: string,
+    trigger: 'operator' | 'automatic',
+    maxRedrives = 0,
+    only?: OutOfBandChannel,
+  ): Promise<Partial<Record<OutOfBandChannel, RedriveOutcome>>> {
     const tenant = this.options.tenants.get(tenantId);
     const message = await this.records.message(tenantId, operationId);
     const outcomes: Partial<Record<OutOfBandChannel, RedriveOutcome>> = {};
@@ -89,7 +105,13 @@ export class OutOfBandQueue {
     for (const channel of OUT_OF_BAND_CHANNELS) {
       if (only !== undefined && channel !== only) continue;
       const jobState = await this.queue.getJobState(channelJobId(operationId, channel));
-      const outcome = await this.records.redrive(tenantId, operationId, channel, maxRedrives, jobState === 'failed' || jobState === 'unknown');
+      const outcome = await this.records.redrive(
+        tenantId,
+        operationId,
+        channel,
+        maxRedrives,
+        jobState === 'failed' || jobState === 'unknown',
+      );
       if (outcome.status === 'not_found' || outcome.record === undefined) continue;
       if (outcome.status === 'ok') {
         await this.replace(tenant, message, channel);
@@ -106,14 +128,19 @@ export class OutOfBandQueue {
 
   /** Refreshes the given-up gauge from Redis (called on scrape). */
   async refreshMetrics(): Promise<void> {
-    for (const tenantId of this.options.tenants.keys()) givenUp.labels(tenantId).set(await this.records.countGivenUp(tenantId));
+    for (const tenantId of this.options.tenants.keys())
+      givenUp.labels(tenantId).set(await this.records.countGivenUp(tenantId));
   }
 
   async close(): Promise<void> {
     await this.queue.close();
   }
 
-  private async add(tenant: TenantConfig, message: OutOfBandMessage, channel: OutOfBandChannel): Promise<void> {
+  private async add(
+    tenant: TenantConfig,
+    message: OutOfBandMessage,
+    channel: OutOfBandChannel,
+  ): Promise<void> {
     const { retry } = tenant.notify;
     await this.queue.add(
       channel,
@@ -132,7 +159,11 @@ export class OutOfBandQueue {
    * BullMQ ignores an add whose job id exists, so the finished job is removed first; a job still
    * active (its last send is ending) is waited for.
    */
-  private async replace(tenant: TenantConfig, message: OutOfBandMessage, channel: OutOfBandChannel): Promise<void> {
+  private async replace(
+    tenant: TenantConfig,
+    message: OutOfBandMessage,
+    channel: OutOfBandChannel,
+  ): Promise<void> {
     const jobId = channelJobId(message.operationId, channel);
     const until = Date.now() + REPLACE_WAIT_MS;
     for (;;) {
@@ -144,7 +175,8 @@ export class OutOfBandQueue {
       }
       // Waiting or delayed: it will run, nothing to replace.
       if (state !== 'active') return;
-      if (Date.now() > until) throw new Error(`out-of-band job ${jobId} is still active; re-drive it again later`);
+      if (Date.now() > until)
+        throw new Error(`out-of-band job ${jobId} is still active; re-drive it again later`);
       await new Promise((resolve) => setTimeout(resolve, REPLACE_POLL_MS));
     }
     await this.add(tenant, message, channel);

@@ -11,7 +11,12 @@ export class SandboxSmsSender implements ChannelSender {
     const response = await fetch(`${this.sandboxUrl}/messages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-      body: JSON.stringify({ to: message.caller ?? 'unknown', text: message.text, operation_id: message.operationId, session_id: message.sessionId }),
+      body: JSON.stringify({
+        to: message.caller ?? 'unknown',
+        text: message.text,
+        operation_id: message.operationId,
+        session_id: message.sessionId,
+      }),
       signal: AbortSignal.timeout(SANDBOX_SMS_TIMEOUT_MS),
     });
     await response.body?.cancel();

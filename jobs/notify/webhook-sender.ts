@@ -20,7 +20,8 @@ export class WebhookSender implements ChannelSender {
 
   async send(message: OutOfBandMessage, idempotencyKey: string): Promise<void> {
     const secret = this.secret();
-    if (secret === undefined || secret === '') throw new Error('the webhook signing secret is not set');
+    if (secret === undefined || secret === '')
+      throw new Error('the webhook signing secret is not set');
     const body = JSON.stringify({
       type: 'operation.result',
       operation_id: message.operationId,
@@ -33,7 +34,11 @@ export class WebhookSender implements ChannelSender {
     });
     const response = await fetch(this.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey, 'x-callgate-signature': signWebhook(secret, body, Date.now()) },
+      headers: {
+        'content-type': 'application/json',
+        'idempotency-key': idempotencyKey,
+        'x-callgate-signature': signWebhook(secret, body, Date.now()),
+      },
       body,
       signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
     });

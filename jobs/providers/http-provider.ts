@@ -87,16 +87,23 @@ export class HttpProvider implements Provider {
   }
 
   async execute(request: ProviderRequest): Promise<ProviderResult> {
-    return this.measure('execute', async () => {
-      const response = await this.client.send({
-        method: 'POST',
-        path: encodeURIComponent(request.operation),
-        headers: request.attemptToken === undefined ? this.headers(request) : { ...this.headers(request), [ATTEMPT_TOKEN_HEADER]: request.attemptToken },
-        body: request.params,
-        signal: request.signal,
-      });
-      return executeAnswer(this.name, response);
-    }, executeOutcome);
+    return this.measure(
+      'execute',
+      async () => {
+        const response = await this.client.send({
+          method: 'POST',
+          path: encodeURIComponent(request.operation),
+          headers:
+            request.attemptToken === undefined
+              ? this.headers(request)
+              : { ...this.headers(request), [ATTEMPT_TOKEN_HEADER]: request.attemptToken },
+          body: request.params,
+          signal: request.signal,
+        });
+        return executeAnswer(this.name, response);
+      },
+      executeOutcome,
+    );
   }
 
   async lookup(request: Omit<ProviderRequest, 'params'>): Promise<LookupResult> {
@@ -104,18 +111,33 @@ export class HttpProvider implements Provider {
   }
 
   /** One lookup GET at `path`: the provider's answer, or unknown when the provider could not be asked. */
-  protected async lookupAt(path: string, request: Omit<ProviderRequest, 'params'>): Promise<LookupResult> {
-    return this.measure('lookup', async () => {
-      try {
-        const response = await this.client.send({ method: 'GET', path, headers: this.headers(request), signal: request.signal });
-        return lookupAnswer(response);
-      } catch (error) {
-        if (error instanceof ProviderOutcomeUnknownError || error instanceof ProviderUnreachableError) {
-          return { status: 'unknown', reason: error.message };
+  protected async lookupAt(
+    path: string,
+    request: Omit<ProviderRequest, 'params'>,
+  ): Promise<LookupResult> {
+    return this.measure(
+      'lookup',
+      async () => {
+        try {
+          const response = await this.client.send({
+            method: 'GET',
+            path,
+            headers: this.headers(request),
+            signal: request.signal,
+          });
+          return lookupAnswer(response);
+        } catch (error) {
+          if (
+            error instanceof ProviderOutcomeUnknownError ||
+            error instanceof ProviderUnreachableError
+          ) {
+            return { status: 'unknown', reason: error.message };
+          }
+          throw error;
         }
-        throw error;
-      }
-    }, (result) => result.status);
+      },
+      (result) => result.status,
+    );
   }
 
   /**
@@ -125,36 +147,51 @@ export class HttpProvider implements Provider {
    */
   async cancel(request: Omit<ProviderRequest, 'params'>): Promise<CancelResult> {
     if (!this.supportsCancel) return { status: 'not_supported' };
-    return this.measure('cancel', async () => {
-      const response = await this.client.send({
-        method: 'POST',
-        path: `operations/${encodeURIComponent(request.operationId)}/cancel`,
-        headers: this.headers(request),
-        body: {},
-        signal: request.signal,
-      });
-      return cancelAnswer(this.name, response);
-    }, (result) => result.status);
+    return this.measure(
+      'cancel',
+      async () => {
+        const response = await this.client.send({
+          method: 'POST',
+          path: `operations/${encodeURIComponent(request.operationId)}/cancel`,
+          headers: this.headers(request),
+          body: {},
+          signal: request.signal,
+        });
+        return cancelAnswer(this.name, response);
+      },
+      (result) => result.status,
+    );
   }
 
   /** Voids attempts by their tokens. Never throws: a void that could not be asked is unknown. */
-  async voidAttempts(request: Omit<ProviderRequest, 'params'> & { readonly attemptTokens: readonly string[] }): Promise<VoidResult> {
-    if (!this.supportsVoid) return { status: 'unknown', reason: 'the provider does not void attempts' };
-    return this.measure('void', async () => {
-      try {
-        const response = await this.client.send({
-          method: 'POST',
-          path: `operations/${encodeURIComponent(request.operationId)}/void`,
-          headers: this.headers(request),
-          body: { attempt_tokens: request.attemptTokens },
-          signal: request.signal,
-        });
-        return voidAnswer(response);
-      } catch (error) {
-        if (error instanceof ProviderOutcomeUnknownError || error instanceof ProviderUnreachableError) return { status: 'unknown', reason: error.message };
-        throw error;
-      }
-    }, (result) => result.status);
+  async voidAttempts(
+    request: Omit<ProviderRequest, 'params'> & { readonly attemptTokens: readonly string[] },
+  ): Promise<VoidResult> {
+    if (!this.supportsVoid)
+      return { status: 'unknown', reason: 'the provider does not void attempts' };
+    return this.measure(
+      'void',
+      async () => {
+        try {
+          const response = await this.client.send({
+            method: 'POST',
+            path: `operations/${encodeURIComponent(request.operationId)}/void`,
+            headers: this.headers(request),
+            body: { attempt_tokens: request.attemptTokens },
+            signal: request.signal,
+          });
+          return voidAnswer(response);
+        } catch (error) {
+          if (
+            error instanceof ProviderOutcomeUnknownError ||
+            error instanceof ProviderUnreachableError
+          )
+            return { status: 'unknown', reason: error.message };
+          throw error;
+        }
+      },
+      (result) => result.status,
+    );
   }
 
   async close(): Promise<void> {
@@ -169,7 +206,11 @@ export class HttpProvider implements Provider {
     };
   }
 
-  private async measure<T>(call: ProviderCall, run: () => Promise<T>, outcomeOf: (value: T) => string): Promise<T> {
+  private async measure<T>(
+    call: ProviderCall,
+    run: () => Promise<T>,
+    outcomeOf: (value: T) => string,
+  ): Promise<T> {
     const started = process.hrtime.bigint();
     let outcome = 'error';
     try {
@@ -182,7 +223,10 @@ export class HttpProvider implements Provider {
       throw error;
     } finally {
       providerRequests.inc({ provider: this.name, call, outcome });
-      providerSeconds.observe({ provider: this.name, call }, Number(process.hrtime.bigint() - started) / 1e9);
+      providerSeconds.observe(
+        { provider: this.name, call },
+        Number(process.hrtime.bigint() - started) / 1e9,
+      );
     }
   }
 }

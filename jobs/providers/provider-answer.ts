@@ -12,7 +12,13 @@
  *   void:    200 voided / committed / processing; anything else -> unknown (nothing is voided)
  */
 import { CallgateError } from '../../config/errors.ts';
-import { ProviderOutcomeUnknownError, type CancelResult, type LookupResult, type ProviderResult, type VoidResult } from './provider.ts';
+import {
+  ProviderOutcomeUnknownError,
+  type CancelResult,
+  type LookupResult,
+  type ProviderResult,
+  type VoidResult,
+} from './provider.ts';
 import type { ProviderHttpResponse } from './provider-http-client.ts';
 
 /** Statuses that mean "not now" rather than "no": conflict with a request in progress, locked, rate limited. */
@@ -35,23 +41,35 @@ export function executeAnswer(provider: string, response: ProviderHttpResponse):
   const { status } = response;
   const body = parseObject(response.text);
   if (status >= 200 && status < 300) {
-    if (body === undefined) throw unreadable(provider, `status ${status} with a body that is not a JSON object`);
+    if (body === undefined)
+      throw unreadable(provider, `status ${status} with a body that is not a JSON object`);
     const result = isObject(body.result) ? body.result : body;
     const providerRef = firstString(body.provider_ref, body.providerRef, body.id);
-    return providerRef === undefined ? { status: 'ok', result } : { status: 'ok', result, providerRef };
+    return providerRef === undefined
+      ? { status: 'ok', result }
+      : { status: 'ok', result, providerRef };
   }
   const error = errorOf(body);
-  if (status >= 500 && !NOT_PROCESSED_SERVER_STATUSES.has(status) && !refusedUnprocessed(status, error)) {
-    throw new ProviderOutcomeUnknownError(`answered status ${status}, possibly after acting on the request`, {
-      cause: new CallgateError('CALLGATE_ERR_PROVIDER_UNAVAILABLE', { provider, status }),
-    });
+  if (
+    status >= 500 &&
+    !NOT_PROCESSED_SERVER_STATUSES.has(status) &&
+    !refusedUnprocessed(status, error)
+  ) {
+    throw new ProviderOutcomeUnknownError(
+      `answered status ${status}, possibly after acting on the request`,
+      {
+        cause: new CallgateError('CALLGATE_ERR_PROVIDER_UNAVAILABLE', { provider, status }),
+      },
+    );
   }
   if (status >= 500 || RETRYABLE_CLIENT_STATUSES.has(status)) {
     return {
       status: 'failed',
       retryable: true,
       code: error.code ?? 'CALLGATE_ERR_PROVIDER_UNAVAILABLE',
-      message: error.message ?? new CallgateError('CALLGATE_ERR_PROVIDER_UNAVAILABLE', { provider, status }).message,
+      message:
+        error.message ??
+        new CallgateError('CALLGATE_ERR_PROVIDER_UNAVAILABLE', { provider, status }).message,
     };
   }
   if (status >= 400) {
@@ -59,7 +77,12 @@ export function executeAnswer(provider: string, response: ProviderHttpResponse):
       status: 'failed',
       retryable: false,
       code: error.code ?? 'CALLGATE_ERR_PROVIDER_REJECTED',
-      message: error.message ?? new CallgateError('CALLGATE_ERR_PROVIDER_REJECTED', { provider, reason: `status ${status}` }).message,
+      message:
+        error.message ??
+        new CallgateError('CALLGATE_ERR_PROVIDER_REJECTED', {
+          provider,
+          reason: `status ${status}`,
+        }).message,
     };
   }
   // 1xx/3xx: nothing was processed, and following redirects with a mutation is not ours to do.
@@ -67,7 +90,10 @@ export function executeAnswer(provider: string, response: ProviderHttpResponse):
     status: 'failed',
     retryable: false,
     code: 'CALLGATE_ERR_PROVIDER_BAD_RESPONSE',
-    message: new CallgateError('CALLGATE_ERR_PROVIDER_BAD_RESPONSE', { provider, reason: `unexpected status ${status}` }).message,
+    message: new CallgateError('CALLGATE_ERR_PROVIDER_BAD_RESPONSE', {
+      provider,
+      reason: `unexpected status ${status}`,
+    }).message,
   };
 }
 
@@ -75,17 +101,25 @@ export function lookupAnswer(response: ProviderHttpResponse): LookupResult {
   const { status } = response;
   const body = parseObject(response.text);
   if (status === 404) return { status: 'not_found' };
-  if (status < 200 || status >= 300) return { status: 'unknown', reason: `lookup answered status ${status}` };
-  if (body === undefined) return { status: 'unknown', reason: 'lookup answer is not a JSON object' };
+  if (status < 200 || status >= 300)
+    return { status: 'unknown', reason: `lookup answered status ${status}` };
+  if (body === undefined)
+    return { status: 'unknown', reason: 'lookup answer is not a JSON object' };
   switch (body.status) {
     case 'committed': {
       const result = isObject(body.result) ? body.result : {};
       const providerRef = firstString(body.provider_ref, body.providerRef);
-      return providerRef === undefined ? { status: 'committed', result } : { status: 'committed', result, providerRef };
+      return providerRef === undefined
+        ? { status: 'committed', result }
+        : { status: 'committed', result, providerRef };
     }
     case 'failed': {
       const error = errorOf(body);
-      return { status: 'failed', code: error.code ?? 'failed', message: error.message ?? 'the provider recorded a failure' };
+      return {
+        status: 'failed',
+        code: error.code ?? 'failed',
+        message: error.message ?? 'the provider recorded a failure',
+      };
     }
     case 'cancelled':
       return { status: 'cancelled' };
@@ -93,9 +127,16 @@ export function lookupAnswer(response: ProviderHttpResponse): LookupResult {
       return { status: 'not_found' };
     case 'processing':
     case 'pending':
-      return { status: 'unknown', reason: 'the provider is still processing the request', processing: true };
+      return {
+        status: 'unknown',
+        reason: 'the provider is still processing the request',
+        processing: true,
+      };
     default:
-      return { status: 'unknown', reason: `lookup answered an unknown status ${String(body.status)}` };
+      return {
+        status: 'unknown',
+        reason: `lookup answered an unknown status ${String(body.status)}`,
+      };
   }
 }
 
@@ -116,26 +157,35 @@ export function cancelAnswer(provider: string, response: ProviderHttpResponse): 
     }
   }
   // Whether the cancel took effect is not known: the caller asks lookup, never assumes.
-  throw unreadable(provider, `cancel answered status ${status}${body === undefined ? ' with an unreadable body' : ''}`);
+  throw unreadable(
+    provider,
+    `cancel answered status ${status}${body === undefined ? ' with an unreadable body' : ''}`,
+  );
 }
 
 /** Only an explicit `voided` counts: any other answer leaves the attempts as they were. */
 export function voidAnswer(response: ProviderHttpResponse): VoidResult {
   const { status } = response;
   const body = parseObject(response.text);
-  if (status < 200 || status >= 300 || body === undefined) return { status: 'unknown', reason: `void answered status ${status}` };
+  if (status < 200 || status >= 300 || body === undefined)
+    return { status: 'unknown', reason: `void answered status ${status}` };
   switch (body.status) {
     case 'voided':
       return { status: 'voided' };
     case 'committed': {
       const result = isObject(body.result) ? body.result : {};
       const providerRef = firstString(body.provider_ref, body.providerRef);
-      return providerRef === undefined ? { status: 'committed', result } : { status: 'committed', result, providerRef };
+      return providerRef === undefined
+        ? { status: 'committed', result }
+        : { status: 'committed', result, providerRef };
     }
     case 'processing':
       return { status: 'processing' };
     default:
-      return { status: 'unknown', reason: `void answered an unknown status ${String(body.status)}` };
+      return {
+        status: 'unknown',
+        reason: `void answered an unknown status ${String(body.status)}`,
+      };
   }
 }
 
@@ -173,10 +223,13 @@ function firstString(...values: unknown[]): string | undefined {
 function errorOf(body: JsonObject | undefined): { code?: string; message?: string } {
   if (body === undefined) return {};
   const nested = body.error;
-  if (isObject(nested)) return { code: firstString(nested.code), message: firstString(nested.message) };
+  if (isObject(nested))
+    return { code: firstString(nested.code), message: firstString(nested.message) };
   return { code: firstString(body.code), message: firstString(nested, body.message) };
 }
 
 function unreadable(provider: string, reason: string): ProviderOutcomeUnknownError {
-  return new ProviderOutcomeUnknownError(reason, { cause: new CallgateError('CALLGATE_ERR_PROVIDER_BAD_RESPONSE', { provider, reason }) });
+  return new ProviderOutcomeUnknownError(reason, {
+    cause: new CallgateError('CALLGATE_ERR_PROVIDER_BAD_RESPONSE', { provider, reason }),
+  });
 }

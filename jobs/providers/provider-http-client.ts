@@ -10,7 +10,13 @@
  * A reused keep-alive connection counts as "up" from the start: a reset on it may have
  * followed a request the provider read, so it is reported as unknown, never as unreachable.
  */
-import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+  type RequestOptions,
+} from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import { CallgateError } from '../../config/errors.ts';
@@ -70,14 +76,18 @@ export class ProviderHttpClient {
       // The brackets of an IPv6 literal belong to the URL, not to the address.
       hostname: base.hostname.startsWith('[') ? base.hostname.slice(1, -1) : base.hostname,
       port: base.port === '' ? undefined : Number(base.port),
-      auth: base.username === '' ? undefined : `${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`,
+      auth:
+        base.username === ''
+          ? undefined
+          : `${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`,
     };
     this.basePath = base.pathname;
   }
 
   send(request: ProviderHttpRequest): Promise<ProviderHttpResponse> {
     const { provider, timeoutMs } = this.options;
-    const path = this.basePath + (request.path.startsWith('/') ? request.path.slice(1) : request.path);
+    const path =
+      this.basePath + (request.path.startsWith('/') ? request.path.slice(1) : request.path);
     const payload = request.body === undefined ? undefined : JSON.stringify(request.body);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (request.headers !== undefined) Object.assign(headers, request.headers);
@@ -89,14 +99,25 @@ export class ProviderHttpClient {
 
     return new Promise<ProviderHttpResponse>((resolve, reject) => {
       if (request.signal.aborted) {
-        reject(new ProviderUnreachableError('aborted before sending', { cause: request.signal.reason }));
+        reject(
+          new ProviderUnreachableError('aborted before sending', { cause: request.signal.reason }),
+        );
         return;
       }
       /** True once a connection carried (or may have carried) the request. */
       let maybeSent = false;
       let settled = false;
       const { protocol, hostname, port, auth } = this.target;
-      const options: RequestOptions = { protocol, hostname, port, auth, path, method: request.method, headers, agent: this.agent };
+      const options: RequestOptions = {
+        protocol,
+        hostname,
+        port,
+        auth,
+        path,
+        method: request.method,
+        headers,
+        agent: this.agent,
+      };
       const req: ClientRequest = this.secure ? httpsRequest(options) : httpRequest(options);
 
       const settle = (outcome: { value: ProviderHttpResponse } | { error: Error }) => {
@@ -110,14 +131,29 @@ export class ProviderHttpClient {
           req.destroy();
         }
       };
-      const failure = (reason: string, code: 'CALLGATE_ERR_PROVIDER_TIMEOUT' | 'CALLGATE_ERR_PROVIDER_CONNECTION', cause?: unknown) => {
+      const failure = (
+        reason: string,
+        code: 'CALLGATE_ERR_PROVIDER_TIMEOUT' | 'CALLGATE_ERR_PROVIDER_CONNECTION',
+        cause?: unknown,
+      ) => {
         const detail = new CallgateError(code, { provider, timeoutMs, reason }, { cause });
         return maybeSent
-          ? new ProviderOutcomeUnknownError(`${reason} after the request was sent`, { cause: detail })
+          ? new ProviderOutcomeUnknownError(`${reason} after the request was sent`, {
+              cause: detail,
+            })
           : new ProviderUnreachableError(reason, { cause: detail });
       };
-      const onAbort = () => settle({ error: failure('aborted', 'CALLGATE_ERR_PROVIDER_CONNECTION', request.signal.reason) });
-      const timer = setTimeout(() => settle({ error: failure(`no answer within ${timeoutMs} ms`, 'CALLGATE_ERR_PROVIDER_TIMEOUT') }), timeoutMs);
+      const onAbort = () =>
+        settle({
+          error: failure('aborted', 'CALLGATE_ERR_PROVIDER_CONNECTION', request.signal.reason),
+        });
+      const timer = setTimeout(
+        () =>
+          settle({
+            error: failure(`no answer within ${timeoutMs} ms`, 'CALLGATE_ERR_PROVIDER_TIMEOUT'),
+          }),
+        timeoutMs,
+      );
       request.signal.addEventListener('abort', onAbort, { once: true });
 
       req.on('socket', (socket: Socket) => {
@@ -130,7 +166,9 @@ export class ProviderHttpClient {
         });
       });
       req.on('error', (error: NodeJS.ErrnoException) => {
-        settle({ error: failure(error.code ?? error.message, 'CALLGATE_ERR_PROVIDER_CONNECTION', error) });
+        settle({
+          error: failure(error.code ?? error.message, 'CALLGATE_ERR_PROVIDER_CONNECTION', error),
+        });
       });
       req.on('response', (res: IncomingMessage) => {
         maybeSent = true;
@@ -139,15 +177,32 @@ export class ProviderHttpClient {
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
           if (size > MAX_RESPONSE_BYTES) {
-            settle({ error: unreadable(provider, `the answer is larger than ${MAX_RESPONSE_BYTES} bytes`) });
+            settle({
+              error: unreadable(provider, `the answer is larger than ${MAX_RESPONSE_BYTES} bytes`),
+            });
             return;
           }
           chunks.push(chunk);
         });
-        res.on('end', () => settle({ value: { status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') } }));
-        res.on('error', (error) => settle({ error: failure('connection reset mid-answer', 'CALLGATE_ERR_PROVIDER_CONNECTION', error) }));
+        res.on('end', () =>
+          settle({
+            value: { status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') },
+          }),
+        );
+        res.on('error', (error) =>
+          settle({
+            error: failure(
+              'connection reset mid-answer',
+              'CALLGATE_ERR_PROVIDER_CONNECTION',
+              error,
+            ),
+          }),
+        );
         res.on('close', () => {
-          if (!res.complete) settle({ error: failure('connection closed mid-answer', 'CALLGATE_ERR_PROVIDER_CONNECTION') });
+          if (!res.complete)
+            settle({
+              error: failure('connection closed mid-answer', 'CALLGATE_ERR_PROVIDER_CONNECTION'),
+            });
         });
       });
       req.end(payload);
@@ -160,5 +215,7 @@ export class ProviderHttpClient {
 }
 
 function unreadable(provider: string, reason: string): ProviderOutcomeUnknownError {
-  return new ProviderOutcomeUnknownError(reason, { cause: new CallgateError('CALLGATE_ERR_PROVIDER_BAD_RESPONSE', { provider, reason }) });
+  return new ProviderOutcomeUnknownError(reason, {
+    cause: new CallgateError('CALLGATE_ERR_PROVIDER_BAD_RESPONSE', { provider, reason }),
+  });
 }

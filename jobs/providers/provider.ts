@@ -29,12 +29,25 @@ export interface ProviderRequest {
 }
 
 export type ProviderResult =
-  | { readonly status: 'ok'; readonly result: Readonly<Record<string, unknown>>; readonly providerRef?: string }
-  | { readonly status: 'failed'; readonly retryable: boolean; readonly code: string; readonly message: string };
+  | {
+      readonly status: 'ok';
+      readonly result: Readonly<Record<string, unknown>>;
+      readonly providerRef?: string;
+    }
+  | {
+      readonly status: 'failed';
+      readonly retryable: boolean;
+      readonly code: string;
+      readonly message: string;
+    };
 
 export type LookupResult =
   /** The provider committed the effect; `result` is what it recorded. */
-  | { readonly status: 'committed'; readonly result: Readonly<Record<string, unknown>>; readonly providerRef?: string }
+  | {
+      readonly status: 'committed';
+      readonly result: Readonly<Record<string, unknown>>;
+      readonly providerRef?: string;
+    }
   /** The provider has no record of it: the request never took effect. */
   | { readonly status: 'not_found' }
   /** The provider recorded a definite failure. */
@@ -59,7 +72,11 @@ export type CancelResult =
 export type VoidResult =
   | { readonly status: 'voided' }
   /** One of the attempts took effect before the void: the operation is committed. */
-  | { readonly status: 'committed'; readonly result: Readonly<Record<string, unknown>>; readonly providerRef?: string }
+  | {
+      readonly status: 'committed';
+      readonly result: Readonly<Record<string, unknown>>;
+      readonly providerRef?: string;
+    }
   /** A request with one of the tokens is being processed now: ask again later. */
   | { readonly status: 'processing' }
   /** The provider could not be asked or did not say: nothing is known to be voided. */
@@ -84,7 +101,9 @@ export interface Provider {
   lookup?(request: Omit<ProviderRequest, 'params'>): Promise<LookupResult>;
   cancel?(request: Omit<ProviderRequest, 'params'>): Promise<CancelResult>;
   /** Voids the attempts with these tokens, or reports that one took effect; required for supportsVoid. */
-  voidAttempts?(request: Omit<ProviderRequest, 'params'> & { readonly attemptTokens: readonly string[] }): Promise<VoidResult>;
+  voidAttempts?(
+    request: Omit<ProviderRequest, 'params'> & { readonly attemptTokens: readonly string[] },
+  ): Promise<VoidResult>;
   close?(): Promise<void>;
 }
 

@@ -16,20 +16,36 @@ export interface ProviderRegistryOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-export function createProviders(config: Pick<Config, 'providers'>, options: ProviderRegistryOptions = {}): Map<string, Provider> {
+export function createProviders(
+  config: Pick<Config, 'providers'>,
+  options: ProviderRegistryOptions = {},
+): Map<string, Provider> {
   const env = options.env ?? process.env;
   const providers = new Map<string, Provider>();
   for (const [name, entry] of Object.entries(config.providers)) {
     if (entry.type === 'sandbox') {
       const sandboxUrl = entry.baseUrl ?? options.sandboxUrl;
-      if (sandboxUrl === undefined) throw new CallgateError('CALLGATE_ERR_PROVIDER_NO_SANDBOX', { provider: name });
-      providers.set(name, new SandboxProvider({ name, sandboxUrl, service: entry.service, timeoutMs: entry.timeoutMs }));
+      if (sandboxUrl === undefined)
+        throw new CallgateError('CALLGATE_ERR_PROVIDER_NO_SANDBOX', { provider: name });
+      providers.set(
+        name,
+        new SandboxProvider({
+          name,
+          sandboxUrl,
+          service: entry.service,
+          timeoutMs: entry.timeoutMs,
+        }),
+      );
       continue;
     }
     let token: string | undefined;
     if (entry.tokenEnv !== undefined) {
       token = env[entry.tokenEnv];
-      if (token === undefined || token === '') throw new CallgateError('CALLGATE_ERR_PROVIDER_NO_TOKEN', { provider: name, env: entry.tokenEnv });
+      if (token === undefined || token === '')
+        throw new CallgateError('CALLGATE_ERR_PROVIDER_NO_TOKEN', {
+          provider: name,
+          env: entry.tokenEnv,
+        });
     }
     providers.set(
       name,

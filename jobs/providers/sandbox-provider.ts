@@ -37,6 +37,9 @@ export class SandboxProvider extends HttpProvider {
   override async lookup(request: Omit<ProviderRequest, 'params'>): Promise<LookupResult> {
     const byId = await super.lookup(request);
     if (byId.status !== 'not_found' || !this.honoursIdempotencyKeys) return byId;
-    return this.lookupAt(`operations?idempotency_key=${encodeURIComponent(request.idempotencyKey)}`, request);
+    return this.lookupAt(
+      `operations?idempotency_key=${encodeURIComponent(request.idempotencyKey)}`,
+      request,
+    );
   }
 }

@@ -44,9 +44,18 @@ const CANCEL_ATTEMPTS = 9;
 const CANCEL_BACKOFF_MS = 250;
 
 /** States of a job that will still run (or is running); any other is done with, or gone. */
-const LIVE_JOB_STATES: ReadonlySet<string> = new Set(['waiting', 'delayed', 'prioritized', 'active', 'waiting-children']);
+const LIVE_JOB_STATES: ReadonlySet<string> = new Set([
+  'waiting',
+  'delayed',
+  'prioritized',
+  'active',
+  'waiting-children',
+]);
 
-export function executionQueueFor(kind: 'read' | 'mutation', providerIdempotent: boolean): ExecutionQueueName {
+export function executionQueueFor(
+  kind: 'read' | 'mutation',
+  providerIdempotent: boolean,
+): ExecutionQueueName {
   if (kind === 'read') return 'ops-reads';
   return providerIdempotent ? 'ops-mutations' : 'ops-mutations-unsafe';
 }
@@ -75,8 +84,17 @@ export class OperationQueues {
   }
 
   /** Enqueues execution with job id = operation id; a second call for the same id adds nothing. */
-  async enqueueExecution(queue: ExecutionQueueName, data: OperationJobData, delayMs = 0): Promise<void> {
-    const options: JobsOptions = { jobId: data.operationId, attempts: 1, removeOnComplete: KEEP_COMPLETED, removeOnFail: KEEP_FAILED };
+  async enqueueExecution(
+    queue: ExecutionQueueName,
+    data: OperationJobData,
+    delayMs = 0,
+  ): Promise<void> {
+    const options: JobsOptions = {
+      jobId: data.operationId,
+      attempts: 1,
+      removeOnComplete: KEEP_COMPLETED,
+      removeOnFail: KEEP_FAILED,
+    };
     if (delayMs > 0) options.delay = delayMs;
     await this.queue(queue).add('execute', data, options);
   }
@@ -85,7 +103,11 @@ export class OperationQueues {
    * Re-runs an operation whose job finished (failed after a stall, or completed after a lost
    * outcome): the finished job is retried or replaced under the same id.
    */
-  async requeueExecution(queue: ExecutionQueueName, data: OperationJobData, delayMs = 0): Promise<void> {
+  async requeueExecution(
+    queue: ExecutionQueueName,
+    data: OperationJobData,
+    delayMs = 0,
+  ): Promise<void> {
     const existing = await this.queue(queue).getJob(data.operationId);
     if (existing) {
       const state = await existing.getState();
@@ -110,7 +132,13 @@ export class OperationQueues {
       if (state !== 'completed' && state !== 'failed') return;
       await existing.remove();
     }
-    await queue.add('reconcile', data, { jobId, delay: delayMs, attempts: 1, removeOnComplete: true, removeOnFail: KEEP_FAILED });
+    await queue.add('reconcile', data, {
+      jobId,
+      delay: delayMs,
+      attempts: 1,
+      removeOnComplete: true,
+      removeOnFail: KEEP_FAILED,
+    });
   }
 
   /**
@@ -139,7 +167,8 @@ export class OperationQueues {
     const job: Job | undefined = await this.queue(queue).getJob(operationId);
     if (!job) return;
     const state = await job.getState();
-    if (state === 'waiting' || state === 'delayed' || state === 'prioritized') await job.remove().catch(() => undefined);
+    if (state === 'waiting' || state === 'delayed' || state === 'prioritized')
+      await job.remove().catch(() => undefined);
   }
 
   async jobState(queue: ExecutionQueueName, operationId: string): Promise<string> {
@@ -151,8 +180,15 @@ export class OperationQueues {
   async refreshMetrics(): Promise<void> {
     await Promise.all(
       [...this.queues.entries()].map(async ([name, queue]) => {
-        const counts = await queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed');
-        for (const [state, count] of Object.entries(counts)) queueJobs.labels(name, state).set(count);
+        const counts = await queue.getJobCounts(
+          'waiting',
+          'prioritized',
+          'delayed',
+          'active',
+          'failed',
+        );
+        for (const [state, count] of Object.entries(counts))
+          queueJobs.labels(name, state).set(count);
       }),
     );
   }

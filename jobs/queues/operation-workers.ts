@@ -60,11 +60,19 @@ export class OperationWorkers {
       this.track(worker, name);
     }
     this.track(
-      new Worker<ReconcileJobData>(RECONCILE_QUEUE, (job, token) => this.reconcile(job, token), { ...common, concurrency: Math.max(1, Math.floor(settings.concurrency / 2)), maxStalledCount: 5 }),
+      new Worker<ReconcileJobData>(RECONCILE_QUEUE, (job, token) => this.reconcile(job, token), {
+        ...common,
+        concurrency: Math.max(1, Math.floor(settings.concurrency / 2)),
+        maxStalledCount: 5,
+      }),
       RECONCILE_QUEUE,
     );
     this.track(
-      new Worker<OperationJobData>(CANCEL_QUEUE, (job, token) => this.cancel(job, token), { ...common, concurrency: 4, maxStalledCount: 5 }),
+      new Worker<OperationJobData>(CANCEL_QUEUE, (job, token) => this.cancel(job, token), {
+        ...common,
+        concurrency: 4,
+        maxStalledCount: 5,
+      }),
       CANCEL_QUEUE,
     );
     log.info('operation workers started', { concurrency: settings.concurrency });
@@ -86,7 +94,11 @@ export class OperationWorkers {
   }
 
   private async reconcile(job: Job<ReconcileJobData>, token: string | undefined): Promise<string> {
-    const outcome = await this.options.reconciler.reconcile(job.data.tenantId, job.data.operationId, job.data.tries);
+    const outcome = await this.options.reconciler.reconcile(
+      job.data.tenantId,
+      job.data.operationId,
+      job.data.tries,
+    );
     if (outcome.type === 'again') {
       await job.updateData({ ...job.data, tries: job.data.tries + 1, reason: outcome.reason });
       await this.delay(job, token, outcome.delayMs);

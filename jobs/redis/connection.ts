@@ -31,7 +31,13 @@ export function connectionOptions(role: ConnectionRole): RedisOptions {
       // Producers serve many calls at once (their commands of one tick share a write, see coalesceWrites).
       // No auto-pipelining: each pipeline copies every script defined on the connection, and BullMQ
       // defines dozens on it.
-      return { ...common, maxRetriesPerRequest: 2, enableOfflineQueue: false, connectTimeout: 5_000, enableAutoPipelining: false };
+      return {
+        ...common,
+        maxRetriesPerRequest: 2,
+        enableOfflineQueue: false,
+        connectTimeout: 5_000,
+        enableAutoPipelining: false,
+      };
   }
 }
 
@@ -68,14 +74,14 @@ function coalesceWrites(redis: Redis): void {
       corked = false;
       stream.uncork();
     };
-    stream.write = ((...args: unknown[]) => {
+    stream.write = (...args: unknown[]) => {
       if (!corked) {
         corked = true;
         stream.cork();
         process.nextTick(uncork);
       }
       return write(...args);
-    });
+    };
   });
 }
 
@@ -90,7 +96,10 @@ export async function checkRedis(url: string, timeoutMs = STARTUP_CHECK_TIMEOUT_
   });
   redis.on('error', () => {});
   try {
-    await withTimeout(redis.connect().then(() => redis.ping()), timeoutMs);
+    await withTimeout(
+      redis.connect().then(() => redis.ping()),
+      timeoutMs,
+    );
   } catch (error) {
     throw unreachable(url, error);
   } finally {
@@ -100,7 +109,11 @@ export async function checkRedis(url: string, timeoutMs = STARTUP_CHECK_TIMEOUT_
 
 function unreachable(url: string, error: unknown): CallgateError {
   const reason = error instanceof Error ? error.message : String(error);
-  return new CallgateError('CALLGATE_ERR_REDIS_UNREACHABLE', { url: safeRedisUrl(url), reason }, { cause: error });
+  return new CallgateError(
+    'CALLGATE_ERR_REDIS_UNREACHABLE',
+    { url: safeRedisUrl(url), reason },
+    { cause: error },
+  );
 }
 
 /** The URL with any password replaced, for logs and error messages. */

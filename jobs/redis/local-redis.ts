@@ -73,16 +73,25 @@ async function launch(binary: string, port: number): Promise<LocalRedis> {
   const child = spawn(
     binary,
     [
-      '--port', String(port),
-      '--bind', '127.0.0.1',
-      '--dir', dir,
-      '--save', '',
-      '--appendonly', 'no',
-      '--protected-mode', 'yes',
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--protected-mode',
+      'yes',
       // BullMQ requires that keys are never evicted.
-      '--maxmemory-policy', 'noeviction',
-      '--daemonize', 'no',
-      '--loglevel', 'notice',
+      '--maxmemory-policy',
+      'noeviction',
+      '--daemonize',
+      'no',
+      '--loglevel',
+      'notice',
     ],
     // Its own process group: Ctrl-C in a terminal (or any signal to callgate's group) must not stop
     // Redis while callgate is still draining into it; callgate stops it last, the watchdog if callgate dies.
@@ -130,11 +139,21 @@ async function launch(binary: string, port: number): Promise<LocalRedis> {
 function startWatchdog(server: ChildProcess, dir: string): ChildProcess | undefined {
   if (server.pid === undefined) return undefined;
   try {
-    const watchdog = spawn('sh', ['-c', 'cat >/dev/null; kill -9 "$1" 2>/dev/null; rm -rf "$2"', 'callgate-redis-watchdog', String(server.pid), dir], {
-      stdio: ['pipe', 'ignore', 'ignore'],
-      // Out of callgate's process group too: a Ctrl-C that killed it would take Redis down early.
-      detached: true,
-    });
+    const watchdog = spawn(
+      'sh',
+      [
+        '-c',
+        'cat >/dev/null; kill -9 "$1" 2>/dev/null; rm -rf "$2"',
+        'callgate-redis-watchdog',
+        String(server.pid),
+        dir,
+      ],
+      {
+        stdio: ['pipe', 'ignore', 'ignore'],
+        // Out of callgate's process group too: a Ctrl-C that killed it would take Redis down early.
+        detached: true,
+      },
+    );
     watchdog.on('error', () => undefined);
     watchdog.stdin?.on('error', () => undefined);
     // Neither the process nor its pipe may keep callgate's event loop alive.
@@ -149,12 +168,16 @@ function startWatchdog(server: ChildProcess, dir: string): ChildProcess | undefi
 function waitForReady(child: ChildProcess, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     let output = '';
-    const timer = setTimeout(() => finish(new Error(`not ready after ${START_TIMEOUT_MS} ms: ${output.slice(-300)}`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => finish(new Error(`not ready after ${START_TIMEOUT_MS} ms: ${output.slice(-300)}`)),
+      START_TIMEOUT_MS,
+    );
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes('Ready to accept connections')) finish();
     };
-    const onExit = (code: number | null) => finish(new Error(`exited with code ${code} on port ${port}: ${output.trim().slice(-300)}`));
+    const onExit = (code: number | null) =>
+      finish(new Error(`exited with code ${code} on port ${port}: ${output.trim().slice(-300)}`));
     function finish(error?: Error) {
       clearTimeout(timer);
       child.stdout?.off('data', onData);
@@ -164,7 +187,8 @@ function waitForReady(child: ChildProcess, port: number): Promise<void> {
       // Keep draining so a chatty server never blocks on a full pipe.
       child.stdout?.resume();
       child.stderr?.resume();
-      if (error) reject(new CallgateError('CALLGATE_ERR_REDIS_START_FAILED', { reason: error.message }));
+      if (error)
+        reject(new CallgateError('CALLGATE_ERR_REDIS_START_FAILED', { reason: error.message }));
       else resolve();
     }
     child.stdout?.on('data', onData);

@@ -12,14 +12,20 @@ const SEED = 1717;
 const MINUTES = 0.75;
 
 describe('when calls place refunds and bookings for 45 s under kills, pauses, failovers, provider and network faults', () => {
-  it('should make one effect per intent, stay within concurrency, lose no result, and tell none twice', { timeout: 240_000 }, async () => {
-    const report = await runChaos({ minutes: MINUTES, seed: SEED, callsPerMinute: 80 });
-    console.info(formatReport(report));
-    // A run that did nothing proves nothing.
-    expect(report.operations.total).toBeGreaterThan(20);
-    expect(Object.values(report.faults).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(10);
-    expect(report.settleTimedOut).toBe(false);
-    // Effects, concurrency, cancellations, lost or doubly told results, unalerted UNKNOWNs: none, ever.
-    expect(report.result.violations).toEqual(Object.fromEntries(INVARIANTS.map((name) => [name, 0])));
-  });
+  it(
+    'should make one effect per intent, stay within concurrency, lose no result, and tell none twice',
+    { timeout: 240_000 },
+    async () => {
+      const report = await runChaos({ minutes: MINUTES, seed: SEED, callsPerMinute: 80 });
+      console.info(formatReport(report));
+      // A run that did nothing proves nothing.
+      expect(report.operations.total).toBeGreaterThan(20);
+      expect(Object.values(report.faults).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(10);
+      expect(report.settleTimedOut).toBe(false);
+      // Effects, concurrency, cancellations, lost or doubly told results, unalerted UNKNOWNs: none, ever.
+      expect(report.result.violations).toEqual(
+        Object.fromEntries(INVARIANTS.map((name) => [name, 0])),
+      );
+    },
+  );
 });

@@ -11,7 +11,11 @@ import { waitFor } from '../support/processes.ts';
 import { runSipp } from './sipp-runner.ts';
 import { startInProcessGateway, type InProcessGateway } from '../scenarios/in-process-gateway.ts';
 
-const SCRIPT = { name: 'delayed-offer-media', greeting: 'Hello, thank you for calling.', fallback: 'Anything else?' };
+const SCRIPT = {
+  name: 'delayed-offer-media',
+  greeting: 'Hello, thank you for calling.',
+  fallback: 'Anything else?',
+};
 
 /** Mean absolute sample of an A-law frame: speech is in the thousands, silence near zero. */
 function alawLevel(payload: Uint8Array): number {
@@ -30,27 +34,49 @@ afterEach(async () => {
 });
 
 describe('when a caller sends an INVITE without SDP and answers PCMA in the ACK', () => {
-  it('should send the greeting as PCMA to the port of the answer', { timeout: 60_000 }, async () => {
-    const gw = await startInProcessGateway({ script: SCRIPT });
-    gateway = gw;
-    const received: { payloadType: number; payload: Uint8Array }[] = [];
-    const phone = createSocket('udp4');
-    socket = phone;
-    phone.on('message', (data) => {
-      const parsed = parseRtpPacket(data);
-      if (parsed.ok) received.push({ payloadType: parsed.packet.payloadType, payload: Buffer.from(parsed.packet.payload) });
-    });
-    await new Promise<void>((resolve) => phone.bind(0, '127.0.0.1', resolve));
-    const connection = gw.simulator.nextConnection(10_000);
-    const sipp = runSipp({ scenario: 'uac-delayed-offer-external-rtp.xml', port: gw.sipPort, transport: 'udp', service: '7000', timeoutSeconds: 30, extraArgs: ['-set', 'rtp_port', String(phone.address().port)] });
-    const model = await connection;
-    await waitFor(async () => (model.session.said.some((s) => s.text === SCRIPT.greeting && s.status === 'completed') ? true : undefined), 15_000, 'the greeting said');
-    const result = await sipp;
-    expect(result.exitCode, result.stderr).toBe(0);
+  it(
+    'should send the greeting as PCMA to the port of the answer',
+    { timeout: 60_000 },
+    async () => {
+      const gw = await startInProcessGateway({ script: SCRIPT });
+      gateway = gw;
+      const received: { payloadType: number; payload: Uint8Array }[] = [];
+      const phone = createSocket('udp4');
+      socket = phone;
+      phone.on('message', (data) => {
+        const parsed = parseRtpPacket(data);
+        if (parsed.ok)
+          received.push({
+            payloadType: parsed.packet.payloadType,
+            payload: Buffer.from(parsed.packet.payload),
+          });
+      });
+      await new Promise<void>((resolve) => phone.bind(0, '127.0.0.1', resolve));
+      const connection = gw.simulator.nextConnection(10_000);
+      const sipp = runSipp({
+        scenario: 'uac-delayed-offer-external-rtp.xml',
+        port: gw.sipPort,
+        transport: 'udp',
+        service: '7000',
+        timeoutSeconds: 30,
+        extraArgs: ['-set', 'rtp_port', String(phone.address().port)],
+      });
+      const model = await connection;
+      await waitFor(
+        async () =>
+          model.session.said.some((s) => s.text === SCRIPT.greeting && s.status === 'completed')
+            ? true
+            : undefined,
+        15_000,
+        'the greeting said',
+      );
+      const result = await sipp;
+      expect(result.exitCode, result.stderr).toBe(0);
 
-    // Everything that reached the caller's port is A-law, and the greeting is in it as speech.
-    expect(received.length).toBeGreaterThan(50);
-    expect(new Set(received.map((r) => r.payloadType))).toEqual(new Set([8]));
-    expect(received.filter((r) => alawLevel(r.payload) > 300).length).toBeGreaterThan(25);
-  });
+      // Everything that reached the caller's port is A-law, and the greeting is in it as speech.
+      expect(received.length).toBeGreaterThan(50);
+      expect(new Set(received.map((r) => r.payloadType))).toEqual(new Set([8]));
+      expect(received.filter((r) => alawLevel(r.payload) > 300).length).toBeGreaterThan(25);
+    },
+  );
 });

@@ -21,7 +21,11 @@ const END_PACKETS = 3;
  */
 const PCMU_VOICE = (() => {
   const samples = new Int16Array(SAMPLES_PER_FRAME);
-  for (let i = 0; i < samples.length; i++) samples[i] = Math.round(3000 * Math.sin((2 * Math.PI * 440 * i) / 8000) + 3000 * Math.sin((2 * Math.PI * 700 * i) / 8000));
+  for (let i = 0; i < samples.length; i++)
+    samples[i] = Math.round(
+      3000 * Math.sin((2 * Math.PI * 440 * i) / 8000) +
+        3000 * Math.sin((2 * Math.PI * 700 * i) / 8000),
+    );
   return encodeUlaw(samples);
 })();
 
@@ -43,7 +47,8 @@ export class CallerRtp {
   private sequence = randomBytes(2).readUInt16BE(0);
   private timestamp = randomBytes(4).readUInt32BE(0);
   private readonly ssrc = randomBytes(4).readUInt32BE(0);
-  private readonly digits: { digit: DtmfDigit; frame: number; start: number; marker: boolean }[] = [];
+  private readonly digits: { digit: DtmfDigit; frame: number; start: number; marker: boolean }[] =
+    [];
   readonly sentDigits: DtmfDigit[] = [];
   /** Frames of voice still to send in place of silence. */
   private voiceFrames = 0;
@@ -119,7 +124,12 @@ export class CallerRtp {
     const digit = this.digits[0];
     if (digit !== undefined) {
       const end = digit.frame >= DIGIT_FRAMES;
-      const payload = serializeTelephoneEvent({ digit: digit.digit, end, volume: 10, duration: Math.min(digit.frame + 1, DIGIT_FRAMES) * SAMPLES_PER_FRAME });
+      const payload = serializeTelephoneEvent({
+        digit: digit.digit,
+        end,
+        volume: 10,
+        duration: Math.min(digit.frame + 1, DIGIT_FRAMES) * SAMPLES_PER_FRAME,
+      });
       this.send(101, digit.start, payload, digit.marker);
       digit.marker = false;
       digit.frame++;
@@ -142,6 +152,7 @@ export class CallerRtp {
     header.writeUInt32BE(this.ssrc, 8);
     this.sequence = (this.sequence + 1) & 0xffff;
     const remote = this.remote;
-    if (remote !== undefined) this.socket.send(Buffer.concat([header, payload]), remote.port, remote.address);
+    if (remote !== undefined)
+      this.socket.send(Buffer.concat([header, payload]), remote.port, remote.address);
   }
 }

@@ -24,10 +24,20 @@ export interface CallgateProcess {
   activeCall(timeoutMs?: number): Promise<CallView>;
   operations(sessionId: string): Promise<OperationView[]>;
   /** Waits until the call's operation picked by `which` has its result delivered (spoken or sent), and returns it. */
-  delivered(sessionId: string, which: (op: OperationView) => boolean, timeoutMs?: number): Promise<OperationView>;
+  delivered(
+    sessionId: string,
+    which: (op: OperationView) => boolean,
+    timeoutMs?: number,
+  ): Promise<OperationView>;
   timeline(sessionId: string): Promise<TimelineEntryView[]>;
   /** Adds a sandbox fault rule (e.g. `latency=3000` for bookings/book). */
-  addFault(rule: { fault: string; service?: string; operation?: string; nth?: number; times?: number }): Promise<void>;
+  addFault(rule: {
+    fault: string;
+    service?: string;
+    operation?: string;
+    nth?: number;
+    times?: number;
+  }): Promise<void>;
   /** SIGTERM (SIGKILL after 8 s); deletes the Redis prefix unless the setup is shared with another process. */
   stop(keepData?: boolean): Promise<void>;
 }
@@ -44,14 +54,26 @@ export interface OperationView {
   readonly action: string;
   readonly state: string;
   readonly session_id: string;
-  readonly delivery?: { readonly decision: string; readonly reasons: string[]; readonly delivered: boolean; readonly channel: string; readonly queued?: boolean };
+  readonly delivery?: {
+    readonly decision: string;
+    readonly reasons: string[];
+    readonly delivered: boolean;
+    readonly channel: string;
+    readonly queued?: boolean;
+  };
   /** Each out-of-band channel's state (written by the worker when the receiver took it). */
-  readonly out_of_band?: Readonly<Record<string, { readonly state: string; readonly attempts: number }>>;
+  readonly out_of_band?: Readonly<
+    Record<string, { readonly state: string; readonly attempts: number }>
+  >;
 }
 
 /** Told: spoken to the end, or out of band with a channel's receiver having taken the message. */
 export function isDelivered(op: OperationView): boolean {
-  return op.delivery?.delivered === true || (op.delivery?.channel === 'out_of_band' && Object.values(op.out_of_band ?? {}).some((record) => record.state === 'delivered'));
+  return (
+    op.delivery?.delivered === true ||
+    (op.delivery?.channel === 'out_of_band' &&
+      Object.values(op.out_of_band ?? {}).some((record) => record.state === 'delivered'))
+  );
 }
 
 export interface TimelineEntryView {
@@ -85,7 +107,9 @@ export interface SharedSetup {
 }
 
 /** Writes a configuration (the documented example, with the test's script and agent) and picks a Redis prefix. */
-export function writeCallgateConfig(options: Pick<CallgateProcessOptions, 'script' | 'agent' | 'overrides'>): SharedSetup {
+export function writeCallgateConfig(
+  options: Pick<CallgateProcessOptions, 'script' | 'agent' | 'overrides'>,
+): SharedSetup {
   const dir = mkdtempSync(join(tmpdir(), 'callgate-e2e-'));
   const scriptPath = join(dir, 'script.yaml');
   writeFileSync(scriptPath, stringify(options.script));
@@ -112,12 +136,20 @@ export async function startCallgate(options: CallgateProcessOptions): Promise<Ca
     try {
       return await startOnce(options, setup);
     } catch (error) {
-      if (attempt >= START_ATTEMPTS || !(error instanceof Error) || !error.message.includes('EADDRINUSE')) throw error;
+      if (
+        attempt >= START_ATTEMPTS ||
+        !(error instanceof Error) ||
+        !error.message.includes('EADDRINUSE')
+      )
+        throw error;
     }
   }
 }
 
-async function startOnce(options: CallgateProcessOptions, { configPath, prefix }: SharedSetup): Promise<CallgateProcess> {
+async function startOnce(
+  options: CallgateProcessOptions,
+  { configPath, prefix }: SharedSetup,
+): Promise<CallgateProcess> {
   // SIP listens on UDP and TCP: the port must be free for both.
   const sipPort = await freeSipPort();
   const httpPort = await freeLoopbackPort();
@@ -144,12 +176,25 @@ async function startOnce(options: CallgateProcessOptions, { configPath, prefix }
       throw new Error(`exited with ${String(code)} before ${readyLine}`);
     });
     exited.catch(() => undefined);
-    await Promise.race([waitFor(async () => ((await fetch(`${httpUrl}/readyz`)).status === 200 && proc.stdout().includes(readyLine) ? true : undefined), 20_000, readyLine), exited]);
+    await Promise.race([
+      waitFor(
+        async () =>
+          (await fetch(`${httpUrl}/readyz`)).status === 200 && proc.stdout().includes(readyLine)
+            ? true
+            : undefined,
+        20_000,
+        readyLine,
+      ),
+      exited,
+    ]);
   } catch (error) {
     proc.kill();
     throw new Error(`${(error as Error).message}\n${proc.output().slice(-3000)}`);
   }
-  const sandboxLine = proc.stdout().split('\n').find((line) => line.includes('sandbox systems of record listening'));
+  const sandboxLine = proc
+    .stdout()
+    .split('\n')
+    .find((line) => line.includes('sandbox systems of record listening'));
   const sandboxUrl = (JSON.parse(sandboxLine ?? '{}') as { url?: string }).url ?? '';
   const get = async <T>(path: string): Promise<T> => {
     const response = await fetch(path.startsWith('http') ? path : `${httpUrl}${path}`);
@@ -164,27 +209,47 @@ async function startOnce(options: CallgateProcessOptions, { configPath, prefix }
     shared: { configPath, prefix },
     get,
     async activeCall(timeoutMs = 5_000) {
-      return waitFor(async () => (await get<{ active: CallView[] }>('/v1/calls')).active[0], timeoutMs, 'a call in the session registry');
+      return waitFor(
+        async () => (await get<{ active: CallView[] }>('/v1/calls')).active[0],
+        timeoutMs,
+        'a call in the session registry',
+      );
     },
     async operations(sessionId) {
-      return (await get<{ operations: OperationView[] }>(`/v1/operations?session_id=${sessionId}`)).operations;
+      return (await get<{ operations: OperationView[] }>(`/v1/operations?session_id=${sessionId}`))
+        .operations;
     },
     async delivered(sessionId, which, timeoutMs = 15_000) {
-      return waitFor(async () => {
-        const op = (await get<{ operations: OperationView[] }>(`/v1/operations?session_id=${sessionId}`)).operations.find(which);
-        return op !== undefined && isDelivered(op) ? op : undefined;
-      }, timeoutMs, 'the result to be delivered');
+      return waitFor(
+        async () => {
+          const op = (
+            await get<{ operations: OperationView[] }>(`/v1/operations?session_id=${sessionId}`)
+          ).operations.find(which);
+          return op !== undefined && isDelivered(op) ? op : undefined;
+        },
+        timeoutMs,
+        'the result to be delivered',
+      );
     },
     async timeline(sessionId) {
-      return (await get<{ timeline: TimelineEntryView[] }>(`/v1/calls/${sessionId}/timeline`)).timeline;
+      return (await get<{ timeline: TimelineEntryView[] }>(`/v1/calls/${sessionId}/timeline`))
+        .timeline;
     },
     async addFault(rule) {
-      const response = await fetch(`${sandboxUrl}/admin/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rule) });
-      if (response.status !== 201) throw new Error(`sandbox refused the fault rule: ${await response.text()}`);
+      const response = await fetch(`${sandboxUrl}/admin/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(rule),
+      });
+      if (response.status !== 201)
+        throw new Error(`sandbox refused the fault rule: ${await response.text()}`);
     },
     async stop(keepData = options.shared !== undefined) {
       proc.child.kill('SIGTERM');
-      const exited = await Promise.race([proc.exited, new Promise((resolve) => setTimeout(() => resolve('timeout'), 8_000))]);
+      const exited = await Promise.race([
+        proc.exited,
+        new Promise((resolve) => setTimeout(() => resolve('timeout'), 8_000)),
+      ]);
       if (exited === 'timeout') proc.kill();
       if (keepData) return;
       const redis = testRedis();

@@ -57,21 +57,38 @@ describe('when gateway.nice is configured', () => {
       .filter((tid) => tid !== pid);
     expect(others.length).toBeGreaterThan(0);
     expect(others.some((tid) => threadNice(pid, tid) === STARTED_AT)).toBe(true);
-    expect(logLine(cg, 'scheduling priority set')).toMatchObject({ level: 'info', nice, previous_nice: STARTED_AT });
+    expect(logLine(cg, 'scheduling priority set')).toMatchObject({
+      level: 'info',
+      nice,
+      previous_nice: STARTED_AT,
+    });
   }, 40_000);
 });
 
 describe('when the gateway may not raise its priority', () => {
-  it.skipIf(!IS_ROOT)('should log the refusal and run on at the priority it was started with', async () => {
-    const cg = await startCallgate({ script: SCRIPT, overrides: withNice(STARTED_AT - 5), commandPrefix: WITHOUT_CAP_SYS_NICE });
-    callgate = cg;
-    // startCallgate returned: /readyz answers and the process logged "callgate ready".
-    const pid = cg.proc.child.pid as number;
-    expect(threadNice(pid, pid)).toBe(STARTED_AT);
-    expect(logLine(cg, 'scheduling priority not set')).toMatchObject({ level: 'warn', nice: STARTED_AT - 5, current_nice: STARTED_AT, code: 'EACCES' });
-    expect(logLine(cg, 'scheduling priority set')).toBeUndefined();
-    expect((await cg.get<{ active: unknown[] }>('/v1/calls')).active).toEqual([]);
-  }, 40_000);
+  it.skipIf(!IS_ROOT)(
+    'should log the refusal and run on at the priority it was started with',
+    async () => {
+      const cg = await startCallgate({
+        script: SCRIPT,
+        overrides: withNice(STARTED_AT - 5),
+        commandPrefix: WITHOUT_CAP_SYS_NICE,
+      });
+      callgate = cg;
+      // startCallgate returned: /readyz answers and the process logged "callgate ready".
+      const pid = cg.proc.child.pid as number;
+      expect(threadNice(pid, pid)).toBe(STARTED_AT);
+      expect(logLine(cg, 'scheduling priority not set')).toMatchObject({
+        level: 'warn',
+        nice: STARTED_AT - 5,
+        current_nice: STARTED_AT,
+        code: 'EACCES',
+      });
+      expect(logLine(cg, 'scheduling priority set')).toBeUndefined();
+      expect((await cg.get<{ active: unknown[] }>('/v1/calls')).active).toEqual([]);
+    },
+    40_000,
+  );
 });
 
 describe('when the gateway starts a process after raising its priority', () => {
@@ -91,9 +108,16 @@ describe('when the gateway starts a process after raising its priority', () => {
       kept.kill();
       released.kill();
     `;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 20_000 });
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      { cwd: REPO_ROOT, encoding: 'utf8', timeout: 20_000 },
+    );
     expect(run.status, run.stderr).toBe(0);
-    const result = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}') as { kept: number; released: number };
+    const result = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}') as {
+      kept: number;
+      released: number;
+    };
     expect(result).toEqual({ kept: STARTED_AT - 3, released: STARTED_AT });
   });
 });

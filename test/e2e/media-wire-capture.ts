@@ -30,7 +30,11 @@ export class WireCapture {
   static async start(portMin: number, portMax: number): Promise<WireCapture> {
     const dir = mkdtempSync(join(tmpdir(), 'callgate-capture-'));
     const file = join(dir, 'wire.pcapng');
-    const child = spawn('dumpcap', ['-q', '-i', 'lo', '-f', `udp and portrange ${portMin}-${portMax}`, '-w', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      'dumpcap',
+      ['-q', '-i', 'lo', '-f', `udp and portrange ${portMin}-${portMax}`, '-w', file],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let stderr = '';
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`dumpcap did not start: ${stderr}`)), 10_000);
@@ -52,24 +56,48 @@ export class WireCapture {
   /** Stops capturing and returns every datagram, in capture order. */
   async stop(): Promise<CapturedDatagram[]> {
     const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    if (this.child.pid !== undefined && this.child.exitCode === null) process.kill(this.child.pid, 'SIGINT');
+    if (this.child.pid !== undefined && this.child.exitCode === null)
+      process.kill(this.child.pid, 'SIGINT');
     await exited;
-    const { stdout } = await run('tshark', ['-r', this.file, '-T', 'fields', '-e', 'frame.time_epoch', '-e', 'udp.srcport', '-e', 'udp.dstport', '-e', 'udp.payload'], {
-      maxBuffer: 64 * 1024 * 1024,
-    });
+    const { stdout } = await run(
+      'tshark',
+      [
+        '-r',
+        this.file,
+        '-T',
+        'fields',
+        '-e',
+        'frame.time_epoch',
+        '-e',
+        'udp.srcport',
+        '-e',
+        'udp.dstport',
+        '-e',
+        'udp.payload',
+      ],
+      {
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
     rmSync(this.dir, { recursive: true, force: true });
     return stdout
       .split('\n')
       .filter((line) => line.trim() !== '')
       .map((line) => {
         const [time, source, destination, payload] = line.split('\t');
-        return { atMs: Number(time) * 1000, sourcePort: Number(source), destinationPort: Number(destination), data: Buffer.from((payload ?? '').replace(/:/g, ''), 'hex') };
+        return {
+          atMs: Number(time) * 1000,
+          sourcePort: Number(source),
+          destinationPort: Number(destination),
+          data: Buffer.from((payload ?? '').replace(/:/g, ''), 'hex'),
+        };
       });
   }
 
   /** Stops without reading (a test that failed before it got that far). */
   kill(): void {
-    if (this.child.pid !== undefined && this.child.exitCode === null) process.kill(this.child.pid, 'SIGKILL');
+    if (this.child.pid !== undefined && this.child.exitCode === null)
+      process.kill(this.child.pid, 'SIGKILL');
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

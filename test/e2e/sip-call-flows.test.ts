@@ -10,7 +10,8 @@ afterEach(async () => {
   app = undefined;
 });
 
-const received = (lines: string[], prefix: string): number => lines.filter((line) => line.startsWith(`received ${prefix}`)).length;
+const received = (lines: string[], prefix: string): number =>
+  lines.filter((line) => line.startsWith(`received ${prefix}`)).length;
 
 describe('when callgate hangs up an answered call', () => {
   it('should send BYE to the caller after the ACK and end the dialog with local-bye', async () => {
@@ -22,7 +23,12 @@ describe('when callgate hangs up an answered call', () => {
         });
       },
     });
-    const result = await runSipp({ scenario: 'uac-callee-bye.xml', port: app.udpPort, transport: 'udp', service: '100' });
+    const result = await runSipp({
+      scenario: 'uac-callee-bye.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '100',
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.firstLines.map((line) => line.split(' ').slice(0, 2).join(' '))).toEqual([
       'sent INVITE',
@@ -40,7 +46,12 @@ describe('when callgate hangs up an answered call', () => {
 describe('when the caller cancels before the answer', () => {
   it('should answer the CANCEL 200 and the INVITE 487, take the ACK, and report cancelled', async () => {
     app = await startTestApp({ onCall: (call) => call.ring() });
-    const result = await runSipp({ scenario: 'uac-cancel.xml', port: app.udpPort, transport: 'udp', service: '100' });
+    const result = await runSipp({
+      scenario: 'uac-cancel.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '100',
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.firstLines).toContain('received SIP/2.0 487 Request Terminated');
     expect(result.trace).toMatch(/SIP\/2\.0 200 OK[\s\S]*CSeq: 1 CANCEL/);
@@ -53,14 +64,23 @@ describe('when the caller cancels before the answer', () => {
 describe('when the caller puts the call on hold and resumes it by re-INVITE', () => {
   it('should answer sendonly with recvonly and sendrecv with sendrecv, with increasing o= versions', async () => {
     app = await startTestApp();
-    const result = await runSipp({ scenario: 'uac-reinvite-hold.xml', port: app.udpPort, transport: 'udp', service: '100' });
+    const result = await runSipp({
+      scenario: 'uac-reinvite-hold.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '100',
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     const reinvites = app.eventsOf('reinvite');
-    expect(reinvites.map((e) => (e.type === 'reinvite' ? [e.media.held, e.media.direction] : []))).toEqual([
+    expect(
+      reinvites.map((e) => (e.type === 'reinvite' ? [e.media.held, e.media.direction] : [])),
+    ).toEqual([
       [true, 'recvonly'],
       [false, 'sendrecv'],
     ]);
-    const versions = [...result.trace.matchAll(/o=callgate \d+ (\d+) IN IP4/g)].map((m) => Number(m[1]));
+    const versions = [...result.trace.matchAll(/o=callgate \d+ (\d+) IN IP4/g)].map((m) =>
+      Number(m[1]),
+    );
     expect(versions).toEqual([1, 2, 3]);
   });
 });
@@ -68,7 +88,12 @@ describe('when the caller puts the call on hold and resumes it by re-INVITE', ()
 describe('when the caller sends DTMF by SIP INFO', () => {
   it('should answer each INFO 200 and report the digits in order', async () => {
     app = await startTestApp();
-    const result = await runSipp({ scenario: 'uac-info-dtmf.xml', port: app.udpPort, transport: 'udp', service: '100' });
+    const result = await runSipp({
+      scenario: 'uac-info-dtmf.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '100',
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     expect(app.eventsOf('dtmf')).toEqual([
       { type: 'dtmf', digit: '5', durationMs: 160 },
@@ -80,7 +105,12 @@ describe('when the caller sends DTMF by SIP INFO', () => {
 describe('when a trunk sends OPTIONS', () => {
   it('should answer 200 with the Allow header and start no call', async () => {
     app = await startTestApp();
-    const result = await runSipp({ scenario: 'uac-options.xml', port: app.udpPort, transport: 'udp', service: '100' });
+    const result = await runSipp({
+      scenario: 'uac-options.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '100',
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.trace).toMatch(/Allow: INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, NOTIFY/);
     expect(app.calls).toHaveLength(0);
@@ -90,7 +120,12 @@ describe('when a trunk sends OPTIONS', () => {
 describe('when a caller dials a number no tenant owns', () => {
   it('should answer 404 and never reach the application', async () => {
     app = await startTestApp();
-    const result = await runSipp({ scenario: 'uac-rejected.xml', port: app.udpPort, transport: 'udp', service: '999' });
+    const result = await runSipp({
+      scenario: 'uac-rejected.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '999',
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.firstLines).toContain('received SIP/2.0 404 Not Found');
     expect(app.calls).toHaveLength(0);
@@ -105,7 +140,12 @@ describe('when an INVITE is retransmitted before the answer', () => {
         setTimeout(() => self.answer(call), 1_000);
       },
     });
-    const result = await runSipp({ scenario: 'uac-retransmitted-invite.xml', port: app.udpPort, transport: 'udp', service: '100' });
+    const result = await runSipp({
+      scenario: 'uac-retransmitted-invite.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '100',
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     expect(app.calls).toHaveLength(1);
     expect(received(result.firstLines, 'SIP/2.0 100')).toBe(2);
@@ -117,7 +157,13 @@ describe('when the caller never acknowledges the 200', () => {
   it('should retransmit the 200 with growing intervals and send BYE after 64*T1', async () => {
     app = await startTestApp({ timers: { t1Ms: 50, t2Ms: 400, t4Ms: 250 } });
     const started = Date.now();
-    const result = await runSipp({ scenario: 'uac-lost-ack.xml', port: app.udpPort, transport: 'udp', service: '100', timeoutSeconds: 15 });
+    const result = await runSipp({
+      scenario: 'uac-lost-ack.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '100',
+      timeoutSeconds: 15,
+    });
     const elapsed = Date.now() - started;
     expect(result.exitCode, result.stderr).toBe(0);
     expect(received(result.firstLines, 'SIP/2.0 200')).toBeGreaterThanOrEqual(4);
@@ -140,7 +186,12 @@ describe('when callgate transfers an answered call', () => {
         });
       },
     });
-    const result = await runSipp({ scenario: 'uac-refer.xml', port: app.udpPort, transport: 'udp', service: '100' });
+    const result = await runSipp({
+      scenario: 'uac-refer.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '100',
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     expect(await outcome).toEqual({ type: 'succeeded' });
     expect(result.trace).toMatch(/Refer-To: <sip:agent@example\.com>/);

@@ -31,7 +31,9 @@ export interface TestApp {
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const tenants = (options.tenants ?? [{ id: 'acme', numbers: ['100', '+15550100'], agent: 'front-desk' }]).map((tenant) => tenantSchema.parse(tenant));
+  const tenants = (
+    options.tenants ?? [{ id: 'acme', numbers: ['100', '+15550100'], agent: 'front-desk' }]
+  ).map((tenant) => tenantSchema.parse(tenant));
   const driver = new BuiltinSignalingDriver({
     sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, tcpPort: 0, ...options.sip }),
     tenants,

@@ -13,12 +13,18 @@ const digestTenant = {
   id: 'acme',
   numbers: ['100'],
   agent: 'front-desk',
-  trunk: { allowFrom: [], digest: { realm: 'callgate.test', username: 'trunk1', passwordEnv: 'TRUNK1_PASSWORD' } },
+  trunk: {
+    allowFrom: [],
+    digest: { realm: 'callgate.test', username: 'trunk1', passwordEnv: 'TRUNK1_PASSWORD' },
+  },
 };
 
 describe('when a tenant requires digest authentication', () => {
   it('should challenge with 401 and a nonce, then accept the call with the right password', async () => {
-    app = await startTestApp({ tenants: [digestTenant], secrets: { TRUNK1_PASSWORD: 's3cret-pass' } });
+    app = await startTestApp({
+      tenants: [digestTenant],
+      secrets: { TRUNK1_PASSWORD: 's3cret-pass' },
+    });
     const result = await runSipp({
       scenario: 'uac-auth.xml',
       port: app.udpPort,
@@ -27,7 +33,9 @@ describe('when a tenant requires digest authentication', () => {
       extraArgs: ['-au', 'trunk1', '-ap', 's3cret-pass'],
     });
     expect(result.exitCode, result.stderr).toBe(0);
-    expect(result.trace).toMatch(/WWW-Authenticate: Digest realm="callgate\.test", nonce="[^"]+", algorithm=MD5, qop="auth"/);
+    expect(result.trace).toMatch(
+      /WWW-Authenticate: Digest realm="callgate\.test", nonce="[^"]+", algorithm=MD5, qop="auth"/,
+    );
     expect(result.firstLines.filter((line) => line.startsWith('received SIP/2.0'))).toEqual([
       'received SIP/2.0 401 Unauthorized',
       'received SIP/2.0 100 Trying',
@@ -38,7 +46,10 @@ describe('when a tenant requires digest authentication', () => {
   });
 
   it('should answer 403 to a wrong password and never reach the application', async () => {
-    app = await startTestApp({ tenants: [digestTenant], secrets: { TRUNK1_PASSWORD: 's3cret-pass' } });
+    app = await startTestApp({
+      tenants: [digestTenant],
+      secrets: { TRUNK1_PASSWORD: 's3cret-pass' },
+    });
     const result = await runSipp({
       scenario: 'uac-auth.xml',
       port: app.udpPort,
@@ -54,7 +65,11 @@ describe('when a tenant requires digest authentication', () => {
 
 describe('when a source keeps failing digest authentication', () => {
   it('should answer 503 with Retry-After once authFailuresPerMinute is spent, with no new challenge', async () => {
-    app = await startTestApp({ tenants: [digestTenant], secrets: { TRUNK1_PASSWORD: 's3cret-pass' }, sip: { authFailuresPerMinute: 1 } });
+    app = await startTestApp({
+      tenants: [digestTenant],
+      secrets: { TRUNK1_PASSWORD: 's3cret-pass' },
+      sip: { authFailuresPerMinute: 1 },
+    });
     const result = await runSipp({
       scenario: 'uac-auth-guess-limited.xml',
       port: app.udpPort,
@@ -77,16 +92,44 @@ describe('when a source keeps failing digest authentication', () => {
 
 describe('when a tenant only accepts calls from listed sources', () => {
   it('should answer 403 to a source outside the allowlist', async () => {
-    app = await startTestApp({ tenants: [{ id: 'acme', numbers: ['100'], agent: 'front-desk', trunk: { allowFrom: ['192.0.2.0/24'] } }] });
-    const result = await runSipp({ scenario: 'uac-rejected.xml', port: app.udpPort, transport: 'udp', service: '100' });
+    app = await startTestApp({
+      tenants: [
+        {
+          id: 'acme',
+          numbers: ['100'],
+          agent: 'front-desk',
+          trunk: { allowFrom: ['192.0.2.0/24'] },
+        },
+      ],
+    });
+    const result = await runSipp({
+      scenario: 'uac-rejected.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '100',
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.firstLines).toContain('received SIP/2.0 403 Forbidden');
     expect(app.calls).toHaveLength(0);
   });
 
   it('should accept a source inside the allowlist', async () => {
-    app = await startTestApp({ tenants: [{ id: 'acme', numbers: ['100'], agent: 'front-desk', trunk: { allowFrom: ['127.0.0.0/8'] } }] });
-    const result = await runSipp({ scenario: 'uac-caller-bye.xml', port: app.udpPort, transport: 'udp', service: '100' });
+    app = await startTestApp({
+      tenants: [
+        {
+          id: 'acme',
+          numbers: ['100'],
+          agent: 'front-desk',
+          trunk: { allowFrom: ['127.0.0.0/8'] },
+        },
+      ],
+    });
+    const result = await runSipp({
+      scenario: 'uac-caller-bye.xml',
+      port: app.udpPort,
+      transport: 'udp',
+      service: '100',
+    });
     expect(result.exitCode, result.stderr).toBe(0);
     expect(app.calls).toHaveLength(1);
   });

@@ -45,21 +45,34 @@ export async function runSipp(run: SippRun): Promise<SippResult> {
   const timeout = run.timeoutSeconds ?? 20;
   const args = [
     `127.0.0.1:${run.port}`,
-    '-sf', join(SIPP_FIXTURES, run.scenario),
-    '-s', run.service,
-    '-i', '127.0.0.1',
-    '-p', String(localPort),
-    '-t', run.transport === 'tcp' ? 't1' : 'u1',
-    '-m', String(run.calls ?? 1),
-    '-r', String(run.rate ?? 10),
-    '-l', String(run.limit ?? run.calls ?? 1),
-    '-d', String(run.pauseMs ?? 100),
-    '-timeout', `${timeout}s`,
+    '-sf',
+    join(SIPP_FIXTURES, run.scenario),
+    '-s',
+    run.service,
+    '-i',
+    '127.0.0.1',
+    '-p',
+    String(localPort),
+    '-t',
+    run.transport === 'tcp' ? 't1' : 'u1',
+    '-m',
+    String(run.calls ?? 1),
+    '-r',
+    String(run.rate ?? 10),
+    '-l',
+    String(run.limit ?? run.calls ?? 1),
+    '-d',
+    String(run.pauseMs ?? 100),
+    '-timeout',
+    `${timeout}s`,
     '-timeout_error',
     '-nostdin',
     '-nr',
-    '-mp', String(await freeSipPort()),
-    '-trace_stat', '-stf', join(dir, 'stats.csv'),
+    '-mp',
+    String(await freeSipPort()),
+    '-trace_stat',
+    '-stf',
+    join(dir, 'stats.csv'),
     ...(run.trace === false ? [] : ['-trace_msg', '-message_file', trace]),
     ...(run.extraArgs ?? []),
   ];
@@ -68,10 +81,15 @@ export async function runSipp(run: SippRun): Promise<SippResult> {
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const guard = setTimeout(() => {
-    if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
-  }, (timeout + 10) * 1000);
-  const exitCode = await new Promise<number | null>((done) => child.on('close', (code) => done(code)));
+  const guard = setTimeout(
+    () => {
+      if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+    },
+    (timeout + 10) * 1000,
+  );
+  const exitCode = await new Promise<number | null>((done) =>
+    child.on('close', (code) => done(code)),
+  );
   clearTimeout(guard);
   let traceText = '';
   try {
@@ -81,8 +99,18 @@ export async function runSipp(run: SippRun): Promise<SippResult> {
   }
   const stats = readStats(dir);
   rmSync(dir, { recursive: true, force: true });
-  const firstLines = [...traceText.matchAll(/^-+ .*\n(?:UDP|TCP) message (sent|received)[^\n]*\n\n([^\n]+)/gm)].map((m) => `${m[1]} ${(m[2] ?? '').trimEnd()}`);
-  return { exitCode, trace: traceText, stdout, stderr, successful: stats.successful, failed: stats.failed, firstLines };
+  const firstLines = [
+    ...traceText.matchAll(/^-+ .*\n(?:UDP|TCP) message (sent|received)[^\n]*\n\n([^\n]+)/gm),
+  ].map((m) => `${m[1]} ${(m[2] ?? '').trimEnd()}`);
+  return {
+    exitCode,
+    trace: traceText,
+    stdout,
+    stderr,
+    successful: stats.successful,
+    failed: stats.failed,
+    firstLines,
+  };
 }
 
 function readStats(dir: string): { successful: number; failed: number } {

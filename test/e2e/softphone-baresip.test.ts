@@ -73,12 +73,18 @@ async function startPhone(dir: string): Promise<Phone> {
       }),
     );
     // baresip's output goes to a pipe and is buffered: it is ready when its control port answers.
-    const control = await waitFor(async () => (gone ? null : await connectControl(controlPort)), 10_000, 'baresip to start').catch(() => null);
+    const control = await waitFor(
+      async () => (gone ? null : await connectControl(controlPort)),
+      10_000,
+      'baresip to start',
+    ).catch(() => null);
     if (control !== null && !gone) return { phone, control, output: () => output, exited };
     control?.destroy();
     phone.kill('SIGKILL');
     const status = await exited;
-    failures.push(`attempt ${attempt} (sip ${sipPort}, control ${controlPort}) ended with ${String(status)}: ${output.slice(-1_000)}`);
+    failures.push(
+      `attempt ${attempt} (sip ${sipPort}, control ${controlPort}) ended with ${String(status)}: ${output.slice(-1_000)}`,
+    );
   }
   throw new Error(`baresip did not start:\n${failures.join('\n')}`);
 }
@@ -105,64 +111,111 @@ function phoneConfig(dir: string, sipPort: number, controlPort: number): string 
   ].join('\n');
 }
 
-describe.runIf(HAVE_BARESIP || process.env.CI === 'true')('when a softphone calls the demo number and presses 1', () => {
-  it('should hear the greeting, book one table through the keypad menu and hear it confirmed', { timeout: 120_000 }, async () => {
-    const script = parse(readFileSync(join(REPO_ROOT, 'gateway/realtime/simulator/demo-script.yaml'), 'utf8')) as Record<string, unknown>;
-    const cg = own(await startCallgate({ script }));
-    const dir = mkdtempSync(join(tmpdir(), 'callgate-baresip-'));
-    own({ close: () => rmSync(dir, { recursive: true, force: true }) });
-    // The phone's microphone: 90 s of 8 kHz 16-bit silence, so the caller says nothing.
-    writeFileSync(join(dir, 'silence.wav'), wavFile('pcm16', 8000, Buffer.alloc(8000 * 2 * 90)));
-    writeFileSync(join(dir, 'accounts'), '<sip:caller@127.0.0.1>;regint=0\n');
-    const { phone, control, output, exited } = await startPhone(dir);
-    own({
-      close: async () => {
-        phone.kill('SIGKILL');
+describe.runIf(HAVE_BARESIP || process.env.CI === 'true')(
+  'when a softphone calls the demo number and presses 1',
+  () => {
+    it(
+      'should hear the greeting, book one table through the keypad menu and hear it confirmed',
+      { timeout: 120_000 },
+      async () => {
+        const script = parse(
+          readFileSync(join(REPO_ROOT, 'gateway/realtime/simulator/demo-script.yaml'), 'utf8'),
+        ) as Record<string, unknown>;
+        const cg = own(await startCallgate({ script }));
+        const dir = mkdtempSync(join(tmpdir(), 'callgate-baresip-'));
+        own({ close: () => rmSync(dir, { recursive: true, force: true }) });
+        // The phone's microphone: 90 s of 8 kHz 16-bit silence, so the caller says nothing.
+        writeFileSync(
+          join(dir, 'silence.wav'),
+          wavFile('pcm16', 8000, Buffer.alloc(8000 * 2 * 90)),
+        );
+        writeFileSync(join(dir, 'accounts'), '<sip:caller@127.0.0.1>;regint=0\n');
+        const { phone, control, output, exited } = await startPhone(dir);
+        own({
+          close: async () => {
+            phone.kill('SIGKILL');
+            await exited;
+          },
+        });
+        own({ close: () => control.destroy() });
+        let events = '';
+        control.on('data', (d: Buffer) => (events += d.toString()));
+        const command = (name: string, params = ''): void => {
+          const json = JSON.stringify({ command: name, params, token: name });
+          control.write(`${Buffer.byteLength(json)}:${json},`);
+        };
+        const explain = (error: Error): never => {
+          throw new Error(
+            `${error.message}\nbaresip: ${output().slice(-2_000)}\nbaresip events: ${events.slice(-2_000)}`,
+          );
+        };
+
+        command('dial', `sip:1000@127.0.0.1:${cg.sipPort}`);
+        const call = await cg.activeCall(10_000).catch(explain);
+        const timeline = async (): Promise<TimelineEntryView[]> =>
+          (await cg.get<{ timeline: TimelineEntryView[] }>(`/v1/calls/${call.session_id}/timeline`))
+            .timeline;
+        await waitFor(
+          async () =>
+            (await timeline()).some((e) => e.type === 'response' && e.detail.state === 'created')
+              ? true
+              : undefined,
+          10_000,
+          'the greeting',
+        ).catch(explain);
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        // The keypad: one press of 1, sent by the phone as RFC 4733 telephone-events.
+        command('sndcode', '1');
+        const booking = await waitFor(
+          async () =>
+            (
+              await cg.get<{ operations: OperationView[] }>(
+                `/v1/operations?session_id=${call.session_id}`,
+              )
+            ).operations.find(
+              (op) => op.action === 'book_table' && op.delivery?.delivered === true,
+            ),
+          60_000,
+          'the booking to be confirmed to the caller',
+        ).catch(explain);
+        command('hangup');
+        await waitFor(
+          async () =>
+            (await cg.get<{ recent: { session_id: string }[] }>('/v1/calls')).recent.some(
+              (c) => c.session_id === call.session_id,
+            )
+              ? true
+              : undefined,
+          10_000,
+          'the call to end',
+        ).catch(explain);
+
+        expect(booking.state).toBe('COMMITTED');
+        expect(booking.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
+        const effects = (
+          await cg.get<{ effects: { reference?: string }[] }>(
+            `${cg.sandboxUrl}/admin/effects?service=bookings`,
+          )
+        ).effects;
+        expect(effects.map((e) => e.reference)).toEqual([booking.operation_id]);
+        const entries = await timeline();
+        // One key press, one digit, carried in RTP; the call ended by the phone.
+        expect(entries.filter((e) => e.type === 'dtmf').map((e) => e.detail)).toEqual([
+          { digit: '1', source: 'rtp' },
+        ]);
+        expect(entries.find((e) => e.type === 'ended')?.detail).toMatchObject({
+          reason: 'caller_hung_up',
+        });
+        // What the phone played: the greeting is about 14 s of speech; the booking and its confirmation come on top.
+        phone.kill('SIGTERM');
         await exited;
+        const recording = readdirSync(dir).find((name) => name.endsWith('-dec.wav'));
+        expect(recording, `baresip's recording in ${dir}`).toBeDefined();
+        const wav = readWavFile(readFileSync(join(dir, recording ?? '')));
+        expect(wav?.bitsPerSample).toBe(16);
+        const heard = voicedSeconds(wav?.data ?? Buffer.alloc(0), wav?.sampleRate ?? 8000);
+        expect(heard).toBeGreaterThan(18);
       },
-    });
-    own({ close: () => control.destroy() });
-    let events = '';
-    control.on('data', (d: Buffer) => (events += d.toString()));
-    const command = (name: string, params = ''): void => {
-      const json = JSON.stringify({ command: name, params, token: name });
-      control.write(`${Buffer.byteLength(json)}:${json},`);
-    };
-    const explain = (error: Error): never => {
-      throw new Error(`${error.message}\nbaresip: ${output().slice(-2_000)}\nbaresip events: ${events.slice(-2_000)}`);
-    };
-
-    command('dial', `sip:1000@127.0.0.1:${cg.sipPort}`);
-    const call = await cg.activeCall(10_000).catch(explain);
-    const timeline = async (): Promise<TimelineEntryView[]> => (await cg.get<{ timeline: TimelineEntryView[] }>(`/v1/calls/${call.session_id}/timeline`)).timeline;
-    await waitFor(async () => ((await timeline()).some((e) => e.type === 'response' && e.detail.state === 'created') ? true : undefined), 10_000, 'the greeting').catch(explain);
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    // The keypad: one press of 1, sent by the phone as RFC 4733 telephone-events.
-    command('sndcode', '1');
-    const booking = await waitFor(
-      async () => (await cg.get<{ operations: OperationView[] }>(`/v1/operations?session_id=${call.session_id}`)).operations.find((op) => op.action === 'book_table' && op.delivery?.delivered === true),
-      60_000,
-      'the booking to be confirmed to the caller',
-    ).catch(explain);
-    command('hangup');
-    await waitFor(async () => ((await cg.get<{ recent: { session_id: string }[] }>('/v1/calls')).recent.some((c) => c.session_id === call.session_id) ? true : undefined), 10_000, 'the call to end').catch(explain);
-
-    expect(booking.state).toBe('COMMITTED');
-    expect(booking.delivery).toMatchObject({ decision: 'spoken', channel: 'voice' });
-    const effects = (await cg.get<{ effects: { reference?: string }[] }>(`${cg.sandboxUrl}/admin/effects?service=bookings`)).effects;
-    expect(effects.map((e) => e.reference)).toEqual([booking.operation_id]);
-    const entries = await timeline();
-    // One key press, one digit, carried in RTP; the call ended by the phone.
-    expect(entries.filter((e) => e.type === 'dtmf').map((e) => e.detail)).toEqual([{ digit: '1', source: 'rtp' }]);
-    expect(entries.find((e) => e.type === 'ended')?.detail).toMatchObject({ reason: 'caller_hung_up' });
-    // What the phone played: the greeting is about 14 s of speech; the booking and its confirmation come on top.
-    phone.kill('SIGTERM');
-    await exited;
-    const recording = readdirSync(dir).find((name) => name.endsWith('-dec.wav'));
-    expect(recording, `baresip's recording in ${dir}`).toBeDefined();
-    const wav = readWavFile(readFileSync(join(dir, recording ?? '')));
-    expect(wav?.bitsPerSample).toBe(16);
-    const heard = voicedSeconds(wav?.data ?? Buffer.alloc(0), wav?.sampleRate ?? 8000);
-    expect(heard).toBeGreaterThan(18);
-  });
-});
+    );
+  },
+);

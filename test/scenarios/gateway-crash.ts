@@ -7,7 +7,14 @@
  */
 import { afterEach, expect } from 'vitest';
 import { CallerRtp } from '../e2e/caller-rtp.ts';
-import { startCallgate, writeCallgateConfig, type CallgateProcess, type CallView, type OperationView, type SharedSetup } from '../e2e/callgate-process.ts';
+import {
+  startCallgate,
+  writeCallgateConfig,
+  type CallgateProcess,
+  type CallView,
+  type OperationView,
+  type SharedSetup,
+} from '../e2e/callgate-process.ts';
 import type { SippResult } from '../e2e/sipp-runner.ts';
 import type { Closable } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
@@ -51,13 +58,22 @@ export function gatewayCrashScenario(script: Record<string, unknown>) {
       started.push(worker);
       const gatewayA = await startCallgate({ script, shared, role: 'gateway', gatewayId: 'gw-a' });
       started.push(gatewayA);
-      await worker.addFault({ fault: `latency=${options.bookingLatencyMs}`, service: 'bookings', operation: 'book' });
+      await worker.addFault({
+        fault: `latency=${options.bookingLatencyMs}`,
+        service: 'bookings',
+        operation: 'book',
+      });
 
       const own = <T extends Closable>(resource: T): T => {
         if (resource instanceof CallerRtp) callers.push(resource);
         return resource;
       };
-      const { rtp, sipp: lostCall } = await dial(gatewayA.sipPort, { service: '1000', holdMs: options.holdMs, timeoutSeconds: options.timeoutSeconds, own });
+      const { rtp, sipp: lostCall } = await dial(gatewayA.sipPort, {
+        service: '1000',
+        holdMs: options.holdMs,
+        timeoutSeconds: options.timeoutSeconds,
+        own,
+      });
       const call = await gatewayA.activeCall();
       await new Promise((resolve) => setTimeout(resolve, 800));
       rtp.press('1');
@@ -91,17 +107,36 @@ export function gatewayCrashScenario(script: Record<string, unknown>) {
  * The booking's result was delivered by the janitor, out of band, because gateway A is gone: one
  * message sent once, and one booking at the system of record. Returns the operation as delivered.
  */
-export async function expectDeliveredOutOfBandOnce(worker: CallgateProcess, sessionId: string, operationId: string): Promise<OperationView> {
-  const delivered = await waitFor(async () => {
-    const op = (await worker.operations(sessionId)).find((o) => o.operation_id === operationId);
-    return op?.out_of_band?.sms?.state === 'delivered' ? op : undefined;
-  }, 20_000, 'the result to be delivered by the janitor');
+export async function expectDeliveredOutOfBandOnce(
+  worker: CallgateProcess,
+  sessionId: string,
+  operationId: string,
+): Promise<OperationView> {
+  const delivered = await waitFor(
+    async () => {
+      const op = (await worker.operations(sessionId)).find((o) => o.operation_id === operationId);
+      return op?.out_of_band?.sms?.state === 'delivered' ? op : undefined;
+    },
+    20_000,
+    'the result to be delivered by the janitor',
+  );
   expect(delivered).toMatchObject<Partial<OperationView>>({ state: 'COMMITTED' });
-  expect(delivered.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band', delivered: false, queued: true });
+  expect(delivered.delivery).toMatchObject({
+    decision: 'deliver_out_of_band',
+    channel: 'out_of_band',
+    delivered: false,
+    queued: true,
+  });
   expect(delivered.delivery?.reasons).toContain('gateway_gone');
 
-  expect((await messagesOnceSettled(worker.sandboxUrl, operationId)).map((m) => m.deliveries)).toEqual([1]);
-  const effects = (await worker.get<{ effects: { reference?: string }[] }>(`${worker.sandboxUrl}/admin/effects?service=bookings`)).effects;
+  expect(
+    (await messagesOnceSettled(worker.sandboxUrl, operationId)).map((m) => m.deliveries),
+  ).toEqual([1]);
+  const effects = (
+    await worker.get<{ effects: { reference?: string }[] }>(
+      `${worker.sandboxUrl}/admin/effects?service=bookings`,
+    )
+  ).effects;
   expect(effects.map((e) => e.reference)).toEqual([operationId]);
   return delivered;
 }

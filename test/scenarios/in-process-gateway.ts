@@ -60,32 +60,67 @@ export interface InProcessGatewayOptions {
   readonly actions?: Record<string, Record<string, unknown>>;
 }
 
-export async function startInProcessGateway(options: InProcessGatewayOptions): Promise<InProcessGateway> {
+export async function startInProcessGateway(
+  options: InProcessGatewayOptions,
+): Promise<InProcessGateway> {
   // Bookings through a provider with room for the sandbox's latency faults (the harness default times out at 1 s).
   const agents = await startAgentsHarness({
-    tenants: { demo: { book_table: { ...BOOK, provider: 'patient_bookings' }, ...options.actions } },
-    providers: (url) => ({ patient_bookings: { type: 'sandbox', service: 'bookings', baseUrl: url, timeoutMs: 10_000 } }),
+    tenants: {
+      demo: { book_table: { ...BOOK, provider: 'patient_bookings' }, ...options.actions },
+    },
+    providers: (url) => ({
+      patient_bookings: { type: 'sandbox', service: 'bookings', baseUrl: url, timeoutMs: 10_000 },
+    }),
     gatewayId: `gw-${Date.now()}`,
     workers: false,
   });
   const { h } = agents;
   // The operations run in a real worker process, as they do in production.
   const worker = startTs('jobs/worker-main.ts', {
-    env: { CALLGATE_CONFIG: h.configPath, CALLGATE_HTTP_PORT: '0', CALLGATE_LOG_LEVEL: 'info', REDIS_URL: h.config.redis.url ?? '' },
+    env: {
+      CALLGATE_CONFIG: h.configPath,
+      CALLGATE_HTTP_PORT: '0',
+      CALLGATE_LOG_LEVEL: 'info',
+      REDIS_URL: h.config.redis.url ?? '',
+    },
   });
   try {
-    await waitFor(async () => (worker.stdout().includes('worker ready') ? true : undefined), 30_000, 'the worker process');
+    await waitFor(
+      async () => (worker.stdout().includes('worker ready') ? true : undefined),
+      30_000,
+      'the worker process',
+    );
   } catch (error) {
     worker.kill();
     await agents.close();
     throw new Error(`${(error as Error).message}\n${worker.output().slice(-2_000)}`);
   }
-  const simulator = new RealtimeSimulator({ script: parseSimulatorScript(stringify(options.script)), speechSpeed: options.speechSpeed ?? 2, ...(options.maxSessionMs !== undefined && { maxSessionMs: options.maxSessionMs }), logger: quietLog });
+  const simulator = new RealtimeSimulator({
+    script: parseSimulatorScript(stringify(options.script)),
+    speechSpeed: options.speechSpeed ?? 2,
+    ...(options.maxSessionMs !== undefined && { maxSessionMs: options.maxSessionMs }),
+    logger: quietLog,
+  });
   const url = await simulator.start();
-  const tenants = h.config.tenants.map((t) => ({ ...t, agent: 'reservations', transferTarget: 'sip:frontdesk@127.0.0.1:5080' }));
-  const driver = new BuiltinSignalingDriver({ sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, tcpPort: 0, transports: ['udp'] }), tenants, logger: quietLog });
+  const tenants = h.config.tenants.map((t) => ({
+    ...t,
+    agent: 'reservations',
+    transferTarget: 'sip:frontdesk@127.0.0.1:5080',
+  }));
+  const driver = new BuiltinSignalingDriver({
+    sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, tcpPort: 0, transports: ['udp'] }),
+    tenants,
+    logger: quietLog,
+  });
   const redis = testRedis();
-  const registry = new CallRegistry({ redis, prefix: h.prefix, gatewayId: agents.gatewayId, heartbeatMs: 500, deadAfterMs: 3_000, log: quietLog });
+  const registry = new CallRegistry({
+    redis,
+    prefix: h.prefix,
+    gatewayId: agents.gatewayId,
+    heartbeatMs: 500,
+    deadAfterMs: 3_000,
+    log: quietLog,
+  });
   registry.start();
   const timer = new MonotonicMediaTimer();
   const rtpConfig: RtpConfig = { ...h.config.rtp, ...options.rtp };
@@ -94,7 +129,10 @@ export async function startInProcessGateway(options: InProcessGatewayOptions): P
   const sessions: CallSession[] = [];
   const calls = new CallAcceptor({
     media: { config: rtpConfig, ports, scheduler: new PlayoutScheduler({ timer }), timer },
-    model: { openSession: (session: SessionOptions = {}) => new OpenAIRealtimeSession({ ...session, ...options.session, url, model: 'gpt-realtime' }) },
+    model: {
+      openSession: (session: SessionOptions = {}) =>
+        new OpenAIRealtimeSession({ ...session, ...options.session, url, model: 'gpt-realtime' }),
+    },
     catalogue: agents.catalogue,
     runtime: agents.runtime,
     delivery: agents.delivery,
@@ -122,8 +160,13 @@ export async function startInProcessGateway(options: InProcessGatewayOptions): P
     events,
     sessions,
     async addFault(rule) {
-      const response = await fetch(`${h.sandbox.url}/admin/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rule) });
-      if (response.status !== 201) throw new Error(`sandbox refused the fault rule: ${await response.text()}`);
+      const response = await fetch(`${h.sandbox.url}/admin/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(rule),
+      });
+      if (response.status !== 201)
+        throw new Error(`sandbox refused the fault rule: ${await response.text()}`);
     },
     async timeline(session) {
       const record = await registry.get(session.sessionId);
@@ -131,11 +174,17 @@ export async function startInProcessGateway(options: InProcessGatewayOptions): P
       return callTimeline({ registry, audit, ledger: h.layer.ledger }, record);
     },
     async delivered(operationId, timeoutMs = 15_000) {
-      return waitFor(async () => {
-        const op = await h.layer.ledger.get('demo', operationId);
-        const sent = op?.delivery?.channel === 'out_of_band' && Object.values(op.outOfBand ?? {}).some((record) => record.state === 'delivered');
-        return op?.delivery?.delivered === true || sent ? op : undefined;
-      }, timeoutMs, 'the result to be delivered');
+      return waitFor(
+        async () => {
+          const op = await h.layer.ledger.get('demo', operationId);
+          const sent =
+            op?.delivery?.channel === 'out_of_band' &&
+            Object.values(op.outOfBand ?? {}).some((record) => record.state === 'delivered');
+          return op?.delivery?.delivered === true || sent ? op : undefined;
+        },
+        timeoutMs,
+        'the result to be delivered',
+      );
     },
     async close() {
       await calls.stop();
@@ -143,7 +192,10 @@ export async function startInProcessGateway(options: InProcessGatewayOptions): P
       registry.stop();
       await simulator.stop();
       worker.child.kill('SIGTERM');
-      const stopped = await Promise.race([worker.exited.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 10_000))]);
+      const stopped = await Promise.race([
+        worker.exited.then(() => true),
+        new Promise<false>((resolve) => setTimeout(() => resolve(false), 10_000)),
+      ]);
       if (!stopped) worker.kill();
       await agents.close();
       redis.disconnect();

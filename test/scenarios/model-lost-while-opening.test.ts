@@ -15,7 +15,14 @@ import { waitFor } from '../support/processes.ts';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
 import { dial, placeCall } from './place-call.ts';
 
-const SCRIPT = { name: 'model-lost-while-opening', greeting: 'Hello.', fallback: 'Anything else?', digits: {}, toolOutputs: {}, systemMessage: 'Noted.' };
+const SCRIPT = {
+  name: 'model-lost-while-opening',
+  greeting: 'Hello.',
+  fallback: 'Anything else?',
+  digits: {},
+  toolOutputs: {},
+  systemMessage: 'Noted.',
+};
 
 /** How long the session.update goes unanswered before the connection drops. */
 const CONFIGURE_STALL_MS = 300;
@@ -25,7 +32,9 @@ const own = closeAfterEach();
 /** A counter's value in this process's registry (the in-process gateway's), summed over the labels not given; 0 when absent. */
 async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
   const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
-  return (metric?.values ?? []).filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l)).reduce((sum, v) => sum + v.value, 0);
+  return (metric?.values ?? [])
+    .filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))
+    .reduce((sum, v) => sum + v.value, 0);
 }
 
 /**
@@ -46,101 +55,171 @@ function promptKinds(gw: InProcessGateway): string[] {
 }
 
 describe('when the model connection drops while callgate is still opening it', () => {
-  it('should end the call at its start without an apology or a second session', { timeout: 60_000 }, async () => {
-    const prompts = new CallPrompts({ log: quietLog });
-    const gw = own(await startInProcessGateway({ script: SCRIPT, prompts }));
-    const before = {
-      reconnecting: await counterValue('callgate_call_apology_prompts_total', { kind: 'reconnecting' }),
-      reopens: await counterValue('callgate_call_model_reopens_total', {}),
-      ended: await counterValue('callgate_calls_ended_total', { tenant: 'demo', reason: 'model_lost' }),
-    };
-    const dropped = dropNextWhileConfiguring(gw);
-    const { rtp, sipp } = await dial(gw.sipPort, { service: '7000', scenario: 'uac-external-rtp-callee-bye.xml', hearGreeting: false, own });
-    const connection = await dropped;
+  it(
+    'should end the call at its start without an apology or a second session',
+    { timeout: 60_000 },
+    async () => {
+      const prompts = new CallPrompts({ log: quietLog });
+      const gw = own(await startInProcessGateway({ script: SCRIPT, prompts }));
+      const before = {
+        reconnecting: await counterValue('callgate_call_apology_prompts_total', {
+          kind: 'reconnecting',
+        }),
+        reopens: await counterValue('callgate_call_model_reopens_total', {}),
+        ended: await counterValue('callgate_calls_ended_total', {
+          tenant: 'demo',
+          reason: 'model_lost',
+        }),
+      };
+      const dropped = dropNextWhileConfiguring(gw);
+      const { rtp, sipp } = await dial(gw.sipPort, {
+        service: '7000',
+        scenario: 'uac-external-rtp-callee-bye.xml',
+        hearGreeting: false,
+        own,
+      });
+      const connection = await dropped;
 
-    const result = await sipp;
-    rtp.mute();
-    expect(result.exitCode, result.stderr).toBe(0);
-    expect(result.firstLines.filter((line) => /BYE/.test(line))).toEqual([expect.stringMatching(/^received BYE /)]);
-    const ended = await waitFor(async () => gw.events.find((e) => e.event.type === 'ended'), 5_000, 'the end of the call');
-    expect(ended.event).toMatchObject({ reason: 'model_lost' });
-    // Give a stray re-open time to show itself.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect(gw.simulator.connections).toEqual([connection]);
-    expect(connection.session.said).toEqual([]);
-    const types = gw.events.map((e) => e.event.type);
-    expect(types).not.toContain('model_ready');
-    expect(gw.events.filter((e) => e.event.type === 'model_disconnected').map((e) => e.event)).toEqual([expect.objectContaining({ willReopen: false })]);
-    // No apology for a re-open that is not going to happen: the caller hears nothing before the BYE.
-    expect(promptKinds(gw)).toEqual([]);
-    expect(rtp.audibleSince(0)).toBe(0);
-    expect(await counterValue('callgate_call_apology_prompts_total', { kind: 'reconnecting' })).toBe(before.reconnecting);
-    expect(await counterValue('callgate_call_model_reopens_total', {})).toBe(before.reopens);
-    expect(await counterValue('callgate_calls_ended_total', { tenant: 'demo', reason: 'model_lost' })).toBe(before.ended + 1);
-  });
+      const result = await sipp;
+      rtp.mute();
+      expect(result.exitCode, result.stderr).toBe(0);
+      expect(result.firstLines.filter((line) => /BYE/.test(line))).toEqual([
+        expect.stringMatching(/^received BYE /),
+      ]);
+      const ended = await waitFor(
+        async () => gw.events.find((e) => e.event.type === 'ended'),
+        5_000,
+        'the end of the call',
+      );
+      expect(ended.event).toMatchObject({ reason: 'model_lost' });
+      // Give a stray re-open time to show itself.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(gw.simulator.connections).toEqual([connection]);
+      expect(connection.session.said).toEqual([]);
+      const types = gw.events.map((e) => e.event.type);
+      expect(types).not.toContain('model_ready');
+      expect(
+        gw.events.filter((e) => e.event.type === 'model_disconnected').map((e) => e.event),
+      ).toEqual([expect.objectContaining({ willReopen: false })]);
+      // No apology for a re-open that is not going to happen: the caller hears nothing before the BYE.
+      expect(promptKinds(gw)).toEqual([]);
+      expect(rtp.audibleSince(0)).toBe(0);
+      expect(
+        await counterValue('callgate_call_apology_prompts_total', { kind: 'reconnecting' }),
+      ).toBe(before.reconnecting);
+      expect(await counterValue('callgate_call_model_reopens_total', {})).toBe(before.reopens);
+      expect(
+        await counterValue('callgate_calls_ended_total', { tenant: 'demo', reason: 'model_lost' }),
+      ).toBe(before.ended + 1);
+    },
+  );
 
-  it('should say goodbye once when the re-opened session drops while it is configured', { timeout: 60_000 }, async () => {
-    const prompts = new CallPrompts({ log: quietLog });
-    // Rendered ahead, as the gateway does for μ-law at start.
-    await prompts.get('reconnecting', 'pcmu');
-    const goodbye = await prompts.get('goodbye', 'pcmu');
-    const gw = own(await startInProcessGateway({ script: SCRIPT, prompts }));
-    const before = {
-      goodbye: await counterValue('callgate_call_apology_prompts_total', { kind: 'goodbye', audio: 'speech' }),
-      failedReopens: await counterValue('callgate_call_model_reopens_total', { cause: 'lost', outcome: 'failed' }),
-    };
-    const { rtp, sipp, model: firstConnection } = await placeCall(gw, { scenario: 'uac-external-rtp-callee-bye.xml', own });
-    const second = dropNextWhileConfiguring(gw);
-    const lostAt = Date.now();
-    firstConnection.terminate();
-    await second;
+  it(
+    'should say goodbye once when the re-opened session drops while it is configured',
+    { timeout: 60_000 },
+    async () => {
+      const prompts = new CallPrompts({ log: quietLog });
+      // Rendered ahead, as the gateway does for μ-law at start.
+      await prompts.get('reconnecting', 'pcmu');
+      const goodbye = await prompts.get('goodbye', 'pcmu');
+      const gw = own(await startInProcessGateway({ script: SCRIPT, prompts }));
+      const before = {
+        goodbye: await counterValue('callgate_call_apology_prompts_total', {
+          kind: 'goodbye',
+          audio: 'speech',
+        }),
+        failedReopens: await counterValue('callgate_call_model_reopens_total', {
+          cause: 'lost',
+          outcome: 'failed',
+        }),
+      };
+      const {
+        rtp,
+        sipp,
+        model: firstConnection,
+      } = await placeCall(gw, { scenario: 'uac-external-rtp-callee-bye.xml', own });
+      const second = dropNextWhileConfiguring(gw);
+      const lostAt = Date.now();
+      firstConnection.terminate();
+      await second;
 
-    const result = await sipp;
-    rtp.mute();
-    expect(result.exitCode, result.stderr).toBe(0);
-    const ended = await waitFor(async () => gw.events.find((e) => e.event.type === 'ended'), 5_000, 'the end of the call');
-    expect(ended.event).toMatchObject({ reason: 'model_lost' });
-    // The apology for the first loss, then one goodbye: not a second one started over the first.
-    expect(promptKinds(gw)).toEqual(['reconnecting', 'goodbye']);
-    expect(gw.simulator.connections).toHaveLength(2);
-    expect(await counterValue('callgate_call_apology_prompts_total', { kind: 'goodbye', audio: 'speech' })).toBe(before.goodbye + 1);
-    expect(await counterValue('callgate_call_model_reopens_total', { cause: 'lost', outcome: 'failed' })).toBe(before.failedReopens + 1);
-    // What the caller heard after the goodbye began: the goodbye once, then the BYE.
-    const goodbyeAt = gw.events.find((e) => e.event.type === 'prompt' && e.event.kind === 'goodbye')?.at ?? NaN;
-    expect(goodbyeAt).toBeGreaterThan(lostAt);
-    const goodbyeFrames = goodbye.ms / 20;
-    const heard = rtp.audibleSince(goodbyeAt, ended.at);
-    expect(heard).toBeGreaterThan(goodbyeFrames * 0.8);
-    expect(heard).toBeLessThanOrEqual(goodbyeFrames + 5);
-  });
+      const result = await sipp;
+      rtp.mute();
+      expect(result.exitCode, result.stderr).toBe(0);
+      const ended = await waitFor(
+        async () => gw.events.find((e) => e.event.type === 'ended'),
+        5_000,
+        'the end of the call',
+      );
+      expect(ended.event).toMatchObject({ reason: 'model_lost' });
+      // The apology for the first loss, then one goodbye: not a second one started over the first.
+      expect(promptKinds(gw)).toEqual(['reconnecting', 'goodbye']);
+      expect(gw.simulator.connections).toHaveLength(2);
+      expect(
+        await counterValue('callgate_call_apology_prompts_total', {
+          kind: 'goodbye',
+          audio: 'speech',
+        }),
+      ).toBe(before.goodbye + 1);
+      expect(
+        await counterValue('callgate_call_model_reopens_total', {
+          cause: 'lost',
+          outcome: 'failed',
+        }),
+      ).toBe(before.failedReopens + 1);
+      // What the caller heard after the goodbye began: the goodbye once, then the BYE.
+      const goodbyeAt =
+        gw.events.find((e) => e.event.type === 'prompt' && e.event.kind === 'goodbye')?.at ?? NaN;
+      expect(goodbyeAt).toBeGreaterThan(lostAt);
+      const goodbyeFrames = goodbye.ms / 20;
+      const heard = rtp.audibleSince(goodbyeAt, ended.at);
+      expect(heard).toBeGreaterThan(goodbyeFrames * 0.8);
+      expect(heard).toBeLessThanOrEqual(goodbyeFrames + 5);
+    },
+  );
 
-  it('should not play an apology that finished rendering after the goodbye began', { timeout: 60_000 }, async () => {
-    const rendered = new CallPrompts({ log: quietLog });
-    const goodbye = await rendered.get('goodbye', 'pcmu');
-    // The apology is rendered on first use (a format the gateway does not render ahead), slowly:
-    // it is ready halfway through the goodbye, which began once the re-open failed.
-    const prompts: Pick<CallPrompts, 'get'> = {
-      get: async (kind, format) => {
-        if (kind === 'reconnecting') await new Promise((resolve) => setTimeout(resolve, CONFIGURE_STALL_MS + 200 + goodbye.ms / 2));
-        return rendered.get(kind, format);
-      },
-    };
-    const gw = own(await startInProcessGateway({ script: SCRIPT, prompts }));
-    const { rtp, sipp, model: firstConnection } = await placeCall(gw, { scenario: 'uac-external-rtp-callee-bye.xml', own });
-    const second = dropNextWhileConfiguring(gw);
-    const lostAt = Date.now();
-    firstConnection.terminate();
-    await second;
+  it(
+    'should not play an apology that finished rendering after the goodbye began',
+    { timeout: 60_000 },
+    async () => {
+      const rendered = new CallPrompts({ log: quietLog });
+      const goodbye = await rendered.get('goodbye', 'pcmu');
+      // The apology is rendered on first use (a format the gateway does not render ahead), slowly:
+      // it is ready halfway through the goodbye, which began once the re-open failed.
+      const prompts: Pick<CallPrompts, 'get'> = {
+        get: async (kind, format) => {
+          if (kind === 'reconnecting')
+            await new Promise((resolve) =>
+              setTimeout(resolve, CONFIGURE_STALL_MS + 200 + goodbye.ms / 2),
+            );
+          return rendered.get(kind, format);
+        },
+      };
+      const gw = own(await startInProcessGateway({ script: SCRIPT, prompts }));
+      const {
+        rtp,
+        sipp,
+        model: firstConnection,
+      } = await placeCall(gw, { scenario: 'uac-external-rtp-callee-bye.xml', own });
+      const second = dropNextWhileConfiguring(gw);
+      const lostAt = Date.now();
+      firstConnection.terminate();
+      await second;
 
-    const result = await sipp;
-    rtp.mute();
-    expect(result.exitCode, result.stderr).toBe(0);
-    const ended = await waitFor(async () => gw.events.find((e) => e.event.type === 'ended'), 5_000, 'the end of the call');
-    expect(ended.event).toMatchObject({ reason: 'model_lost' });
-    // Give the late apology time to show itself.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    expect(promptKinds(gw)).toEqual(['goodbye']);
-    // Nothing but the goodbye was heard after the loss.
-    expect(rtp.audibleSince(lostAt)).toBeLessThanOrEqual(goodbye.ms / 20 + 5);
-  });
+      const result = await sipp;
+      rtp.mute();
+      expect(result.exitCode, result.stderr).toBe(0);
+      const ended = await waitFor(
+        async () => gw.events.find((e) => e.event.type === 'ended'),
+        5_000,
+        'the end of the call',
+      );
+      expect(ended.event).toMatchObject({ reason: 'model_lost' });
+      // Give the late apology time to show itself.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(promptKinds(gw)).toEqual(['goodbye']);
+      // Nothing but the goodbye was heard after the loss.
+      expect(rtp.audibleSince(lostAt)).toBeLessThanOrEqual(goodbye.ms / 20 + 5);
+    },
+  );
 });

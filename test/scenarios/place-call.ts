@@ -43,7 +43,12 @@ export async function dial(sipPort: number, options: DialOptions): Promise<Diall
     extraArgs: ['-set', 'rtp_port', String(rtp.port)],
   });
   // Generous: on a loaded machine the first render of a line and the call's setup share the CPU.
-  if (options.hearGreeting ?? true) await waitFor(async () => (rtp.audibleSince(0) >= 10 ? true : undefined), 20_000, 'the greeting');
+  if (options.hearGreeting ?? true)
+    await waitFor(
+      async () => (rtp.audibleSince(0) >= 10 ? true : undefined),
+      20_000,
+      'the greeting',
+    );
   return { rtp, sipp };
 }
 
@@ -53,7 +58,10 @@ export interface PlacedCall extends DialledCall {
 }
 
 /** A call to the in-process gateway's test tenant, with the simulator's side of its model session. */
-export async function placeCall(gw: InProcessGateway, options: Omit<DialOptions, 'service'> & { service?: string }): Promise<PlacedCall> {
+export async function placeCall(
+  gw: InProcessGateway,
+  options: Omit<DialOptions, 'service'> & { service?: string },
+): Promise<PlacedCall> {
   const connection = gw.simulator.nextConnection(10_000);
   // Handled here, awaited below: a connection that never comes fails the call, not the process.
   connection.catch(() => undefined);

@@ -13,7 +13,10 @@ import type { Config } from '../../config/schema.ts';
 import { ActionLayer } from '../../jobs/action-layer.ts';
 import { createProviders } from '../../jobs/providers/registry.ts';
 import type { ConversationScope } from '../../jobs/ledger/operation.ts';
-import { startSandboxFixture, type SandboxFixture } from '../integration/providers/sandbox-fixture.ts';
+import {
+  startSandboxFixture,
+  type SandboxFixture,
+} from '../integration/providers/sandbox-fixture.ts';
 import { deletePrefix, testRedis, testRedisUrl, uniquePrefix } from './redis.ts';
 
 export const quietLog = new Logger({ level: 'error', sink: { write: () => undefined } });
@@ -88,7 +91,10 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   };
   // "Not found" is believed only after a grace above every provider's timeout (config validation).
   if (options.worker?.reconcileGraceMs === undefined) {
-    const timeouts = Object.values(parseConfig({ ...document, worker: { ...document.worker, reconcileGraceMs: 3_600_000 } }).providers).map((p) => p.timeoutMs);
+    const timeouts = Object.values(
+      parseConfig({ ...document, worker: { ...document.worker, reconcileGraceMs: 3_600_000 } })
+        .providers,
+    ).map((p) => p.timeoutMs);
     const longest = Math.max(...timeouts);
     document.worker.reconcileGraceMs = Math.max(FAST_WORKER.reconcileGraceMs, longest + 200);
   }
@@ -96,7 +102,13 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'callgate-harness-'));
   const configPath = join(dir, 'callgate.yaml');
   writeFileSync(configPath, stringify(document));
-  const layer = await ActionLayer.open({ config, redisUrl: options.redisUrl ?? testRedisUrl(), log: options.log ?? quietLog, providers: createProviders(config), sandboxUrl: sandbox.url });
+  const layer = await ActionLayer.open({
+    config,
+    redisUrl: options.redisUrl ?? testRedisUrl(),
+    log: options.log ?? quietLog,
+    providers: createProviders(config),
+    sandboxUrl: sandbox.url,
+  });
   if (options.workers !== false) await layer.startWorkers();
   return {
     config,
@@ -104,7 +116,12 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     sandbox,
     prefix,
     configPath,
-    scope: (overrides = {}) => ({ sessionId: `sess-${ulid()}`, ownerGateway: 'gw-test', turnId: 'turn-1', ...overrides }),
+    scope: (overrides = {}) => ({
+      sessionId: `sess-${ulid()}`,
+      ownerGateway: 'gw-test',
+      turnId: 'turn-1',
+      ...overrides,
+    }),
     close: async () => {
       await layer.close();
       await sandbox.close();
@@ -120,11 +137,51 @@ let day = 0;
 /** A booking for a slot no other test uses. */
 export function booking(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   day += 1;
-  const date = new Date(Date.UTC(2032, 0, 1) + (day + Math.floor(Math.random() * 3000)) * 86_400_000).toISOString().slice(0, 10);
-  return { restaurant: 'trattoria-roma', date, time: '19:00', party_size: 2, name: 'Grace Hopper', ...overrides };
+  const date = new Date(
+    Date.UTC(2032, 0, 1) + (day + Math.floor(Math.random() * 3000)) * 86_400_000,
+  )
+    .toISOString()
+    .slice(0, 10);
+  return {
+    restaurant: 'trattoria-roma',
+    date,
+    time: '19:00',
+    party_size: 2,
+    name: 'Grace Hopper',
+    ...overrides,
+  };
 }
 
-export const BOOK = { kind: 'mutation', provider: 'bookings', operation: 'book', policy: 'queue', maxConcurrent: 4, maxQueued: 100 };
-export const REFUND = { kind: 'mutation', provider: 'payments', operation: 'refund', policy: 'queue', maxConcurrent: 4, maxQueued: 100, money: true };
-export const AVAILABILITY = { kind: 'read', provider: 'bookings', operation: 'availability', policy: 'coalesce', maxConcurrent: 4, maxQueued: 100 };
-export const CANCEL_BOOKING = { kind: 'mutation', provider: 'bookings', operation: 'cancel_booking', policy: 'queue', maxConcurrent: 4, maxQueued: 100 };
+export const BOOK = {
+  kind: 'mutation',
+  provider: 'bookings',
+  operation: 'book',
+  policy: 'queue',
+  maxConcurrent: 4,
+  maxQueued: 100,
+};
+export const REFUND = {
+  kind: 'mutation',
+  provider: 'payments',
+  operation: 'refund',
+  policy: 'queue',
+  maxConcurrent: 4,
+  maxQueued: 100,
+  money: true,
+};
+export const AVAILABILITY = {
+  kind: 'read',
+  provider: 'bookings',
+  operation: 'availability',
+  policy: 'coalesce',
+  maxConcurrent: 4,
+  maxQueued: 100,
+};
+export const CANCEL_BOOKING = {
+  kind: 'mutation',
+  provider: 'bookings',
+  operation: 'cancel_booking',
+  policy: 'queue',
+  maxConcurrent: 4,
+  maxQueued: 100,
+};

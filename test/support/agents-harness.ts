@@ -7,7 +7,11 @@ import { AgentCatalogue } from '../../agents/agent.ts';
 import { AgentSession } from '../../agents/agent-session.ts';
 import { AuditLog } from '../../agents/audit.ts';
 import { Janitor } from '../../agents/janitor.ts';
-import { ResultDelivery, type ConversationPort, type SpokenOutcome } from '../../agents/result-delivery.ts';
+import {
+  ResultDelivery,
+  type ConversationPort,
+  type SpokenOutcome,
+} from '../../agents/result-delivery.ts';
 import { SANDBOX_AGENTS } from '../../agents/sandbox/sandbox-agents.ts';
 import { ToolRuntime } from '../../agents/tool-runtime.ts';
 import { quietLog, startHarness, type Harness, type HarnessOptions } from './action-harness.ts';
@@ -32,7 +36,12 @@ export class RecordingPort implements ConversationPort {
     await new Promise((resolve) => setTimeout(resolve, 20));
     const status = this.cutOff > 0 ? 'cancelled' : 'completed';
     if (this.cutOff > 0) this.cutOff--;
-    this.spoken.push({ operationId: result.operationId, message: result.message, status, at: Date.now() });
+    this.spoken.push({
+      operationId: result.operationId,
+      message: result.message,
+      status,
+      at: Date.now(),
+    });
     this.responses++;
     return { status, responseId: `resp_${this.responses}`, firstAudioAt: Date.now() };
   }
@@ -55,7 +64,9 @@ export interface AgentsHarness {
   close(): Promise<void>;
 }
 
-export async function startAgentsHarness(options: HarnessOptions & { gatewayId?: string }): Promise<AgentsHarness> {
+export async function startAgentsHarness(
+  options: HarnessOptions & { gatewayId?: string },
+): Promise<AgentsHarness> {
   const h = await startHarness(options);
   const gatewayId = options.gatewayId ?? 'gw-test';
   const redis: Redis = testRedis();
@@ -67,7 +78,17 @@ export async function startAgentsHarness(options: HarnessOptions & { gatewayId?:
   const makeDelivery = (id: string) => {
     const connection = testRedis();
     blocking.push(connection);
-    return new ResultDelivery({ redis: connection, commands: redis, ledger: h.layer.ledger, gatewayId: id, tenants: [...tenants.keys()], catalogue, outOfBand: h.layer.outOfBand, audit, log: quietLog });
+    return new ResultDelivery({
+      redis: connection,
+      commands: redis,
+      ledger: h.layer.ledger,
+      gatewayId: id,
+      tenants: [...tenants.keys()],
+      catalogue,
+      outOfBand: h.layer.outOfBand,
+      audit,
+      log: quietLog,
+    });
   };
   const delivery = makeDelivery(gatewayId);
   await delivery.start();
@@ -82,13 +103,29 @@ export async function startAgentsHarness(options: HarnessOptions & { gatewayId?:
     gatewayId,
     call: (tenantId, agent = 'reservations') => {
       calls++;
-      const session = new AgentSession({ sessionId: `call-${Date.now()}-${calls}`, tenantId, caller: '+15550100', ownerGateway: gatewayId, agent });
+      const session = new AgentSession({
+        sessionId: `call-${Date.now()}-${calls}`,
+        tenantId,
+        caller: '+15550100',
+        ownerGateway: gatewayId,
+        agent,
+      });
       const port = new RecordingPort();
       delivery.attach(session, port);
       return { session, port };
     },
     janitor: (id) => {
-      const janitor = new Janitor({ redis, prefix: h.prefix, gatewayId: id, tenants: [...tenants.keys()], delivery: makeDelivery(id), ledger: h.layer.ledger, heartbeatMs: 100, deadAfterMs: 300, log: quietLog });
+      const janitor = new Janitor({
+        redis,
+        prefix: h.prefix,
+        gatewayId: id,
+        tenants: [...tenants.keys()],
+        delivery: makeDelivery(id),
+        ledger: h.layer.ledger,
+        heartbeatMs: 100,
+        deadAfterMs: 300,
+        log: quietLog,
+      });
       janitors.push(janitor);
       return janitor;
     },

@@ -15,7 +15,8 @@ export function closeAfterEach(): <T extends Closable>(resource: T) => T {
         failures.push(error);
       }
     }
-    if (failures.length > 0) throw new AggregateError(failures, 'closing what the test opened failed');
+    if (failures.length > 0)
+      throw new AggregateError(failures, 'closing what the test opened failed');
   });
   return (resource) => {
     opened.push(resource);

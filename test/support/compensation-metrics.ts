@@ -3,5 +3,8 @@ import { compensations } from '../../jobs/action-metrics.ts';
 
 export async function compensationCount(action: string, outcome: string): Promise<number> {
   const metric = await compensations.get();
-  return metric.values.find((v) => v.labels.action === action && v.labels.outcome === outcome)?.value ?? 0;
+  return (
+    metric.values.find((v) => v.labels.action === action && v.labels.outcome === outcome)?.value ??
+    0
+  );
 }

@@ -21,7 +21,9 @@ export class CuttableProxy {
     const address = server.address();
     if (address === null || typeof address === 'string') throw new Error('the proxy has no port');
     const proxy = new CuttableProxy(server, address.port);
-    server.on('connection', (client: Socket) => proxy.join(client, connect(target.port, target.host)));
+    server.on('connection', (client: Socket) =>
+      proxy.join(client, connect(target.port, target.host)),
+    );
     return proxy;
   }
 

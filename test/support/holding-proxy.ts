@@ -3,7 +3,13 @@
  * slow or congested proxy): the client's timeout passes, and the request reaches the backend only
  * when the test releases it. Answers of held requests still go back on their own connections.
  */
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface ForwardedAnswer {
@@ -28,24 +34,36 @@ export interface HoldingProxy {
  * `hold(method, path, n)`: whether the n-th request (1-based) of that method, path and operation
  * (the X-Callgate-Operation-Id header) is held.
  */
-export async function startHoldingProxy(target: () => string, hold: (method: string, path: string, n: number) => boolean): Promise<HoldingProxy> {
+export async function startHoldingProxy(
+  target: () => string,
+  hold: (method: string, path: string, n: number) => boolean,
+): Promise<HoldingProxy> {
   const counts = new Map<string, number>();
   const waiting: (() => void)[] = [];
   const releasedAnswers: ForwardedAnswer[] = [];
   const forward = (req: IncomingMessage, body: Buffer, res: ServerResponse, held: boolean) => {
     const base = target();
-    const upstream = httpRequest(`${base}${req.url ?? '/'}`, { method: req.method, headers: { ...req.headers, host: new URL(base).host } }, (answer) => {
-      const chunks: Buffer[] = [];
-      answer.on('data', (c: Buffer) => chunks.push(c));
-      answer.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        if (held) releasedAnswers.push({ path: req.url ?? '/', status: answer.statusCode ?? 0, body: text });
-        if (!res.destroyed) {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          res.end(text);
-        }
-      });
-    });
+    const upstream = httpRequest(
+      `${base}${req.url ?? '/'}`,
+      { method: req.method, headers: { ...req.headers, host: new URL(base).host } },
+      (answer) => {
+        const chunks: Buffer[] = [];
+        answer.on('data', (c: Buffer) => chunks.push(c));
+        answer.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          if (held)
+            releasedAnswers.push({
+              path: req.url ?? '/',
+              status: answer.statusCode ?? 0,
+              body: text,
+            });
+          if (!res.destroyed) {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            res.end(text);
+          }
+        });
+      },
+    );
     upstream.on('error', () => res.destroy());
     upstream.end(body);
   };
@@ -57,7 +75,8 @@ export async function startHoldingProxy(target: () => string, hold: (method: str
       const n = (counts.get(key) ?? 0) + 1;
       counts.set(key, n);
       const body = Buffer.concat(chunks);
-      if (hold(req.method ?? '', req.url ?? '', n)) waiting.push(() => forward(req, body, res, true));
+      if (hold(req.method ?? '', req.url ?? '', n))
+        waiting.push(() => forward(req, body, res, true));
       else forward(req, body, res, false);
     });
   });

@@ -32,7 +32,12 @@ export class HttpReceiver {
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const status = this.answers.shift() ?? this.status;
-        this.requests.push({ path: req.url ?? '', headers: req.headers, raw: Buffer.concat(chunks).toString('utf8'), status });
+        this.requests.push({
+          path: req.url ?? '',
+          headers: req.headers,
+          raw: Buffer.concat(chunks).toString('utf8'),
+          status,
+        });
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end('{}');
       });
@@ -56,7 +61,9 @@ export class HttpReceiver {
 
   /** Requests with this idempotency key that were answered 2xx: what the receiver recorded. */
   accepted(idempotencyKey: string): ReceivedRequest[] {
-    return this.requests.filter((r) => r.headers['idempotency-key'] === idempotencyKey && r.status >= 200 && r.status < 300);
+    return this.requests.filter(
+      (r) => r.headers['idempotency-key'] === idempotencyKey && r.status >= 200 && r.status < 300,
+    );
   }
 
   withKey(idempotencyKey: string): ReceivedRequest[] {

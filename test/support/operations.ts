@@ -17,7 +17,13 @@ export function newOperation(overrides: Partial<NewOperation> = {}): NewOperatio
     idempotencyKey: `idk_${ulid()}`,
     paramsHash: 'h1',
     params: { time: '21:00' },
-    scope: { sessionId: 'sess-1', ownerGateway: 'gw-a', turnId: 'turn-1', providerCallId: 'call_1', goal: 'booking' },
+    scope: {
+      sessionId: 'sess-1',
+      ownerGateway: 'gw-a',
+      turnId: 'turn-1',
+      providerCallId: 'call_1',
+      goal: 'booking',
+    },
     providerIdempotent: true,
     money: false,
     admissionDeadlineAt: now + 5_000,
@@ -33,7 +39,11 @@ export function newOperation(overrides: Partial<NewOperation> = {}): NewOperatio
  * A ledger on the run's Redis under a prefix of its own, for a test file: its keys are deleted
  * and its connection closed after the file's tests.
  */
-export function testLedger(name: string): { readonly redis: Redis; readonly ledger: OperationLedger; readonly prefix: string } {
+export function testLedger(name: string): {
+  readonly redis: Redis;
+  readonly ledger: OperationLedger;
+  readonly prefix: string;
+} {
   const redis = testRedis();
   const prefix = uniquePrefix(name);
   const ledger = new OperationLedger(redis, { prefix, retentionDays: 7, moneyRetentionDays: 400 });

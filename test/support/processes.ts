@@ -18,13 +18,24 @@ export interface StartedProcess {
 /** Every child still running; killed when the test process exits, whatever a test forgot to stop. */
 const running = new Set<ChildProcess>();
 process.once('exit', () => {
-  for (const child of running) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of running)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
 /** Runs a TypeScript entry point of the project in a new Node process. */
 /** `prefix`: a command that execs node in its own process (setpriv, nice), so the PID is node's. */
-export function startTs(entry: string, options: { args?: readonly string[]; env?: NodeJS.ProcessEnv; prefix?: readonly string[] } = {}): StartedProcess {
-  const command = [...(options.prefix ?? []), process.execPath, '--import', 'tsx', entry, ...(options.args ?? [])];
+export function startTs(
+  entry: string,
+  options: { args?: readonly string[]; env?: NodeJS.ProcessEnv; prefix?: readonly string[] } = {},
+): StartedProcess {
+  const command = [
+    ...(options.prefix ?? []),
+    process.execPath,
+    '--import',
+    'tsx',
+    entry,
+    ...(options.args ?? []),
+  ];
   const child = spawn(command[0] as string, command.slice(1), {
     cwd: REPO_ROOT,
     env: { ...process.env, ...options.env },
@@ -52,7 +63,11 @@ export function startTs(entry: string, options: { args?: readonly string[]; env?
 }
 
 /** Polls `probe` until it returns a value, or fails after `timeoutMs`. */
-export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
@@ -64,7 +79,9 @@ export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs:
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError instanceof Error ? `: ${lastError.message}` : ''}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${lastError instanceof Error ? `: ${lastError.message}` : ''}`,
+  );
 }
 
 export function isAlive(pid: number): boolean {

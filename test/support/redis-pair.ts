@@ -35,12 +35,44 @@ export interface RedisPair {
 async function startNode(extra: readonly string[]): Promise<RedisNode & { readonly dir: string }> {
   const port = await freeLoopbackPort();
   const dir = mkdtempSync(join(tmpdir(), 'callgate-redis-pair-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', ...extra], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
+      ...extra,
+    ],
+    { stdio: 'ignore' },
+  );
   const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const probe = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   probe.on('error', () => undefined);
   try {
-    await waitFor(async () => ((await probe.connect().then(() => probe.ping()).catch(() => undefined)) === 'PONG' ? true : undefined), 10_000, `redis-server on ${port}`);
+    await waitFor(
+      async () =>
+        (await probe
+          .connect()
+          .then(() => probe.ping())
+          .catch(() => undefined)) === 'PONG'
+          ? true
+          : undefined,
+      10_000,
+      `redis-server on ${port}`,
+    );
   } finally {
     probe.disconnect();
   }
@@ -87,7 +119,8 @@ async function startRelay(primaryPort: number): Promise<ReplicationRelay> {
     },
     resume: () => {
       holding = false;
-      for (const link of links) for (const chunk of link.held.splice(0)) link.downstream.write(chunk);
+      for (const link of links)
+        for (const chunk of link.held.splice(0)) link.downstream.write(chunk);
     },
     cut: () => {
       for (const link of links.splice(0)) {
@@ -107,7 +140,12 @@ export async function startRedisPair(): Promise<RedisPair> {
   const relay = await startRelay(primary.port);
   const replica = await startNode(['--replicaof', '127.0.0.1', String(relay.port)]);
   const admin = new Redis(replica.url, { maxRetriesPerRequest: null });
-  await waitFor(async () => ((await admin.info('replication')).includes('master_link_status:up') ? true : undefined), 10_000, 'the replica to sync');
+  await waitFor(
+    async () =>
+      (await admin.info('replication')).includes('master_link_status:up') ? true : undefined,
+    10_000,
+    'the replica to sync',
+  );
   return {
     primary,
     replica,
@@ -118,7 +156,11 @@ export async function startRedisPair(): Promise<RedisPair> {
       relay.cut();
       relay.close();
       await admin.call('REPLICAOF', 'NO', 'ONE');
-      await waitFor(async () => ((await admin.info('replication')).includes('role:master') ? true : undefined), 10_000, 'the replica to become primary');
+      await waitFor(
+        async () => ((await admin.info('replication')).includes('role:master') ? true : undefined),
+        10_000,
+        'the replica to become primary',
+      );
     },
     async stop() {
       admin.disconnect();

@@ -10,7 +10,10 @@ export interface WorkerProcessOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-export async function startWorkerProcess(h: Harness, options: WorkerProcessOptions = {}): Promise<StartedProcess> {
+export async function startWorkerProcess(
+  h: Harness,
+  options: WorkerProcessOptions = {},
+): Promise<StartedProcess> {
   const worker = startTs('jobs/worker-main.ts', {
     prefix: options.prefix,
     env: {
@@ -22,7 +25,11 @@ export async function startWorkerProcess(h: Harness, options: WorkerProcessOptio
     },
   });
   try {
-    await waitFor(async () => (worker.stdout().includes('worker ready') ? true : undefined), 30_000, 'the worker process');
+    await waitFor(
+      async () => (worker.stdout().includes('worker ready') ? true : undefined),
+      30_000,
+      'the worker process',
+    );
   } catch (error) {
     worker.kill();
     throw new Error(`${(error as Error).message}\n${worker.output().slice(-2_000)}`);
@@ -35,7 +42,10 @@ export async function stopWorkerProcess(worker: StartedProcess, graceMs = 5_000)
   if (worker.child.exitCode !== null || worker.child.signalCode !== null) return;
   worker.child.kill('SIGCONT');
   worker.child.kill('SIGTERM');
-  const stopped = await Promise.race([worker.exited.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), graceMs))]);
+  const stopped = await Promise.race([
+    worker.exited.then(() => true),
+    new Promise<false>((resolve) => setTimeout(() => resolve(false), graceMs)),
+  ]);
   if (!stopped) worker.kill();
   await worker.exited;
 }

@@ -16,7 +16,8 @@ for (let i = 0; i < 256; i++) {
   const a = i ^ 0x55;
   const aExponent = (a >> 4) & 0x07;
   const aMantissa = a & 0x0f;
-  let aMagnitude = aExponent === 0 ? (aMantissa << 4) + 8 : ((aMantissa << 4) + 0x108) << (aExponent - 1);
+  let aMagnitude =
+    aExponent === 0 ? (aMantissa << 4) + 8 : ((aMantissa << 4) + 0x108) << (aExponent - 1);
   aMagnitude = Math.min(aMagnitude, 32767);
   ALAW_TABLE[i] = a & 0x80 ? aMagnitude : -aMagnitude;
 }

@@ -78,7 +78,11 @@ export class RealtimeSimulator {
   /** ws://host:port/v1/realtime, once started. */
   get url(): string {
     const address = this.server?.address() as AddressInfo | undefined;
-    if (address === undefined) throw new CallgateError('CALLGATE_ERR_MODEL_CONNECT', { url: 'simulator', reason: 'not started' });
+    if (address === undefined)
+      throw new CallgateError('CALLGATE_ERR_MODEL_CONNECT', {
+        url: 'simulator',
+        reason: 'not started',
+      });
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     return `ws://${host}:${address.port}/v1/realtime`;
   }
@@ -95,7 +99,14 @@ export class RealtimeSimulator {
     server.on('connection', (socket, request) => this.accept(socket, request));
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
-      server.once('error', (error) => reject(new CallgateError('CALLGATE_ERR_LISTEN_FAILED', { address: `${this.options.host ?? '127.0.0.1'}:${this.options.port ?? 0}`, reason: error.message })));
+      server.once('error', (error) =>
+        reject(
+          new CallgateError('CALLGATE_ERR_LISTEN_FAILED', {
+            address: `${this.options.host ?? '127.0.0.1'}:${this.options.port ?? 0}`,
+            reason: error.message,
+          }),
+        ),
+      );
     });
     return this.url;
   }
@@ -103,7 +114,10 @@ export class RealtimeSimulator {
   /** The next connection (or the first not yet taken), for tests that connect a client. */
   nextConnection(timeoutMs = 5_000): Promise<SimulatorConnection> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no simulator connection within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`no simulator connection within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       this.waiters.push((connection) => {
         clearTimeout(timer);
         resolve(connection);
@@ -143,12 +157,18 @@ export class RealtimeSimulator {
         },
         close: (code, reason) => socket.close(code, reason),
       },
-      ...(this.options.deterministic !== undefined && { deterministic: this.options.deterministic }),
+      ...(this.options.deterministic !== undefined && {
+        deterministic: this.options.deterministic,
+      }),
       ...(this.options.speechSpeed !== undefined && { speechSpeed: this.options.speechSpeed }),
       ...(this.options.recordWire !== undefined && { recordWire: this.options.recordWire }),
-      ...(this.options.ignoreSessionUpdate !== undefined && { ignoreSessionUpdate: this.options.ignoreSessionUpdate }),
+      ...(this.options.ignoreSessionUpdate !== undefined && {
+        ignoreSessionUpdate: this.options.ignoreSessionUpdate,
+      }),
       ...(this.options.maxSessionMs !== undefined && { maxSessionMs: this.options.maxSessionMs }),
-      ...(this.options.functionCallGapMs !== undefined && { functionCallGapMs: this.options.functionCallGapMs }),
+      ...(this.options.functionCallGapMs !== undefined && {
+        functionCallGapMs: this.options.functionCallGapMs,
+      }),
       ...(this.options.clock !== undefined && { clock: this.options.clock }),
     });
     const connection: SimulatorConnection = {
@@ -178,7 +198,9 @@ export class RealtimeSimulator {
         if (index >= 0) this.connections.splice(index, 1);
       }
     });
-    socket.on('error', (error) => this.logger.debug('simulator socket error', { error: error.message }));
+    socket.on('error', (error) =>
+      this.logger.debug('simulator socket error', { error: error.message }),
+    );
     this.waiters.shift()?.(connection);
   }
 }

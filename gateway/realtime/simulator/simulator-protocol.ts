@@ -10,4 +10,7 @@ export type SimulatorClientEvent =
   /** The caller pressed a key (the script's digit steps). */
   | { type: 'simulator.dtmf'; event_id?: string; digit: string };
 
-export const SIMULATOR_EVENT_TYPES: ReadonlySet<string> = new Set<SimulatorClientEvent['type']>(['simulator.caller_said', 'simulator.dtmf']);
+export const SIMULATOR_EVENT_TYPES: ReadonlySet<string> = new Set<SimulatorClientEvent['type']>([
+  'simulator.caller_said',
+  'simulator.dtmf',
+]);

@@ -14,7 +14,9 @@ import { z } from 'zod';
 import { CallgateError } from '../../../config/errors.ts';
 
 const toolCallSchema = z.strictObject({
-  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be a function name (letters, digits, _ and -)'),
+  name: z
+    .string()
+    .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be a function name (letters, digits, _ and -)'),
   arguments: z.record(z.string(), z.unknown()).default({}),
 });
 
@@ -25,7 +27,9 @@ const stepSchema = z
     /** Several entries are parallel function calls in one response. */
     tools: z.array(toolCallSchema).min(1).max(8).optional(),
   })
-  .refine((step) => step.say !== undefined || step.tools !== undefined, { message: 'a step needs say, tools or both' });
+  .refine((step) => step.say !== undefined || step.tools !== undefined, {
+    message: 'a step needs say, tools or both',
+  });
 
 export const simulatorScriptSchema = z.strictObject({
   name: z.string().min(1).default('script'),
@@ -34,9 +38,16 @@ export const simulatorScriptSchema = z.strictObject({
   /** Spoken when a response is asked for and no step, tool output or message is pending. */
   fallback: z.string().min(1).max(2000),
   /** Keyed by utterance number: "1" is the caller's first utterance. */
-  utterances: z.record(z.string().regex(/^[1-9][0-9]{0,3}$/, 'must be an utterance number (1, 2, ...)'), stepSchema).default({}),
+  utterances: z
+    .record(
+      z.string().regex(/^[1-9][0-9]{0,3}$/, 'must be an utterance number (1, 2, ...)'),
+      stepSchema,
+    )
+    .default({}),
   /** Keyed by DTMF digit: 0-9, *, #, A-D. */
-  digits: z.record(z.string().regex(/^[0-9A-D*#]$/, 'must be one DTMF digit'), stepSchema).default({}),
+  digits: z
+    .record(z.string().regex(/^[0-9A-D*#]$/, 'must be one DTMF digit'), stepSchema)
+    .default({}),
   /** Keyed by tool name; `default` covers tools without their own line. */
   toolOutputs: z.record(z.string(), z.string().min(1).max(2000)).default({}),
   /** Spoken for an injected system message (not for DTMF messages, which are digits). */
@@ -54,22 +65,32 @@ export function parseSimulatorScript(text: string, source = 'inline'): Simulator
   try {
     raw = parseYaml(text, { maxAliasCount: 16 });
   } catch (error) {
-    throw new CallgateError('CALLGATE_ERR_SIMULATOR_SCRIPT', { source, problems: (error as Error).message });
+    throw new CallgateError('CALLGATE_ERR_SIMULATOR_SCRIPT', {
+      source,
+      problems: (error as Error).message,
+    });
   }
   const parsed = simulatorScriptSchema.safeParse(raw);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
+    const problems = parsed.error.issues
+      .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+      .join('; ');
     throw new CallgateError('CALLGATE_ERR_SIMULATOR_SCRIPT', { source, problems });
   }
   return parsed.data;
 }
 
-export async function loadSimulatorScript(path: string = DEMO_SCRIPT_PATH): Promise<SimulatorScript> {
+export async function loadSimulatorScript(
+  path: string = DEMO_SCRIPT_PATH,
+): Promise<SimulatorScript> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    throw new CallgateError('CALLGATE_ERR_SIMULATOR_SCRIPT', { source: path, problems: (error as Error).message });
+    throw new CallgateError('CALLGATE_ERR_SIMULATOR_SCRIPT', {
+      source: path,
+      problems: (error as Error).message,
+    });
   }
   return parseSimulatorScript(text, path);
 }
@@ -94,21 +115,24 @@ export function renderTemplate(template: string, values: TemplateValues): string
     }
     return parsedOutput;
   };
-  return template.replace(/\{([a-z_]+)((?:\.[A-Za-z0-9_]+)*)(?:\|([^}]*))?\}/g, (whole, name: string, path: string, fallback: string | undefined) => {
-    let value: unknown;
-    if (name === 'output') {
-      value = path === '' ? values.output : dig(outputValue(), path.slice(1).split('.'));
-    } else if (name === 'tool') {
-      value = values.tool;
-    } else if (name === 'text') {
-      value = values.text;
-    } else {
-      return whole;
-    }
-    if (typeof value === 'string') return value === '' ? (fallback ?? 'unknown') : value;
-    if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-    return fallback ?? 'unknown';
-  });
+  return template.replace(
+    /\{([a-z_]+)((?:\.[A-Za-z0-9_]+)*)(?:\|([^}]*))?\}/g,
+    (whole, name: string, path: string, fallback: string | undefined) => {
+      let value: unknown;
+      if (name === 'output') {
+        value = path === '' ? values.output : dig(outputValue(), path.slice(1).split('.'));
+      } else if (name === 'tool') {
+        value = values.tool;
+      } else if (name === 'text') {
+        value = values.text;
+      } else {
+        return whole;
+      }
+      if (typeof value === 'string') return value === '' ? (fallback ?? 'unknown') : value;
+      if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+      return fallback ?? 'unknown';
+    },
+  );
 }
 
 function dig(value: unknown, path: string[]): unknown {

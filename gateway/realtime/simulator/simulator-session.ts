@@ -6,7 +6,14 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { DTMF_MESSAGE_PATTERN, bytesPerMs, type AudioFormat } from '../realtime-session.ts';
-import { WIRE_ERROR, type ClientEvent, type ItemWire, type ResponseWire, type ServerEvent, type SessionWire } from '../openai-protocol.ts';
+import {
+  WIRE_ERROR,
+  type ClientEvent,
+  type ItemWire,
+  type ResponseWire,
+  type ServerEvent,
+  type SessionWire,
+} from '../openai-protocol.ts';
 import { formatFromWire } from '../session-config-wire.ts';
 import { decodeAlaw, decodeMulaw, decodePcm16 } from './g711.ts';
 import { EnergyVad } from './energy-vad.ts';
@@ -120,7 +127,13 @@ interface PlannedResponse {
   tools?: SimulatorStep['tools'];
 }
 
-type ErrorParams = { code: string; message: string; param?: string | null; eventId?: string | null; type?: string };
+type ErrorParams = {
+  code: string;
+  message: string;
+  param?: string | null;
+  eventId?: string | null;
+  type?: string;
+};
 
 export class SimulatorSession {
   readonly said: SaidRecord[] = [];
@@ -167,7 +180,15 @@ export class SimulatorSession {
           format: { type: 'audio/pcm', rate: 24000 },
           transcription: null,
           noise_reduction: null,
-          turn_detection: { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500, create_response: true, interrupt_response: true, idle_timeout_ms: null },
+          turn_detection: {
+            type: 'server_vad',
+            threshold: 0.5,
+            prefix_padding_ms: 300,
+            silence_duration_ms: 500,
+            create_response: true,
+            interrupt_response: true,
+            idle_timeout_ms: null,
+          },
         },
         output: { format: { type: 'audio/pcm', rate: 24000 }, voice: 'marin', speed: 1 },
       },
@@ -215,7 +236,11 @@ export class SimulatorSession {
     try {
       event = JSON.parse(text);
     } catch {
-      this.error({ code: WIRE_ERROR.invalidJson, message: "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.)" });
+      this.error({
+        code: WIRE_ERROR.invalidJson,
+        message:
+          "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.)",
+      });
       return;
     }
     if (typeof event !== 'object' || event === null || Array.isArray(event)) {
@@ -227,15 +252,25 @@ export class SimulatorSession {
     const eventId = typeof record.event_id === 'string' ? record.event_id : null;
     this.record('in', typeof type === 'string' ? type : '(none)', record);
     if (typeof type !== 'string') {
-      this.error({ code: WIRE_ERROR.missingParameter, message: "Missing required parameter: 'type'.", param: 'type', eventId });
+      this.error({
+        code: WIRE_ERROR.missingParameter,
+        message: "Missing required parameter: 'type'.",
+        param: 'type',
+        eventId,
+      });
       return;
     }
     try {
-      if (SIMULATOR_EVENT_TYPES.has(type)) this.onSideChannel(record as SimulatorClientEvent, eventId);
+      if (SIMULATOR_EVENT_TYPES.has(type))
+        this.onSideChannel(record as SimulatorClientEvent, eventId);
       else this.onClientEvent(record as ClientEvent, eventId);
     } catch (error) {
       // A known event with fields of the wrong shape: refused like the provider does, never a crash.
-      this.error({ code: WIRE_ERROR.invalidValue, message: `The ${type.slice(0, 64)} event could not be read: ${(error as Error).message}`, eventId });
+      this.error({
+        code: WIRE_ERROR.invalidValue,
+        message: `The ${type.slice(0, 64)} event could not be read: ${(error as Error).message}`,
+        eventId,
+      });
     }
   }
 
@@ -308,8 +343,15 @@ export class SimulatorSession {
         this.startResponse('client', responseMetadata(event));
         return;
       case 'response.cancel':
-        if (this.active === undefined || (event.response_id !== undefined && event.response_id !== this.active.id)) {
-          this.error({ code: WIRE_ERROR.cancelNotActive, message: 'Cancellation failed: no active response found', eventId });
+        if (
+          this.active === undefined ||
+          (event.response_id !== undefined && event.response_id !== this.active.id)
+        ) {
+          this.error({
+            code: WIRE_ERROR.cancelNotActive,
+            message: 'Cancellation failed: no active response found',
+            eventId,
+          });
           return;
         }
         this.cancelActive('client_cancelled');
@@ -326,15 +368,28 @@ export class SimulatorSession {
     }
   }
 
-  private onSessionUpdate(event: Extract<ClientEvent, { type: 'session.update' }>, eventId: string | null): void {
+  private onSessionUpdate(
+    event: Extract<ClientEvent, { type: 'session.update' }>,
+    eventId: string | null,
+  ): void {
     const update = (event as { session?: unknown }).session;
     if (typeof update !== 'object' || update === null) {
-      this.error({ code: WIRE_ERROR.missingParameter, message: "Missing required parameter: 'session'.", param: 'session', eventId });
+      this.error({
+        code: WIRE_ERROR.missingParameter,
+        message: "Missing required parameter: 'session'.",
+        param: 'session',
+        eventId,
+      });
       return;
     }
     const next = update as SessionWire;
     if (next.type !== 'realtime') {
-      this.error({ code: WIRE_ERROR.invalidValue, message: `Invalid value: '${String(next.type)}'. Supported values are: 'realtime'.`, param: 'session.type', eventId });
+      this.error({
+        code: WIRE_ERROR.invalidValue,
+        message: `Invalid value: '${String(next.type)}'. Supported values are: 'realtime'.`,
+        param: 'session.type',
+        eventId,
+      });
       return;
     }
     for (const [path, format] of [
@@ -342,15 +397,28 @@ export class SimulatorSession {
       ['session.audio.output.format', next.audio?.output?.format],
     ] as const) {
       if (format === undefined) continue;
-      const known = format.type === 'audio/pcmu' || format.type === 'audio/pcma' || (format.type === 'audio/pcm' && (format.rate ?? 24000) === 24000);
+      const known =
+        format.type === 'audio/pcmu' ||
+        format.type === 'audio/pcma' ||
+        (format.type === 'audio/pcm' && (format.rate ?? 24000) === 24000);
       if (!known) {
-        this.error({ code: WIRE_ERROR.invalidValue, message: `Invalid value for '${path}': ${JSON.stringify(format)}.`, param: path, eventId });
+        this.error({
+          code: WIRE_ERROR.invalidValue,
+          message: `Invalid value for '${path}': ${JSON.stringify(format)}.`,
+          param: path,
+          eventId,
+        });
         return;
       }
     }
     const voice = next.audio?.output?.voice;
     if (voice !== undefined && voice !== this.session.audio?.output?.voice && this.audioSent) {
-      this.error({ code: WIRE_ERROR.invalidValue, message: "Cannot update a conversation's voice if assistant audio is present.", param: 'session.audio.output.voice', eventId });
+      this.error({
+        code: WIRE_ERROR.invalidValue,
+        message: "Cannot update a conversation's voice if assistant audio is present.",
+        param: 'session.audio.output.voice',
+        eventId,
+      });
       return;
     }
     if (this.options.ignoreSessionUpdate === true) return;
@@ -370,7 +438,12 @@ export class SimulatorSession {
 
   private onAppend(audio: unknown, eventId: string | null): void {
     if (typeof audio !== 'string') {
-      this.error({ code: WIRE_ERROR.missingParameter, message: "Missing required parameter: 'audio'.", param: 'audio', eventId });
+      this.error({
+        code: WIRE_ERROR.missingParameter,
+        message: "Missing required parameter: 'audio'.",
+        param: 'audio',
+        eventId,
+      });
       return;
     }
     const recorded = this.options.recordWire !== false;
@@ -387,7 +460,12 @@ export class SimulatorSession {
     this.bufferBytes += bytes.length;
     if (this.vad === undefined) return;
     const format = this.inputFormat();
-    const samples = format === 'pcmu' ? decodeMulaw(bytes) : format === 'pcma' ? decodeAlaw(bytes) : decodePcm16(bytes);
+    const samples =
+      format === 'pcmu'
+        ? decodeMulaw(bytes)
+        : format === 'pcma'
+          ? decodeAlaw(bytes)
+          : decodePcm16(bytes);
     for (const transition of this.vad.push(samples)) {
       if (transition.type === 'start') this.onSpeechStarted(transition.atMs);
       else this.onSpeechStopped(transition.atMs);
@@ -397,9 +475,19 @@ export class SimulatorSession {
   private onSpeechStarted(atMs: number): void {
     this.speechItemId = this.id('item');
     this.speechStartMs = atMs;
-    this.emit({ type: 'input_audio_buffer.speech_started', event_id: this.id('event'), audio_start_ms: atMs, item_id: this.speechItemId });
+    this.emit({
+      type: 'input_audio_buffer.speech_started',
+      event_id: this.id('event'),
+      audio_start_ms: atMs,
+      item_id: this.speechItemId,
+    });
     const turn = this.session.audio?.input?.turn_detection;
-    if (this.active !== undefined && turn !== null && turn !== undefined && (turn.interrupt_response ?? true)) {
+    if (
+      this.active !== undefined &&
+      turn !== null &&
+      turn !== undefined &&
+      (turn.interrupt_response ?? true)
+    ) {
       this.cancelActive('turn_detected');
     }
   }
@@ -407,12 +495,28 @@ export class SimulatorSession {
   private onSpeechStopped(atMs: number): void {
     const itemId = this.speechItemId ?? this.id('item');
     this.speechItemId = undefined;
-    this.emit({ type: 'input_audio_buffer.speech_stopped', event_id: this.id('event'), audio_end_ms: atMs, item_id: itemId });
+    this.emit({
+      type: 'input_audio_buffer.speech_stopped',
+      event_id: this.id('event'),
+      audio_end_ms: atMs,
+      item_id: itemId,
+    });
     this.commitUserAudio(itemId);
-    this.heard.push({ kind: 'utterance', itemId, audioStartMs: this.speechStartMs, audioEndMs: atMs, atMs: this.now() });
+    this.heard.push({
+      kind: 'utterance',
+      itemId,
+      audioStartMs: this.speechStartMs,
+      audioEndMs: atMs,
+      atMs: this.now(),
+    });
     this.countUtterance();
     const turn = this.session.audio?.input?.turn_detection;
-    if (turn !== null && turn !== undefined && (turn.create_response ?? true) && this.active === undefined) {
+    if (
+      turn !== null &&
+      turn !== undefined &&
+      (turn.create_response ?? true) &&
+      this.active === undefined
+    ) {
       this.startResponse('turn_detection');
     }
   }
@@ -431,45 +535,96 @@ export class SimulatorSession {
     this.speechItemId = undefined;
     this.vad?.reset();
     this.commitUserAudio(itemId);
-    this.heard.push({ kind: 'committed', itemId, audioMs: Math.floor(bufferedMs), atMs: this.now() });
+    this.heard.push({
+      kind: 'committed',
+      itemId,
+      audioMs: Math.floor(bufferedMs),
+      atMs: this.now(),
+    });
     this.countUtterance();
   }
 
   private commitUserAudio(itemId: string): void {
     this.bufferBytes = 0;
-    this.emit({ type: 'input_audio_buffer.committed', event_id: this.id('event'), previous_item_id: this.lastItemId, item_id: itemId });
-    this.addItem({ type: 'message', id: itemId, object: 'realtime.item', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: null }] });
+    this.emit({
+      type: 'input_audio_buffer.committed',
+      event_id: this.id('event'),
+      previous_item_id: this.lastItemId,
+      item_id: itemId,
+    });
+    this.addItem({
+      type: 'message',
+      id: itemId,
+      object: 'realtime.item',
+      status: 'completed',
+      role: 'user',
+      content: [{ type: 'input_audio', transcript: null }],
+    });
   }
 
   private onItemCreate(item: unknown, eventId: string | null): void {
     if (typeof item !== 'object' || item === null) {
-      this.error({ code: WIRE_ERROR.missingParameter, message: "Missing required parameter: 'item'.", param: 'item', eventId });
+      this.error({
+        code: WIRE_ERROR.missingParameter,
+        message: "Missing required parameter: 'item'.",
+        param: 'item',
+        eventId,
+      });
       return;
     }
     const wire = item as ItemWire;
     if (wire.id !== undefined && this.items.has(wire.id)) {
-      this.error({ code: 'item_id_already_exists', message: `Item with id '${wire.id}' already exists.`, param: 'item.id', eventId });
+      this.error({
+        code: 'item_id_already_exists',
+        message: `Item with id '${wire.id}' already exists.`,
+        param: 'item.id',
+        eventId,
+      });
       return;
     }
     if (wire.type === 'function_call_output') {
       const name = this.callNames.get(wire.call_id);
       if (name === undefined) {
-        this.error({ code: WIRE_ERROR.invalidValue, message: `Tool call ID '${String(wire.call_id)}' not found in conversation.`, param: 'item.call_id', eventId });
+        this.error({
+          code: WIRE_ERROR.invalidValue,
+          message: `Tool call ID '${String(wire.call_id)}' not found in conversation.`,
+          param: 'item.call_id',
+          eventId,
+        });
         return;
       }
       const output = typeof wire.output === 'string' ? wire.output : JSON.stringify(wire.output);
-      this.addItem({ ...wire, id: wire.id ?? this.id('item'), object: 'realtime.item', status: 'completed' });
+      this.addItem({
+        ...wire,
+        id: wire.id ?? this.id('item'),
+        object: 'realtime.item',
+        status: 'completed',
+      });
       this.heard.push({ kind: 'tool_output', callId: wire.call_id, output, atMs: this.now() });
       this.pendingOutputs.push({ name, output });
       return;
     }
     if (wire.type === 'message') {
       if (!Array.isArray(wire.content)) {
-        this.error({ code: WIRE_ERROR.missingParameter, message: "Missing required parameter: 'item.content'.", param: 'item.content', eventId });
+        this.error({
+          code: WIRE_ERROR.missingParameter,
+          message: "Missing required parameter: 'item.content'.",
+          param: 'item.content',
+          eventId,
+        });
         return;
       }
-      this.addItem({ ...wire, id: wire.id ?? this.id('item'), object: 'realtime.item', status: 'completed' });
-      const text = wire.content.flatMap((part) => (part.type === 'input_text' || part.type === 'output_text' ? [part.text] : [])).join(' ');
+      this.addItem({
+        ...wire,
+        id: wire.id ?? this.id('item'),
+        object: 'realtime.item',
+        status: 'completed',
+      });
+      const text = wire.content
+        .flatMap((part) =>
+          part.type === 'input_text' || part.type === 'output_text' ? [part.text] : [],
+        )
+        .join(' ');
       const dtmf = DTMF_MESSAGE_PATTERN.exec(text);
       if (wire.role === 'system' && dtmf?.[1] !== undefined) {
         this.onDigit(dtmf[1]);
@@ -477,35 +632,77 @@ export class SimulatorSession {
         this.heard.push({ kind: 'system_message', text, atMs: this.now() });
         this.pendingMessages.push(text);
       } else if (wire.role === 'user') {
-        this.heard.push({ kind: 'caller_said', itemId: wire.id ?? this.lastItemId ?? '', text, atMs: this.now() });
+        this.heard.push({
+          kind: 'caller_said',
+          itemId: wire.id ?? this.lastItemId ?? '',
+          text,
+          atMs: this.now(),
+        });
         this.countUtterance();
       }
       return;
     }
     if (wire.type === 'function_call') {
-      this.addItem({ ...wire, id: wire.id ?? this.id('item'), object: 'realtime.item', status: 'completed' });
+      this.addItem({
+        ...wire,
+        id: wire.id ?? this.id('item'),
+        object: 'realtime.item',
+        status: 'completed',
+      });
       this.callNames.set(wire.call_id, wire.name);
       return;
     }
-    this.error({ code: WIRE_ERROR.invalidValue, message: `Invalid value: '${String((wire as { type?: unknown }).type)}'. Supported values are: 'message', 'function_call', and 'function_call_output'.`, param: 'item.type', eventId });
+    this.error({
+      code: WIRE_ERROR.invalidValue,
+      message: `Invalid value: '${String((wire as { type?: unknown }).type)}'. Supported values are: 'message', 'function_call', and 'function_call_output'.`,
+      param: 'item.type',
+      eventId,
+    });
   }
 
-  private onTruncate(event: Extract<ClientEvent, { type: 'conversation.item.truncate' }>, eventId: string | null): void {
+  private onTruncate(
+    event: Extract<ClientEvent, { type: 'conversation.item.truncate' }>,
+    eventId: string | null,
+  ): void {
     const state = typeof event.item_id === 'string' ? this.items.get(event.item_id) : undefined;
     if (state === undefined) {
-      this.error({ code: WIRE_ERROR.truncateUnknownItem, message: `Item with item_id not found: ${String(event.item_id)}`, param: 'item_id', eventId });
+      this.error({
+        code: WIRE_ERROR.truncateUnknownItem,
+        message: `Item with item_id not found: ${String(event.item_id)}`,
+        param: 'item_id',
+        eventId,
+      });
       return;
     }
-    if (state.item.type !== 'message' || state.item.role !== 'assistant' || state.audioMs === undefined) {
-      this.error({ code: WIRE_ERROR.unsupportedContent, message: 'Only model output audio messages can be truncated', param: 'item_id', eventId });
+    if (
+      state.item.type !== 'message' ||
+      state.item.role !== 'assistant' ||
+      state.audioMs === undefined
+    ) {
+      this.error({
+        code: WIRE_ERROR.unsupportedContent,
+        message: 'Only model output audio messages can be truncated',
+        param: 'item_id',
+        eventId,
+      });
       return;
     }
     if (event.content_index !== 0) {
-      this.error({ code: WIRE_ERROR.invalidValue, message: `Invalid 'content_index': ${String(event.content_index)}. The item has one content part.`, param: 'content_index', eventId });
+      this.error({
+        code: WIRE_ERROR.invalidValue,
+        message: `Invalid 'content_index': ${String(event.content_index)}. The item has one content part.`,
+        param: 'content_index',
+        eventId,
+      });
       return;
     }
     if (typeof event.audio_end_ms !== 'number' || !Number.isInteger(event.audio_end_ms)) {
-      this.error({ code: WIRE_ERROR.invalidValue, message: "Invalid type for 'audio_end_ms': expected an integer.", param: 'audio_end_ms', eventId });
+      this.error({
+        code: WIRE_ERROR.invalidValue,
+        message: "Invalid type for 'audio_end_ms': expected an integer.",
+        param: 'audio_end_ms',
+        eventId,
+      });
       return;
     }
     if (event.audio_end_ms < 0) {
@@ -518,17 +715,33 @@ export class SimulatorSession {
       return;
     }
     if (event.audio_end_ms > state.audioMs) {
-      this.error({ code: WIRE_ERROR.invalidValue, message: `Audio content of ${state.audioMs}ms is already shorter than ${event.audio_end_ms}ms`, param: 'audio_end_ms', eventId });
+      this.error({
+        code: WIRE_ERROR.invalidValue,
+        message: `Audio content of ${state.audioMs}ms is already shorter than ${event.audio_end_ms}ms`,
+        param: 'audio_end_ms',
+        eventId,
+      });
       return;
     }
     state.audioMs = event.audio_end_ms;
     if (state.said !== undefined) state.said.truncatedAtMs = event.audio_end_ms;
-    this.emit({ type: 'conversation.item.truncated', event_id: this.id('event'), item_id: event.item_id, content_index: 0, audio_end_ms: event.audio_end_ms });
+    this.emit({
+      type: 'conversation.item.truncated',
+      event_id: this.id('event'),
+      item_id: event.item_id,
+      content_index: 0,
+      audio_end_ms: event.audio_end_ms,
+    });
   }
 
   private onDelete(itemId: unknown, eventId: string | null): void {
     if (typeof itemId !== 'string' || !this.items.delete(itemId)) {
-      this.error({ code: 'item_delete_invalid_item_id', message: `Item with item_id not found: ${String(itemId)}`, param: 'item_id', eventId });
+      this.error({
+        code: 'item_delete_invalid_item_id',
+        message: `Item with item_id not found: ${String(itemId)}`,
+        param: 'item_id',
+        eventId,
+      });
       return;
     }
     this.emit({ type: 'conversation.item.deleted', event_id: this.id('event'), item_id: itemId });
@@ -537,29 +750,68 @@ export class SimulatorSession {
   private onSideChannel(event: SimulatorClientEvent, eventId: string | null): void {
     if (event.type === 'simulator.dtmf') {
       if (typeof event.digit !== 'string' || !/^[0-9A-D*#]$/.test(event.digit)) {
-        this.error({ code: WIRE_ERROR.invalidValue, message: 'simulator.dtmf needs one digit of 0-9, *, #, A-D', param: 'digit', eventId });
+        this.error({
+          code: WIRE_ERROR.invalidValue,
+          message: 'simulator.dtmf needs one digit of 0-9, *, #, A-D',
+          param: 'digit',
+          eventId,
+        });
         return;
       }
       this.onDigit(event.digit);
     } else {
       if (typeof event.text !== 'string' || event.text.length === 0) {
-        this.error({ code: WIRE_ERROR.missingParameter, message: "Missing required parameter: 'text'.", param: 'text', eventId });
+        this.error({
+          code: WIRE_ERROR.missingParameter,
+          message: "Missing required parameter: 'text'.",
+          param: 'text',
+          eventId,
+        });
         return;
       }
       // The scripted text stands for speech: it becomes a committed caller audio item whose
       // transcript is the text, as the provider reports it when transcription is on.
       const itemId = this.id('item');
-      this.emit({ type: 'input_audio_buffer.committed', event_id: this.id('event'), previous_item_id: this.lastItemId, item_id: itemId });
-      this.addItem({ type: 'message', id: itemId, object: 'realtime.item', status: 'completed', role: 'user', content: [{ type: 'input_audio', transcript: null }] });
+      this.emit({
+        type: 'input_audio_buffer.committed',
+        event_id: this.id('event'),
+        previous_item_id: this.lastItemId,
+        item_id: itemId,
+      });
+      this.addItem({
+        type: 'message',
+        id: itemId,
+        object: 'realtime.item',
+        status: 'completed',
+        role: 'user',
+        content: [{ type: 'input_audio', transcript: null }],
+      });
       if (this.session.audio?.input?.transcription) {
-        this.emit({ type: 'conversation.item.input_audio_transcription.delta', event_id: this.id('event'), item_id: itemId, content_index: 0, delta: event.text });
-        this.emit({ type: 'conversation.item.input_audio_transcription.completed', event_id: this.id('event'), item_id: itemId, content_index: 0, transcript: event.text });
+        this.emit({
+          type: 'conversation.item.input_audio_transcription.delta',
+          event_id: this.id('event'),
+          item_id: itemId,
+          content_index: 0,
+          delta: event.text,
+        });
+        this.emit({
+          type: 'conversation.item.input_audio_transcription.completed',
+          event_id: this.id('event'),
+          item_id: itemId,
+          content_index: 0,
+          transcript: event.text,
+        });
       }
       this.heard.push({ kind: 'caller_said', itemId, text: event.text, atMs: this.now() });
       this.countUtterance();
     }
     const turn = this.session.audio?.input?.turn_detection;
-    if (turn !== null && turn !== undefined && (turn.create_response ?? true) && this.active === undefined) {
+    if (
+      turn !== null &&
+      turn !== undefined &&
+      (turn.create_response ?? true) &&
+      this.active === undefined
+    ) {
       this.startResponse('side_channel');
     }
   }
@@ -584,33 +836,57 @@ export class SimulatorSession {
     if (this.pendingStep !== undefined) {
       const step = this.pendingStep;
       this.pendingStep = undefined;
-      return { ...(step.say !== undefined && { say: step.say }), ...(step.tools !== undefined && { tools: step.tools }) };
+      return {
+        ...(step.say !== undefined && { say: step.say }),
+        ...(step.tools !== undefined && { tools: step.tools }),
+      };
     }
     if (this.pendingOutputs.length > 0) {
       const lines = this.pendingOutputs.splice(0).map(({ name, output }) => {
-        const template = this.options.script.toolOutputs[name] ?? this.options.script.toolOutputs.default ?? '{output}';
+        const template =
+          this.options.script.toolOutputs[name] ??
+          this.options.script.toolOutputs.default ??
+          '{output}';
         return renderTemplate(template, { output, tool: name });
       });
       this.pendingMessages.length = 0;
       return { say: joinLines(lines) };
     }
     if (this.pendingMessages.length > 0) {
-      return { say: joinLines(this.pendingMessages.splice(0).map((text) => renderTemplate(this.options.script.systemMessage, { text }))) };
+      return {
+        say: joinLines(
+          this.pendingMessages
+            .splice(0)
+            .map((text) => renderTemplate(this.options.script.systemMessage, { text })),
+        ),
+      };
     }
     return { say: wasGreeted ? this.options.script.fallback : this.options.script.greeting };
   }
 
-  private startResponse(trigger: ResponseRecord['trigger'], metadata: Record<string, string> | null = null): void {
+  private startResponse(
+    trigger: ResponseRecord['trigger'],
+    metadata: Record<string, string> | null = null,
+  ): void {
     const active: ActiveResponse = { id: this.id('resp'), abort: new AbortController(), metadata };
     this.active = active;
     const planned = this.plan();
-    this.emit({ type: 'response.created', event_id: this.id('event'), response: this.responseWire(active, 'in_progress', []) });
+    this.emit({
+      type: 'response.created',
+      event_id: this.id('event'),
+      response: this.responseWire(active, 'in_progress', []),
+    });
     this.runResponse(active, planned)
       .catch(() => undefined)
       .finally(() => {
         if (this.active === active) this.active = undefined;
         const status = active.cancelReason === undefined ? 'completed' : 'cancelled';
-        this.responses.push({ responseId: active.id, status, trigger, ...(active.cancelReason !== undefined && { reason: active.cancelReason }) });
+        this.responses.push({
+          responseId: active.id,
+          status,
+          trigger,
+          ...(active.cancelReason !== undefined && { reason: active.cancelReason }),
+        });
       });
   }
 
@@ -630,7 +906,9 @@ export class SimulatorSession {
     }
     for (const call of planned.tools ?? []) {
       if (signal.aborted || this.closed) break;
-      output.push(this.callTool(active.id, call.name, JSON.stringify(call.arguments), output.length));
+      output.push(
+        this.callTool(active.id, call.name, JSON.stringify(call.arguments), output.length),
+      );
       await sleep(this.options.functionCallGapMs ?? FUNCTION_CALL_GAP_MS, signal);
     }
     if (this.closed) return;
@@ -640,20 +918,52 @@ export class SimulatorSession {
     this.emit({
       type: 'response.done',
       event_id: this.id('event'),
-      response: this.responseWire(active, cancelled ? 'cancelled' : 'completed', output, active.cancelReason),
+      response: this.responseWire(
+        active,
+        cancelled ? 'cancelled' : 'completed',
+        output,
+        active.cancelReason,
+      ),
     });
   }
 
-  private async speak(active: ActiveResponse, text: string, outputIndex: number): Promise<ItemWire> {
+  private async speak(
+    active: ActiveResponse,
+    text: string,
+    outputIndex: number,
+  ): Promise<ItemWire> {
     const signal = active.abort.signal;
     const itemId = this.id('item');
     const format = this.outputFormat();
-    const ref = { response_id: active.id, item_id: itemId, output_index: outputIndex, content_index: 0 };
-    const inProgress: ItemWire = { type: 'message', id: itemId, object: 'realtime.item', status: 'in_progress', role: 'assistant', content: [] };
-    this.emit({ type: 'response.output_item.added', event_id: this.id('event'), response_id: active.id, output_index: outputIndex, item: inProgress });
+    const ref = {
+      response_id: active.id,
+      item_id: itemId,
+      output_index: outputIndex,
+      content_index: 0,
+    };
+    const inProgress: ItemWire = {
+      type: 'message',
+      id: itemId,
+      object: 'realtime.item',
+      status: 'in_progress',
+      role: 'assistant',
+      content: [],
+    };
+    this.emit({
+      type: 'response.output_item.added',
+      event_id: this.id('event'),
+      response_id: active.id,
+      output_index: outputIndex,
+      item: inProgress,
+    });
     const state: ItemState = { item: inProgress, audioMs: 0 };
     this.addItem(inProgress, state);
-    this.emit({ type: 'response.content_part.added', event_id: this.id('event'), ...ref, part: { type: 'output_audio', transcript: '' } });
+    this.emit({
+      type: 'response.content_part.added',
+      event_id: this.id('event'),
+      ...ref,
+      part: { type: 'output_audio', transcript: '' },
+    });
     let audio: Buffer;
     try {
       audio = await this.options.synthesizer.render(text, format);
@@ -680,10 +990,19 @@ export class SimulatorSession {
     const speed = this.options.speechSpeed ?? 1;
     // Paced against the start time, not chunk by chunk, so timer delays do not add up to drift.
     const pacingStart = performance.now();
-    for (let offset = 0; offset < audio.length && !signal.aborted && !this.closed; offset += chunkBytes) {
+    for (
+      let offset = 0;
+      offset < audio.length && !signal.aborted && !this.closed;
+      offset += chunkBytes
+    ) {
       const chunk = audio.subarray(offset, offset + chunkBytes);
       this.audioSent = true;
-      this.emit({ type: 'response.output_audio.delta', event_id: this.id('event'), ...ref, delta: chunk.toString('base64') });
+      this.emit({
+        type: 'response.output_audio.delta',
+        event_id: this.id('event'),
+        ...ref,
+        delta: chunk.toString('base64'),
+      });
       const chunkMs = Math.floor(chunk.length / perMs);
       said.audioMsSent += chunkMs;
       state.audioMs = said.audioMsSent;
@@ -693,13 +1012,20 @@ export class SimulatorSession {
         const delta = (wordsSent === 0 ? '' : ' ') + words.slice(wordsSent, due).join(' ');
         wordsSent = due;
         transcript += delta;
-        this.emit({ type: 'response.output_audio_transcript.delta', event_id: this.id('event'), ...ref, delta });
+        this.emit({
+          type: 'response.output_audio_transcript.delta',
+          event_id: this.id('event'),
+          ...ref,
+          delta,
+        });
       }
-      if (speed > 0) await sleep(pacingStart + said.audioMsSent / speed - performance.now(), signal);
+      if (speed > 0)
+        await sleep(pacingStart + said.audioMsSent / speed - performance.now(), signal);
     }
     const cancelled = signal.aborted;
     said.status = cancelled ? 'cancelled' : 'completed';
-    if (!cancelled && wordsSent < words.length) transcript += (transcript === '' ? '' : ' ') + words.slice(wordsSent).join(' ');
+    if (!cancelled && wordsSent < words.length)
+      transcript += (transcript === '' ? '' : ' ') + words.slice(wordsSent).join(' ');
     const done: ItemWire = {
       type: 'message',
       id: itemId,
@@ -711,32 +1037,99 @@ export class SimulatorSession {
     state.item = done;
     if (this.closed) return done;
     this.emit({ type: 'response.output_audio.done', event_id: this.id('event'), ...ref });
-    this.emit({ type: 'response.output_audio_transcript.done', event_id: this.id('event'), ...ref, transcript });
-    this.emit({ type: 'response.content_part.done', event_id: this.id('event'), ...ref, part: { type: 'output_audio', transcript } });
-    this.emit({ type: 'response.output_item.done', event_id: this.id('event'), response_id: active.id, output_index: outputIndex, item: done });
-    this.emit({ type: 'conversation.item.done', event_id: this.id('event'), previous_item_id: null, item: done });
+    this.emit({
+      type: 'response.output_audio_transcript.done',
+      event_id: this.id('event'),
+      ...ref,
+      transcript,
+    });
+    this.emit({
+      type: 'response.content_part.done',
+      event_id: this.id('event'),
+      ...ref,
+      part: { type: 'output_audio', transcript },
+    });
+    this.emit({
+      type: 'response.output_item.done',
+      event_id: this.id('event'),
+      response_id: active.id,
+      output_index: outputIndex,
+      item: done,
+    });
+    this.emit({
+      type: 'conversation.item.done',
+      event_id: this.id('event'),
+      previous_item_id: null,
+      item: done,
+    });
     return done;
   }
 
   private callTool(responseId: string, name: string, args: string, outputIndex: number): ItemWire {
     const itemId = this.id('item');
     const callId = this.id('call');
-    const item: ItemWire = { type: 'function_call', id: itemId, object: 'realtime.item', status: 'in_progress', call_id: callId, name, arguments: '' };
-    this.emit({ type: 'response.output_item.added', event_id: this.id('event'), response_id: responseId, output_index: outputIndex, item });
+    const item: ItemWire = {
+      type: 'function_call',
+      id: itemId,
+      object: 'realtime.item',
+      status: 'in_progress',
+      call_id: callId,
+      name,
+      arguments: '',
+    };
+    this.emit({
+      type: 'response.output_item.added',
+      event_id: this.id('event'),
+      response_id: responseId,
+      output_index: outputIndex,
+      item,
+    });
     this.addItem(item);
-    const base = { response_id: responseId, item_id: itemId, output_index: outputIndex, call_id: callId };
-    this.emit({ type: 'response.function_call_arguments.delta', event_id: this.id('event'), ...base, delta: args });
-    this.emit({ type: 'response.function_call_arguments.done', event_id: this.id('event'), ...base, name, arguments: args });
+    const base = {
+      response_id: responseId,
+      item_id: itemId,
+      output_index: outputIndex,
+      call_id: callId,
+    };
+    this.emit({
+      type: 'response.function_call_arguments.delta',
+      event_id: this.id('event'),
+      ...base,
+      delta: args,
+    });
+    this.emit({
+      type: 'response.function_call_arguments.done',
+      event_id: this.id('event'),
+      ...base,
+      name,
+      arguments: args,
+    });
     const done: ItemWire = { ...item, status: 'completed', arguments: args };
     this.items.set(itemId, { item: done });
-    this.emit({ type: 'response.output_item.done', event_id: this.id('event'), response_id: responseId, output_index: outputIndex, item: done });
-    this.emit({ type: 'conversation.item.done', event_id: this.id('event'), previous_item_id: null, item: done });
+    this.emit({
+      type: 'response.output_item.done',
+      event_id: this.id('event'),
+      response_id: responseId,
+      output_index: outputIndex,
+      item: done,
+    });
+    this.emit({
+      type: 'conversation.item.done',
+      event_id: this.id('event'),
+      previous_item_id: null,
+      item: done,
+    });
     this.callNames.set(callId, name);
     this.toolCalls.push({ responseId, callId, name, arguments: args });
     return done;
   }
 
-  private responseWire(active: ActiveResponse, status: ResponseWire['status'], output: ItemWire[], reason?: 'turn_detected' | 'client_cancelled'): ResponseWire {
+  private responseWire(
+    active: ActiveResponse,
+    status: ResponseWire['status'],
+    output: ItemWire[],
+    reason?: 'turn_detected' | 'client_cancelled',
+  ): ResponseWire {
     return {
       id: active.id,
       object: 'realtime.response',
@@ -761,8 +1154,19 @@ export class SimulatorSession {
       const oldest = this.items.keys().next().value;
       if (oldest !== undefined) this.items.delete(oldest);
     }
-    this.emit({ type: 'conversation.item.added', event_id: this.id('event'), previous_item_id: previous, item: { ...item, id } });
-    if (item.status === 'completed') this.emit({ type: 'conversation.item.done', event_id: this.id('event'), previous_item_id: previous, item: { ...item, id } });
+    this.emit({
+      type: 'conversation.item.added',
+      event_id: this.id('event'),
+      previous_item_id: previous,
+      item: { ...item, id },
+    });
+    if (item.status === 'completed')
+      this.emit({
+        type: 'conversation.item.done',
+        event_id: this.id('event'),
+        previous_item_id: previous,
+        item: { ...item, id },
+      });
   }
 
   private rebuildVad(): void {
@@ -775,7 +1179,11 @@ export class SimulatorSession {
     // semantic_vad has no threshold; the energy VAD uses the server_vad defaults for it.
     const threshold = turn.type === 'server_vad' ? turn.threshold : undefined;
     const silenceDurationMs = turn.type === 'server_vad' ? turn.silence_duration_ms : undefined;
-    this.vad = new EnergyVad({ sampleRate, ...(threshold !== undefined && { threshold }), ...(silenceDurationMs !== undefined && { silenceDurationMs }) });
+    this.vad = new EnergyVad({
+      sampleRate,
+      ...(threshold !== undefined && { threshold }),
+      ...(silenceDurationMs !== undefined && { silenceDurationMs }),
+    });
   }
 
   private inputFormat(): AudioFormat {
@@ -790,7 +1198,13 @@ export class SimulatorSession {
     this.emit({
       type: 'error',
       event_id: this.id('event'),
-      error: { type: params.type ?? 'invalid_request_error', code: params.code, message: params.message, param: params.param ?? null, event_id: params.eventId ?? null },
+      error: {
+        type: params.type ?? 'invalid_request_error',
+        code: params.code,
+        message: params.message,
+        param: params.param ?? null,
+        event_id: params.eventId ?? null,
+      },
     });
   }
 
@@ -803,10 +1217,13 @@ export class SimulatorSession {
   private record(direction: 'in' | 'out', type: string, event: Record<string, unknown>): void {
     if (this.options.recordWire === false) return;
     const copy: Record<string, unknown> = { ...event };
-    if (type === 'input_audio_buffer.append' && typeof copy.audio === 'string') copy.audio = `<${Buffer.from(copy.audio, 'base64').length} bytes>`;
-    if (type === 'response.output_audio.delta' && typeof copy.delta === 'string') copy.delta = `<${Buffer.from(copy.delta, 'base64').length} bytes>`;
+    if (type === 'input_audio_buffer.append' && typeof copy.audio === 'string')
+      copy.audio = `<${Buffer.from(copy.audio, 'base64').length} bytes>`;
+    if (type === 'response.output_audio.delta' && typeof copy.delta === 'string')
+      copy.delta = `<${Buffer.from(copy.delta, 'base64').length} bytes>`;
     this.wire.push({ direction, type, atMs: this.now(), event: copy });
-    if (this.wire.length > MAX_WIRE_RECORDS) this.wire.splice(0, this.wire.length - MAX_WIRE_RECORDS);
+    if (this.wire.length > MAX_WIRE_RECORDS)
+      this.wire.splice(0, this.wire.length - MAX_WIRE_RECORDS);
   }
 
   private now(): number {
@@ -855,6 +1272,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 function responseMetadata(event: ClientEvent): Record<string, string> | null {
   const metadata = (event as { response?: { metadata?: unknown } }).response?.metadata;
   if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return null;
-  const entries = Object.entries(metadata).filter((entry): entry is [string, string] => typeof entry[1] === 'string');
+  const entries = Object.entries(metadata).filter(
+    (entry): entry is [string, string] => typeof entry[1] === 'string',
+  );
   return entries.length === 0 ? null : Object.fromEntries(entries.slice(0, 16));
 }

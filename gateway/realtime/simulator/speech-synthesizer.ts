@@ -82,10 +82,18 @@ export class SpeechSynthesizer {
   private spawnRender(text: string, format: AudioFormat): Promise<Buffer> {
     return new Promise<Buffer>((resolve, reject) => {
       // Text goes in on stdin, never as an argument: a line starting with '-' is not an option.
-      const espeak = spawn(this.espeakPath, ['--stdout', '--stdin', '-v', this.voice, '-s', String(this.wordsPerMinute)], {
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      const sox = spawn(this.soxPath, ['-V1', '-t', 'wav', '-', '-t', 'raw', ...SOX_OUTPUT[format], '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      const espeak = spawn(
+        this.espeakPath,
+        ['--stdout', '--stdin', '-v', this.voice, '-s', String(this.wordsPerMinute)],
+        {
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      );
+      const sox = spawn(
+        this.soxPath,
+        ['-V1', '-t', 'wav', '-', '-t', 'raw', ...SOX_OUTPUT[format], '-'],
+        { stdio: ['pipe', 'pipe', 'pipe'] },
+      );
       // Rendering can wait: not at the event loop's raised priority (gateway.nice).
       releaseInheritedPriority(espeak.pid);
       releaseInheritedPriority(sox.pid);

@@ -13,7 +13,14 @@ import { answerOffer, type NegotiatedMedia } from '../sdp-negotiation.ts';
 import { parseSdp, serializeSdp } from '../sdp-parser.ts';
 import type { SdpSession } from '../sdp-types.ts';
 import { sipMetrics } from '../sip-metrics.ts';
-import type { DialogEndReason, DialogEvent, DialogEventListener, ReinviteOptions, SignalingDialog, TransferOutcome } from '../signaling-driver.ts';
+import type {
+  DialogEndReason,
+  DialogEvent,
+  DialogEventListener,
+  ReinviteOptions,
+  SignalingDialog,
+  TransferOutcome,
+} from '../signaling-driver.ts';
 import { TRANSFER_TIMEOUT_MS } from '../sip-dialog.ts';
 import { sipfragProgress } from './drachtio-mapping.ts';
 
@@ -104,7 +111,8 @@ export class DrachtioDialog implements SignalingDialog {
       if (progress === undefined) return;
       this.emit({ type: 'transfer', progress });
       if (progress.state === 'succeeded') this.finishTransfer({ type: 'succeeded' });
-      else if (progress.state === 'failed') this.finishTransfer({ type: 'failed', status: progress.status, reason: progress.reason });
+      else if (progress.state === 'failed')
+        this.finishTransfer({ type: 'failed', status: progress.status, reason: progress.reason });
     });
   }
 
@@ -119,7 +127,10 @@ export class DrachtioDialog implements SignalingDialog {
     const answer = readAckAnswer(ack.get('Content-Type'), ack.body ?? '', session.offer);
     if (!answer.ok) {
       // No way to refuse an ACK: the session never came up, so it is ended (RFC 3261 13.3.1.4).
-      this.options.logger.warn('the ACK carried no usable answer to the offer, ending the call with BYE', { callId: this.callId, reason: answer.detail });
+      this.options.logger.warn(
+        'the ACK carried no usable answer to the offer, ending the call with BYE',
+        { callId: this.callId, reason: answer.detail },
+      );
       const dialog = this.dialog;
       sipMetrics.callsRejected.inc({ driver: 'drachtio', code: '488' });
       this.end('rejected');
@@ -141,7 +152,12 @@ export class DrachtioDialog implements SignalingDialog {
       res.send(488);
       return;
     }
-    const result = answerOffer(offer.value, { preference: this.options.tenant.codecs, local: this.local, sessionId: this.lastAnswer?.origin.sessionId ?? '1', sessionVersion: this.sessionVersion + 1 });
+    const result = answerOffer(offer.value, {
+      preference: this.options.tenant.codecs,
+      local: this.local,
+      sessionId: this.lastAnswer?.origin.sessionId ?? '1',
+      sessionVersion: this.sessionVersion + 1,
+    });
     if (!result.ok) {
       res.send(488);
       return;
@@ -149,7 +165,10 @@ export class DrachtioDialog implements SignalingDialog {
     this.sessionVersion += 1;
     this.negotiated = result.media;
     this.lastAnswer = result.answer;
-    res.send(200, { body: serializeSdp(result.answer), headers: { 'Content-Type': 'application/sdp' } });
+    res.send(200, {
+      body: serializeSdp(result.answer),
+      headers: { 'Content-Type': 'application/sdp' },
+    });
     this.emit({ type: 'reinvite', media: result.media, offer: offer.value });
   }
 
@@ -174,7 +193,12 @@ export class DrachtioDialog implements SignalingDialog {
     done(outcome);
     if (outcome.type === 'succeeded') {
       // Nobody awaits this BYE: a failure (destroy throwing) is logged, never left unhandled.
-      this.bye('transferred').catch((error: unknown) => this.options.logger.error('sending BYE after the transfer failed', { error, callId: this.callId }));
+      this.bye('transferred').catch((error: unknown) =>
+        this.options.logger.error('sending BYE after the transfer failed', {
+          error,
+          callId: this.callId,
+        }),
+      );
     }
   }
 
@@ -192,17 +216,26 @@ export class DrachtioDialog implements SignalingDialog {
 
   async transfer(target: string): Promise<TransferOutcome> {
     const dialog = this.dialog;
-    if (dialog === undefined || this.current !== 'confirmed') return { type: 'failed', status: 481, reason: 'the dialog is not confirmed' };
-    if (this.transferDone !== undefined) return { type: 'failed', status: 491, reason: 'a transfer is already in progress' };
+    if (dialog === undefined || this.current !== 'confirmed')
+      return { type: 'failed', status: 481, reason: 'the dialog is not confirmed' };
+    if (this.transferDone !== undefined)
+      return { type: 'failed', status: 491, reason: 'a transfer is already in progress' };
     const done = new Promise<TransferOutcome>((resolve) => {
       this.transferDone = resolve;
     });
-    const timer = setTimeout(() => this.finishTransfer({ type: 'failed', status: 408, reason: 'no final NOTIFY' }), TRANSFER_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => this.finishTransfer({ type: 'failed', status: 408, reason: 'no final NOTIFY' }),
+      TRANSFER_TIMEOUT_MS,
+    );
     timer.unref();
     try {
       // srf types the request options as a full request; only method and headers are read.
-      const response = await dialog.request({ method: 'REFER', headers: { 'Refer-To': `<${target}>` } } as unknown as Srf.SrfRequest);
-      if (response.status >= 300) this.finishTransfer({ type: 'failed', status: response.status, reason: response.reason });
+      const response = await dialog.request({
+        method: 'REFER',
+        headers: { 'Refer-To': `<${target}>` },
+      } as unknown as Srf.SrfRequest);
+      if (response.status >= 300)
+        this.finishTransfer({ type: 'failed', status: response.status, reason: response.reason });
       else this.emit({ type: 'transfer', progress: { state: 'accepted' } });
     } catch (error) {
       this.finishTransfer({ type: 'failed', status: 500, reason: String(error) });
@@ -214,26 +247,44 @@ export class DrachtioDialog implements SignalingDialog {
 
   async reinvite(options: ReinviteOptions = {}): Promise<NegotiatedMedia> {
     const dialog = this.dialog;
-    if (dialog === undefined || this.lastAnswer === undefined || this.negotiated === undefined) throw new Error('the dialog is not confirmed');
+    if (dialog === undefined || this.lastAnswer === undefined || this.negotiated === undefined)
+      throw new Error('the dialog is not confirmed');
     const local = options.local ?? this.local;
     const direction = options.hold === true ? 'sendonly' : 'sendrecv';
     const base = this.lastAnswer;
     const offer: SdpSession = {
       ...base,
       origin: { ...base.origin, sessionVersion: String(this.sessionVersion + 1) },
-      ...(local !== undefined ? { connection: { netType: 'IN', addrType: local.address.includes(':') ? 'IP6' : 'IP4', address: local.address } } : {}),
-      media: base.media.map((m) => (m.port === 0 ? m : { ...m, direction, ...(local !== undefined ? { port: local.port } : {}) })),
+      ...(local !== undefined
+        ? {
+            connection: {
+              netType: 'IN',
+              addrType: local.address.includes(':') ? 'IP6' : 'IP4',
+              address: local.address,
+            },
+          }
+        : {}),
+      media: base.media.map((m) =>
+        m.port === 0
+          ? m
+          : { ...m, direction, ...(local !== undefined ? { port: local.port } : {}) },
+      ),
     };
     const answerText = await dialog.modify(serializeSdp(offer));
     this.sessionVersion += 1;
     this.lastAnswer = offer;
     if (local !== undefined) this.local = local;
     const answer = parseSdp(answerText);
-    const audio = answer.ok ? answer.value.media.find((m) => m.type === 'audio' && m.port !== 0) : undefined;
-    const address = audio?.connection?.address ?? (answer.ok ? answer.value.connection?.address : undefined);
+    const audio = answer.ok
+      ? answer.value.media.find((m) => m.type === 'audio' && m.port !== 0)
+      : undefined;
+    const address =
+      audio?.connection?.address ?? (answer.ok ? answer.value.connection?.address : undefined);
     this.negotiated = {
       ...this.negotiated,
-      ...(audio !== undefined && address !== undefined ? { remote: { address, port: audio.port } } : {}),
+      ...(audio !== undefined && address !== undefined
+        ? { remote: { address, port: audio.port } }
+        : {}),
       direction,
       held: options.hold === true,
     };

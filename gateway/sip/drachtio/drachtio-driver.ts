@@ -15,7 +15,12 @@ import { provisionalMedia } from '../delayed-offer.ts';
 import { answerOffer, buildOffer } from '../sdp-negotiation.ts';
 import { parseSdp, serializeSdp } from '../sdp-parser.ts';
 import type { SdpSession } from '../sdp-types.ts';
-import type { AcceptResult, InboundCall, InboundCallHandler, SignalingDriver } from '../signaling-driver.ts';
+import type {
+  AcceptResult,
+  InboundCall,
+  InboundCallHandler,
+  SignalingDriver,
+} from '../signaling-driver.ts';
 import { sipMetrics } from '../sip-metrics.ts';
 import { SourceLimits, type SourceLimitDecision } from '../source-limits.ts';
 import { TrunkGuard } from '../trunk-guard.ts';
@@ -55,7 +60,10 @@ export class DrachtioSignalingDriver implements SignalingDriver {
     this.router = new CallRouter(options.tenants);
     this.readSecret = options.readSecret ?? ((name) => process.env[name]);
     this.guard = new TrunkGuard(options.tenants, { readSecret: this.readSecret });
-    this.limits = new SourceLimits({ sip: options.sip, ...(options.now !== undefined ? { now: options.now } : {}) });
+    this.limits = new SourceLimits({
+      sip: options.sip,
+      ...(options.now !== undefined ? { now: options.now } : {}),
+    });
   }
 
   onCall(handler: InboundCallHandler): void {
@@ -70,7 +78,9 @@ export class DrachtioSignalingDriver implements SignalingDriver {
     this.srf.on('error', (error) => this.logger.warn('drachtio connection error', { error }));
     this.srf.on('disconnect', () => this.scheduleReconnect());
     this.srf.invite((req, res) => this.receiveInvite(req, res));
-    this.srf.on('options', (_req, res) => res.send(200, { headers: { Allow: 'INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, NOTIFY' } }));
+    this.srf.on('options', (_req, res) =>
+      res.send(200, { headers: { Allow: 'INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, NOTIFY' } }),
+    );
     await this.connect();
   }
 
@@ -83,7 +93,10 @@ export class DrachtioSignalingDriver implements SignalingDriver {
     if (this.stopping || this.reconnectTimer !== undefined) return;
     const delay = reconnectDelay(this.attempt, this.options.sip.drachtio.reconnectMs);
     this.attempt += 1;
-    this.logger.warn('drachtio-server connection lost, reconnecting', { delayMs: delay, attempt: this.attempt });
+    this.logger.warn('drachtio-server connection lost, reconnecting', {
+      delayMs: delay,
+      attempt: this.attempt,
+    });
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       this.connect().catch((error: unknown) => {
@@ -176,13 +189,21 @@ export class DrachtioSignalingDriver implements SignalingDriver {
     const callerUser = from.uri.scheme === 'tel' ? from.uri.number : from.uri.user;
     const call: InboundCall = {
       callId: request.callId,
-      caller: { uri: from.uriText, ...(callerUser !== undefined ? { user: callerUser } : {}), ...(from.displayName !== undefined ? { displayName: from.displayName } : {}) },
+      caller: {
+        uri: from.uriText,
+        ...(callerUser !== undefined ? { user: callerUser } : {}),
+        ...(from.displayName !== undefined ? { displayName: from.displayName } : {}),
+      },
       calledNumber: number,
       tenant: route.tenant,
       agent: route.agent,
       headers: request.headers,
       offer,
-      source: { address: req.source_address, port: Number(req.source_port), transport: (req.protocol ?? 'udp').toLowerCase() === 'tcp' ? 'tcp' : 'udp' },
+      source: {
+        address: req.source_address,
+        port: Number(req.source_port),
+        transport: (req.protocol ?? 'udp').toLowerCase() === 'tcp' ? 'tcp' : 'udp',
+      },
       receivedAt,
       dialog,
       accept: ({ local }): AcceptResult => {
@@ -193,11 +214,25 @@ export class DrachtioSignalingDriver implements SignalingDriver {
         let result: AcceptResult;
         if (offer === undefined) {
           // Delayed offer: the 200 carries callgate's offer, the ACK the answer (see DrachtioDialog).
-          const own = buildOffer({ preference: route.tenant.codecs, local, sessionId, sessionVersion: 1 });
+          const own = buildOffer({
+            preference: route.tenant.codecs,
+            local,
+            sessionId,
+            sessionVersion: 1,
+          });
           session = { type: 'offer', offer: own };
-          result = { ok: true, media: provisionalMedia(own, req.source_address), answerPending: true };
+          result = {
+            ok: true,
+            media: provisionalMedia(own, req.source_address),
+            answerPending: true,
+          };
         } else {
-          const answered = answerOffer(offer, { preference: route.tenant.codecs, local, sessionId, sessionVersion: 1 });
+          const answered = answerOffer(offer, {
+            preference: route.tenant.codecs,
+            local,
+            sessionId,
+            sessionVersion: 1,
+          });
           if (!answered.ok) {
             sipMetrics.callsRejected.inc({ driver: DRIVER, code: '488' });
             res.send(488);
@@ -207,12 +242,17 @@ export class DrachtioSignalingDriver implements SignalingDriver {
           result = { ok: true, media: answered.media };
         }
         this.srf
-          .createUAS(req, res, { localSdp: serializeSdp(session.type === 'offer' ? session.offer : session.answer) })
+          .createUAS(req, res, {
+            localSdp: serializeSdp(session.type === 'offer' ? session.offer : session.answer),
+          })
           .then((uas) => {
             this.dialogs.add(dialog);
             sipMetrics.activeDialogs.inc({ driver: DRIVER });
             sipMetrics.callsAnswered.inc({ driver: DRIVER });
-            sipMetrics.setupSeconds.observe({ driver: DRIVER }, (performance.now() - receivedAt) / 1000);
+            sipMetrics.setupSeconds.observe(
+              { driver: DRIVER },
+              (performance.now() - receivedAt) / 1000,
+            );
             dialog.attach(uas, local, session);
           })
           .catch((error: unknown) => {
@@ -254,8 +294,15 @@ export class DrachtioSignalingDriver implements SignalingDriver {
 
   async ping(target: string): Promise<number> {
     try {
-      const sent = await this.srf.request(target, { method: 'OPTIONS' } as unknown as Srf.SrfRequest, 'OPTIONS', []);
-      return await new Promise<number>((resolve) => sent.on('response', (response) => resolve(response?.status ?? 408)));
+      const sent = await this.srf.request(
+        target,
+        { method: 'OPTIONS' } as unknown as Srf.SrfRequest,
+        'OPTIONS',
+        [],
+      );
+      return await new Promise<number>((resolve) =>
+        sent.on('response', (response) => resolve(response?.status ?? 408)),
+      );
     } catch {
       return 408;
     }

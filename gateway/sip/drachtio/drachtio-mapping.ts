@@ -15,11 +15,17 @@ export interface DrachtioConnection {
 }
 
 /** The srf.connect settings; the secret is read from the variable the config names. */
-export function drachtioConnection(sip: SipConfig, readSecret: (name: string) => string | undefined): DrachtioConnection {
+export function drachtioConnection(
+  sip: SipConfig,
+  readSecret: (name: string) => string | undefined,
+): DrachtioConnection {
   const { host, port, secretEnv } = sip.drachtio;
   const secret = readSecret(secretEnv);
   if (secret === undefined || secret.length === 0) {
-    throw new CallgateError('CALLGATE_ERR_SIP_DRACHTIO_CONNECTION', { address: `${host}:${port}`, reason: `${secretEnv} is not set` });
+    throw new CallgateError('CALLGATE_ERR_SIP_DRACHTIO_CONNECTION', {
+      address: `${host}:${port}`,
+      reason: `${secretEnv} is not set`,
+    });
   }
   return { host, port, secret };
 }
@@ -34,6 +40,10 @@ export function reconnectDelay(attempt: number, reconnectMs: number): number {
 
 /** The called number of a drachtio request: the Request-URI user, else the To user. */
 export function calledNumberOf(requestUri: string, toHeader: string): string | undefined {
-  const user = (text: string): string | undefined => /^(?:.*<)?(?:sips?:([^@;>]+)@|tel:([^;>]+))/i.exec(text.trim())?.slice(1).find((part) => part !== undefined);
+  const user = (text: string): string | undefined =>
+    /^(?:.*<)?(?:sips?:([^@;>]+)@|tel:([^;>]+))/i
+      .exec(text.trim())
+      ?.slice(1)
+      .find((part) => part !== undefined);
   return user(requestUri) ?? user(toHeader);
 }

@@ -3,7 +3,13 @@
  * table slot (restaurant, date, time, table) at most once. Seeded restaurants and tables are
  * fixed so tests can name them.
  */
-import { answerError, answerOk, missingStrings, type SandboxService, type ServiceAnswer } from './sandbox-service.ts';
+import {
+  answerError,
+  answerOk,
+  missingStrings,
+  type SandboxService,
+  type ServiceAnswer,
+} from './sandbox-service.ts';
 
 interface Restaurant {
   readonly name: string;
@@ -73,12 +79,14 @@ export class BookingsService implements SandboxService {
 
   private availability(body: Readonly<Record<string, unknown>>): ServiceAnswer {
     const problems = missingStrings(body, ['restaurant', 'date']);
-    if (body.party_size !== undefined && !isPartySize(body.party_size)) problems.push('party_size must be an integer from 1 to 20');
+    if (body.party_size !== undefined && !isPartySize(body.party_size))
+      problems.push('party_size must be an integer from 1 to 20');
     if (problems.length > 0) return answerError(400, 'invalid_request', problems.join('; '));
     const restaurantId = body.restaurant as string;
     const date = body.date as string;
     const restaurant = SANDBOX_RESTAURANTS[restaurantId];
-    if (restaurant === undefined) return answerError(404, 'unknown_restaurant', `no restaurant ${restaurantId}`);
+    if (restaurant === undefined)
+      return answerError(404, 'unknown_restaurant', `no restaurant ${restaurantId}`);
     if (!isDate(date)) return answerError(400, 'invalid_request', 'date must be YYYY-MM-DD');
     const partySize = typeof body.party_size === 'number' ? body.party_size : 1;
     const times = typeof body.time === 'string' ? [body.time] : SEATINGS;
@@ -88,38 +96,69 @@ export class BookingsService implements SandboxService {
         time,
         tables: restaurant.tables
           .map((seats, i) => ({ table: i + 1, seats }))
-          .filter((t) => t.seats >= partySize && !this.slots.has(slotKey(restaurantId, date, time, t.table)))
+          .filter(
+            (t) =>
+              t.seats >= partySize && !this.slots.has(slotKey(restaurantId, date, time, t.table)),
+          )
           .map((t) => t.table),
       }))
       .filter((slot) => slot.tables.length > 0);
-    return answerOk({ restaurant: restaurantId, date, slots }, `avail_${restaurantId}_${date}`, false);
+    return answerOk(
+      { restaurant: restaurantId, date, slots },
+      `avail_${restaurantId}_${date}`,
+      false,
+    );
   }
 
   private book(body: Readonly<Record<string, unknown>>): ServiceAnswer {
     const problems = missingStrings(body, ['restaurant', 'date', 'time', 'name']);
     if (!isPartySize(body.party_size)) problems.push('party_size must be an integer from 1 to 20');
-    if (body.table !== undefined && (typeof body.table !== 'number' || !Number.isInteger(body.table))) problems.push('table must be an integer');
+    if (
+      body.table !== undefined &&
+      (typeof body.table !== 'number' || !Number.isInteger(body.table))
+    )
+      problems.push('table must be an integer');
     if (problems.length > 0) return answerError(400, 'invalid_request', problems.join('; '));
     const restaurantId = body.restaurant as string;
     const date = body.date as string;
     const time = body.time as string;
     const partySize = body.party_size as number;
     const restaurant = SANDBOX_RESTAURANTS[restaurantId];
-    if (restaurant === undefined) return answerError(404, 'unknown_restaurant', `no restaurant ${restaurantId}`);
+    if (restaurant === undefined)
+      return answerError(404, 'unknown_restaurant', `no restaurant ${restaurantId}`);
     if (!isDate(date)) return answerError(400, 'invalid_request', 'date must be YYYY-MM-DD');
-    if (!SEATINGS.includes(time)) return answerError(422, 'outside_opening_hours', `no seating at ${time} (12:00-22:00, every 30 minutes)`);
+    if (!SEATINGS.includes(time))
+      return answerError(
+        422,
+        'outside_opening_hours',
+        `no seating at ${time} (12:00-22:00, every 30 minutes)`,
+      );
     let table: number;
     if (typeof body.table === 'number') {
       table = body.table;
       const seats = restaurant.tables[table - 1];
-      if (seats === undefined) return answerError(422, 'unknown_table', `${restaurant.name} has no table ${table}`);
-      if (seats < partySize) return answerError(422, 'table_too_small', `table ${table} seats ${seats}`);
+      if (seats === undefined)
+        return answerError(422, 'unknown_table', `${restaurant.name} has no table ${table}`);
+      if (seats < partySize)
+        return answerError(422, 'table_too_small', `table ${table} seats ${seats}`);
       if (this.slots.has(slotKey(restaurantId, date, time, table))) {
-        return answerError(422, 'slot_taken', `table ${table} at ${restaurant.name} on ${date} ${time} is already booked`);
+        return answerError(
+          422,
+          'slot_taken',
+          `table ${table} at ${restaurant.name} on ${date} ${time} is already booked`,
+        );
       }
     } else {
-      const free = restaurant.tables.findIndex((seats, i) => seats >= partySize && !this.slots.has(slotKey(restaurantId, date, time, i + 1)));
-      if (free < 0) return answerError(422, 'no_table_available', `no free table for ${partySize} at ${restaurant.name} on ${date} ${time}`);
+      const free = restaurant.tables.findIndex(
+        (seats, i) =>
+          seats >= partySize && !this.slots.has(slotKey(restaurantId, date, time, i + 1)),
+      );
+      if (free < 0)
+        return answerError(
+          422,
+          'no_table_available',
+          `no free table for ${partySize} at ${restaurant.name} on ${date} ${time}`,
+        );
       table = free + 1;
     }
     const booking: Booking = {
@@ -141,9 +180,11 @@ export class BookingsService implements SandboxService {
     const problems = missingStrings(body, ['booking_id']);
     if (problems.length > 0) return answerError(400, 'invalid_request', problems.join('; '));
     const booking = this.bookings.get(body.booking_id as string);
-    if (booking === undefined) return answerError(404, 'booking_not_found', `no booking ${String(body.booking_id)}`);
+    if (booking === undefined)
+      return answerError(404, 'booking_not_found', `no booking ${String(body.booking_id)}`);
     // Undoing an undone booking is not a second effect: compensation must be safe to repeat.
-    if (booking.status === 'cancelled') return answerOk({ ...describe(booking), already_cancelled: true }, booking.bookingId, false);
+    if (booking.status === 'cancelled')
+      return answerOk({ ...describe(booking), already_cancelled: true }, booking.bookingId, false);
     booking.status = 'cancelled';
     this.slots.delete(slotKey(booking.restaurant, booking.date, booking.time, booking.table));
     return answerOk(describe(booking), booking.bookingId, true);
@@ -172,5 +213,9 @@ function isPartySize(value: unknown): value is number {
 }
 
 function isDate(value: string): boolean {
-  return DATE.test(value) && !Number.isNaN(Date.parse(`${value}T00:00:00Z`)) && new Date(`${value}T00:00:00Z`).toISOString().startsWith(value);
+  return (
+    DATE.test(value) &&
+    !Number.isNaN(Date.parse(`${value}T00:00:00Z`)) &&
+    new Date(`${value}T00:00:00Z`).toISOString().startsWith(value)
+  );
 }

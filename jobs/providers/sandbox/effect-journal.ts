@@ -48,7 +48,10 @@ export interface InProgressRequest {
 const OVERLAPS_KEPT = 200;
 
 export interface ConcurrencyReport {
-  readonly tenants: Record<string, ConcurrencyLevel & { operations: Record<string, OperationConcurrency> }>;
+  readonly tenants: Record<
+    string,
+    ConcurrencyLevel & { operations: Record<string, OperationConcurrency> }
+  >;
 }
 
 export class EffectJournal {
@@ -74,7 +77,9 @@ export class EffectJournal {
     return recorded;
   }
 
-  list(filter: { service?: string; tenant?: string; reference?: string; operation?: string } = {}): readonly SandboxEffect[] {
+  list(
+    filter: { service?: string; tenant?: string; reference?: string; operation?: string } = {},
+  ): readonly SandboxEffect[] {
     return this.effects.filter(
       (e) =>
         (filter.service === undefined || e.service === filter.service) &&
@@ -99,20 +104,34 @@ export class EffectJournal {
   }
 
   /** Marks a request as being processed; the returned function ends it (idempotently). */
-  begin(tenant: string, operation: string, request: { readonly reference?: string; readonly attemptToken?: string } = {}): () => void {
+  begin(
+    tenant: string,
+    operation: string,
+    request: { readonly reference?: string; readonly attemptToken?: string } = {},
+  ): () => void {
     const perTenant = (this.concurrency.tenants[tenant] ??= { current: 0, max: 0, operations: {} });
-    const perOperation = (perTenant.operations[operation] ??= { current: 0, max: 0, entered: {}, overlaps: [] });
+    const perOperation = (perTenant.operations[operation] ??= {
+      current: 0,
+      max: 0,
+      entered: {},
+      overlaps: [],
+    });
     for (const level of [perTenant, perOperation]) {
       level.current += 1;
       level.max = Math.max(level.max, level.current);
     }
     const at = String(perOperation.current);
     perOperation.entered[at] = (perOperation.entered[at] ?? 0) + 1;
-    const inProgress: InProgressRequest = { reference: request.reference, attemptToken: request.attemptToken, since: new Date().toISOString() };
+    const inProgress: InProgressRequest = {
+      reference: request.reference,
+      attemptToken: request.attemptToken,
+      since: new Date().toISOString(),
+    };
     const running = (this.inProgress[`${tenant}\u0000${operation}`] ??= new Set());
     running.add(inProgress);
     const overlaps = (perOperation.overlaps ??= []);
-    if (running.size > 1 && overlaps.length < OVERLAPS_KEPT) overlaps.push({ at: inProgress.since, inProgress: [...running] });
+    if (running.size > 1 && overlaps.length < OVERLAPS_KEPT)
+      overlaps.push({ at: inProgress.since, inProgress: [...running] });
     let ended = false;
     return () => {
       if (ended) return;

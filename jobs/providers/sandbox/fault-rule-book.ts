@@ -36,7 +36,13 @@ export class FaultRuleBook {
   private nextId = 1;
 
   add(input: FaultRuleInput): FaultRule {
-    const rule: FaultRule = { ...input, id: `rule_${this.nextId++}`, spec: parseFaultSpec(input.fault), seen: 0, applied: 0 };
+    const rule: FaultRule = {
+      ...input,
+      id: `rule_${this.nextId++}`,
+      spec: parseFaultSpec(input.fault),
+      seen: 0,
+      applied: 0,
+    };
     this.rules.push(rule);
     return rule;
   }
@@ -58,7 +64,12 @@ export class FaultRuleBook {
       if (rule.tenant !== undefined && rule.tenant !== target.tenant) continue;
       rule.seen += 1;
       const first = rule.nth ?? 1;
-      const last = rule.times === undefined ? (rule.nth === undefined ? Infinity : first) : first + rule.times - 1;
+      const last =
+        rule.times === undefined
+          ? rule.nth === undefined
+            ? Infinity
+            : first
+          : first + rule.times - 1;
       if (rule.seen >= first && rule.seen <= last) {
         rule.applied += 1;
         specs.push(rule.spec);

@@ -48,7 +48,8 @@ export function parseFaultSpec(text: string): FaultSpec {
         break;
       case 'error': {
         const status = value === undefined ? 503 : Number(value);
-        if (!Number.isInteger(status) || status < 500 || status > 599) throw new FaultSpecError('error must be a 5xx status');
+        if (!Number.isInteger(status) || status < 500 || status > 599)
+          throw new FaultSpecError('error must be a 5xx status');
         spec.errorStatus = status;
         break;
       }
@@ -66,7 +67,8 @@ export function parseFaultSpec(text: string): FaultSpec {
         spec.afterCommit = 'garbage';
         break;
       case 'cancel':
-        if (value !== 'on' && value !== 'off' && value !== 'deferred') throw new FaultSpecError('cancel must be on, off or deferred');
+        if (value !== 'on' && value !== 'off' && value !== 'deferred')
+          throw new FaultSpecError('cancel must be on, off or deferred');
         spec.cancel = value;
         break;
       case 'lookup':

@@ -17,7 +17,11 @@ export interface IdempotencyRecord {
 
 export type IdempotencyCheck =
   | { readonly kind: 'new' }
-  | { readonly kind: 'replay'; readonly answer: StoredAnswer; readonly reference: string | undefined }
+  | {
+      readonly kind: 'replay';
+      readonly answer: StoredAnswer;
+      readonly reference: string | undefined;
+    }
   | { readonly kind: 'in_progress' }
   | { readonly kind: 'conflict' };
 
@@ -25,7 +29,12 @@ export class IdempotencyStore {
   private records = new Map<string, IdempotencyRecord>();
 
   /** Checks a request and, when it is new, reserves the key for it. */
-  claim(tenant: string, key: string, body: unknown, reference: string | undefined): IdempotencyCheck {
+  claim(
+    tenant: string,
+    key: string,
+    body: unknown,
+    reference: string | undefined,
+  ): IdempotencyCheck {
     const k = scope(tenant, key);
     const fingerprint = bodyFingerprint(body);
     const record = this.records.get(k);

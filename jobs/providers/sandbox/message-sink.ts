@@ -23,7 +23,11 @@ export class MessageSink {
   private readonly byKey = new Map<string, SinkMessage>();
   private seq = 0;
 
-  receive(channel: SinkMessage['channel'], body: Readonly<Record<string, unknown>>, headers: { idempotencyKey?: string; signature?: string; raw?: string }): { message: SinkMessage; duplicate: boolean } {
+  receive(
+    channel: SinkMessage['channel'],
+    body: Readonly<Record<string, unknown>>,
+    headers: { idempotencyKey?: string; signature?: string; raw?: string },
+  ): { message: SinkMessage; duplicate: boolean } {
     const key = headers.idempotencyKey;
     const existing = key === undefined ? undefined : this.byKey.get(`${channel}:${key}`);
     if (existing) {
@@ -47,7 +51,11 @@ export class MessageSink {
   }
 
   list(filter: { operationId?: string; channel?: string } = {}): SinkMessage[] {
-    return this.messages.filter((m) => (filter.operationId === undefined || m.operationId === filter.operationId) && (filter.channel === undefined || m.channel === filter.channel));
+    return this.messages.filter(
+      (m) =>
+        (filter.operationId === undefined || m.operationId === filter.operationId) &&
+        (filter.channel === undefined || m.channel === filter.channel),
+    );
   }
 
   reset(): void {

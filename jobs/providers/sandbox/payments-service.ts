@@ -3,7 +3,13 @@
  * repeated refund request is a second refund, which is exactly the hazard the UNKNOWN state and
  * reconciliation exist for. Each refund records our operation reference so lookup can find it.
  */
-import { answerError, answerOk, missingStrings, type SandboxService, type ServiceAnswer } from './sandbox-service.ts';
+import {
+  answerError,
+  answerOk,
+  missingStrings,
+  type SandboxService,
+  type ServiceAnswer,
+} from './sandbox-service.ts';
 
 interface Order {
   readonly orderId: string;
@@ -15,7 +21,13 @@ interface Order {
 /** Orders ord_1001 .. ord_1050, totals between 50.00 and 549.00 EUR, the same on every start. */
 export const SANDBOX_ORDER_COUNT = 50;
 const FIRST_ORDER = 1001;
-const CUSTOMERS = ['Ada Lovelace', 'Alan Turing', 'Grace Hopper', 'Edsger Dijkstra', 'Barbara Liskov'];
+const CUSTOMERS = [
+  'Ada Lovelace',
+  'Alan Turing',
+  'Grace Hopper',
+  'Edsger Dijkstra',
+  'Barbara Liskov',
+];
 
 export class PaymentsService implements SandboxService {
   readonly name = 'payments';
@@ -42,7 +54,12 @@ export class PaymentsService implements SandboxService {
       const orderId = `ord_${FIRST_ORDER + i}`;
       // A fixed multiplicative step spreads totals without a random source.
       const totalCents = 5_000 + ((i * 7_919) % 500) * 100;
-      this.orders.set(orderId, { orderId, customer: CUSTOMERS[i % CUSTOMERS.length] ?? 'Customer', totalCents, refundedCents: 0 });
+      this.orders.set(orderId, {
+        orderId,
+        customer: CUSTOMERS[i % CUSTOMERS.length] ?? 'Customer',
+        totalCents,
+        refundedCents: 0,
+      });
     }
   }
 
@@ -61,21 +78,28 @@ export class PaymentsService implements SandboxService {
     const problems = missingStrings(body, ['order_id']);
     if (problems.length > 0) return answerError(400, 'invalid_request', problems.join('; '));
     const order = this.orders.get(body.order_id as string);
-    if (order === undefined) return answerError(404, 'order_not_found', `no order ${String(body.order_id)}`);
+    if (order === undefined)
+      return answerError(404, 'order_not_found', `no order ${String(body.order_id)}`);
     return answerOk(describe(order), order.orderId, false);
   }
 
   private refund(body: Readonly<Record<string, unknown>>): ServiceAnswer {
     const problems = missingStrings(body, ['order_id']);
     const amount = body.amount_cents;
-    if (typeof amount !== 'number' || !Number.isInteger(amount) || amount <= 0) problems.push('amount_cents must be a positive integer');
+    if (typeof amount !== 'number' || !Number.isInteger(amount) || amount <= 0)
+      problems.push('amount_cents must be a positive integer');
     if (problems.length > 0) return answerError(400, 'invalid_request', problems.join('; '));
     const order = this.orders.get(body.order_id as string);
-    if (order === undefined) return answerError(404, 'order_not_found', `no order ${String(body.order_id)}`);
+    if (order === undefined)
+      return answerError(404, 'order_not_found', `no order ${String(body.order_id)}`);
     const amountCents = amount as number;
     const refundable = order.totalCents - order.refundedCents;
     if (amountCents > refundable) {
-      return answerError(422, 'refund_exceeds_balance', `order ${order.orderId} has ${refundable} cents left to refund`);
+      return answerError(
+        422,
+        'refund_exceeds_balance',
+        `order ${order.orderId} has ${refundable} cents left to refund`,
+      );
     }
     order.refundedCents += amountCents;
     const refundId = `rf_${String(this.nextRefund++).padStart(6, '0')}`;
@@ -98,6 +122,11 @@ function describe(order: Order): Record<string, unknown> {
     total_cents: order.totalCents,
     refunded_cents: order.refundedCents,
     currency: 'EUR',
-    status: order.refundedCents === 0 ? 'paid' : order.refundedCents === order.totalCents ? 'refunded' : 'partially_refunded',
+    status:
+      order.refundedCents === 0
+        ? 'paid'
+        : order.refundedCents === order.totalCents
+          ? 'refunded'
+          : 'partially_refunded',
   };
 }

@@ -4,7 +4,12 @@
  */
 
 export type ReferenceOutcome =
-  | { readonly state: 'committed'; readonly result: Readonly<Record<string, unknown>>; readonly providerRef: string; count: number }
+  | {
+      readonly state: 'committed';
+      readonly result: Readonly<Record<string, unknown>>;
+      readonly providerRef: string;
+      count: number;
+    }
   | { readonly state: 'failed'; readonly code: string; readonly message: string }
   | { readonly state: 'cancelled' };
 

@@ -8,7 +8,9 @@ import { startSandbox } from './sandbox-server.ts';
 const host = process.env.SANDBOX_HOST ?? '127.0.0.1';
 const port = Number(process.env.SANDBOX_PORT ?? '0');
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
-  process.stderr.write(`sandbox: SANDBOX_PORT must be a port number (0-65535), got ${process.env.SANDBOX_PORT}\n`);
+  process.stderr.write(
+    `sandbox: SANDBOX_PORT must be a port number (0-65535), got ${process.env.SANDBOX_PORT}\n`,
+  );
   process.exit(2);
 }
 

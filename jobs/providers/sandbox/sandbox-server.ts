@@ -10,7 +10,13 @@ import { BookingsService } from './bookings-service.ts';
 import { MessageSink } from './message-sink.ts';
 import { EffectJournal } from './effect-journal.ts';
 import { FaultRuleBook, type FaultRule } from './fault-rule-book.ts';
-import { DEFAULT_HOLD_MS, FaultSpecError, mergeFaultSpecs, parseFaultSpec, type FaultSpec } from './fault-spec.ts';
+import {
+  DEFAULT_HOLD_MS,
+  FaultSpecError,
+  mergeFaultSpecs,
+  parseFaultSpec,
+  type FaultSpec,
+} from './fault-spec.ts';
 import { IdempotencyStore } from './idempotency-store.ts';
 import { PaymentsService } from './payments-service.ts';
 import { ReferenceBook, type InFlightRequest } from './reference-book.ts';
@@ -71,11 +77,13 @@ export class SandboxServer {
   private closing = false;
 
   constructor(private readonly log: Logger) {
-    for (const service of [new BookingsService(), new PaymentsService()]) this.services.set(service.name, service);
+    for (const service of [new BookingsService(), new PaymentsService()])
+      this.services.set(service.name, service);
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) => {
         this.log.error('sandbox handler failed', { error, path: req.url });
-        if (!res.headersSent) sendJson(res, 500, { error: { code: 'internal', message: 'internal error' } });
+        if (!res.headersSent)
+          sendJson(res, 500, { error: { code: 'internal', message: 'internal error' } });
         else res.destroy();
       });
     });
@@ -104,48 +112,72 @@ export class SandboxServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://sandbox');
-    const parts = url.pathname.split('/').filter((p) => p !== '').map((p) => safeDecode(p));
+    const parts = url.pathname
+      .split('/')
+      .filter((p) => p !== '')
+      .map((p) => safeDecode(p));
     const method = req.method ?? 'GET';
     const read = await readBody(req);
     if (read.kind === 'too_large') {
-      sendJson(res, 413, { error: { code: 'payload_too_large', message: `bodies are limited to ${SANDBOX_MAX_BODY_BYTES} bytes` } });
+      sendJson(res, 413, {
+        error: {
+          code: 'payload_too_large',
+          message: `bodies are limited to ${SANDBOX_MAX_BODY_BYTES} bytes`,
+        },
+      });
       return;
     }
     if (read.kind === 'aborted') return;
     const body = parseObject(read.text);
     if (body === 'malformed') {
-      sendJson(res, 400, { error: { code: 'malformed_json', message: 'the body is not valid JSON' } });
+      sendJson(res, 400, {
+        error: { code: 'malformed_json', message: 'the body is not valid JSON' },
+      });
       return;
     }
     if (body === 'not_object') {
-      sendJson(res, 400, { error: { code: 'invalid_request', message: 'the body must be a JSON object' } });
+      sendJson(res, 400, {
+        error: { code: 'invalid_request', message: 'the body must be a JSON object' },
+      });
       return;
     }
 
     const [first, second, third, fourth, ...rest] = parts;
     if (first === 'healthz' && second === undefined) return sendJson(res, 200, { ok: true });
-    if ((first === 'messages' || first === 'webhooks') && second === undefined && method === 'POST') {
-      const header = (name: string) => (typeof req.headers[name] === 'string' ? req.headers[name] : undefined);
-      const { message, duplicate } = this.sink.receive(first === 'messages' ? 'sms' : 'webhook', body, {
-        idempotencyKey: header(IDEMPOTENCY_HEADER),
-        signature: header('x-callgate-signature'),
-        raw: read.text,
-      });
+    if (
+      (first === 'messages' || first === 'webhooks') &&
+      second === undefined &&
+      method === 'POST'
+    ) {
+      const header = (name: string) =>
+        typeof req.headers[name] === 'string' ? req.headers[name] : undefined;
+      const { message, duplicate } = this.sink.receive(
+        first === 'messages' ? 'sms' : 'webhook',
+        body,
+        {
+          idempotencyKey: header(IDEMPOTENCY_HEADER),
+          signature: header('x-callgate-signature'),
+          raw: read.text,
+        },
+      );
       return sendJson(res, duplicate ? 200 : 201, { seq: message.seq, duplicate });
     }
     if (first === 'admin') return this.admin(method, second, url.searchParams, body, res);
     const service = first === undefined ? undefined : this.services.get(first);
-    if (service === undefined || second === undefined || rest.length > 0) return notFound(res, url.pathname);
+    if (service === undefined || second === undefined || rest.length > 0)
+      return notFound(res, url.pathname);
 
     let headerSpec: FaultSpec;
     try {
       headerSpec = parseFaultSpec(headerValue(req, FAULT_HEADER) ?? '');
     } catch (error) {
-      if (error instanceof FaultSpecError) return sendJson(res, 400, { error: { code: 'invalid_fault', message: error.message } });
+      if (error instanceof FaultSpecError)
+        return sendJson(res, 400, { error: { code: 'invalid_fault', message: error.message } });
       throw error;
     }
     const tenant = headerValue(req, TENANT_HEADER) ?? DEFAULT_TENANT;
-    const bodyReference = typeof body.reference === 'string' && body.reference !== '' ? body.reference : undefined;
+    const bodyReference =
+      typeof body.reference === 'string' && body.reference !== '' ? body.reference : undefined;
     const reference = headerValue(req, OPERATION_HEADER) ?? bodyReference;
     const idempotencyKey = headerValue(req, IDEMPOTENCY_HEADER);
     const attemptToken = headerValue(req, ATTEMPT_TOKEN_HEADER);
@@ -154,22 +186,35 @@ export class SandboxServer {
       reference,
       idempotencyKey,
       attemptToken,
-      spec: mergeFaultSpecs(this.rules.match({ service: service.name, operation, tenant }), headerSpec),
+      spec: mergeFaultSpecs(
+        this.rules.match({ service: service.name, operation, tenant }),
+        headerSpec,
+      ),
     });
 
     if (second === 'operations') {
       if (third === undefined && fourth === undefined && method === 'GET') {
         const key = url.searchParams.get('idempotency_key');
-        if (key === null) return sendJson(res, 400, { error: { code: 'invalid_request', message: 'idempotency_key is required' } });
+        if (key === null)
+          return sendJson(res, 400, {
+            error: { code: 'invalid_request', message: 'idempotency_key is required' },
+          });
         return this.lookupByKey(service, key, context('lookup'), res);
       }
-      if (third !== undefined && fourth === undefined && method === 'GET') return this.lookup(service, third, context('lookup'), res);
-      if (third !== undefined && fourth === 'cancel' && method === 'POST') return this.cancel(service, third, context('cancel'), res);
-      if (third !== undefined && fourth === 'void' && method === 'POST') return this.voidAttempts(service, third, body, context('void'), res);
+      if (third !== undefined && fourth === undefined && method === 'GET')
+        return this.lookup(service, third, context('lookup'), res);
+      if (third !== undefined && fourth === 'cancel' && method === 'POST')
+        return this.cancel(service, third, context('cancel'), res);
+      if (third !== undefined && fourth === 'void' && method === 'POST')
+        return this.voidAttempts(service, third, body, context('void'), res);
       return notFound(res, url.pathname);
     }
-    if (third !== undefined || !service.operations().includes(second)) return notFound(res, url.pathname);
-    if (method !== 'POST') return sendJson(res, 405, { error: { code: 'method_not_allowed', message: 'operations take POST' } });
+    if (third !== undefined || !service.operations().includes(second))
+      return notFound(res, url.pathname);
+    if (method !== 'POST')
+      return sendJson(res, 405, {
+        error: { code: 'method_not_allowed', message: 'operations take POST' },
+      });
     return this.execute(service, second, body, context(second), res);
   }
 
@@ -183,27 +228,52 @@ export class SandboxServer {
     const { tenant, reference, idempotencyKey, spec, attemptToken } = context;
     const mutation = service.isMutation(operation);
     this.journal.requestReceived(reference);
-    if (mutation && reference !== undefined && this.tombstones.has(tombstone(service.name, reference))) {
+    if (
+      mutation &&
+      reference !== undefined &&
+      this.tombstones.has(tombstone(service.name, reference))
+    ) {
       return this.deliver(res, cancelledAnswer(), spec);
     }
-    if (mutation && reference !== undefined && this.references.isVoided(service.name, reference, attemptToken)) {
+    if (
+      mutation &&
+      reference !== undefined &&
+      this.references.isVoided(service.name, reference, attemptToken)
+    ) {
       // An attempt voided by reconciliation arrived late (held by a proxy, sent by a paused worker).
-      return sendJson(res, 410, { error: { code: 'attempt_voided', message: `attempt ${attemptToken ?? ''} of ${reference} was voided; it takes no effect` } });
+      return sendJson(res, 410, {
+        error: {
+          code: 'attempt_voided',
+          message: `attempt ${attemptToken ?? ''} of ${reference} was voided; it takes no effect`,
+        },
+      });
     }
-    const keyed = mutation && service.honoursIdempotencyKeys && idempotencyKey !== undefined ? idempotencyKey : undefined;
+    const keyed =
+      mutation && service.honoursIdempotencyKeys && idempotencyKey !== undefined
+        ? idempotencyKey
+        : undefined;
     if (keyed !== undefined) {
       const check = this.keys.claim(tenant, keyed, body, reference);
       if (check.kind === 'conflict') {
         return sendJson(res, 422, {
-          error: { code: 'idempotency_key_reused', message: `idempotency key ${keyed} was used with a different request` },
+          error: {
+            code: 'idempotency_key_reused',
+            message: `idempotency key ${keyed} was used with a different request`,
+          },
         });
       }
       if (check.kind === 'in_progress') {
-        return sendJson(res, 409, { error: { code: 'request_in_progress', message: `a request with key ${keyed} is in progress` } });
+        return sendJson(res, 409, {
+          error: {
+            code: 'request_in_progress',
+            message: `a request with key ${keyed} is in progress`,
+          },
+        });
       }
       if (check.kind === 'replay') {
         if ((await this.wait(spec.latencyMs ?? 0)) === 'closing') return void res.destroy();
-        if (spec.errorStatus !== undefined) return sendJson(res, spec.errorStatus, injectedError(spec.errorStatus));
+        if (spec.errorStatus !== undefined)
+          return sendJson(res, spec.errorStatus, injectedError(spec.errorStatus));
         if (spec.dropBeforeCommit === true) return void res.destroy();
         res.setHeader('Idempotent-Replayed', 'true');
         return this.deliver(res, { status: check.answer.status, body: check.answer.body }, spec);
@@ -219,14 +289,18 @@ export class SandboxServer {
       cancelRequested: false,
       wake: () => wake(),
     };
-    const leave = reference !== undefined && mutation ? this.references.enter(service.name, reference, inFlight) : () => undefined;
+    const leave =
+      reference !== undefined && mutation
+        ? this.references.enter(service.name, reference, inFlight)
+        : () => undefined;
     let answer: ServiceAnswer | undefined;
     try {
       const waited = await this.wait(spec.latencyMs ?? 0, (w) => (wake = w));
       if (waited === 'closing') return void res.destroy();
       if (inFlight.cancelRequested) {
         answer = cancelledAnswer();
-        if (reference !== undefined) this.references.decide(service.name, reference, { state: 'cancelled' });
+        if (reference !== undefined)
+          this.references.decide(service.name, reference, { state: 'cancelled' });
       } else if (spec.errorStatus !== undefined || spec.dropBeforeCommit === true) {
         if (keyed !== undefined) this.keys.release(tenant, keyed);
         if (spec.dropBeforeCommit === true) return void res.destroy();
@@ -244,10 +318,13 @@ export class SandboxServer {
             result: answer.effect.result,
           });
         }
-        if (mutation && reference !== undefined) this.recordOutcome(service.name, reference, answer);
-        if (mutation && reference !== undefined && spec.lookup === 'processing') this.references.markStuck(service.name, reference);
+        if (mutation && reference !== undefined)
+          this.recordOutcome(service.name, reference, answer);
+        if (mutation && reference !== undefined && spec.lookup === 'processing')
+          this.references.markStuck(service.name, reference);
       }
-      if (keyed !== undefined) this.keys.settle(tenant, keyed, { status: answer.status, body: answer.body });
+      if (keyed !== undefined)
+        this.keys.settle(tenant, keyed, { status: answer.status, body: answer.body });
     } finally {
       end();
       leave();
@@ -267,50 +344,106 @@ export class SandboxServer {
     }
     const error = answer.body.error as { code?: unknown; message?: unknown } | undefined;
     if (answer.status >= 400 && error !== undefined) {
-      this.references.decide(service, reference, { state: 'failed', code: String(error.code), message: String(error.message) });
+      this.references.decide(service, reference, {
+        state: 'failed',
+        code: String(error.code),
+        message: String(error.message),
+      });
     } else if (answer.status < 300) {
       // A mutation that succeeded without a new effect (cancelling a cancelled booking).
       const result = (answer.body.result ?? {}) as Record<string, unknown>;
-      const providerRef = typeof answer.body.provider_ref === 'string' ? answer.body.provider_ref : reference;
-      this.references.decide(service, reference, { state: 'committed', result, providerRef, count: 0 });
+      const providerRef =
+        typeof answer.body.provider_ref === 'string' ? answer.body.provider_ref : reference;
+      this.references.decide(service, reference, {
+        state: 'committed',
+        result,
+        providerRef,
+        count: 0,
+      });
     }
   }
 
-  private async lookup(service: SandboxService, reference: string, context: RequestContext, res: ServerResponse): Promise<void> {
+  private async lookup(
+    service: SandboxService,
+    reference: string,
+    context: RequestContext,
+    res: ServerResponse,
+  ): Promise<void> {
     const { spec } = context;
     if ((await this.wait(spec.latencyMs ?? 0)) === 'closing') return void res.destroy();
-    if (spec.errorStatus !== undefined) return sendJson(res, spec.errorStatus, injectedError(spec.errorStatus));
+    if (spec.errorStatus !== undefined)
+      return sendJson(res, spec.errorStatus, injectedError(spec.errorStatus));
     if (spec.dropBeforeCommit === true) return void res.destroy();
     const pending = this.references.pending(service.name, reference);
-    if (spec.lookup === 'processing' || pending.length > 0 || this.references.isStuck(service.name, reference)) {
+    if (
+      spec.lookup === 'processing' ||
+      pending.length > 0 ||
+      this.references.isStuck(service.name, reference)
+    ) {
       return this.deliver(res, { status: 200, body: { status: 'processing', reference } }, spec);
     }
     const outcome = this.references.outcome(service.name, reference);
-    if (outcome === undefined) return this.deliver(res, { status: 404, body: { status: 'not_found', reference } }, spec);
+    if (outcome === undefined)
+      return this.deliver(res, { status: 404, body: { status: 'not_found', reference } }, spec);
     switch (outcome.state) {
       case 'committed':
         return this.deliver(
           res,
-          { status: 200, body: { status: 'committed', reference, result: outcome.result, provider_ref: outcome.providerRef, count: outcome.count } },
+          {
+            status: 200,
+            body: {
+              status: 'committed',
+              reference,
+              result: outcome.result,
+              provider_ref: outcome.providerRef,
+              count: outcome.count,
+            },
+          },
           spec,
         );
       case 'failed':
-        return this.deliver(res, { status: 200, body: { status: 'failed', reference, error: { code: outcome.code, message: outcome.message } } }, spec);
+        return this.deliver(
+          res,
+          {
+            status: 200,
+            body: {
+              status: 'failed',
+              reference,
+              error: { code: outcome.code, message: outcome.message },
+            },
+          },
+          spec,
+        );
       case 'cancelled':
         return this.deliver(res, { status: 200, body: { status: 'cancelled', reference } }, spec);
     }
   }
 
-  private async lookupByKey(service: SandboxService, key: string, context: RequestContext, res: ServerResponse): Promise<void> {
+  private async lookupByKey(
+    service: SandboxService,
+    key: string,
+    context: RequestContext,
+    res: ServerResponse,
+  ): Promise<void> {
     if (!service.honoursIdempotencyKeys) {
-      return sendJson(res, 404, { error: { code: 'not_supported', message: `${service.name} does not keep idempotency keys` } });
+      return sendJson(res, 404, {
+        error: { code: 'not_supported', message: `${service.name} does not keep idempotency keys` },
+      });
     }
     const record = this.keys.find(context.tenant, key);
-    if (record === undefined) return sendJson(res, 404, { status: 'not_found', idempotency_key: key });
-    if (record.answer === undefined) return sendJson(res, 200, { status: 'processing', idempotency_key: key });
+    if (record === undefined)
+      return sendJson(res, 404, { status: 'not_found', idempotency_key: key });
+    if (record.answer === undefined)
+      return sendJson(res, 200, { status: 'processing', idempotency_key: key });
     if (record.reference !== undefined) return this.lookup(service, record.reference, context, res);
     const { status, body } = record.answer;
-    if (status < 300) return sendJson(res, 200, { status: 'committed', idempotency_key: key, result: body.result, provider_ref: body.provider_ref });
+    if (status < 300)
+      return sendJson(res, 200, {
+        status: 'committed',
+        idempotency_key: key,
+        result: body.result,
+        provider_ref: body.provider_ref,
+      });
     return sendJson(res, 200, { status: 'failed', idempotency_key: key, error: body.error });
   }
 
@@ -327,26 +460,50 @@ export class SandboxServer {
   ): Promise<void> {
     const { spec } = context;
     if ((await this.wait(spec.latencyMs ?? 0)) === 'closing') return void res.destroy();
-    if (spec.errorStatus !== undefined) return sendJson(res, spec.errorStatus, injectedError(spec.errorStatus));
+    if (spec.errorStatus !== undefined)
+      return sendJson(res, spec.errorStatus, injectedError(spec.errorStatus));
     const tokens = body.attempt_tokens;
-    if (!Array.isArray(tokens) || !tokens.every((t): t is string => typeof t === 'string' && t !== '')) {
-      return sendJson(res, 400, { error: { code: 'invalid_request', message: 'attempt_tokens must be an array of non-empty strings' } });
+    if (
+      !Array.isArray(tokens) ||
+      !tokens.every((t): t is string => typeof t === 'string' && t !== '')
+    ) {
+      return sendJson(res, 400, {
+        error: {
+          code: 'invalid_request',
+          message: 'attempt_tokens must be an array of non-empty strings',
+        },
+      });
     }
     const outcome = this.references.outcome(service.name, reference);
     if (outcome?.state === 'committed') {
-      return sendJson(res, 200, { status: 'committed', reference, result: outcome.result, provider_ref: outcome.providerRef });
+      return sendJson(res, 200, {
+        status: 'committed',
+        reference,
+        result: outcome.result,
+        provider_ref: outcome.providerRef,
+      });
     }
-    if (this.references.pending(service.name, reference).some((p) => p.attemptToken !== undefined && tokens.includes(p.attemptToken))) {
+    if (
+      this.references
+        .pending(service.name, reference)
+        .some((p) => p.attemptToken !== undefined && tokens.includes(p.attemptToken))
+    ) {
       return sendJson(res, 200, { status: 'processing', reference });
     }
     this.references.voidTokens(service.name, reference, tokens);
     return sendJson(res, 200, { status: 'voided', reference, attempt_tokens: tokens });
   }
 
-  private async cancel(service: SandboxService, reference: string, context: RequestContext, res: ServerResponse): Promise<void> {
+  private async cancel(
+    service: SandboxService,
+    reference: string,
+    context: RequestContext,
+    res: ServerResponse,
+  ): Promise<void> {
     const { spec } = context;
     if ((await this.wait(spec.latencyMs ?? 0)) === 'closing') return void res.destroy();
-    if (spec.errorStatus !== undefined) return sendJson(res, spec.errorStatus, injectedError(spec.errorStatus));
+    if (spec.errorStatus !== undefined)
+      return sendJson(res, spec.errorStatus, injectedError(spec.errorStatus));
     const notSupported = () => sendJson(res, 501, { status: 'not_supported', reference });
     if (spec.cancel === 'off') return notSupported();
     const pending = this.references.pending(service.name, reference);
@@ -361,7 +518,12 @@ export class SandboxServer {
     }
     const outcome = this.references.outcome(service.name, reference);
     if (outcome?.state === 'committed') {
-      return sendJson(res, 200, { status: 'already_committed', reference, result: outcome.result, provider_ref: outcome.providerRef });
+      return sendJson(res, 200, {
+        status: 'already_committed',
+        reference,
+        result: outcome.result,
+        provider_ref: outcome.providerRef,
+      });
     }
     // Nothing committed and nothing in flight: refuse the reference from now on, so a request
     // still on its way cannot take effect after we said "cancelled".
@@ -380,7 +542,10 @@ export class SandboxServer {
     switch (key) {
       case 'POST faults': {
         const problems = ruleProblems(body);
-        if (problems.length > 0) return sendJson(res, 400, { error: { code: 'invalid_request', message: problems.join('; ') } });
+        if (problems.length > 0)
+          return sendJson(res, 400, {
+            error: { code: 'invalid_request', message: problems.join('; ') },
+          });
         try {
           const rule = this.rules.add({
             fault: body.fault as string,
@@ -392,7 +557,8 @@ export class SandboxServer {
           });
           return sendJson(res, 201, describeRule(rule));
         } catch (error) {
-          if (error instanceof FaultSpecError) return sendJson(res, 400, { error: { code: 'invalid_fault', message: error.message } });
+          if (error instanceof FaultSpecError)
+            return sendJson(res, 400, { error: { code: 'invalid_fault', message: error.message } });
           throw error;
         }
       }
@@ -417,7 +583,10 @@ export class SandboxServer {
         return sendJson(res, 200, this.journal.concurrencyReport());
       case 'GET messages':
         return sendJson(res, 200, {
-          messages: this.sink.list({ operationId: query.get('operation_id') ?? undefined, channel: query.get('channel') ?? undefined }),
+          messages: this.sink.list({
+            operationId: query.get('operation_id') ?? undefined,
+            channel: query.get('channel') ?? undefined,
+          }),
         });
       case 'POST reset':
         for (const service of this.services.values()) service.reset();
@@ -446,10 +615,12 @@ export class SandboxServer {
       case 'timeout': {
         let release: (end: WaitEnd) => void = () => undefined;
         res.once('close', () => release('woken'));
-        void this.wait(spec.holdMs ?? DEFAULT_HOLD_MS, (wake) => (release = () => wake())).then((end) => {
-          if (end === 'elapsed' && !res.destroyed) sendJson(res, answer.status, answer.body);
-          else res.destroy();
-        });
+        void this.wait(spec.holdMs ?? DEFAULT_HOLD_MS, (wake) => (release = () => wake())).then(
+          (end) => {
+            if (end === 'elapsed' && !res.destroyed) sendJson(res, answer.status, answer.body);
+            else res.destroy();
+          },
+        );
         return;
       }
       default:
@@ -480,7 +651,12 @@ export class SandboxServer {
 }
 
 function cancelledAnswer(): ServiceAnswer {
-  return { status: 422, body: { error: { code: 'cancelled', message: 'the request was cancelled before it took effect' } } };
+  return {
+    status: 422,
+    body: {
+      error: { code: 'cancelled', message: 'the request was cancelled before it took effect' },
+    },
+  };
 }
 
 function injectedError(status: number): Record<string, unknown> {
@@ -493,13 +669,16 @@ function tombstone(service: string, reference: string): string {
 
 function ruleProblems(body: Readonly<Record<string, unknown>>): string[] {
   const problems: string[] = [];
-  if (typeof body.fault !== 'string' || body.fault === '') problems.push('fault must be a non-empty string');
+  if (typeof body.fault !== 'string' || body.fault === '')
+    problems.push('fault must be a non-empty string');
   for (const name of ['service', 'operation', 'tenant']) {
-    if (body[name] !== undefined && typeof body[name] !== 'string') problems.push(`${name} must be a string`);
+    if (body[name] !== undefined && typeof body[name] !== 'string')
+      problems.push(`${name} must be a string`);
   }
   for (const name of ['nth', 'times']) {
     const value = body[name];
-    if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 1)) problems.push(`${name} must be a positive integer`);
+    if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 1))
+      problems.push(`${name} must be a positive integer`);
   }
   return problems;
 }
@@ -530,11 +709,17 @@ function notFound(res: ServerResponse, path: string): void {
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   if (res.headersSent || res.destroyed) return;
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
-type BodyRead = { readonly kind: 'ok'; readonly text: string } | { readonly kind: 'too_large' } | { readonly kind: 'aborted' };
+type BodyRead =
+  | { readonly kind: 'ok'; readonly text: string }
+  | { readonly kind: 'too_large' }
+  | { readonly kind: 'aborted' };
 
 function readBody(req: IncomingMessage): Promise<BodyRead> {
   return new Promise((resolve) => {
@@ -550,7 +735,11 @@ function readBody(req: IncomingMessage): Promise<BodyRead> {
       if (size <= SANDBOX_MAX_BODY_BYTES) chunks.push(chunk);
     });
     req.on('end', () =>
-      resolve(size > SANDBOX_MAX_BODY_BYTES ? { kind: 'too_large' } : { kind: 'ok', text: Buffer.concat(chunks).toString('utf8') }),
+      resolve(
+        size > SANDBOX_MAX_BODY_BYTES
+          ? { kind: 'too_large' }
+          : { kind: 'ok', text: Buffer.concat(chunks).toString('utf8') },
+      ),
     );
     req.on('error', () => resolve({ kind: 'aborted' }));
     req.on('close', () => {

@@ -14,7 +14,10 @@ export interface ServiceAnswer {
   /** `{ result, provider_ref }` on success, `{ error: { code, message } }` otherwise. */
   readonly body: Readonly<Record<string, unknown>>;
   /** Set when the answer committed a side effect. */
-  readonly effect?: { readonly providerRef: string; readonly result: Readonly<Record<string, unknown>> };
+  readonly effect?: {
+    readonly providerRef: string;
+    readonly result: Readonly<Record<string, unknown>>;
+  };
 }
 
 export interface SandboxService {
@@ -23,12 +26,21 @@ export interface SandboxService {
   readonly honoursIdempotencyKeys: boolean;
   operations(): readonly string[];
   isMutation(operation: string): boolean;
-  apply(operation: string, body: Readonly<Record<string, unknown>>, context: ServiceContext): ServiceAnswer;
+  apply(
+    operation: string,
+    body: Readonly<Record<string, unknown>>,
+    context: ServiceContext,
+  ): ServiceAnswer;
   /** Back to the seeded state. */
   reset(): void;
 }
 
-export function answerOk(result: Record<string, unknown>, providerRef: string, effect: boolean, status = 200): ServiceAnswer {
+export function answerOk(
+  result: Record<string, unknown>,
+  providerRef: string,
+  effect: boolean,
+  status = 200,
+): ServiceAnswer {
   const body = { result, provider_ref: providerRef };
   return effect ? { status, body, effect: { providerRef, result } } : { status, body };
 }
@@ -38,6 +50,11 @@ export function answerError(status: number, code: string, message: string): Serv
 }
 
 /** Checks required string fields; returns the problems, empty when none. */
-export function missingStrings(body: Readonly<Record<string, unknown>>, names: readonly string[]): string[] {
-  return names.filter((name) => typeof body[name] !== 'string' || body[name] === '').map((name) => `${name} must be a non-empty string`);
+export function missingStrings(
+  body: Readonly<Record<string, unknown>>,
+  names: readonly string[],
+): string[] {
+  return names
+    .filter((name) => typeof body[name] !== 'string' || body[name] === '')
+    .map((name) => `${name} must be a non-empty string`);
 }

@@ -5,8 +5,20 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { leaseHolder } from '../../../jobs/ledger/keys.ts';
-import type { CancelResult, Provider, ProviderRequest, ProviderResult } from '../../../jobs/providers/provider.ts';
-import { ACTION_NAME, jobOf, NO_SIGNAL, startExecutorFixture, TENANT, type ExecutorFixture } from './executor-fixture.ts';
+import type {
+  CancelResult,
+  Provider,
+  ProviderRequest,
+  ProviderResult,
+} from '../../../jobs/providers/provider.ts';
+import {
+  ACTION_NAME,
+  jobOf,
+  NO_SIGNAL,
+  startExecutorFixture,
+  TENANT,
+  type ExecutorFixture,
+} from './executor-fixture.ts';
 
 /** Something the test releases later with a value. */
 class Held<T> {
@@ -70,9 +82,18 @@ describe('when the provider confirms a cancel after the attempt it was about has
     const cancelling = f.canceller.process(TENANT, id); // asks about attempt 1
     await provider.cancellation.arrived();
     // Attempt 1 ends retryably and attempt 2 starts: a new request at the provider.
-    await f.ledger.transition(first.operation, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: 1, actor: 'worker', reason: 'injected' });
+    await f.ledger.transition(first.operation, {
+      from: ['RUNNING'],
+      to: 'FAILED_RETRYABLE',
+      attempt: 1,
+      actor: 'worker',
+      reason: 'injected',
+    });
     await f.ledger.releaseLease(TENANT, ACTION_NAME, leaseHolder(id, 1));
-    expect(await f.ledger.start(jobOf(id), provider.name, lease)).toMatchObject({ type: 'started', operation: { attempt: 2 } });
+    expect(await f.ledger.start(jobOf(id), provider.name, lease)).toMatchObject({
+      type: 'started',
+      operation: { attempt: 2 },
+    });
     provider.cancellation.answer({ status: 'cancelled' });
 
     expect(await cancelling).toEqual({ type: 'again', delayMs: 0 });
@@ -81,7 +102,11 @@ describe('when the provider confirms a cancel after the attempt it was about has
     provider.cancellation = undefined;
     expect(await f.canceller.process(TENANT, id)).toEqual({ type: 'done', note: 'cancelled' });
     expect(await f.ledger.require(TENANT, id)).toMatchObject({ state: 'CANCELLED', attempt: 2 });
-    expect((await f.ledger.history(TENANT, id)).at(-1)).toMatchObject({ state: 'CANCELLED', attempt: 2, reason: 'provider_confirmed_cancel' });
+    expect((await f.ledger.history(TENANT, id)).at(-1)).toMatchObject({
+      state: 'CANCELLED',
+      attempt: 2,
+      reason: 'provider_confirmed_cancel',
+    });
   });
 });
 
@@ -93,12 +118,23 @@ describe('when a cancel is requested while the attempt runs and the provider ans
     const running = f.executor().execute(jobOf(id), NO_SIGNAL);
     await provider.execution.arrived();
 
-    expect(await f.cancellation.request(TENANT, id)).toEqual({ type: 'requested', operationId: id });
-    provider.execution.answer({ status: 'failed', retryable: false, code: 'cancelled', message: 'cancelled at the caller\'s request' });
+    expect(await f.cancellation.request(TENANT, id)).toEqual({
+      type: 'requested',
+      operationId: id,
+    });
+    provider.execution.answer({
+      status: 'failed',
+      retryable: false,
+      code: 'cancelled',
+      message: "cancelled at the caller's request",
+    });
 
     expect(await running).toEqual({ type: 'done', state: 'CANCELLED' });
     expect(await f.ledger.require(TENANT, id)).toMatchObject({ state: 'CANCELLED', attempt: 1 });
-    expect((await f.ledger.history(TENANT, id)).at(-1)).toMatchObject({ state: 'CANCELLED', reason: 'cancelled_by_provider' });
+    expect((await f.ledger.history(TENANT, id)).at(-1)).toMatchObject({
+      state: 'CANCELLED',
+      reason: 'cancelled_by_provider',
+    });
     expect(provider.execution.calls).toBe(1);
   });
 });

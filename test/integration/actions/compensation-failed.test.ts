@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BOOK, booking, CANCEL_BOOKING, startHarness, type Harness } from '../../support/action-harness.ts';
+import {
+  BOOK,
+  booking,
+  CANCEL_BOOKING,
+  startHarness,
+  type Harness,
+} from '../../support/action-harness.ts';
 import { compensationCount } from '../../support/compensation-metrics.ts';
 import { waitFor } from '../../support/processes.ts';
 
@@ -11,7 +17,10 @@ beforeAll(async () => {
       [TENANT]: {
         book_table: BOOK,
         // Two attempts, quickly: a compensation against a failing provider ends FAILED_FINAL in well under a second.
-        cancel_booking: { ...CANCEL_BOOKING, retry: { maxAttempts: 2, backoffMs: 20, maxBackoffMs: 40 } },
+        cancel_booking: {
+          ...CANCEL_BOOKING,
+          retry: { maxAttempts: 2, backoffMs: 20, maxBackoffMs: 40 },
+        },
       },
     },
   });
@@ -19,7 +28,12 @@ beforeAll(async () => {
 afterAll(async () => h.close());
 
 async function committedBooking(): Promise<{ id: string; bookingId: string }> {
-  const decision = await h.layer.admit({ tenantId: TENANT, action: 'book_table', args: booking(), scope: h.scope() });
+  const decision = await h.layer.admit({
+    tenantId: TENANT,
+    action: 'book_table',
+    args: booking(),
+    scope: h.scope(),
+  });
   if (decision.type !== 'started') throw new Error(`not started: ${decision.type}`);
   const op = await h.layer.waitFor(TENANT, decision.operationId, 10_000);
   expect(op?.state).toBe('COMMITTED');
@@ -37,27 +51,56 @@ describe('when a compensation fails for good', () => {
     const scope = h.scope();
     const failedBefore = await compensationCount('cancel_booking', 'failed');
     // The system of record refuses both attempts of the first undo.
-    await h.sandbox.addRule({ fault: 'error=503', tenant: TENANT, operation: 'cancel_booking', times: 2 });
+    await h.sandbox.addRule({
+      fault: 'error=503',
+      tenant: TENANT,
+      operation: 'cancel_booking',
+      times: 2,
+    });
 
-    const firstId = admittedId(await h.layer.compensate({ tenantId: TENANT, operationId: id }, { action: 'cancel_booking', args: { booking_id: bookingId }, scope }));
+    const firstId = admittedId(
+      await h.layer.compensate(
+        { tenantId: TENANT, operationId: id },
+        { action: 'cancel_booking', args: { booking_id: bookingId }, scope },
+      ),
+    );
     const first = await h.layer.waitFor(TENANT, firstId, 10_000);
     expect(first?.state).toBe('FAILED_FINAL');
 
     // The link is released, so the undo can be asked for again; the failed try stays on record.
-    await waitFor(async () => ((await h.layer.ledger.get(TENANT, id))?.compensatedBy === undefined ? true : undefined), 5_000, 'the link to be released');
-    expect(await h.layer.ledger.rawField({ tenantId: TENANT, operationId: id }, 'compensation_failed')).toBe(firstId);
+    await waitFor(
+      async () =>
+        (await h.layer.ledger.get(TENANT, id))?.compensatedBy === undefined ? true : undefined,
+      5_000,
+      'the link to be released',
+    );
+    expect(
+      await h.layer.ledger.rawField({ tenantId: TENANT, operationId: id }, 'compensation_failed'),
+    ).toBe(firstId);
     expect(await compensationCount('cancel_booking', 'failed')).toBe(failedBefore + 1);
-    expect(await h.sandbox.effects({ tenant: TENANT, operation: 'cancel_booking' })).toHaveLength(0);
+    expect(await h.sandbox.effects({ tenant: TENANT, operation: 'cancel_booking' })).toHaveLength(
+      0,
+    );
 
-    const second = await h.layer.compensate({ tenantId: TENANT, operationId: id }, { action: 'cancel_booking', args: { booking_id: bookingId }, scope });
+    const second = await h.layer.compensate(
+      { tenantId: TENANT, operationId: id },
+      { action: 'cancel_booking', args: { booking_id: bookingId }, scope },
+    );
     const secondId = admittedId(second);
     expect(secondId).not.toBe(firstId);
     expect(second.type === 'admitted' && second.decision.type).toBe('started');
     expect((await h.layer.waitFor(TENANT, secondId, 10_000))?.state).toBe('COMMITTED');
     expect((await h.layer.ledger.get(TENANT, secondId))?.idempotencyKey).toBe(`comp_${id}_2`);
-    await waitFor(async () => ((await h.layer.ledger.listCompensationsInFlight(TENANT)).length === 0 ? true : undefined), 5_000, 'the second undo to settle');
+    await waitFor(
+      async () =>
+        (await h.layer.ledger.listCompensationsInFlight(TENANT)).length === 0 ? true : undefined,
+      5_000,
+      'the second undo to settle',
+    );
     expect((await h.layer.ledger.get(TENANT, id))?.compensatedBy).toBe(secondId);
-    expect(await h.sandbox.effects({ tenant: TENANT, operation: 'cancel_booking' })).toHaveLength(1);
+    expect(await h.sandbox.effects({ tenant: TENANT, operation: 'cancel_booking' })).toHaveLength(
+      1,
+    );
     // Counted once, however many passes looked at it.
     expect(await compensationCount('cancel_booking', 'failed')).toBe(failedBefore + 1);
   });

@@ -54,11 +54,27 @@ export function startExecutorFixture(options: ExecutorFixtureOptions): ExecutorF
     provider: provider.name,
     operation: ACTION_NAME,
     maxConcurrent: 4,
-    retry: { maxAttempts: 5, backoffMs: 10, maxBackoffMs: 20, budgetRatio: 1, budgetWindowSeconds: 60, budgetMinRetries: 10 },
+    retry: {
+      maxAttempts: 5,
+      backoffMs: 10,
+      maxBackoffMs: 20,
+      budgetRatio: 1,
+      budgetWindowSeconds: 60,
+      budgetMinRetries: 10,
+    },
     ...options.action,
   });
   const providers = new Map([[provider.name, provider]]);
-  const reconciler = new Reconciler({ ledger, queues, providers, actionConfig: () => action, log: quietLog, graceMs: 0, backoffMs: 10, maxBackoffMs: 100 });
+  const reconciler = new Reconciler({
+    ledger,
+    queues,
+    providers,
+    actionConfig: () => action,
+    log: quietLog,
+    graceMs: 0,
+    backoffMs: 10,
+    maxBackoffMs: 100,
+  });
   return {
     redis,
     ledger,
@@ -104,7 +120,11 @@ export function startExecutorFixture(options: ExecutorFixtureOptions): ExecutorF
 }
 
 /** The job a worker would run for `operationId`. */
-export function jobOf(operationId: string): { tenantId: string; operationId: string; action: string } {
+export function jobOf(operationId: string): {
+  tenantId: string;
+  operationId: string;
+  action: string;
+} {
   return { tenantId: TENANT, operationId, action: ACTION_NAME };
 }
 

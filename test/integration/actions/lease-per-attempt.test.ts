@@ -7,8 +7,19 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { leasesLost } from '../../../jobs/action-metrics.ts';
 import { leaseHolder } from '../../../jobs/ledger/keys.ts';
-import type { Provider, ProviderRequest, ProviderResult } from '../../../jobs/providers/provider.ts';
-import { ACTION_NAME, jobOf, NO_SIGNAL, startExecutorFixture, TENANT, type ExecutorFixture } from './executor-fixture.ts';
+import type {
+  Provider,
+  ProviderRequest,
+  ProviderResult,
+} from '../../../jobs/providers/provider.ts';
+import {
+  ACTION_NAME,
+  jobOf,
+  NO_SIGNAL,
+  startExecutorFixture,
+  TENANT,
+  type ExecutorFixture,
+} from './executor-fixture.ts';
 
 /**
  * A provider that honours idempotency keys and holds every request until the test lets it answer,
@@ -42,7 +53,8 @@ class HeldProvider implements Provider {
 
   /** Resolves once a request of `operationId` is held. */
   async arrived(operationId: string): Promise<void> {
-    while (!this.held.some((h) => h.operationId === operationId)) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    while (!this.held.some((h) => h.operationId === operationId))
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
   /** Lets the held request of `operationId` answer. */
@@ -76,9 +88,18 @@ describe('when a stalled attempt is taken over while its request is still at the
     await provider.arrived(op1);
     // Worker B gets the job again after A's lock expired: it takes the operation over as a failed
     // attempt (a retry after the backoff), and A's request still holds the only lease.
-    expect(await b.execute(jobOf(op1), NO_SIGNAL)).toMatchObject({ type: 'delay', reason: 'retry' });
-    expect(await f.ledger.require(TENANT, op1)).toMatchObject({ state: 'FAILED_RETRYABLE', attempt: 1 });
-    expect(await c.execute(jobOf(op2), NO_SIGNAL)).toMatchObject({ type: 'delay', reason: 'no_lease' });
+    expect(await b.execute(jobOf(op1), NO_SIGNAL)).toMatchObject({
+      type: 'delay',
+      reason: 'retry',
+    });
+    expect(await f.ledger.require(TENANT, op1)).toMatchObject({
+      state: 'FAILED_RETRYABLE',
+      attempt: 1,
+    });
+    expect(await c.execute(jobOf(op2), NO_SIGNAL)).toMatchObject({
+      type: 'delay',
+      reason: 'no_lease',
+    });
     expect(await leases(f)).toEqual([leaseHolder(op1, 1)]);
 
     // A's answer comes: its move is refused (the operation was taken over) and it gives its lease back.
@@ -88,7 +109,10 @@ describe('when a stalled attempt is taken over while its request is still at the
 
     const second = c.execute(jobOf(op2), NO_SIGNAL);
     await provider.arrived(op2);
-    expect(await b.execute(jobOf(op1), NO_SIGNAL)).toMatchObject({ type: 'delay', reason: 'no_lease' });
+    expect(await b.execute(jobOf(op1), NO_SIGNAL)).toMatchObject({
+      type: 'delay',
+      reason: 'no_lease',
+    });
     provider.answer(op2);
     expect(await second).toEqual({ type: 'done', state: 'COMMITTED' });
 
@@ -110,7 +134,10 @@ describe('when a running attempt finds its lease gone at renewal', () => {
     const provider = new HeldProvider();
     const leaseTtlMs = 300; // renewed every 100 ms
     const f = (fx = startExecutorFixture({ provider, action: { maxConcurrent: 1 }, leaseTtlMs }));
-    const lost = async () => (await leasesLost.get()).values.find((v) => v.labels.tenant === TENANT && v.labels.action === ACTION_NAME)?.value ?? 0;
+    const lost = async () =>
+      (await leasesLost.get()).values.find(
+        (v) => v.labels.tenant === TENANT && v.labels.action === ACTION_NAME,
+      )?.value ?? 0;
     const lostBefore = await lost();
     const op1 = await f.admit();
     const running = f.executor().execute(jobOf(op1), NO_SIGNAL);
@@ -120,7 +147,11 @@ describe('when a running attempt finds its lease gone at renewal', () => {
     const key = f.ledger.keys.lease(TENANT, ACTION_NAME);
     const { redis } = f;
     const other = leaseHolder('op_other', 1);
-    await redis.multi().zrem(key, leaseHolder(op1, 1)).zadd(key, Date.now() + 60_000, other).exec();
+    await redis
+      .multi()
+      .zrem(key, leaseHolder(op1, 1))
+      .zadd(key, Date.now() + 60_000, other)
+      .exec();
     await expect.poll(lost, { timeout: 2_000 }).toBe(lostBefore + 1);
     expect(await redis.zrange(key, 0, -1)).toEqual([other]);
 
@@ -133,16 +164,28 @@ describe('when a running attempt finds its lease gone at renewal', () => {
 
 describe('when an operation begins a new attempt', () => {
   it('should need a lease of its own while the previous attempt still holds one', async () => {
-    const f = (fx = startExecutorFixture({ provider: new HeldProvider(), action: { maxConcurrent: 1 } }));
+    const f = (fx = startExecutorFixture({
+      provider: new HeldProvider(),
+      action: { maxConcurrent: 1 },
+    }));
     const id = await f.admit();
     const lease = { ttlMs: 60_000, max: 1, maxAttempts: 5 };
     const first = await f.ledger.start(jobOf(id), 'held', lease);
     if (first.type !== 'started') throw new Error(first.type);
-    await f.ledger.transition(first.operation, { from: ['RUNNING'], to: 'FAILED_RETRYABLE', attempt: 1, actor: 'worker', reason: 'worker_lost' });
+    await f.ledger.transition(first.operation, {
+      from: ['RUNNING'],
+      to: 'FAILED_RETRYABLE',
+      attempt: 1,
+      actor: 'worker',
+      reason: 'worker_lost',
+    });
     expect(await f.ledger.start(jobOf(id), 'held', lease)).toEqual({ type: 'no_lease' });
     expect(await f.ledger.renewLease(TENANT, ACTION_NAME, leaseHolder(id, 2), 60_000)).toBe(false);
     await f.ledger.releaseLease(TENANT, ACTION_NAME, leaseHolder(id, 1));
-    expect(await f.ledger.start(jobOf(id), 'held', lease)).toMatchObject({ type: 'started', operation: { state: 'RUNNING', attempt: 2 } });
+    expect(await f.ledger.start(jobOf(id), 'held', lease)).toMatchObject({
+      type: 'started',
+      operation: { state: 'RUNNING', attempt: 2 },
+    });
     expect(await leases(f)).toEqual([leaseHolder(id, 2)]);
   });
 });

@@ -13,7 +13,12 @@ beforeAll(async () => {
     worker: { reconcileGraceMs: 60_000, reconcileBackoffMs: 60_000, reconcileMaxBackoffMs: 60_000 },
   });
   http = new HttpServer();
-  registerOperationsApi(http, { ledger: h.layer.ledger, queues: h.layer.queues, outOfBand: h.layer.outOfBand, tenants: ['tenant-api'] });
+  registerOperationsApi(http, {
+    ledger: h.layer.ledger,
+    queues: h.layer.queues,
+    outOfBand: h.layer.outOfBand,
+    tenants: ['tenant-api'],
+  });
   const address = await http.listen(0, '127.0.0.1');
   base = `http://127.0.0.1:${address.port}`;
 });
@@ -30,21 +35,49 @@ async function get(path: string): Promise<{ status: number; body: Record<string,
 describe('when an operator looks an operation up', () => {
   it('should show state, history, result and correlation ids by id, by session and by idempotency key', async () => {
     const scope = h.scope({ providerCallId: 'call_api', turnId: 'turn-7' });
-    const decision = await h.layer.admit({ tenantId: 'tenant-api', action: 'book_table', args: booking(), scope });
+    const decision = await h.layer.admit({
+      tenantId: 'tenant-api',
+      action: 'book_table',
+      args: booking(),
+      scope,
+    });
     if (decision.type !== 'started') throw new Error(decision.type);
     await h.layer.waitFor('tenant-api', decision.operationId, 10_000);
     const one = await get(`/v1/operations/${decision.operationId}`);
     expect(one.status).toBe(200);
-    expect(one.body.operation).toMatchObject({ operation_id: decision.operationId, state: 'COMMITTED', session_id: scope.sessionId, turn_id: 'turn-7', provider_call_id: 'call_api', idempotency_key: decision.idempotencyKey });
-    expect((one.body.history as { state: string }[]).map((e) => e.state)).toEqual(['REQUESTED', 'ADMITTED', 'RUNNING', 'COMMITTED']);
+    expect(one.body.operation).toMatchObject({
+      operation_id: decision.operationId,
+      state: 'COMMITTED',
+      session_id: scope.sessionId,
+      turn_id: 'turn-7',
+      provider_call_id: 'call_api',
+      idempotency_key: decision.idempotencyKey,
+    });
+    expect((one.body.history as { state: string }[]).map((e) => e.state)).toEqual([
+      'REQUESTED',
+      'ADMITTED',
+      'RUNNING',
+      'COMMITTED',
+    ]);
     const bySession = await get(`/v1/operations?session_id=${scope.sessionId}`);
-    expect((bySession.body.operations as { operation_id: string }[]).map((o) => o.operation_id)).toEqual([decision.operationId]);
-    const byKey = await get(`/v1/operations?idempotency_key=${decision.idempotencyKey}&tenant=tenant-api`);
-    expect((byKey.body.operations as { operation_id: string }[]).map((o) => o.operation_id)).toEqual([decision.operationId]);
+    expect(
+      (bySession.body.operations as { operation_id: string }[]).map((o) => o.operation_id),
+    ).toEqual([decision.operationId]);
+    const byKey = await get(
+      `/v1/operations?idempotency_key=${decision.idempotencyKey}&tenant=tenant-api`,
+    );
+    expect(
+      (byKey.body.operations as { operation_id: string }[]).map((o) => o.operation_id),
+    ).toEqual([decision.operationId]);
   });
 
   it('should answer 404 with an error code for an unknown id, and 400 for a list without a filter', async () => {
-    expect(await get('/v1/operations/op_nope')).toEqual({ status: 404, body: { error: { code: 'CALLGATE_ERR_OP_NOT_FOUND', message: 'operation op_nope does not exist' } } });
+    expect(await get('/v1/operations/op_nope')).toEqual({
+      status: 404,
+      body: {
+        error: { code: 'CALLGATE_ERR_OP_NOT_FOUND', message: 'operation op_nope does not exist' },
+      },
+    });
     expect((await get('/v1/operations')).status).toBe(400);
     expect((await get('/v1/operations?session_id=x&tenant=other')).status).toBe(404);
   });
@@ -52,20 +85,36 @@ describe('when an operator looks an operation up', () => {
 
 describe('when an operator reconciles an UNKNOWN operation by hand', () => {
   it('should list it under state=UNKNOWN, and resolve it on POST /reconcile', async () => {
-    await h.sandbox.addRule({ fault: 'commit-then-timeout=2000', tenant: 'tenant-api', operation: 'refund', nth: 1 });
-    const decision = await h.layer.admit({ tenantId: 'tenant-api', action: 'refund', args: { order_id: 'ord_1020', amount_cents: 50 }, scope: h.scope() });
+    await h.sandbox.addRule({
+      fault: 'commit-then-timeout=2000',
+      tenant: 'tenant-api',
+      operation: 'refund',
+      nth: 1,
+    });
+    const decision = await h.layer.admit({
+      tenantId: 'tenant-api',
+      action: 'refund',
+      args: { order_id: 'ord_1020', amount_cents: 50 },
+      scope: h.scope(),
+    });
     if (decision.type !== 'started') throw new Error(decision.type);
     const unknown = await h.layer.waitFor('tenant-api', decision.operationId, 10_000, true);
     expect(unknown?.state).toBe('UNKNOWN');
     const listed = await get('/v1/operations?state=UNKNOWN');
-    expect((listed.body.operations as { operation_id: string }[]).map((o) => o.operation_id)).toContain(decision.operationId);
+    expect(
+      (listed.body.operations as { operation_id: string }[]).map((o) => o.operation_id),
+    ).toContain(decision.operationId);
     const refused = await fetch(`${base}/v1/operations/op_nope/reconcile`, { method: 'POST' });
     expect(refused.status).toBe(404);
-    const response = await fetch(`${base}/v1/operations/${decision.operationId}/reconcile`, { method: 'POST' });
+    const response = await fetch(`${base}/v1/operations/${decision.operationId}/reconcile`, {
+      method: 'POST',
+    });
     expect(response.status).toBe(202);
     const op = await h.layer.waitFor('tenant-api', decision.operationId, 10_000);
     expect(op?.state).toBe('COMMITTED');
-    const again = await fetch(`${base}/v1/operations/${decision.operationId}/reconcile`, { method: 'POST' });
+    const again = await fetch(`${base}/v1/operations/${decision.operationId}/reconcile`, {
+      method: 'POST',
+    });
     expect(again.status).toBe(409);
   });
 });

@@ -9,7 +9,10 @@ import { testRedis } from '../../support/redis.ts';
 let h: Harness;
 beforeAll(async () => {
   // The sweep is run by hand here; its own timer is far away.
-  h = await startHarness({ tenants: { 'tenant-outbox': { book_table: BOOK } }, worker: { sweepIntervalMs: 600_000 } });
+  h = await startHarness({
+    tenants: { 'tenant-outbox': { book_table: BOOK } },
+    worker: { sweepIntervalMs: 600_000 },
+  });
 });
 afterAll(async () => h.close());
 
@@ -74,14 +77,29 @@ describe('when the enqueue fails after the ledger admitted the operation', () =>
     const idKey = `${bullPrefix(failing.prefix)}:ops-mutations:id`;
     await redis.set(idKey, 'not-a-number');
     try {
-      const decision = await failing.layer.admit({ tenantId: 'tenant-enqueue', action: 'book_table', args: booking(), scope: failing.scope() });
+      const decision = await failing.layer.admit({
+        tenantId: 'tenant-enqueue',
+        action: 'book_table',
+        args: booking(),
+        scope: failing.scope(),
+      });
       expect(decision.type).toBe('started');
       if (decision.type !== 'started') return;
       await failing.layer.admission.drain();
-      expect(logged.some((line) => line.includes('enqueue failed') && line.includes(decision.operationId))).toBe(true);
-      expect((await failing.layer.get('tenant-enqueue', decision.operationId)).state).toBe('ADMITTED');
-      expect(await failing.layer.queues.jobState('ops-mutations', decision.operationId)).toBe('missing');
-      expect(await failing.layer.ledger.outbox('tenant-enqueue', Date.now())).toContain(decision.operationId);
+      expect(
+        logged.some(
+          (line) => line.includes('enqueue failed') && line.includes(decision.operationId),
+        ),
+      ).toBe(true);
+      expect((await failing.layer.get('tenant-enqueue', decision.operationId)).state).toBe(
+        'ADMITTED',
+      );
+      expect(await failing.layer.queues.jobState('ops-mutations', decision.operationId)).toBe(
+        'missing',
+      );
+      expect(await failing.layer.ledger.outbox('tenant-enqueue', Date.now())).toContain(
+        decision.operationId,
+      );
 
       await redis.del(idKey);
       await new Promise((resolve) => setTimeout(resolve, 1_200)); // past the outbox's settle time
@@ -89,7 +107,9 @@ describe('when the enqueue fails after the ledger admitted the operation', () =>
       const op = await failing.layer.waitFor('tenant-enqueue', decision.operationId, 10_000);
       expect(op?.state).toBe('COMMITTED');
       expect((await failing.sandbox.counts()).requests[decision.operationId]).toBe(1);
-      expect(await failing.layer.ledger.outbox('tenant-enqueue', Date.now())).not.toContain(decision.operationId);
+      expect(await failing.layer.ledger.outbox('tenant-enqueue', Date.now())).not.toContain(
+        decision.operationId,
+      );
     } finally {
       await redis.del(idKey);
       redis.disconnect();

@@ -38,7 +38,9 @@ export interface ProxiedProvider {
   close(): Promise<void>;
 }
 
-export async function startProxiedProvider(options: ProxiedProviderOptions): Promise<ProxiedProvider> {
+export async function startProxiedProvider(
+  options: ProxiedProviderOptions,
+): Promise<ProxiedProvider> {
   const requests: { reference: string; idempotencyKey: string }[] = [];
   const effects: Effect[] = [];
   const answers = new Map<string, string>();
@@ -51,9 +53,22 @@ export async function startProxiedProvider(options: ProxiedProviderOptions): Pro
     if (req.method === 'GET' && lookup) {
       const effect = effects.find((e) => e.reference === decodeURIComponent(lookup[1] ?? ''));
       if (!effect) return send(res, 404, JSON.stringify({ status: 'not_found' }));
-      return send(res, 200, JSON.stringify({ status: 'committed', result: { refund_id: effect.refundId }, provider_ref: effect.refundId }));
+      return send(
+        res,
+        200,
+        JSON.stringify({
+          status: 'committed',
+          result: { refund_id: effect.refundId },
+          provider_ref: effect.refundId,
+        }),
+      );
     }
-    if (req.method !== 'POST' || req.url !== '/refund') return send(res, 404, JSON.stringify({ error: { code: 'not_found', message: 'no such endpoint' } }));
+    if (req.method !== 'POST' || req.url !== '/refund')
+      return send(
+        res,
+        404,
+        JSON.stringify({ error: { code: 'not_found', message: 'no such endpoint' } }),
+      );
     requests.push({ reference, idempotencyKey });
     const plan = options.plan(requests.length);
     let status: number;
@@ -102,6 +117,9 @@ export async function startProxiedProvider(options: ProxiedProviderOptions): Pro
 }
 
 function send(res: ServerResponse, status: number, text: string): void {
-  res.writeHead(status, { 'content-type': text.startsWith('{') ? 'application/json' : 'text/plain', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': text.startsWith('{') ? 'application/json' : 'text/plain',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }

@@ -12,7 +12,11 @@ import { Janitor } from '../../../agents/janitor.ts';
 import { ResultDelivery } from '../../../agents/result-delivery.ts';
 import type { OutOfBandQueue } from '../../../jobs/notify/out-of-band.ts';
 import { BOOK, booking, quietLog } from '../../support/action-harness.ts';
-import { RecordingPort, startAgentsHarness, type AgentsHarness } from '../../support/agents-harness.ts';
+import {
+  RecordingPort,
+  startAgentsHarness,
+  type AgentsHarness,
+} from '../../support/agents-harness.ts';
 import { CuttableProxy } from '../../support/cuttable-proxy.ts';
 import { waitFor } from '../../support/processes.ts';
 import { testRedis, testRedisUrl } from '../../support/redis.ts';
@@ -26,7 +30,10 @@ let a: AgentsHarness;
 const redis = testRedis();
 const closers: (() => Promise<void>)[] = [];
 beforeAll(async () => {
-  a = await startAgentsHarness({ tenants: { [TENANT]: { book_table: BOOK } }, gatewayId: 'gw-back-harness' });
+  a = await startAgentsHarness({
+    tenants: { [TENANT]: { book_table: BOOK } },
+    gatewayId: 'gw-back-harness',
+  });
 });
 afterAll(async () => {
   for (const close of closers.reverse()) await close();
@@ -35,12 +42,36 @@ afterAll(async () => {
 });
 
 /** Gateway `gatewayId`: delivery and a heartbeating janitor, on `url`, sending out of band through `outOfBand`. */
-async function gateway(gatewayId: string, url: string, outOfBand: Pick<OutOfBandQueue, 'enqueue'>): Promise<ResultDelivery> {
+async function gateway(
+  gatewayId: string,
+  url: string,
+  outOfBand: Pick<OutOfBandQueue, 'enqueue'>,
+): Promise<ResultDelivery> {
   const blocking = new Redis(url, { maxRetriesPerRequest: null });
   const shared = new Redis(url, { maxRetriesPerRequest: null });
-  const delivery = new ResultDelivery({ redis: blocking, commands: shared, ledger: a.h.layer.ledger, gatewayId, tenants: [TENANT], catalogue: a.catalogue, outOfBand, audit: a.audit, log: quietLog });
+  const delivery = new ResultDelivery({
+    redis: blocking,
+    commands: shared,
+    ledger: a.h.layer.ledger,
+    gatewayId,
+    tenants: [TENANT],
+    catalogue: a.catalogue,
+    outOfBand,
+    audit: a.audit,
+    log: quietLog,
+  });
   await delivery.start();
-  const janitor = new Janitor({ redis: shared, prefix: a.h.prefix, gatewayId, tenants: [TENANT], delivery, ledger: a.h.layer.ledger, heartbeatMs: HEARTBEAT_MS, deadAfterMs: DEAD_AFTER_MS, log: quietLog });
+  const janitor = new Janitor({
+    redis: shared,
+    prefix: a.h.prefix,
+    gatewayId,
+    tenants: [TENANT],
+    delivery,
+    ledger: a.h.layer.ledger,
+    heartbeatMs: HEARTBEAT_MS,
+    deadAfterMs: DEAD_AFTER_MS,
+    log: quietLog,
+  });
   await janitor.start();
   closers.push(async () => {
     await janitor.stop();
@@ -69,16 +100,41 @@ describe('when a gateway comes back after a janitor took over the result it held
       },
     });
 
-    const session = new AgentSession({ sessionId: 'back-call', tenantId: TENANT, caller: '+15550166', ownerGateway: 'gw-back-b', agent: 'reservations' });
+    const session = new AgentSession({
+      sessionId: 'back-call',
+      tenantId: TENANT,
+      caller: '+15550166',
+      ownerGateway: 'gw-back-b',
+      agent: 'reservations',
+    });
     session.callerSpeaking = true;
     const port = new RecordingPort();
     b.attach(session, port);
-    const out = await a.runtime.handle(session, { callId: 'c-back', name: 'book_table', arguments: { ...booking(), restaurant: 'bistro-nord', time: '19:00', party_size: 2, name: 'Lin' } });
+    const out = await a.runtime.handle(session, {
+      callId: 'c-back',
+      name: 'book_table',
+      arguments: {
+        ...booking(),
+        restaurant: 'bistro-nord',
+        time: '19:00',
+        party_size: 2,
+        name: 'Lin',
+      },
+    });
     const id = String(out.operation_id);
-    await waitFor(async () => ((await a.h.layer.ledger.get(TENANT, id))?.delivery !== undefined ? true : undefined), 10_000, 'the gate decision at B');
+    await waitFor(
+      async () =>
+        (await a.h.layer.ledger.get(TENANT, id))?.delivery !== undefined ? true : undefined,
+      10_000,
+      'the gate decision at B',
+    );
 
     proxy.cut();
-    await waitFor(async () => (enqueued ? true : undefined), 6 * DEAD_AFTER_MS, 'the janitor taking the result over');
+    await waitFor(
+      async () => (enqueued ? true : undefined),
+      6 * DEAD_AFTER_MS,
+      'the janitor taking the result over',
+    );
     proxy.heal();
     // B is back: heartbeats, then its caller falls silent.
     await new Promise((resolve) => setTimeout(resolve, 2 * HEARTBEAT_MS));
@@ -87,10 +143,20 @@ describe('when a gateway comes back after a janitor took over the result it held
     expect(port.spoken).toEqual([]);
 
     release();
-    expect(await messagesOnceSettled(a.h.sandbox.url, id, { settleMs: 500 })).toEqual([expect.objectContaining({ deliveries: 1 })]);
-    expect((await a.h.layer.ledger.get(TENANT, id))?.delivery).toMatchObject({ decision: 'deliver_out_of_band', channel: 'out_of_band', reasons: expect.arrayContaining(['gateway_gone']) as unknown });
+    expect(await messagesOnceSettled(a.h.sandbox.url, id, { settleMs: 500 })).toEqual([
+      expect.objectContaining({ deliveries: 1 }),
+    ]);
+    expect((await a.h.layer.ledger.get(TENANT, id))?.delivery).toMatchObject({
+      decision: 'deliver_out_of_band',
+      channel: 'out_of_band',
+      reasons: expect.arrayContaining(['gateway_gone']) as unknown,
+    });
     await b.onIdle(session.sessionId);
     expect(port.spoken).toEqual([]);
-    await waitFor(async () => ((await redis.xlen(b.streamKey(TENANT))) === 0 ? true : undefined), 2_000, 'the entry settled by the janitor');
+    await waitFor(
+      async () => ((await redis.xlen(b.streamKey(TENANT))) === 0 ? true : undefined),
+      2_000,
+      'the entry settled by the janitor',
+    );
   });
 });

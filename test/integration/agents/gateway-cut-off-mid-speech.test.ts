@@ -38,7 +38,10 @@ let proxy: TcpProxy | undefined;
 const redis = testRedis();
 const closers: (() => Promise<void>)[] = [];
 beforeAll(async () => {
-  a = await startAgentsHarness({ tenants: { [TENANT]: { book_table: { ...BOOK, maxConcurrent: 10 } } }, gatewayId: 'gw-cut-off-harness' });
+  a = await startAgentsHarness({
+    tenants: { [TENANT]: { book_table: { ...BOOK, maxConcurrent: 10 } } },
+    gatewayId: 'gw-cut-off-harness',
+  });
 });
 afterAll(async () => {
   if (gatewayB) {
@@ -59,68 +62,121 @@ function eventsOfB(): EventOfB[] {
 }
 
 describe('when a live gateway is cut off from Redis while it speaks a result', () => {
-  it('should cut the speech before a janitor can take the result over, and leave it to the message', { timeout: 60_000 }, async () => {
-    const redisPort = Number(new URL(a.h.config.redis.url ?? '').port);
-    const started = await TcpProxy.start(redisPort);
-    proxy = started.proxy;
-    gatewayB = startTs('test/integration/agents/paused-gateway-process.ts', {
-      env: {
-        CALLGATE_CONFIG: a.h.configPath,
-        CALLGATE__redis__url: `redis://127.0.0.1:${started.port}`,
-        GATEWAY_ID: B,
-        SPEECH_MS: String(SPEECH_MS),
-        CALLGATE__gateway__heartbeatMs: String(HEARTBEAT_MS),
-        CALLGATE__gateway__deadAfterMs: String(DEAD_AFTER_MS),
-      },
-    });
-    await waitFor(async () => (eventsOfB().some((e) => e.event === 'ready') ? true : undefined), 20_000, `gateway B ready\n${gatewayB.output()}`);
-
-    // Gateway A: a janitor on a direct connection; when it hands a result to the out-of-band queue is noted.
-    const takenOverAt: number[] = [];
-    const connection = testRedis();
-    const deliveryA = new ResultDelivery({
-      redis: connection,
-      commands: redis,
-      ledger: a.h.layer.ledger,
-      gatewayId: 'gw-cut-off-a',
-      tenants: [TENANT],
-      catalogue: a.catalogue,
-      outOfBand: {
-        enqueue: async (message) => {
-          takenOverAt.push(Date.now());
-          return a.h.layer.outOfBand.enqueue(message);
+  it(
+    'should cut the speech before a janitor can take the result over, and leave it to the message',
+    { timeout: 60_000 },
+    async () => {
+      const redisPort = Number(new URL(a.h.config.redis.url ?? '').port);
+      const started = await TcpProxy.start(redisPort);
+      proxy = started.proxy;
+      gatewayB = startTs('test/integration/agents/paused-gateway-process.ts', {
+        env: {
+          CALLGATE_CONFIG: a.h.configPath,
+          CALLGATE__redis__url: `redis://127.0.0.1:${started.port}`,
+          GATEWAY_ID: B,
+          SPEECH_MS: String(SPEECH_MS),
+          CALLGATE__gateway__heartbeatMs: String(HEARTBEAT_MS),
+          CALLGATE__gateway__deadAfterMs: String(DEAD_AFTER_MS),
         },
-      },
-      audit: a.audit,
-      log: quietLog,
-    });
-    await deliveryA.start();
-    const janitorA = new Janitor({ redis, prefix: a.h.prefix, gatewayId: 'gw-cut-off-a', tenants: [TENANT], delivery: deliveryA, ledger: a.h.layer.ledger, heartbeatMs: HEARTBEAT_MS, deadAfterMs: DEAD_AFTER_MS, log: quietLog });
-    await janitorA.start();
-    closers.push(async () => {
-      await janitorA.stop();
-      await deliveryA.stop();
-      connection.disconnect();
-    });
+      });
+      await waitFor(
+        async () => (eventsOfB().some((e) => e.event === 'ready') ? true : undefined),
+        20_000,
+        `gateway B ready\n${gatewayB.output()}`,
+      );
 
-    const session = new AgentSession({ sessionId: `${B}-speak`, tenantId: TENANT, caller: '+15550144', ownerGateway: B, agent: 'reservations' });
-    const out = await a.runtime.handle(session, { callId: 'c-cut-off', name: 'book_table', arguments: { ...booking(), restaurant: 'bistro-nord', time: '19:30', party_size: 2, name: 'Ode' } });
-    const operationId = String(out.operation_id);
-    await waitFor(async () => (eventsOfB().some((e) => e.event === 'asked' && e.operation === operationId) ? true : undefined), 10_000, 'B speaking the result');
+      // Gateway A: a janitor on a direct connection; when it hands a result to the out-of-band queue is noted.
+      const takenOverAt: number[] = [];
+      const connection = testRedis();
+      const deliveryA = new ResultDelivery({
+        redis: connection,
+        commands: redis,
+        ledger: a.h.layer.ledger,
+        gatewayId: 'gw-cut-off-a',
+        tenants: [TENANT],
+        catalogue: a.catalogue,
+        outOfBand: {
+          enqueue: async (message) => {
+            takenOverAt.push(Date.now());
+            return a.h.layer.outOfBand.enqueue(message);
+          },
+        },
+        audit: a.audit,
+        log: quietLog,
+      });
+      await deliveryA.start();
+      const janitorA = new Janitor({
+        redis,
+        prefix: a.h.prefix,
+        gatewayId: 'gw-cut-off-a',
+        tenants: [TENANT],
+        delivery: deliveryA,
+        ledger: a.h.layer.ledger,
+        heartbeatMs: HEARTBEAT_MS,
+        deadAfterMs: DEAD_AFTER_MS,
+        log: quietLog,
+      });
+      await janitorA.start();
+      closers.push(async () => {
+        await janitorA.stop();
+        await deliveryA.stop();
+        connection.disconnect();
+      });
 
-    proxy.refuse(true);
-    await waitFor(async () => (takenOverAt.length > 0 ? true : undefined), 10 * DEAD_AFTER_MS, 'the janitor taking the result over');
-    // B stays cut off past the end its speech would have had, then Redis is back for it.
-    await new Promise((resolve) => setTimeout(resolve, SPEECH_MS));
-    proxy.refuse(false);
-    await new Promise((resolve) => setTimeout(resolve, 6 * HEARTBEAT_MS + 1_000));
+      const session = new AgentSession({
+        sessionId: `${B}-speak`,
+        tenantId: TENANT,
+        caller: '+15550144',
+        ownerGateway: B,
+        agent: 'reservations',
+      });
+      const out = await a.runtime.handle(session, {
+        callId: 'c-cut-off',
+        name: 'book_table',
+        arguments: {
+          ...booking(),
+          restaurant: 'bistro-nord',
+          time: '19:30',
+          party_size: 2,
+          name: 'Ode',
+        },
+      });
+      const operationId = String(out.operation_id);
+      await waitFor(
+        async () =>
+          eventsOfB().some((e) => e.event === 'asked' && e.operation === operationId)
+            ? true
+            : undefined,
+        10_000,
+        'B speaking the result',
+      );
 
-    const ofB = eventsOfB().filter((e) => e.operation === operationId);
-    expect(ofB.map((e) => `${e.event}:${e.status ?? ''}`)).toEqual(['asked:', 'spoken:cancelled']);
-    // Cut while B still held the result: before the janitor could claim it, not after.
-    const cutAt = ofB[1]?.at ?? Number.POSITIVE_INFINITY;
-    expect(cutAt).toBeLessThan(takenOverAt[0] ?? 0);
-    expect(await messagesOnceSettled(a.h.sandbox.url, operationId, { settleMs: 500 })).toEqual([expect.objectContaining({ deliveries: 1 })]);
-    expect((await a.h.layer.ledger.get(TENANT, operationId))?.delivery).toMatchObject({ decision: 'deliver_out_of_band', reasons: expect.arrayContaining(['gateway_gone']) as unknown });
-  });
+      proxy.refuse(true);
+      await waitFor(
+        async () => (takenOverAt.length > 0 ? true : undefined),
+        10 * DEAD_AFTER_MS,
+        'the janitor taking the result over',
+      );
+      // B stays cut off past the end its speech would have had, then Redis is back for it.
+      await new Promise((resolve) => setTimeout(resolve, SPEECH_MS));
+      proxy.refuse(false);
+      await new Promise((resolve) => setTimeout(resolve, 6 * HEARTBEAT_MS + 1_000));
+
+      const ofB = eventsOfB().filter((e) => e.operation === operationId);
+      expect(ofB.map((e) => `${e.event}:${e.status ?? ''}`)).toEqual([
+        'asked:',
+        'spoken:cancelled',
+      ]);
+      // Cut while B still held the result: before the janitor could claim it, not after.
+      const cutAt = ofB[1]?.at ?? Number.POSITIVE_INFINITY;
+      expect(cutAt).toBeLessThan(takenOverAt[0] ?? 0);
+      expect(await messagesOnceSettled(a.h.sandbox.url, operationId, { settleMs: 500 })).toEqual([
+        expect.objectContaining({ deliveries: 1 }),
+      ]);
+      expect((await a.h.layer.ledger.get(TENANT, operationId))?.delivery).toMatchObject({
+        decision: 'deliver_out_of_band',
+        reasons: expect.arrayContaining(['gateway_gone']) as unknown,
+      });
+    },
+  );
 });

@@ -25,17 +25,41 @@ describe('when the agent stops talking while the gate decides to speak a result 
     // The response ends while the decision is recorded: after the gate's snapshot, before delivery acts on it.
     const record = a.audit.record.bind(a.audit);
     a.audit.record = async (sessionId: string, event: AuditEvent, turnId?: number) => {
-      if (sessionId === session.sessionId && event.type === 'gate_decision' && event.decision === 'speak_when_idle') session.responseActive = false;
+      if (
+        sessionId === session.sessionId &&
+        event.type === 'gate_decision' &&
+        event.decision === 'speak_when_idle'
+      )
+        session.responseActive = false;
       return record(sessionId, event, turnId);
     };
-    const output = await a.runtime.handle(session, { callId: 'c-idle-race', name: 'book_table', arguments: { ...booking(), restaurant: 'trattoria-roma', time: '18:00', party_size: 2, name: 'Ada' } });
+    const output = await a.runtime.handle(session, {
+      callId: 'c-idle-race',
+      name: 'book_table',
+      arguments: {
+        ...booking(),
+        restaurant: 'trattoria-roma',
+        time: '18:00',
+        party_size: 2,
+        name: 'Ada',
+      },
+    });
     const id = String(output.operation_id);
 
-    await waitFor(async () => (port.completed(id).length > 0 ? true : undefined), 10_000, 'the result told once the call was idle');
+    await waitFor(
+      async () => (port.completed(id).length > 0 ? true : undefined),
+      10_000,
+      'the result told once the call was idle',
+    );
     const op = await a.h.layer.ledger.get(TENANT, id);
     expect(op?.delivery).toMatchObject({ decision: 'spoken', channel: 'voice', delivered: true });
     expect(port.spoken.filter((s) => s.operationId === id)).toHaveLength(1);
-    const decisions = (await a.audit.read(session.sessionId)).map((r) => r.event).filter((e) => e.type === 'gate_decision');
-    expect(decisions.map((e) => (e.type === 'gate_decision' ? e.decision : undefined))).toEqual(['speak_when_idle', 'speak_now']);
+    const decisions = (await a.audit.read(session.sessionId))
+      .map((r) => r.event)
+      .filter((e) => e.type === 'gate_decision');
+    expect(decisions.map((e) => (e.type === 'gate_decision' ? e.decision : undefined))).toEqual([
+      'speak_when_idle',
+      'speak_now',
+    ]);
   });
 });

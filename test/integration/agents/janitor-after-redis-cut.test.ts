@@ -11,7 +11,12 @@ import { AgentSession } from '../../../agents/agent-session.ts';
 import { Janitor } from '../../../agents/janitor.ts';
 import { ResultDelivery } from '../../../agents/result-delivery.ts';
 import { BOOK, booking, quietLog } from '../../support/action-harness.ts';
-import { messages, RecordingPort, startAgentsHarness, type AgentsHarness } from '../../support/agents-harness.ts';
+import {
+  messages,
+  RecordingPort,
+  startAgentsHarness,
+  type AgentsHarness,
+} from '../../support/agents-harness.ts';
 import { CuttableProxy } from '../../support/cuttable-proxy.ts';
 import { waitFor } from '../../support/processes.ts';
 import { testRedis, testRedisUrl } from '../../support/redis.ts';
@@ -29,7 +34,10 @@ const redis = testRedis();
 const proxies: CuttableProxy[] = [];
 const stops: (() => Promise<void>)[] = [];
 beforeAll(async () => {
-  a = await startAgentsHarness({ tenants: { [TENANT]: { book_table: BOOK } }, gatewayId: 'gw-cut-harness' });
+  a = await startAgentsHarness({
+    tenants: { [TENANT]: { book_table: BOOK } },
+    gatewayId: 'gw-cut-harness',
+  });
 });
 afterAll(async () => {
   for (const stop of stops.reverse()) await stop();
@@ -39,15 +47,37 @@ afterAll(async () => {
 });
 
 /** A gateway's delivery and heartbeating janitor, all its Redis connections through its own proxy. */
-async function gateway(gatewayId: string): Promise<{ delivery: ResultDelivery; proxy: CuttableProxy }> {
+async function gateway(
+  gatewayId: string,
+): Promise<{ delivery: ResultDelivery; proxy: CuttableProxy }> {
   const url = new URL(testRedisUrl());
   const proxy = await CuttableProxy.start({ host: url.hostname, port: Number(url.port) });
   proxies.push(proxy);
   const blocking = new Redis(proxy.redisUrl(testRedisUrl()), { maxRetriesPerRequest: null });
   const shared = new Redis(proxy.redisUrl(testRedisUrl()), { maxRetriesPerRequest: null });
-  const delivery = new ResultDelivery({ redis: blocking, commands: shared, ledger: a.h.layer.ledger, gatewayId, tenants: [TENANT], catalogue: a.catalogue, outOfBand: a.h.layer.outOfBand, audit: a.audit, log: quietLog });
+  const delivery = new ResultDelivery({
+    redis: blocking,
+    commands: shared,
+    ledger: a.h.layer.ledger,
+    gatewayId,
+    tenants: [TENANT],
+    catalogue: a.catalogue,
+    outOfBand: a.h.layer.outOfBand,
+    audit: a.audit,
+    log: quietLog,
+  });
   await delivery.start();
-  const janitor = new Janitor({ redis: shared, prefix: a.h.prefix, gatewayId, tenants: [TENANT], delivery, ledger: a.h.layer.ledger, heartbeatMs: HEARTBEAT_MS, deadAfterMs: DEAD_AFTER_MS, log: quietLog });
+  const janitor = new Janitor({
+    redis: shared,
+    prefix: a.h.prefix,
+    gatewayId,
+    tenants: [TENANT],
+    delivery,
+    ledger: a.h.layer.ledger,
+    heartbeatMs: HEARTBEAT_MS,
+    deadAfterMs: DEAD_AFTER_MS,
+    log: quietLog,
+  });
   await janitor.start();
   stops.push(async () => {
     await janitor.stop();
@@ -64,14 +94,35 @@ describe('when two gateways are cut off from Redis past the dead threshold and c
   it('should leave the result with the gateway that holds it: told once when its caller is idle, no message', async () => {
     const gwA = await gateway('gw-cut-a');
     const gwB = await gateway('gw-cut-b');
-    const session = new AgentSession({ sessionId: 'cut-call', tenantId: TENANT, caller: '+15550199', ownerGateway: 'gw-cut-b', agent: 'reservations' });
+    const session = new AgentSession({
+      sessionId: 'cut-call',
+      tenantId: TENANT,
+      caller: '+15550199',
+      ownerGateway: 'gw-cut-b',
+      agent: 'reservations',
+    });
     session.callerSpeaking = true;
     const port = new RecordingPort();
     gwB.delivery.attach(session, port);
-    const out = await a.runtime.handle(session, { callId: 'c-cut', name: 'book_table', arguments: { ...booking(), restaurant: 'bistro-nord', time: '19:00', party_size: 2, name: 'Lin' } });
+    const out = await a.runtime.handle(session, {
+      callId: 'c-cut',
+      name: 'book_table',
+      arguments: {
+        ...booking(),
+        restaurant: 'bistro-nord',
+        time: '19:00',
+        party_size: 2,
+        name: 'Lin',
+      },
+    });
     const id = String(out.operation_id);
     // B holds the result until its caller stops talking.
-    await waitFor(async () => ((await a.h.layer.ledger.get(TENANT, id))?.delivery !== undefined ? true : undefined), 10_000, 'the gate decision at B');
+    await waitFor(
+      async () =>
+        (await a.h.layer.ledger.get(TENANT, id))?.delivery !== undefined ? true : undefined,
+      10_000,
+      'the gate decision at B',
+    );
     expect((await a.h.layer.ledger.get(TENANT, id))?.delivery).toMatchObject({ delivered: false });
     // A has watched long enough to judge, and finds B alive.
     await sleep(DEAD_AFTER_MS + 2 * HEARTBEAT_MS);
@@ -90,8 +141,16 @@ describe('when two gateways are cut off from Redis past the dead threshold and c
     await gwB.delivery.onIdle(session.sessionId);
     expect(port.completed(id)).toHaveLength(1);
     expect(port.spoken.filter((s) => s.operationId === id)).toHaveLength(1);
-    expect((await a.h.layer.ledger.get(TENANT, id))?.delivery).toMatchObject({ decision: 'spoken', channel: 'voice', delivered: true });
-    await waitFor(async () => ((await redis.xlen(gwB.delivery.streamKey(TENANT))) === 0 ? true : undefined), 2_000, 'the entry settled');
+    expect((await a.h.layer.ledger.get(TENANT, id))?.delivery).toMatchObject({
+      decision: 'spoken',
+      channel: 'voice',
+      delivered: true,
+    });
+    await waitFor(
+      async () => ((await redis.xlen(gwB.delivery.streamKey(TENANT))) === 0 ? true : undefined),
+      2_000,
+      'the entry settled',
+    );
     expect(await messages(a.h, id)).toEqual([]);
   });
 });

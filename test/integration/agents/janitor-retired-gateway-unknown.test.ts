@@ -22,7 +22,10 @@ let a: AgentsHarness;
 const redis = testRedis();
 beforeAll(async () => {
   // Without idempotency keys a lost answer is UNKNOWN, reconciled by lookup (never resent blindly).
-  a = await startAgentsHarness({ tenants: { [TENANT]: { book_table: { ...BOOK, providerIdempotent: false } } }, gatewayId: 'gw-retired-harness' });
+  a = await startAgentsHarness({
+    tenants: { [TENANT]: { book_table: { ...BOOK, providerIdempotent: false } } },
+    gatewayId: 'gw-retired-harness',
+  });
 });
 afterAll(async () => {
   redis.disconnect();
@@ -32,12 +35,42 @@ afterAll(async () => {
 describe('when the watch window of a dead gateway ends while an operation it owns is UNKNOWN', () => {
   it('should keep its streams watched until the operation is reconciled, deliver the result once, then retire it', async () => {
     const registry = `${a.h.prefix}:gateways`;
-    await a.h.sandbox.addRule({ fault: 'commit-then-timeout', service: 'bookings', operation: 'book', times: 1 });
-    await a.h.sandbox.addRule({ fault: 'lookup=processing', service: 'bookings', operation: 'lookup' });
-    const session = new AgentSession({ sessionId: 'retired-unknown-call', tenantId: TENANT, caller: '+15550133', ownerGateway: DEAD, agent: 'reservations' });
-    const out = await a.runtime.handle(session, { callId: 'c-ru', name: 'book_table', arguments: { ...booking(), restaurant: 'bistro-nord', time: '19:00', party_size: 2, name: 'Lin' } });
+    await a.h.sandbox.addRule({
+      fault: 'commit-then-timeout',
+      service: 'bookings',
+      operation: 'book',
+      times: 1,
+    });
+    await a.h.sandbox.addRule({
+      fault: 'lookup=processing',
+      service: 'bookings',
+      operation: 'lookup',
+    });
+    const session = new AgentSession({
+      sessionId: 'retired-unknown-call',
+      tenantId: TENANT,
+      caller: '+15550133',
+      ownerGateway: DEAD,
+      agent: 'reservations',
+    });
+    const out = await a.runtime.handle(session, {
+      callId: 'c-ru',
+      name: 'book_table',
+      arguments: {
+        ...booking(),
+        restaurant: 'bistro-nord',
+        time: '19:00',
+        party_size: 2,
+        name: 'Lin',
+      },
+    });
     const id = String(out.operation_id);
-    await waitFor(async () => ((await a.h.layer.ledger.get(TENANT, id))?.state === 'UNKNOWN' ? true : undefined), 10_000, 'the booking UNKNOWN');
+    await waitFor(
+      async () =>
+        (await a.h.layer.ledger.get(TENANT, id))?.state === 'UNKNOWN' ? true : undefined,
+      10_000,
+      'the booking UNKNOWN',
+    );
 
     // The gateway died; a janitor takes its UNKNOWN event (nothing to tell before reconciliation).
     await redis.zadd(registry, Date.now() - 5_000, DEAD);
@@ -50,10 +83,24 @@ describe('when the watch window of a dead gateway ends while an operation it own
 
     // The provider answers lookups again: reconciled after the window.
     await fetch(`${a.h.sandbox.url}/admin/faults`, { method: 'DELETE' });
-    await waitFor(async () => ((await a.h.layer.ledger.get(TENANT, id))?.state === 'COMMITTED' ? true : undefined), 10_000, 'the booking reconciled');
-    await waitFor(async () => ((await a.janitor('gw-retired-live').sweep()) > 0 ? true : undefined), 5_000, 'a janitor delivering the result');
-    expect(await messagesOnceSettled(a.h.sandbox.url, id, { settleMs: 500 })).toEqual([expect.objectContaining({ deliveries: 1 })]);
-    expect((await a.h.layer.ledger.get(TENANT, id))?.delivery).toMatchObject({ decision: 'deliver_out_of_band', reasons: expect.arrayContaining(['gateway_gone', 'committed']) as unknown });
+    await waitFor(
+      async () =>
+        (await a.h.layer.ledger.get(TENANT, id))?.state === 'COMMITTED' ? true : undefined,
+      10_000,
+      'the booking reconciled',
+    );
+    await waitFor(
+      async () => ((await a.janitor('gw-retired-live').sweep()) > 0 ? true : undefined),
+      5_000,
+      'a janitor delivering the result',
+    );
+    expect(await messagesOnceSettled(a.h.sandbox.url, id, { settleMs: 500 })).toEqual([
+      expect.objectContaining({ deliveries: 1 }),
+    ]);
+    expect((await a.h.layer.ledger.get(TENANT, id))?.delivery).toMatchObject({
+      decision: 'deliver_out_of_band',
+      reasons: expect.arrayContaining(['gateway_gone', 'committed']) as unknown,
+    });
 
     // Nothing open, nothing owed: the next round retires it.
     await a.janitor('gw-retired-live').sweep();

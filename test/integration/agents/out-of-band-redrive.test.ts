@@ -7,7 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerOperationsApi } from '../../../jobs/http/operations-api.ts';
 import { HttpServer } from '../../../jobs/http/server.ts';
 import { OutOfBandRedrive } from '../../../jobs/notify/out-of-band-redrive.ts';
-import { BOOK, booking, quietLog, startHarness, type Harness } from '../../support/action-harness.ts';
+import {
+  BOOK,
+  booking,
+  quietLog,
+  startHarness,
+  type Harness,
+} from '../../support/action-harness.ts';
 import { HttpReceiver } from '../../support/http-receiver.ts';
 import { waitFor } from '../../support/processes.ts';
 
@@ -24,11 +30,23 @@ beforeAll(async () => {
   h = await startHarness({
     tenants: { [TENANT]: { book_table: BOOK } },
     tenantSettings: () => ({
-      [TENANT]: { notify: { webhookUrl: `${receiver.url}/hook`, webhookSecretEnv: 'CALLGATE_TEST_REDRIVE_SECRET', sms: 'none', retry: { attempts: ATTEMPTS, backoffMs: 20, maxBackoffMs: 40 } } },
+      [TENANT]: {
+        notify: {
+          webhookUrl: `${receiver.url}/hook`,
+          webhookSecretEnv: 'CALLGATE_TEST_REDRIVE_SECRET',
+          sms: 'none',
+          retry: { attempts: ATTEMPTS, backoffMs: 20, maxBackoffMs: 40 },
+        },
+      },
     }),
   });
   http = new HttpServer();
-  registerOperationsApi(http, { ledger: h.layer.ledger, queues: h.layer.queues, outOfBand: h.layer.outOfBand, tenants: [TENANT] });
+  registerOperationsApi(http, {
+    ledger: h.layer.ledger,
+    queues: h.layer.queues,
+    outOfBand: h.layer.outOfBand,
+    tenants: [TENANT],
+  });
   http.addMetricsRefresher(() => h.layer.refreshMetrics());
   base = `http://127.0.0.1:${(await http.listen(0, '127.0.0.1')).port}`;
 });
@@ -42,12 +60,32 @@ afterAll(async () => {
 /** A committed booking whose result went out of band while the receiver answers 503. */
 async function givenUpMessage(): Promise<string> {
   receiver.status = 503;
-  const decision = await h.layer.admit({ tenantId: TENANT, action: 'book_table', args: booking(), scope: h.scope() });
+  const decision = await h.layer.admit({
+    tenantId: TENANT,
+    action: 'book_table',
+    args: booking(),
+    scope: h.scope(),
+  });
   if (decision.type !== 'started') throw new Error(decision.type);
   const op = await h.layer.waitFor(TENANT, decision.operationId, 10_000);
   if (op?.state !== 'COMMITTED') throw new Error(`the booking ended ${String(op?.state)}`);
-  await h.layer.outOfBand.enqueue({ operationId: op.operationId, tenantId: TENANT, sessionId: op.scope.sessionId, caller: '+15550142', state: op.state, text: 'Your table is booked.', reasons: ['caller_hung_up', 'committed'] });
-  await waitFor(async () => ((await h.layer.ledger.get(TENANT, op.operationId))?.outOfBand?.webhook?.state === 'gave_up' ? true : undefined), 10_000, 'the message to give up');
+  await h.layer.outOfBand.enqueue({
+    operationId: op.operationId,
+    tenantId: TENANT,
+    sessionId: op.scope.sessionId,
+    caller: '+15550142',
+    state: op.state,
+    text: 'Your table is booked.',
+    reasons: ['caller_hung_up', 'committed'],
+  });
+  await waitFor(
+    async () =>
+      (await h.layer.ledger.get(TENANT, op.operationId))?.outOfBand?.webhook?.state === 'gave_up'
+        ? true
+        : undefined,
+    10_000,
+    'the message to give up',
+  );
   return op.operationId;
 }
 
@@ -66,25 +104,49 @@ describe('when a webhook message exhausts its retries', () => {
     const id = await givenUpMessage();
     const key = `oob-${id}-webhook`;
     const op = await h.layer.ledger.get(TENANT, id);
-    expect(op?.outOfBand?.webhook).toMatchObject({ state: 'gave_up', attempts: ATTEMPTS, error: 'webhook answered 503', redrives: 0 });
+    expect(op?.outOfBand?.webhook).toMatchObject({
+      state: 'gave_up',
+      attempts: ATTEMPTS,
+      error: 'webhook answered 503',
+      redrives: 0,
+    });
     expect(receiver.withKey(key)).toHaveLength(ATTEMPTS);
     expect(await metric(GAVE_UP)).toBe(gaveUpBefore + 1);
     expect(await metric(GIVEN_UP)).toBe(1);
-    const viewed = (await (await fetch(`${base}/v1/operations/${id}`)).json()) as { operation: { out_of_band: unknown } };
+    const viewed = (await (await fetch(`${base}/v1/operations/${id}`)).json()) as {
+      operation: { out_of_band: unknown };
+    };
     expect(viewed.operation.out_of_band).toMatchObject({ webhook: { state: 'gave_up' } });
 
     // A later enqueue of the same result (a duplicate event) sends nothing more.
-    await h.layer.outOfBand.enqueue({ operationId: id, tenantId: TENANT, sessionId: 'sess-dup', state: 'COMMITTED', text: 'Your table is booked.', reasons: [] });
+    await h.layer.outOfBand.enqueue({
+      operationId: id,
+      tenantId: TENANT,
+      sessionId: 'sess-dup',
+      state: 'COMMITTED',
+      text: 'Your table is booked.',
+      reasons: [],
+    });
 
     receiver.status = 200;
     const redriven = await fetch(`${base}/v1/operations/${id}/notify/redrive`, { method: 'POST' });
     expect(redriven.status).toBe(202);
-    expect(((await redriven.json()) as { redrive: unknown }).redrive).toEqual({ webhook: 'requeued' });
-    const delivered = await waitFor(async () => {
-      const current = await h.layer.ledger.get(TENANT, id);
-      return current?.outOfBand?.webhook?.state === 'delivered' ? current : undefined;
-    }, 10_000, 'the re-driven message');
-    expect(delivered.outOfBand?.webhook).toMatchObject({ state: 'delivered', attempts: 1, redrives: 1 });
+    expect(((await redriven.json()) as { redrive: unknown }).redrive).toEqual({
+      webhook: 'requeued',
+    });
+    const delivered = await waitFor(
+      async () => {
+        const current = await h.layer.ledger.get(TENANT, id);
+        return current?.outOfBand?.webhook?.state === 'delivered' ? current : undefined;
+      },
+      10_000,
+      'the re-driven message',
+    );
+    expect(delivered.outOfBand?.webhook).toMatchObject({
+      state: 'delivered',
+      attempts: 1,
+      redrives: 1,
+    });
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(receiver.accepted(key)).toHaveLength(1);
     expect(receiver.withKey(key)).toHaveLength(ATTEMPTS + 1);
@@ -93,7 +155,9 @@ describe('when a webhook message exhausts its retries', () => {
     // Nothing left to re-drive: refused, and nothing is sent again.
     const again = await fetch(`${base}/v1/operations/${id}/notify/redrive`, { method: 'POST' });
     expect(again.status).toBe(409);
-    expect(((await again.json()) as { error: { code: string } }).error.code).toBe('CALLGATE_ERR_OOB_REDRIVE_REFUSED');
+    expect(((await again.json()) as { error: { code: string } }).error.code).toBe(
+      'CALLGATE_ERR_OOB_REDRIVE_REFUSED',
+    );
     expect(receiver.withKey(key)).toHaveLength(ATTEMPTS + 1);
   });
 });
@@ -102,7 +166,14 @@ describe('when the automatic re-drive pass finds a message that gave up', () => 
   it('should queue it again within its bound and only while it is younger than the horizon', async () => {
     const id = await givenUpMessage();
     const key = `oob-${id}-webhook`;
-    const pass = new OutOfBandRedrive({ records: h.layer.outOfBand.records, queue: h.layer.outOfBand, tenants: [TENANT], log: quietLog, maxRedrives: 1, maxAgeMs: 3_600_000 });
+    const pass = new OutOfBandRedrive({
+      records: h.layer.outOfBand.records,
+      queue: h.layer.outOfBand,
+      tenants: [TENANT],
+      log: quietLog,
+      maxRedrives: 1,
+      maxAgeMs: 3_600_000,
+    });
 
     // Beyond the horizon it is left to an operator.
     expect(await pass.pass(Date.now() + 2 * 3_600_000)).toBe(0);
@@ -111,10 +182,14 @@ describe('when the automatic re-drive pass finds a message that gave up', () => 
     // Within it, one pass and one pass only queues it again (the receiver still fails).
     const [first, second] = await Promise.all([pass.pass(), pass.pass()]);
     expect((first ?? 0) + (second ?? 0)).toBe(1);
-    await waitFor(async () => {
-      const webhook = (await h.layer.ledger.get(TENANT, id))?.outOfBand?.webhook;
-      return webhook?.state === 'gave_up' && webhook.redrives === 1 ? true : undefined;
-    }, 10_000, 'the re-driven message to give up again');
+    await waitFor(
+      async () => {
+        const webhook = (await h.layer.ledger.get(TENANT, id))?.outOfBand?.webhook;
+        return webhook?.state === 'gave_up' && webhook.redrives === 1 ? true : undefined;
+      },
+      10_000,
+      'the re-driven message to give up again',
+    );
     expect(receiver.withKey(key)).toHaveLength(2 * ATTEMPTS);
 
     // The bound is reached: the pass leaves it; an operator still can.
@@ -122,7 +197,14 @@ describe('when the automatic re-drive pass finds a message that gave up', () => 
     expect(await pass.pass()).toBe(0);
     const redriven = await fetch(`${base}/v1/operations/${id}/notify/redrive`, { method: 'POST' });
     expect(redriven.status).toBe(202);
-    await waitFor(async () => ((await h.layer.ledger.get(TENANT, id))?.outOfBand?.webhook?.state === 'delivered' ? true : undefined), 10_000, 'the message delivered');
+    await waitFor(
+      async () =>
+        (await h.layer.ledger.get(TENANT, id))?.outOfBand?.webhook?.state === 'delivered'
+          ? true
+          : undefined,
+      10_000,
+      'the message delivered',
+    );
     expect(receiver.accepted(key)).toHaveLength(1);
   });
 });

@@ -12,7 +12,11 @@ import { AgentCatalogue } from '../../../agents/agent.ts';
 import { AgentSession } from '../../../agents/agent-session.ts';
 import { AuditLog } from '../../../agents/audit.ts';
 import { Janitor } from '../../../agents/janitor.ts';
-import { ResultDelivery, type ConversationPort, type SpokenOutcome } from '../../../agents/result-delivery.ts';
+import {
+  ResultDelivery,
+  type ConversationPort,
+  type SpokenOutcome,
+} from '../../../agents/result-delivery.ts';
 import { SANDBOX_AGENTS } from '../../../agents/sandbox/sandbox-agents.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { Logger } from '../../../config/log.ts';
@@ -23,15 +27,30 @@ const gatewayId = process.env.GATEWAY_ID ?? 'gw-paused';
 const speechMs = Number(process.env.SPEECH_MS ?? '1000');
 const config = loadConfig();
 const redisUrl = config.redis.url ?? '';
-const log = new Logger({ level: 'error', sink: { write: (line: string) => process.stderr.write(`${line}\n`) } });
-const say = (event: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify({ ...event, at: Date.now() })}\n`);
+const log = new Logger({
+  level: 'error',
+  sink: { write: (line: string) => process.stderr.write(`${line}\n`) },
+});
+const say = (event: Record<string, unknown>): void =>
+  void process.stdout.write(`${JSON.stringify({ ...event, at: Date.now() })}\n`);
 
 const layer = await ActionLayer.open({ config, redisUrl, log, providers: createProviders(config) });
 const shared = new Redis(redisUrl, { maxRetriesPerRequest: null });
 const blocking = new Redis(redisUrl, { maxRetriesPerRequest: null });
 const tenants = config.tenants.map((t) => t.id);
 const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
-const delivery = new ResultDelivery({ redis: blocking, commands: shared, ledger: layer.ledger, gatewayId, tenants, catalogue, outOfBand: layer.outOfBand, audit: new AuditLog(shared, config.redis.prefix, log), log, pauseSuspectMs: config.gateway.deadAfterMs - config.gateway.heartbeatMs });
+const delivery = new ResultDelivery({
+  redis: blocking,
+  commands: shared,
+  ledger: layer.ledger,
+  gatewayId,
+  tenants,
+  catalogue,
+  outOfBand: layer.outOfBand,
+  audit: new AuditLog(shared, config.redis.prefix, log),
+  log,
+  pauseSuspectMs: config.gateway.deadAfterMs - config.gateway.heartbeatMs,
+});
 
 class PrintingPort implements ConversationPort {
   constructor(private readonly sessionId: string) {}
@@ -40,10 +59,14 @@ class PrintingPort implements ConversationPort {
     say({ event: 'asked', session: this.sessionId, operation: result.operationId });
     const cut = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), speechMs);
-      stop?.addEventListener('abort', () => {
-        clearTimeout(timer);
-        resolve(true);
-      }, { once: true });
+      stop?.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+        { once: true },
+      );
     });
     const status = cut ? 'cancelled' : 'completed';
     say({ event: 'spoken', session: this.sessionId, operation: result.operationId, status });
@@ -52,17 +75,41 @@ class PrintingPort implements ConversationPort {
 }
 
 const tenantId = tenants[0] ?? '';
-const speaking = new AgentSession({ sessionId: `${gatewayId}-speak`, tenantId, caller: '+15550142', ownerGateway: gatewayId, agent: 'reservations' });
-const holding = new AgentSession({ sessionId: `${gatewayId}-hold`, tenantId, caller: '+15550143', ownerGateway: gatewayId, agent: 'reservations' });
+const speaking = new AgentSession({
+  sessionId: `${gatewayId}-speak`,
+  tenantId,
+  caller: '+15550142',
+  ownerGateway: gatewayId,
+  agent: 'reservations',
+});
+const holding = new AgentSession({
+  sessionId: `${gatewayId}-hold`,
+  tenantId,
+  caller: '+15550143',
+  ownerGateway: gatewayId,
+  agent: 'reservations',
+});
 holding.callerSpeaking = true;
 delivery.attach(speaking, new PrintingPort(speaking.sessionId));
 delivery.attach(holding, new PrintingPort(holding.sessionId));
 process.on('SIGUSR1', () => {
   holding.callerSpeaking = false;
-  delivery.onIdle(holding.sessionId).catch((error: unknown) => log.error('idle handling failed', { error }));
+  delivery
+    .onIdle(holding.sessionId)
+    .catch((error: unknown) => log.error('idle handling failed', { error }));
 });
 
 await delivery.start();
-const janitor = new Janitor({ redis: shared, prefix: config.redis.prefix, gatewayId, tenants, delivery, ledger: layer.ledger, heartbeatMs: config.gateway.heartbeatMs, deadAfterMs: config.gateway.deadAfterMs, log });
+const janitor = new Janitor({
+  redis: shared,
+  prefix: config.redis.prefix,
+  gatewayId,
+  tenants,
+  delivery,
+  ledger: layer.ledger,
+  heartbeatMs: config.gateway.heartbeatMs,
+  deadAfterMs: config.gateway.deadAfterMs,
+  log,
+});
 await janitor.start();
 say({ event: 'ready' });

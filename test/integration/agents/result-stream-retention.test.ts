@@ -10,14 +10,28 @@ const TENANT = 'tenant-streams';
 
 let a: AgentsHarness;
 beforeAll(async () => {
-  a = await startAgentsHarness({ tenants: { [TENANT]: { book_table: { ...BOOK, maxConcurrent: 10 } } }, gatewayId: 'gw-streams' });
+  a = await startAgentsHarness({
+    tenants: { [TENANT]: { book_table: { ...BOOK, maxConcurrent: 10 } } },
+    gatewayId: 'gw-streams',
+  });
 });
 afterAll(async () => a.close());
 
-const table = (time: string) => ({ ...booking(), restaurant: 'bistro-nord', time, party_size: 2, name: 'Lin' });
+const table = (time: string) => ({
+  ...booking(),
+  restaurant: 'bistro-nord',
+  time,
+  party_size: 2,
+  name: 'Lin',
+});
 
 async function committed(id: string): Promise<void> {
-  await waitFor(async () => ((await a.h.layer.ledger.get(TENANT, id))?.state === 'COMMITTED' ? true : undefined), 10_000, `commit of ${id}`);
+  await waitFor(
+    async () =>
+      (await a.h.layer.ledger.get(TENANT, id))?.state === 'COMMITTED' ? true : undefined,
+    10_000,
+    `commit of ${id}`,
+  );
 }
 
 describe('when a gateway has delivered its results', () => {
@@ -27,13 +41,25 @@ describe('when a gateway has delivered its results', () => {
     const calls = [0, 1, 2].map(() => a.call(TENANT));
     const ids: string[] = [];
     for (const [i, { session }] of calls.entries()) {
-      const out = await a.runtime.handle(session, { callId: `c${i}`, name: 'book_table', arguments: table(`19:0${i}`) });
+      const out = await a.runtime.handle(session, {
+        callId: `c${i}`,
+        name: 'book_table',
+        arguments: table(`19:0${i}`),
+      });
       ids.push(String(out.operation_id));
     }
     for (const [i, id] of ids.entries()) {
-      await waitFor(async () => (calls[i]?.port.completed(id).length === 1 ? true : undefined), 10_000, `the result of ${id} spoken`);
+      await waitFor(
+        async () => (calls[i]?.port.completed(id).length === 1 ? true : undefined),
+        10_000,
+        `the result of ${id} spoken`,
+      );
     }
-    await waitFor(async () => ((await redis.xlen(key)) === 0 ? true : undefined), 5_000, 'the stream to be empty');
+    await waitFor(
+      async () => ((await redis.xlen(key)) === 0 ? true : undefined),
+      5_000,
+      'the stream to be empty',
+    );
     expect(await redis.xpending(key, 'delivery')).toEqual([0, null, null, null]);
     for (const [i, id] of ids.entries()) expect(calls[i]?.port.completed(id)).toHaveLength(1);
     redis.disconnect();
@@ -44,13 +70,32 @@ describe('when the owning gateway dies while it is speaking a result', () => {
   it('should keep the unacknowledged entry in the stream until a janitor elsewhere delivered it once', async () => {
     const redis = testRedis();
     const connection = testRedis();
-    const dying = new ResultDelivery({ redis: connection, ledger: a.h.layer.ledger, gatewayId: 'gw-stream-dies', tenants: [TENANT], catalogue: a.catalogue, outOfBand: a.h.layer.outOfBand, audit: a.audit, log: quietLog });
+    const dying = new ResultDelivery({
+      redis: connection,
+      ledger: a.h.layer.ledger,
+      gatewayId: 'gw-stream-dies',
+      tenants: [TENANT],
+      catalogue: a.catalogue,
+      outOfBand: a.h.layer.outOfBand,
+      audit: a.audit,
+      log: quietLog,
+    });
     await dying.start();
-    const session = new AgentSession({ sessionId: 'stream-dies-call', tenantId: TENANT, caller: '+15550133', ownerGateway: 'gw-stream-dies', agent: 'reservations' });
+    const session = new AgentSession({
+      sessionId: 'stream-dies-call',
+      tenantId: TENANT,
+      caller: '+15550133',
+      ownerGateway: 'gw-stream-dies',
+      agent: 'reservations',
+    });
     let speaking = false;
     dying.attach(session, { deliver: () => ((speaking = true), new Promise(() => undefined)) });
     await redis.zadd(`${a.h.prefix}:gateways`, Date.now(), 'gw-stream-dies');
-    const out = await a.runtime.handle(session, { callId: 'cd', name: 'book_table', arguments: table('20:00') });
+    const out = await a.runtime.handle(session, {
+      callId: 'cd',
+      name: 'book_table',
+      arguments: table('20:00'),
+    });
     const id = String(out.operation_id);
     await committed(id);
     await waitFor(async () => (speaking ? true : undefined), 10_000, 'the result being spoken');
@@ -64,7 +109,11 @@ describe('when the owning gateway dies while it is speaking a result', () => {
 
     await redis.zadd(`${a.h.prefix}:gateways`, Date.now() - 5_000, 'gw-stream-dies');
     expect(await a.janitor('gw-streams').sweep()).toBe(1);
-    await waitFor(async () => ((await messages(a.h, id)).length > 0 ? true : undefined), 10_000, 'the out-of-band message');
+    await waitFor(
+      async () => ((await messages(a.h, id)).length > 0 ? true : undefined),
+      10_000,
+      'the out-of-band message',
+    );
     expect(await redis.xlen(key)).toBe(0);
     expect(await a.janitor('gw-streams').sweep()).toBe(0);
     expect(await messages(a.h, id)).toEqual([expect.objectContaining({ deliveries: 1 })]);

@@ -18,10 +18,23 @@ const SLOW_BOOKING_MS = 700;
 let h: Harness;
 const workers: StartedProcess[] = [];
 beforeAll(async () => {
-  h = await startHarness({ tenants: { [TENANT]: { book_table: { ...BOOK, maxConcurrent: 1, admissionDeadlineMs: 20_000, deadlineMs: 40_000 } } }, workers: false });
-  await h.sandbox.addRule({ fault: `latency=${SLOW_BOOKING_MS}`, service: 'bookings', operation: 'book', tenant: TENANT });
+  h = await startHarness({
+    tenants: {
+      [TENANT]: {
+        book_table: { ...BOOK, maxConcurrent: 1, admissionDeadlineMs: 20_000, deadlineMs: 40_000 },
+      },
+    },
+    workers: false,
+  });
+  await h.sandbox.addRule({
+    fault: `latency=${SLOW_BOOKING_MS}`,
+    service: 'bookings',
+    operation: 'book',
+    tenant: TENANT,
+  });
   // One worker 30 s ahead of this machine's clock, one 30 s behind.
-  for (const offset of ['+30s', '-30s']) workers.push(await startWorkerProcess(h, { prefix: ['faketime', '-f', offset] }));
+  for (const offset of ['+30s', '-30s'])
+    workers.push(await startWorkerProcess(h, { prefix: ['faketime', '-f', offset] }));
 });
 afterAll(async () => {
   for (const w of workers) await stopWorkerProcess(w);
@@ -29,23 +42,41 @@ afterAll(async () => {
 });
 
 describe('when worker clocks are 30 s apart', () => {
-  it('should run every booking once, one at a time, none cancelled as late', { timeout: 60_000 }, async () => {
-    const ids: string[] = [];
-    for (let i = 0; i < BOOKINGS; i++) {
-      const decision = await h.layer.admit({ tenantId: TENANT, action: 'book_table', args: booking({ time: `1${i + 2}:00` }), scope: h.scope() });
-      if (decision.type !== 'started') throw new Error(decision.type);
-      ids.push(decision.operationId);
-    }
-    const ops = await Promise.all(
-      ids.map((id) =>
-        waitFor(async () => {
-          const op = await h.layer.ledger.get(TENANT, id);
-          return op !== undefined && (op.state === 'COMMITTED' || op.state === 'CANCELLED' || op.state === 'FAILED_FINAL') ? op : undefined;
-        }, 40_000, `${id} to finish`),
-      ),
-    );
-    expect(ops.map((op) => op.state)).toEqual(ids.map(() => 'COMMITTED'));
-    expect((await h.sandbox.concurrency()).tenants[TENANT]?.operations.book?.max).toBe(1);
-    expect(await h.sandbox.effects({ tenant: TENANT })).toHaveLength(BOOKINGS);
-  });
+  it(
+    'should run every booking once, one at a time, none cancelled as late',
+    { timeout: 60_000 },
+    async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < BOOKINGS; i++) {
+        const decision = await h.layer.admit({
+          tenantId: TENANT,
+          action: 'book_table',
+          args: booking({ time: `1${i + 2}:00` }),
+          scope: h.scope(),
+        });
+        if (decision.type !== 'started') throw new Error(decision.type);
+        ids.push(decision.operationId);
+      }
+      const ops = await Promise.all(
+        ids.map((id) =>
+          waitFor(
+            async () => {
+              const op = await h.layer.ledger.get(TENANT, id);
+              return op !== undefined &&
+                (op.state === 'COMMITTED' ||
+                  op.state === 'CANCELLED' ||
+                  op.state === 'FAILED_FINAL')
+                ? op
+                : undefined;
+            },
+            40_000,
+            `${id} to finish`,
+          ),
+        ),
+      );
+      expect(ops.map((op) => op.state)).toEqual(ids.map(() => 'COMMITTED'));
+      expect((await h.sandbox.concurrency()).tenants[TENANT]?.operations.book?.max).toBe(1);
+      expect(await h.sandbox.effects({ tenant: TENANT })).toHaveLength(BOOKINGS);
+    },
+  );
 });

@@ -23,7 +23,11 @@ let h: Harness;
 let worker: StartedProcess;
 beforeAll(async () => {
   // The first refund request is held: its client gives up at the provider timeout (1 s).
-  proxy = await startHoldingProxy(() => sandboxUrl, (method, path, n) => method === 'POST' && (path === '/payments/refund' || path === '/bookings/book') && n === 1);
+  proxy = await startHoldingProxy(
+    () => sandboxUrl,
+    (method, path, n) =>
+      method === 'POST' && (path === '/payments/refund' || path === '/bookings/book') && n === 1,
+  );
   h = await startHarness({
     tenants: {
       [VOIDING]: { refund: { ...REFUND, provider: 'payments_proxied' } },
@@ -34,9 +38,27 @@ beforeAll(async () => {
     providers: (url) => {
       sandboxUrl = url;
       return {
-        payments_proxied: { type: 'http', baseUrl: `${proxy.url}/payments`, honoursIdempotencyKeys: false, supportsVoid: true, timeoutMs: 1_000 },
-        payments_proxied_no_void: { type: 'http', baseUrl: `${proxy.url}/payments`, honoursIdempotencyKeys: false, supportsVoid: false, timeoutMs: 1_000 },
-        bookings_proxied: { type: 'http', baseUrl: `${proxy.url}/bookings`, honoursIdempotencyKeys: true, supportsVoid: true, timeoutMs: 1_000 },
+        payments_proxied: {
+          type: 'http',
+          baseUrl: `${proxy.url}/payments`,
+          honoursIdempotencyKeys: false,
+          supportsVoid: true,
+          timeoutMs: 1_000,
+        },
+        payments_proxied_no_void: {
+          type: 'http',
+          baseUrl: `${proxy.url}/payments`,
+          honoursIdempotencyKeys: false,
+          supportsVoid: false,
+          timeoutMs: 1_000,
+        },
+        bookings_proxied: {
+          type: 'http',
+          baseUrl: `${proxy.url}/bookings`,
+          honoursIdempotencyKeys: true,
+          supportsVoid: true,
+          timeoutMs: 1_000,
+        },
       };
     },
   });
@@ -49,16 +71,30 @@ afterAll(async () => {
 });
 
 async function refund(tenantId: string, order: string): Promise<string> {
-  const decision = await h.layer.admit({ tenantId, action: 'refund', args: { order_id: order, amount_cents: 700 }, scope: h.scope() });
+  const decision = await h.layer.admit({
+    tenantId,
+    action: 'refund',
+    args: { order_id: order, amount_cents: 700 },
+    scope: h.scope(),
+  });
   if (decision.type !== 'started') throw new Error(decision.type);
   return decision.operationId;
 }
 
-function until(tenantId: string, id: string, done: (op: Operation) => boolean, what: string): Promise<Operation> {
-  return waitFor(async () => {
-    const op = await h.layer.ledger.get(tenantId, id);
-    return op !== undefined && done(op) ? op : undefined;
-  }, 20_000, what);
+function until(
+  tenantId: string,
+  id: string,
+  done: (op: Operation) => boolean,
+  what: string,
+): Promise<Operation> {
+  return waitFor(
+    async () => {
+      const op = await h.layer.ledger.get(tenantId, id);
+      return op !== undefined && done(op) ? op : undefined;
+    },
+    20_000,
+    what,
+  );
 }
 
 describe('when the provider voids attempts', () => {
@@ -68,7 +104,11 @@ describe('when the provider voids attempts', () => {
     expect(proxy.held()).toBe(1);
     // The held first attempt arrives now, after the resend committed.
     proxy.release();
-    await waitFor(async () => (proxy.releasedAnswers.length === 1 ? true : undefined), 5_000, 'the held request to be answered');
+    await waitFor(
+      async () => (proxy.releasedAnswers.length === 1 ? true : undefined),
+      5_000,
+      'the held request to be answered',
+    );
     expect(proxy.releasedAnswers[0]?.status).toBe(410);
     expect(proxy.releasedAnswers[0]?.body).toContain('attempt_voided');
 
@@ -76,8 +116,16 @@ describe('when the provider voids attempts', () => {
     expect(effects).toHaveLength(1);
     expect(op.attempt).toBe(2);
     expect(op.attemptTokens).toHaveLength(2);
-    const reasons = (await h.layer.ledger.history(VOIDING, id)).map((e) => `${e.state}:${e.reason}`);
-    expect(reasons).toEqual(expect.arrayContaining([expect.stringMatching(/^UNKNOWN:/), 'FAILED_RETRYABLE:reconciled_not_found', 'COMMITTED:provider_committed']));
+    const reasons = (await h.layer.ledger.history(VOIDING, id)).map(
+      (e) => `${e.state}:${e.reason}`,
+    );
+    expect(reasons).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^UNKNOWN:/),
+        'FAILED_RETRYABLE:reconciled_not_found',
+        'COMMITTED:provider_committed',
+      ]),
+    );
   });
 });
 
@@ -85,10 +133,21 @@ describe('when the provider cannot void attempts', () => {
   it('should keep the operation UNKNOWN for an operator and never send it again', async () => {
     const id = await refund(NO_VOID, 'ord_1011');
     const op = await until(NO_VOID, id, (o) => o.state === 'UNKNOWN', 'UNKNOWN');
-    await waitFor(async () => ((await h.layer.ledger.rawField(op, 'reconcile_stuck_reason')) === 'not_found_cannot_void' ? true : undefined), 15_000, 'the operation to be left for an operator');
+    await waitFor(
+      async () =>
+        (await h.layer.ledger.rawField(op, 'reconcile_stuck_reason')) === 'not_found_cannot_void'
+          ? true
+          : undefined,
+      15_000,
+      'the operation to be left for an operator',
+    );
     const answered = proxy.releasedAnswers.length;
     proxy.release();
-    await waitFor(async () => (proxy.releasedAnswers.length > answered ? true : undefined), 5_000, 'the held request to be answered');
+    await waitFor(
+      async () => (proxy.releasedAnswers.length > answered ? true : undefined),
+      5_000,
+      'the held request to be answered',
+    );
 
     // The one request there ever was took effect late; callgate never sent a second.
     expect((await h.sandbox.counts()).requests[id]).toBe(1);
@@ -99,13 +158,22 @@ describe('when the provider cannot void attempts', () => {
 
 describe('when a provider with idempotency keys also voids attempts', () => {
   it('should void the held attempt before the retry, so it is refused when it arrives and never runs beside it', async () => {
-    const decision = await h.layer.admit({ tenantId: KEYED, action: 'book_table', args: booking({ time: '13:30' }), scope: h.scope() });
+    const decision = await h.layer.admit({
+      tenantId: KEYED,
+      action: 'book_table',
+      args: booking({ time: '13:30' }),
+      scope: h.scope(),
+    });
     if (decision.type !== 'started') throw new Error(decision.type);
     const id = decision.operationId;
     const op = await until(KEYED, id, (o) => o.state === 'COMMITTED', 'the retry to commit');
     const answered = proxy.releasedAnswers.length;
     proxy.release();
-    await waitFor(async () => (proxy.releasedAnswers.length > answered ? true : undefined), 5_000, 'the held request to be answered');
+    await waitFor(
+      async () => (proxy.releasedAnswers.length > answered ? true : undefined),
+      5_000,
+      'the held request to be answered',
+    );
     expect(proxy.releasedAnswers.at(-1)?.status).toBe(410);
     expect(op.attempt).toBe(2);
     expect(await h.sandbox.effects({ reference: id })).toHaveLength(1);

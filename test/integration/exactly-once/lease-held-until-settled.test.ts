@@ -16,8 +16,17 @@ const SLOW_REFUND_MS = 1_800;
 let h: Harness;
 let worker: StartedProcess;
 beforeAll(async () => {
-  h = await startHarness({ tenants: { [TENANT]: { refund: { ...REFUND, maxConcurrent: 1 } } }, workers: false });
-  await h.sandbox.addRule({ fault: `latency=${SLOW_REFUND_MS}`, service: 'payments', operation: 'refund', tenant: TENANT, nth: 1 });
+  h = await startHarness({
+    tenants: { [TENANT]: { refund: { ...REFUND, maxConcurrent: 1 } } },
+    workers: false,
+  });
+  await h.sandbox.addRule({
+    fault: `latency=${SLOW_REFUND_MS}`,
+    service: 'payments',
+    operation: 'refund',
+    tenant: TENANT,
+    nth: 1,
+  });
   worker = await startWorkerProcess(h);
 });
 afterAll(async () => {
@@ -28,18 +37,33 @@ afterAll(async () => {
 describe('when a refund is slower than the provider timeout', () => {
   it('should keep its lease until the outcome is settled: the provider never sees two refunds of the tenant at once', async () => {
     const admit = async (order: string) => {
-      const decision = await h.layer.admit({ tenantId: TENANT, action: 'refund', args: { order_id: order, amount_cents: 500, reason: 'late delivery' }, scope: h.scope() });
+      const decision = await h.layer.admit({
+        tenantId: TENANT,
+        action: 'refund',
+        args: { order_id: order, amount_cents: 500, reason: 'late delivery' },
+        scope: h.scope(),
+      });
       if (decision.type !== 'started') throw new Error(decision.type);
       return decision.operationId;
     };
     const first = await admit('ord_1001');
-    await waitFor(async () => ((await h.sandbox.concurrency()).tenants[TENANT]?.current === 1 ? true : undefined), 10_000, 'the first refund at the sandbox');
+    await waitFor(
+      async () =>
+        (await h.sandbox.concurrency()).tenants[TENANT]?.current === 1 ? true : undefined,
+      10_000,
+      'the first refund at the sandbox',
+    );
     const second = await admit('ord_1002');
 
-    const done = async (id: string) => waitFor(async () => {
-      const op = await h.layer.ledger.get(TENANT, id);
-      return op?.state === 'COMMITTED' ? op : undefined;
-    }, 20_000, `${id} committed`);
+    const done = async (id: string) =>
+      waitFor(
+        async () => {
+          const op = await h.layer.ledger.get(TENANT, id);
+          return op?.state === 'COMMITTED' ? op : undefined;
+        },
+        20_000,
+        `${id} committed`,
+      );
     const [a, b] = await Promise.all([done(first), done(second)]);
 
     // The first timed out and was reconciled; its request was never sent twice.

@@ -15,7 +15,11 @@ import { quietLog, REFUND, startHarness, type Harness } from '../../support/acti
 const TENANT = 'tenant-stale-reconcile';
 
 /** The harness's sandbox payments provider, with lookups that wait for the test when asked to. */
-function withHeldLookups(provider: Provider): { provider: Provider; hold(): void; release(): void } {
+function withHeldLookups(provider: Provider): {
+  provider: Provider;
+  hold(): void;
+  release(): void;
+} {
   let gate: Promise<void> | undefined;
   let open: (() => void) | undefined;
   const held: Provider = {
@@ -44,7 +48,14 @@ function withHeldLookups(provider: Provider): { provider: Provider; hold(): void
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ tenants: { [TENANT]: { refund: { ...REFUND, retry: { maxAttempts: 5, backoffMs: 10, maxBackoffMs: 20 } } } }, workers: false });
+  h = await startHarness({
+    tenants: {
+      [TENANT]: {
+        refund: { ...REFUND, retry: { maxAttempts: 5, backoffMs: 10, maxBackoffMs: 20 } },
+      },
+    },
+    workers: false,
+  });
 });
 afterAll(async () => h.close());
 
@@ -55,8 +66,22 @@ describe('when a reconcile answer arrives after another attempt began', () => {
     if (!payments) throw new Error('no payments provider');
     const held = withHeldLookups(payments);
     const reconciler = (provider: Provider) =>
-      new Reconciler({ ledger, queues: h.layer.queues, providers: new Map([['payments', provider]]), actionConfig: (t, a) => h.config.tenants.find((x) => x.id === t)?.actions[a], log: quietLog, graceMs: 0, backoffMs: 10, maxBackoffMs: 1_000 });
-    const decision = await h.layer.admit({ tenantId: TENANT, action: 'refund', args: { order_id: 'ord_1030', amount_cents: 300 }, scope: h.scope() });
+      new Reconciler({
+        ledger,
+        queues: h.layer.queues,
+        providers: new Map([['payments', provider]]),
+        actionConfig: (t, a) => h.config.tenants.find((x) => x.id === t)?.actions[a],
+        log: quietLog,
+        graceMs: 0,
+        backoffMs: 10,
+        maxBackoffMs: 1_000,
+      });
+    const decision = await h.layer.admit({
+      tenantId: TENANT,
+      action: 'refund',
+      args: { order_id: 'ord_1030', amount_cents: 300 },
+      scope: h.scope(),
+    });
     if (decision.type !== 'started') throw new Error(decision.type);
     const id = decision.operationId;
     const job = { tenantId: TENANT, operationId: id, action: 'refund' };
@@ -65,16 +90,35 @@ describe('when a reconcile answer arrives after another attempt began', () => {
     // Attempt 1 was lost on its way (it never reached the sandbox): UNKNOWN.
     const one = await ledger.start(job, 'payments', limits);
     if (one.type !== 'started') throw new Error(one.type);
-    await ledger.transition(one.operation, { from: ['RUNNING'], to: 'UNKNOWN', attempt: 1, token: one.operation.attemptToken, actor: 'worker', reason: 'timeout', lease: { mode: 'park', forMs: 1_000 } });
+    await ledger.transition(one.operation, {
+      from: ['RUNNING'],
+      to: 'UNKNOWN',
+      attempt: 1,
+      token: one.operation.attemptToken,
+      actor: 'worker',
+      reason: 'timeout',
+      lease: { mode: 'park', forMs: 1_000 },
+    });
 
     // Reconcile job A reads attempt 1 and is held in its lookup.
     held.hold();
     const stale = reconciler(held.provider).reconcile(TENANT, id, 0);
     // Its redelivered copy B reconciles attempt 1 at once: not found, voided, sent again.
-    expect(await reconciler(payments).reconcile(TENANT, id, 0)).toEqual({ type: 'resolved', state: 'FAILED_RETRYABLE' });
+    expect(await reconciler(payments).reconcile(TENANT, id, 0)).toEqual({
+      type: 'resolved',
+      state: 'FAILED_RETRYABLE',
+    });
     const two = await ledger.start(job, 'payments', limits);
     if (two.type !== 'started') throw new Error(two.type);
-    await ledger.transition(two.operation, { from: ['RUNNING'], to: 'UNKNOWN', attempt: 2, token: two.operation.attemptToken, actor: 'worker', reason: 'timeout', lease: { mode: 'park', forMs: 1_000 } });
+    await ledger.transition(two.operation, {
+      from: ['RUNNING'],
+      to: 'UNKNOWN',
+      attempt: 2,
+      token: two.operation.attemptToken,
+      actor: 'worker',
+      reason: 'timeout',
+      lease: { mode: 'park', forMs: 1_000 },
+    });
 
     // A's "not found" about attempt 1 arrives now.
     held.release();

@@ -18,10 +18,23 @@ let h: Harness;
 let worker: StartedProcess;
 beforeAll(async () => {
   h = await startHarness({
-    tenants: { [TENANT]: { refund: { ...REFUND, deadlineMs: 60_000, retry: { maxAttempts: MAX_ATTEMPTS, backoffMs: BACKOFF_MS, maxBackoffMs: BACKOFF_MS * 4 } } } },
+    tenants: {
+      [TENANT]: {
+        refund: {
+          ...REFUND,
+          deadlineMs: 60_000,
+          retry: { maxAttempts: MAX_ATTEMPTS, backoffMs: BACKOFF_MS, maxBackoffMs: BACKOFF_MS * 4 },
+        },
+      },
+    },
     workers: false,
   });
-  await h.sandbox.addRule({ fault: 'error=500', service: 'payments', operation: 'refund', tenant: TENANT });
+  await h.sandbox.addRule({
+    fault: 'error=500',
+    service: 'payments',
+    operation: 'refund',
+    tenant: TENANT,
+  });
   worker = await startWorkerProcess(h);
 });
 afterAll(async () => {
@@ -31,13 +44,22 @@ afterAll(async () => {
 
 describe('when every attempt of a refund ends with an unknown outcome', () => {
   it('should send at most maxAttempts requests, each after the backoff, and then fail for good', async () => {
-    const decision = await h.layer.admit({ tenantId: TENANT, action: 'refund', args: { order_id: 'ord_1020', amount_cents: 900 }, scope: h.scope() });
+    const decision = await h.layer.admit({
+      tenantId: TENANT,
+      action: 'refund',
+      args: { order_id: 'ord_1020', amount_cents: 900 },
+      scope: h.scope(),
+    });
     if (decision.type !== 'started') throw new Error(decision.type);
     const id = decision.operationId;
-    const op = await waitFor(async () => {
-      const current = await h.layer.ledger.get(TENANT, id);
-      return current?.state === 'FAILED_FINAL' ? current : undefined;
-    }, 30_000, 'the refund to fail for good');
+    const op = await waitFor(
+      async () => {
+        const current = await h.layer.ledger.get(TENANT, id);
+        return current?.state === 'FAILED_FINAL' ? current : undefined;
+      },
+      30_000,
+      'the refund to fail for good',
+    );
 
     expect((await h.sandbox.counts()).requests[id]).toBe(MAX_ATTEMPTS);
     expect(await h.sandbox.effects({ reference: id })).toHaveLength(0);
@@ -51,6 +73,9 @@ describe('when every attempt of a refund ends with an unknown outcome', () => {
       expect(reconciled?.reason).toBe('reconciled_not_found');
       expect((sends[i]?.at ?? 0) - (reconciled?.at ?? 0)).toBeGreaterThanOrEqual(BACKOFF_MS - 5);
     }
-    expect(history.at(-1)).toMatchObject({ state: 'FAILED_FINAL', reason: 'reconciled_not_found_attempts_exhausted' });
+    expect(history.at(-1)).toMatchObject({
+      state: 'FAILED_FINAL',
+      reason: 'reconciled_not_found_attempts_exhausted',
+    });
   });
 });

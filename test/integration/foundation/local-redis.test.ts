@@ -5,7 +5,12 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { isCallgateError } from '../../../config/errors.ts';
 import { checkRedis, safeRedisUrl } from '../../../jobs/redis/connection.ts';
-import { findRedisServer, freeLoopbackPort, resolveRedis, startLocalRedis } from '../../../jobs/redis/local-redis.ts';
+import {
+  findRedisServer,
+  freeLoopbackPort,
+  resolveRedis,
+  startLocalRedis,
+} from '../../../jobs/redis/local-redis.ts';
 import { isAlive, REPO_ROOT } from '../../support/processes.ts';
 import { testRedisUrl } from '../../support/redis.ts';
 
@@ -23,7 +28,10 @@ describe('when no REDIS_URL is given', () => {
     const client = new Redis(local.url);
     try {
       expect(await client.ping()).toBe('PONG');
-      expect(await client.config('GET', 'maxmemory-policy')).toEqual(['maxmemory-policy', 'noeviction']);
+      expect(await client.config('GET', 'maxmemory-policy')).toEqual([
+        'maxmemory-policy',
+        'noeviction',
+      ]);
       expect(await client.config('GET', 'bind')).toEqual(['bind', '127.0.0.1']);
     } finally {
       client.disconnect();
@@ -41,7 +49,11 @@ describe('when no REDIS_URL is given', () => {
       'setInterval(() => undefined, 1000);',
     ].join('\n');
     const before = new Set(redisDirs());
-    const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const owner = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', program],
+      { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     const started = await new Promise<{ pid: number; url: string }>((resolve, reject) => {
       let out = '';
       owner.stdout.on('data', (chunk: Buffer) => {
@@ -49,7 +61,9 @@ describe('when no REDIS_URL is given', () => {
         const line = out.split('\n').find((l) => l.startsWith('{'));
         if (line !== undefined) resolve(JSON.parse(line) as { pid: number; url: string });
       });
-      owner.once('exit', (code) => reject(new Error(`exited with ${String(code)} before starting redis`)));
+      owner.once('exit', (code) =>
+        reject(new Error(`exited with ${String(code)} before starting redis`)),
+      );
     });
     const created = redisDirs().filter((d) => !before.has(d));
     expect(created).toHaveLength(1);
@@ -57,7 +71,11 @@ describe('when no REDIS_URL is given', () => {
 
     owner.kill('SIGKILL');
     const deadline = Date.now() + 5_000;
-    while ((isAlive(started.pid) || existsSync(`${tmpdir()}/${created[0]}`)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (
+      (isAlive(started.pid) || existsSync(`${tmpdir()}/${created[0]}`)) &&
+      Date.now() < deadline
+    )
+      await new Promise((r) => setTimeout(r, 50));
     expect(isAlive(started.pid)).toBe(false);
     expect(existsSync(`${tmpdir()}/${created[0]}`)).toBe(false);
     await expect(checkRedis(started.url, 500)).rejects.toThrow(/unreachable|ECONNREFUSED/i);
@@ -72,7 +90,7 @@ describe('when no REDIS_URL is given', () => {
       'const client = new Redis(local.url);',
       "process.on('SIGINT', async () => {",
       '  await new Promise((resolve) => setTimeout(resolve, 1000));',
-      "  const pong = await client.ping().catch((error) => String(error));",
+      '  const pong = await client.ping().catch((error) => String(error));',
       '  console.log(JSON.stringify({ drained: pong }));',
       '  client.disconnect();',
       '  await local.stop();',
@@ -82,14 +100,25 @@ describe('when no REDIS_URL is given', () => {
       'setInterval(() => undefined, 1000);',
     ].join('\n');
     // Its own group, like a shell job: the test sends the terminal's signal to that group.
-    const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    const owner = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', program],
+      { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'], detached: true },
+    );
     let out = '';
     owner.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    const lines = () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { pid?: number; url?: string; drained?: string });
-    const exited = new Promise<number | null>((resolve) => owner.once('exit', (code) => resolve(code)));
+    const lines = () =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { pid?: number; url?: string; drained?: string });
+    const exited = new Promise<number | null>((resolve) =>
+      owner.once('exit', (code) => resolve(code)),
+    );
     try {
       const deadline = Date.now() + 15_000;
-      while (lines().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (lines().length === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
       const started = lines()[0];
       expect(started?.pid).toBeGreaterThan(0);
       process.kill(-(owner.pid ?? 0), 'SIGINT');
@@ -116,7 +145,10 @@ describe('when no REDIS_URL is given', () => {
       const saved = process.env.PATH;
       process.env.PATH = '/nonexistent-dir';
       try {
-        return await startLocalRedis().then(() => undefined, (e: unknown) => e);
+        return await startLocalRedis().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       } finally {
         process.env.PATH = saved;
       }
@@ -137,7 +169,10 @@ describe('when REDIS_URL is given', () => {
   it('should fail fast, naming the URL without its password, when nothing answers', async () => {
     const port = await freeLoopbackPort();
     const started = Date.now();
-    const error = await checkRedis(`redis://user:s3cretpass@127.0.0.1:${port}/0`, 1000).then(() => undefined, (e: unknown) => e);
+    const error = await checkRedis(`redis://user:s3cretpass@127.0.0.1:${port}/0`, 1000).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(Date.now() - started).toBeLessThan(3000);
     expect(isCallgateError(error, 'CALLGATE_ERR_REDIS_UNREACHABLE')).toBe(true);
     expect((error as Error).message).toContain(`redis://user:***@127.0.0.1:${port}/0`);

@@ -22,7 +22,10 @@ async function freePorts(): Promise<NodeJS.ProcessEnv> {
   };
 }
 
-async function get(port: string | undefined, path: string): Promise<{ status: number; text: string }> {
+async function get(
+  port: string | undefined,
+  path: string,
+): Promise<{ status: number; text: string }> {
   const response = await fetch(`http://127.0.0.1:${port}${path}`);
   return { status: response.status, text: await response.text() };
 }
@@ -33,7 +36,12 @@ describe('when callgate starts on its embedded defaults', () => {
     const proc = startTs('gateway/main.ts', { env });
     started.push(proc);
     const t0 = Date.now();
-    await waitFor(async () => ((await get(env.CALLGATE_HTTP_PORT, '/readyz')).status === 200 ? true : undefined), 10_000, '/readyz 200');
+    await waitFor(
+      async () =>
+        (await get(env.CALLGATE_HTTP_PORT, '/readyz')).status === 200 ? true : undefined,
+      10_000,
+      '/readyz 200',
+    );
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect((await get(env.CALLGATE_HTTP_PORT, '/healthz')).status).toBe(200);
     const metrics = await get(env.CALLGATE_HTTP_PORT, '/metrics');
@@ -41,7 +49,10 @@ describe('when callgate starts on its embedded defaults', () => {
     expect(metrics.text).toMatch(/^callgate_process_cpu_seconds_total /m);
     expect(metrics.text).toMatch(/^callgate_build_info\{/m);
 
-    const redisLine = proc.stdout().split('\n').find((line) => line.includes('started a private redis-server'));
+    const redisLine = proc
+      .stdout()
+      .split('\n')
+      .find((line) => line.includes('started a private redis-server'));
     expect(redisLine, proc.output()).toBeDefined();
     const redisPid = (JSON.parse(redisLine ?? '{}') as { pid: number }).pid;
     expect(isAlive(redisPid)).toBe(true);
@@ -49,16 +60,26 @@ describe('when callgate starts on its embedded defaults', () => {
     proc.child.kill('SIGTERM');
     const code = await proc.exited;
     expect(code).toBe(0);
-    await waitFor(async () => (isAlive(redisPid) ? undefined : true), 5_000, 'redis-server to exit');
+    await waitFor(
+      async () => (isAlive(redisPid) ? undefined : true),
+      5_000,
+      'redis-server to exit',
+    );
     // Every log line is one JSON object.
-    for (const line of proc.stdout().trim().split('\n')) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    for (const line of proc.stdout().trim().split('\n'))
+      expect(() => JSON.parse(line) as unknown).not.toThrow();
   });
 
   it('should use REDIS_URL when it is set and start no redis-server of its own', async () => {
     const env: NodeJS.ProcessEnv = { ...(await freePorts()), REDIS_URL: testRedisUrl() };
     const proc = startTs('gateway/main.ts', { env });
     started.push(proc);
-    await waitFor(async () => ((await get(env.CALLGATE_HTTP_PORT, '/readyz')).status === 200 ? true : undefined), 10_000, '/readyz 200');
+    await waitFor(
+      async () =>
+        (await get(env.CALLGATE_HTTP_PORT, '/readyz')).status === 200 ? true : undefined,
+      10_000,
+      '/readyz 200',
+    );
     expect(proc.stdout()).not.toContain('started a private redis-server');
     proc.child.kill('SIGTERM');
     expect(await proc.exited).toBe(0);
@@ -83,23 +104,34 @@ describe('when callgate cannot start', () => {
         '      refund: { kind: mutation, provider: payments, policy: coalesce }',
       ].join('\n'),
     );
-    const proc = startTs('gateway/main.ts', { env: { ...(await freePorts()), CALLGATE_CONFIG: path, CALLGATE_HTTP_PORT: '' } });
+    const proc = startTs('gateway/main.ts', {
+      env: { ...(await freePorts()), CALLGATE_CONFIG: path, CALLGATE_HTTP_PORT: '' },
+    });
     started.push(proc);
     expect(await proc.exited).toBe(2);
     const stderr = proc.stderr();
     expect(stderr).toContain('http.port:');
     expect(stderr).toContain('tenants[1].numbers[0]: number 1000 is already owned by tenants[0]');
-    expect(stderr).toContain('tenants[1].actions.refund.policy: coalesce is only allowed for read actions');
+    expect(stderr).toContain(
+      'tenants[1].actions.refund.policy: coalesce is only allowed for read actions',
+    );
     expect(stderr).not.toMatch(/\n\s+at /);
   });
 
   it('should exit non-zero naming an unreachable REDIS_URL without its password, not hang', async () => {
     const deadPort = await freeLoopbackPort();
-    const proc = startTs('gateway/main.ts', { env: { ...(await freePorts()), REDIS_URL: `redis://:hunter22secret@127.0.0.1:${deadPort}` } });
+    const proc = startTs('gateway/main.ts', {
+      env: { ...(await freePorts()), REDIS_URL: `redis://:hunter22secret@127.0.0.1:${deadPort}` },
+    });
     started.push(proc);
-    const code = await Promise.race([proc.exited, new Promise((resolve) => setTimeout(() => resolve('hung'), 15_000))]);
+    const code = await Promise.race([
+      proc.exited,
+      new Promise((resolve) => setTimeout(() => resolve('hung'), 15_000)),
+    ]);
     expect(code).toBe(1);
-    expect(proc.stderr()).toContain(`CALLGATE_ERR_REDIS_UNREACHABLE: Redis at redis://:***@127.0.0.1:${deadPort} is unreachable`);
+    expect(proc.stderr()).toContain(
+      `CALLGATE_ERR_REDIS_UNREACHABLE: Redis at redis://:***@127.0.0.1:${deadPort} is unreachable`,
+    );
     expect(proc.output()).not.toContain('hunter22secret');
   });
 

@@ -12,7 +12,11 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DatagramHandler, NativeRtpSocket } from '../../../gateway/media/native-rtp-socket.ts';
-import { NativeRtpSockets, nativeRtpSockets, rtpSocketsEngine } from '../../../gateway/media/native-rtp-sockets.ts';
+import {
+  NativeRtpSockets,
+  nativeRtpSockets,
+  rtpSocketsEngine,
+} from '../../../gateway/media/native-rtp-sockets.ts';
 import { RtpPortAllocator } from '../../../gateway/media/rtp-port-allocator.ts';
 import { UdpPortPair } from '../../../gateway/media/udp-port-pair.ts';
 import { sleep, waitFor } from './rtp-peer.ts';
@@ -34,7 +38,9 @@ vi.mock('node:dns', async (importOriginal) => {
  */
 const PORT_BASE = 38100 + 2 * ((process.pid * 59) % 1700);
 const PORT_SPAN = 300;
-const MODULE_PATH = fileURLToPath(new URL('../../../gateway/media/native/build/Release/rtp_udp.node', import.meta.url));
+const MODULE_PATH = fileURLToPath(
+  new URL('../../../gateway/media/native/build/Release/rtp_udp.node', import.meta.url),
+);
 
 interface RawBinding {
   start(onBatch: (data: Buffer, count: number) => void, meta: Int32Array): void;
@@ -88,12 +94,20 @@ function portBlock(size: number): { first: number; last: number } {
 }
 
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const SOCKETS_MODULE = fileURLToPath(new URL('../../../gateway/media/native-rtp-sockets.ts', import.meta.url));
+const SOCKETS_MODULE = fileURLToPath(
+  new URL('../../../gateway/media/native-rtp-sockets.ts', import.meta.url),
+);
 
 /** Runs `script` in a process of its own (an ES module through tsx when `tsx`, else CommonJS), under `sh -c` prefix `shell` if given. */
-function runScript(script: string, { tsx = false, shell }: { tsx?: boolean; shell?: string } = {}): SpawnSyncReturns<string> {
+function runScript(
+  script: string,
+  { tsx = false, shell }: { tsx?: boolean; shell?: string } = {},
+): SpawnSyncReturns<string> {
   const args = tsx ? ['--import', 'tsx', '--input-type=module', '-e', script] : ['-e', script];
-  const [command, argv] = shell === undefined ? [process.execPath, args] : ['sh', ['-c', `${shell} && exec "$0" "$@"`, process.execPath, ...args]];
+  const [command, argv] =
+    shell === undefined
+      ? [process.execPath, args]
+      : ['sh', ['-c', `${shell} && exec "$0" "$@"`, process.execPath, ...args]];
   return spawnSync(command, argv, { encoding: 'utf8', timeout: 10_000, cwd: REPO_ROOT });
 }
 
@@ -122,7 +136,10 @@ function openRawInScript(block: { first: number; last: number }): string {
 }
 
 /** A native socket on the next free port of this file's range, recording what arrives (or calling `onMessage`). */
-function openNative(address: string, onMessage?: (arrival: Arrival, socket: OpenNative) => void): OpenNative {
+function openNative(
+  address: string,
+  onMessage?: (arrival: Arrival, socket: OpenNative) => void,
+): OpenNative {
   for (let attempt = 0; ; attempt++) {
     const port = candidatePort();
     const got: Arrival[] = [];
@@ -210,9 +227,19 @@ describe('when a dgram socket sends to a native socket', () => {
     await waitFor(() => a.got.length >= 1 && b.got.length >= 1, 1000);
     await sleep(20);
     expect(a.got.map((g) => g.data.toString('hex'))).toEqual([payload.toString('hex')]);
-    expect(a.got[0]?.from).toEqual({ address: '127.0.0.1', family: 'IPv4', port: sender.port, size: 172 });
+    expect(a.got[0]?.from).toEqual({
+      address: '127.0.0.1',
+      family: 'IPv4',
+      port: sender.port,
+      size: 172,
+    });
     expect(b.got.map((g) => g.data.toString())).toEqual(['marker for b']);
-    expect(b.got[0]?.from).toEqual({ address: '127.0.0.1', family: 'IPv4', port: sender.port, size: marker.length });
+    expect(b.got[0]?.from).toEqual({
+      address: '127.0.0.1',
+      family: 'IPv4',
+      port: sender.port,
+      size: marker.length,
+    });
   });
 
   it('should deliver a burst to 50 sockets each datagram once, at its own socket, in the order sent', async () => {
@@ -234,9 +261,17 @@ describe('when a dgram socket sends to a native socket', () => {
     await waitFor(() => sockets.reduce((sum, s) => sum + s.got.length, 0) >= total, 1500);
     await sleep(20);
     sockets.forEach((socket, s) => {
-      expect(socket.got.map((g) => g.data.toString('hex')), `socket ${s}`).toEqual(expected[s]);
+      expect(
+        socket.got.map((g) => g.data.toString('hex')),
+        `socket ${s}`,
+      ).toEqual(expected[s]);
       for (const arrival of socket.got) {
-        expect(arrival.from).toEqual({ address: '127.0.0.1', family: 'IPv4', port: senders[s % 2]?.port, size: arrival.data.length });
+        expect(arrival.from).toEqual({
+          address: '127.0.0.1',
+          family: 'IPv4',
+          port: senders[s % 2]?.port,
+          size: arrival.data.length,
+        });
       }
     });
     // Batched: datagrams share their batch's buffer, so there are fewer buffers than datagrams.
@@ -271,7 +306,8 @@ describe('when a dgram socket sends to a native socket', () => {
     const long = datagram(1, SLOT_BYTES + 1952);
     const longest = datagram(2, 65507);
     const after = datagram(3, 100);
-    for (const data of [long, Buffer.alloc(0), longest, after]) sender.socket.send(data, a.port, '127.0.0.1');
+    for (const data of [long, Buffer.alloc(0), longest, after])
+      sender.socket.send(data, a.port, '127.0.0.1');
     await waitFor(() => a.got.length >= 4, 1000);
     await sleep(20);
     expect(a.got.map((g) => [g.data.length, g.from.size])).toEqual([
@@ -301,9 +337,14 @@ describe('when a dgram socket sends to a native socket', () => {
     await waitFor(() => sockets.reduce((sum, s) => sum + s.got.length, 0) >= 160, 1500);
     await sleep(20);
     sockets.forEach((socket, s) => {
-      expect(socket.got.map((g): [string, number] => [g.data.toString('hex'), g.from.size]), `socket ${s}`).toEqual(expected[s]);
+      expect(
+        socket.got.map((g): [string, number] => [g.data.toString('hex'), g.from.size]),
+        `socket ${s}`,
+      ).toEqual(expected[s]);
     });
-    expect(new Set(sockets.flatMap((s) => s.got.map((g) => g.data.buffer))).size).toBeGreaterThanOrEqual(2);
+    expect(
+      new Set(sockets.flatMap((s) => s.got.map((g) => g.data.buffer))).size,
+    ).toBeGreaterThanOrEqual(2);
   });
 });
 
@@ -315,7 +356,9 @@ describe('when a native socket sends', () => {
     const header = datagram(2, 12);
     const payload = datagram(3, 160);
     const parts = [datagram(4, 12), datagram(5, 4), datagram(6, 100)];
-    const expected = [single, Buffer.concat([header, payload]), Buffer.concat(parts)].map((d) => d.toString('hex'));
+    const expected = [single, Buffer.concat([header, payload]), Buffer.concat(parts)].map((d) =>
+      d.toString('hex'),
+    );
     expect(a.socket.send(single, receiver.port, '127.0.0.1')).toBe(0);
     expect(a.socket.send([header, payload], receiver.port, '127.0.0.1')).toBe(0);
     expect(a.socket.send(parts, receiver.port, '127.0.0.1')).toBe(0);
@@ -336,7 +379,9 @@ describe('when a native socket sends', () => {
     const first = await openDgram('udp4', '127.0.0.1');
     const second = await openDgram('udp4', '127.0.0.1');
     const plan = [first, second, second, first, second];
-    plan.forEach((to, i) => expect(a.socket.send(Buffer.from(`d${i}`), to.port, '127.0.0.1')).toBe(0));
+    plan.forEach((to, i) =>
+      expect(a.socket.send(Buffer.from(`d${i}`), to.port, '127.0.0.1')).toBe(0),
+    );
     await waitFor(() => first.got.length + second.got.length >= plan.length, 1000);
     await sleep(20);
     expect(first.got.map((g) => g.data.toString())).toEqual(['d0', 'd3']);
@@ -363,7 +408,10 @@ describe('when a native socket sends', () => {
     a.socket.send(Buffer.from('marker'), receiver.port, '127.0.0.1');
     await waitFor(() => receiver.got.length >= 1, 1000);
     await sleep(20);
-    expect({ refused, got: receiver.got.map((g) => g.data.toString()) }).toEqual({ refused: 'EINVAL', got: ['marker'] });
+    expect({ refused, got: receiver.got.map((g) => g.data.toString()) }).toEqual({
+      refused: 'EINVAL',
+      got: ['marker'],
+    });
   });
 
   it('should return EBADF after close without throwing', async () => {
@@ -371,7 +419,9 @@ describe('when a native socket sends', () => {
     const receiver = await openDgram('udp4', '127.0.0.1');
     a.socket.close();
     expect(a.socket.send(Buffer.from('late'), receiver.port, '127.0.0.1')).toBe('EBADF');
-    expect(a.socket.send([Buffer.from('la'), Buffer.from('te')], receiver.port, '127.0.0.1')).toBe('EBADF');
+    expect(a.socket.send([Buffer.from('la'), Buffer.from('te')], receiver.port, '127.0.0.1')).toBe(
+      'EBADF',
+    );
     expect(() => a.socket.close()).not.toThrow();
     await sleep(30);
     expect(receiver.got).toEqual([]);
@@ -399,7 +449,10 @@ describe('when opening and closing native sockets', () => {
 
   it('should throw EADDRINUSE for a port another native socket holds', () => {
     const a = openNative('127.0.0.1');
-    expect(thrown(() => native.open('127.0.0.1', a.port, () => {}))).toEqual({ name: 'Error', code: 'EADDRINUSE' });
+    expect(thrown(() => native.open('127.0.0.1', a.port, () => {}))).toEqual({
+      name: 'Error',
+      code: 'EADDRINUSE',
+    });
   });
 
   it('should free the port on close, so dgram can bind it', async () => {
@@ -413,7 +466,8 @@ describe('when opening and closing native sockets', () => {
     const c = openNative('127.0.0.1');
     const a = openNative('127.0.0.1', (_arrival, self) => self.socket.close());
     // Native sends go to the kernel within the call, so all three wait in one receive queue.
-    for (const text of ['one', 'two', 'three']) expect(c.socket.send(Buffer.from(text), a.port, '127.0.0.1')).toBe(0);
+    for (const text of ['one', 'two', 'three'])
+      expect(c.socket.send(Buffer.from(text), a.port, '127.0.0.1')).toBe(0);
     await waitFor(() => a.got.length >= 1, 1000);
     await sleep(30);
     for (const text of ['four', 'five']) c.socket.send(Buffer.from(text), a.port, '127.0.0.1');
@@ -432,22 +486,29 @@ describe('when opening and closing native sockets', () => {
       // The lowest free descriptor: the one just closed.
       b = openNative('127.0.0.1');
     });
-    for (const text of ['one', 'two', 'three']) c.socket.send(Buffer.from(text), a.port, '127.0.0.1');
+    for (const text of ['one', 'two', 'three'])
+      c.socket.send(Buffer.from(text), a.port, '127.0.0.1');
     await waitFor(() => b !== undefined, 1000);
     await sleep(30);
-    expect({ toA: a.got.map((g) => g.data.toString()), toB: b?.got.map((g) => g.data.toString()) }).toEqual({ toA: ['one'], toB: [] });
+    expect({
+      toA: a.got.map((g) => g.data.toString()),
+      toB: b?.got.map((g) => g.data.toString()),
+    }).toEqual({ toA: ['one'], toB: [] });
   });
 });
 
 // A batch fills during one socket's datagrams (64 sockets of 8 datagrams ahead of it make 512, one
 // batch): the batch is handed over after the first three of them, and the rest is read after a handler
 // may have closed the socket and something else taken its descriptor number.
-describe('when a batch fills in the middle of a socket\'s queue and a handler closes that socket', () => {
+describe("when a batch fills in the middle of a socket's queue and a handler closes that socket", () => {
   /** 63 sockets with 8 datagrams each and one with 5 ahead of `target` (ready before it): 509 datagrams. */
   function fillAhead(sender: OpenNative): void {
     for (let i = 0; i < 64; i++) {
       const filler = openNative('127.0.0.1');
-      for (let k = 0; k < (i < 63 ? 8 : 5); k++) expect(sender.socket.send(Buffer.from(`filler ${i}.${k}`), filler.port, '127.0.0.1')).toBe(0);
+      for (let k = 0; k < (i < 63 ? 8 : 5); k++)
+        expect(sender.socket.send(Buffer.from(`filler ${i}.${k}`), filler.port, '127.0.0.1')).toBe(
+          0,
+        );
     }
   }
 
@@ -484,7 +545,10 @@ describe('when a batch fills in the middle of a socket\'s queue and a handler cl
       x.socket.close();
       // A dgram socket bound now (an IP literal resolves at once) takes the lowest free
       // descriptor, x's, while the batch's read of the ready sockets is still going on.
-      const socket = createSocket({ type: 'udp4', lookup: (host, _options, callback) => callback(null, host, 4) });
+      const socket = createSocket({
+        type: 'udp4',
+        lookup: (host, _options, callback) => callback(null, host, 4),
+      });
       other = socket;
       socket.on('message', (data) => otherGot.push(data.toString()));
       cleanups.push(() => closeDgram(socket));
@@ -517,7 +581,9 @@ describe('when a worker thread that used the module ends', () => {
       'let fd = -1;',
       'let port = 0;',
       `for (let p = ${firstPort}; fd < 0; p++) {`,
-      "  try { [fd] = b.open(false, '127.0.0.1', p); port = p; } catch (e) { if (e.code !== 'EADDRINUSE' || p > " + String(firstPort + 50) + ') throw e; }',
+      "  try { [fd] = b.open(false, '127.0.0.1', p); port = p; } catch (e) { if (e.code !== 'EADDRINUSE' || p > " +
+        String(firstPort + 50) +
+        ') throw e; }',
       '}',
       "b.setRemote(fd, '127.0.0.1', 9);",
       "b.send(fd, Buffer.from('x'));",
@@ -540,13 +606,21 @@ describe('when a worker thread that used the module ends', () => {
       "  socket.bind(port, '127.0.0.1', () => { console.log('port free'); socket.close(); });",
       '});',
     ].join('\n');
-    const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 10_000 });
-    expect({ how, status: result.status, signal: result.signal, stderr: result.stderr }).toEqual({ how, status: 0, signal: null, stderr: '' });
+    const result = spawnSync(process.execPath, ['-e', script], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    expect({ how, status: result.status, signal: result.signal, stderr: result.stderr }).toEqual({
+      how,
+      status: 0,
+      signal: null,
+      stderr: '',
+    });
     expect(result.stdout).toMatch(/^worker ended \d+\nport free\n$/);
   });
 });
 
-describe('when one socket\'s handler throws during a batch', () => {
+describe("when one socket's handler throws during a batch", () => {
   // In a process of its own: the error must reach uncaughtException, which the test process keeps.
   it('should still hand the other sockets their datagrams of that batch, then raise the error once', () => {
     const firstPort = candidatePort();
@@ -572,14 +646,25 @@ describe('when one socket\'s handler throws during a batch', () => {
         for (const s of [a, b, sender]) s.socket.close();
       }, 200);
     `;
-    const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 10_000, cwd: fileURLToPath(new URL('../../../', import.meta.url)) });
+    const result = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      {
+        encoding: 'utf8',
+        timeout: 10_000,
+        cwd: fileURLToPath(new URL('../../../', import.meta.url)),
+      },
+    );
     expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
-    expect(JSON.parse(result.stdout)).toEqual({ got: { a: ['a0', 'a1', 'a2'], b: ['b0', 'b1', 'b2'] }, errors: ['handler of a'] });
+    expect(JSON.parse(result.stdout)).toEqual({
+      got: { a: ['a0', 'a1', 'a2'], b: ['b0', 'b1', 'b2'] },
+      errors: ['handler of a'],
+    });
   });
 
   // The batch fills after a's third datagram while a has eight waiting: a read never takes more
   // from the kernel than the batch has room for, so what the throw leaves is read next time.
-  it('should deliver every datagram sent, when the batch that throws fills in the middle of a socket\'s queue', () => {
+  it("should deliver every datagram sent, when the batch that throws fills in the middle of a socket's queue", () => {
     const script = `
       import { nativeRtpSockets } from ${JSON.stringify(SOCKETS_MODULE)};
       const native = nativeRtpSockets();
@@ -607,7 +692,11 @@ describe('when one socket\'s handler throws during a batch', () => {
     `;
     const result = runScript(script, { tsx: true });
     expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
-    expect(JSON.parse(result.stdout)).toEqual({ fillers: 509, got: ['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7'], errors: ['handler of a'] });
+    expect(JSON.parse(result.stdout)).toEqual({
+      fillers: 509,
+      got: ['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7'],
+      errors: ['handler of a'],
+    });
   });
 });
 
@@ -645,9 +734,21 @@ describe('when the meta array is detached after start()', () => {
         }, 100);
       }, 100);
     `;
-    const result = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8', timeout: 10_000 });
-    expect({ status: result.status, signal: result.signal, stderr: result.stderr }).toEqual({ status: 0, signal: null, stderr: '' });
-    expect(JSON.parse(result.stdout)).toEqual({ before: 1, after: 0, errors: ['ERR_INVALID_STATE'], spinning: false });
+    const result = spawnSync(process.execPath, ['--expose-gc', '-e', script], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    expect({ status: result.status, signal: result.signal, stderr: result.stderr }).toEqual({
+      status: 0,
+      signal: null,
+      stderr: '',
+    });
+    expect(JSON.parse(result.stdout)).toEqual({
+      before: 1,
+      after: 0,
+      errors: ['ERR_INVALID_STATE'],
+      spinning: false,
+    });
   });
 });
 
@@ -665,7 +766,11 @@ describe('when start() is given meta on a buffer that can change size', () => {
     `;
     const result = runScript(script);
     expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
-    expect(JSON.parse(result.stdout)).toEqual(['TypeError ERR_INVALID_ARG_TYPE', 'TypeError ERR_INVALID_ARG_TYPE', 'started']);
+    expect(JSON.parse(result.stdout)).toEqual([
+      'TypeError ERR_INVALID_ARG_TYPE',
+      'TypeError ERR_INVALID_ARG_TYPE',
+      'started',
+    ]);
   });
 });
 
@@ -696,7 +801,10 @@ describe('when the process is out of descriptors as the native sockets start', (
     const result = runScript(script, { tsx: true, shell: 'ulimit -n 256' });
     expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
     expect(JSON.parse(result.stdout)).toEqual({
-      first: { engine: 'node', fallbackReason: 'start() failed (EMFILE): epoll_create1: Too many open files' },
+      first: {
+        engine: 'node',
+        fallbackReason: 'start() failed (EMFILE): epoll_create1: Too many open files',
+      },
       second: 'native',
       got: ['to myself'],
     });
@@ -735,28 +843,53 @@ describe('when the sockets are IPv6', () => {
     peer.socket.send(Buffer.from('to dgram'), probe.port, '127.0.0.1');
     await waitFor(() => a.got.length >= 1 && probe.got.length >= 1, 1000);
     expect(a.got[0]?.from).toEqual({ ...probe.got[0]?.from, size: 9 });
-    expect(a.got[0]?.from).toEqual({ address: '::ffff:127.0.0.1', family: 'IPv6', port: peer.port, size: 9 });
+    expect(a.got[0]?.from).toEqual({
+      address: '::ffff:127.0.0.1',
+      family: 'IPv6',
+      port: peer.port,
+      size: 9,
+    });
     // An IPv4 destination is sent to as ::ffff:a.b.c.d, as dgram does on a udp6 socket.
     expect(a.socket.send(Buffer.from('back'), peer.port, '127.0.0.1')).toBe(0);
     await waitFor(() => peer.got.length >= 1, 1000);
-    expect(peer.got.map((g) => [g.data.toString(), g.from])).toEqual([['back', { address: '127.0.0.1', family: 'IPv4', port: a.port, size: 4 }]]);
+    expect(peer.got.map((g) => [g.data.toString(), g.from])).toEqual([
+      ['back', { address: '127.0.0.1', family: 'IPv4', port: a.port, size: 4 }],
+    ]);
   });
 });
 
 describe('when the binding is given hostile arguments', () => {
   it('should refuse to start a second time', () => {
     const binding = rawBinding();
-    expect(thrown(() => binding.start(() => {}, new Int32Array(binding.META_INTS * 4)))).toEqual({ name: 'Error', code: 'ERR_ALREADY_STARTED' });
+    expect(thrown(() => binding.start(() => {}, new Int32Array(binding.META_INTS * 4)))).toEqual({
+      name: 'Error',
+      code: 'ERR_ALREADY_STARTED',
+    });
   });
 
   it('should throw EINVAL for a listen address that is not an IP literal of the socket family', () => {
     const binding = rawBinding();
     const port = candidatePort();
-    expect(thrown(() => binding.open(true, 'not-an-ip', port))).toEqual({ name: 'Error', code: 'EINVAL' });
-    expect(thrown(() => binding.open(false, 'not-an-ip', port))).toEqual({ name: 'Error', code: 'EINVAL' });
-    expect(thrown(() => binding.open(false, '::1', port))).toEqual({ name: 'Error', code: 'EINVAL' });
-    expect(thrown(() => native.open('localhost', port, () => {}))).toEqual({ name: 'Error', code: 'EINVAL' });
-    expect(thrown(() => native.open('::zz', port, () => {}))).toEqual({ name: 'Error', code: 'EINVAL' });
+    expect(thrown(() => binding.open(true, 'not-an-ip', port))).toEqual({
+      name: 'Error',
+      code: 'EINVAL',
+    });
+    expect(thrown(() => binding.open(false, 'not-an-ip', port))).toEqual({
+      name: 'Error',
+      code: 'EINVAL',
+    });
+    expect(thrown(() => binding.open(false, '::1', port))).toEqual({
+      name: 'Error',
+      code: 'EINVAL',
+    });
+    expect(thrown(() => native.open('localhost', port, () => {}))).toEqual({
+      name: 'Error',
+      code: 'EINVAL',
+    });
+    expect(thrown(() => native.open('::zz', port, () => {}))).toEqual({
+      name: 'Error',
+      code: 'EINVAL',
+    });
   });
 
   it('should throw a TypeError for ports out of range and arguments of the wrong type', () => {
@@ -769,9 +902,15 @@ describe('when the binding is given hostile arguments', () => {
       [false, 127001, candidatePort()],
       [false, '127.0.0.1'],
     ]) {
-      expect(thrown(() => binding.open(...(args as [unknown, unknown, unknown]))), JSON.stringify(args)).toEqual({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+      expect(
+        thrown(() => binding.open(...(args as [unknown, unknown, unknown]))),
+        JSON.stringify(args),
+      ).toEqual({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
     }
-    expect(thrown(() => native.open('127.0.0.1', 70000, () => {}))).toEqual({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+    expect(thrown(() => native.open('127.0.0.1', 70000, () => {}))).toEqual({
+      name: 'TypeError',
+      code: 'ERR_INVALID_ARG_TYPE',
+    });
   });
 
   it('should refuse descriptors it did not open, without closing them', () => {
@@ -779,17 +918,33 @@ describe('when the binding is given hostile arguments', () => {
     const file = openSync(fileURLToPath(import.meta.url), 'r');
     try {
       for (const fd of [0, 1, 2, file]) {
-        expect(thrown(() => binding.close(fd)), `close(${fd})`).toEqual({ name: 'Error', code: 'EBADF' });
-        expect(thrown(() => binding.setRemote(fd, '127.0.0.1', 9)), `setRemote(${fd})`).toEqual({ name: 'Error', code: 'EBADF' });
+        expect(
+          thrown(() => binding.close(fd)),
+          `close(${fd})`,
+        ).toEqual({ name: 'Error', code: 'EBADF' });
+        expect(
+          thrown(() => binding.setRemote(fd, '127.0.0.1', 9)),
+          `setRemote(${fd})`,
+        ).toEqual({ name: 'Error', code: 'EBADF' });
         expect(binding.send(fd, Buffer.from('x')), `send(${fd})`).toBe(-9);
       }
-      expect(thrown(() => binding.setRemote(999999, '127.0.0.1', 9))).toEqual({ name: 'Error', code: 'EBADF' });
+      expect(thrown(() => binding.setRemote(999999, '127.0.0.1', 9))).toEqual({
+        name: 'Error',
+        code: 'EBADF',
+      });
       expect(binding.send(999999, Buffer.from('x'))).toBe(-9);
       for (const bad of [-1, 'x', undefined, {}]) {
-        expect(thrown(() => binding.close(bad)), `close(${JSON.stringify(bad)})`).toEqual({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+        expect(
+          thrown(() => binding.close(bad)),
+          `close(${JSON.stringify(bad)})`,
+        ).toEqual({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
       }
-      expect(thrown(() => binding.send(-1, Buffer.from('x')))).toEqual({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
-      for (const fd of [0, 1, 2, file]) expect(() => fstatSync(fd), `fd ${fd} still open`).not.toThrow();
+      expect(thrown(() => binding.send(-1, Buffer.from('x')))).toEqual({
+        name: 'TypeError',
+        code: 'ERR_INVALID_ARG_TYPE',
+      });
+      for (const fd of [0, 1, 2, file])
+        expect(() => fstatSync(fd), `fd ${fd} still open`).not.toThrow();
     } finally {
       closeSync(file);
     }
@@ -819,7 +974,10 @@ describe('when the binding is given hostile arguments', () => {
       // The lowest free descriptor, so normally the socket's old number.
       expect(file).toBe(fd);
       expect(thrown(() => binding.close(fd))).toEqual({ name: 'Error', code: 'EBADF' });
-      expect(thrown(() => binding.setRemote(fd, '127.0.0.1', 9))).toEqual({ name: 'Error', code: 'EBADF' });
+      expect(thrown(() => binding.setRemote(fd, '127.0.0.1', 9))).toEqual({
+        name: 'Error',
+        code: 'EBADF',
+      });
       expect(binding.send(fd, Buffer.from('x'))).toBe(-9);
       expect(fstatSync(file).isFile()).toBe(true);
     } finally {
@@ -840,14 +998,23 @@ describe('when the binding is given hostile arguments', () => {
     expect(fd).toBeGreaterThanOrEqual(0);
     try {
       for (const data of ['text', 5, undefined, null, [Buffer.from('x')]]) {
-        expect(thrown(() => binding.send(fd, data)), `send(${JSON.stringify(data)})`).toEqual({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+        expect(
+          thrown(() => binding.send(fd, data)),
+          `send(${JSON.stringify(data)})`,
+        ).toEqual({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
       }
-      expect(thrown(() => binding.send(fd, Buffer.from('x'), 'more'))).toEqual({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+      expect(thrown(() => binding.send(fd, Buffer.from('x'), 'more'))).toEqual({
+        name: 'TypeError',
+        code: 'ERR_INVALID_ARG_TYPE',
+      });
       // EDESTADDRREQ: no setRemote yet.
       expect(binding.send(fd, Buffer.from('x'))).toBe(-89);
       expect(binding.setRemote(fd, 'not-an-ip', 9)).toBe(false);
       expect(binding.setRemote(fd, '::1', 9)).toBe(false);
-      expect(thrown(() => binding.setRemote(fd, '127.0.0.1', 70000))).toEqual({ name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+      expect(thrown(() => binding.setRemote(fd, '127.0.0.1', 70000))).toEqual({
+        name: 'TypeError',
+        code: 'ERR_INVALID_ARG_TYPE',
+      });
       expect(binding.send(fd, Buffer.from('x'))).toBe(-89);
     } finally {
       binding.close(fd);
@@ -909,7 +1076,14 @@ describe('when a UdpPortPair on native sockets sends to a host name', () => {
     expect(arrived.length).toBeGreaterThanOrEqual(10);
     // Once the name is known nothing is dropped: every packet from the first that arrived on.
     expect(arrived).toEqual(Array.from({ length: sent - first }, (_, i) => first + i));
-    expect(receiver.got.every((g) => g.from.port === pair.port && g.from.address === '127.0.0.1' && g.data.readUInt32BE(4) === 0xc0ffee)).toBe(true);
+    expect(
+      receiver.got.every(
+        (g) =>
+          g.from.port === pair.port &&
+          g.from.address === '127.0.0.1' &&
+          g.data.readUInt32BE(4) === 0xc0ffee,
+      ),
+    ).toBe(true);
     expect(elsewhere.got).toEqual([]);
     expect(lookups.hostnames.filter((name) => name === 'localhost')).toEqual(['localhost']);
     expect(errors).toEqual([]);

@@ -1,6 +1,11 @@
 /** A test peer on 127.0.0.1: a UDP socket that sends RTP to a session and records what comes back. */
 import { createSocket, type Socket } from 'node:dgram';
-import { parseRtpPacket, serializeRtpPacket, type RtpPacket, type RtpPacketInit } from '../../../gateway/media/rtp-packet.ts';
+import {
+  parseRtpPacket,
+  serializeRtpPacket,
+  type RtpPacket,
+  type RtpPacketInit,
+} from '../../../gateway/media/rtp-packet.ts';
 
 export interface ReceivedPacket {
   readonly atMs: number;
@@ -21,7 +26,11 @@ export class RtpPeer {
     const peer = new RtpPeer(socket);
     socket.on('message', (data) => {
       const parsed = parseRtpPacket(data);
-      peer.received.push({ atMs: performance.now(), data, packet: parsed.ok ? parsed.packet : undefined });
+      peer.received.push({
+        atMs: performance.now(),
+        data,
+        packet: parsed.ok ? parsed.packet : undefined,
+      });
     });
     return peer;
   }

@@ -36,10 +36,23 @@ export class RtpSessionHarness {
   }
 
   config(overrides: Partial<RtpConfig> = {}): RtpConfig {
-    return { listen: '127.0.0.1', portMin: this.portMin, portMax: this.portMin + 39, mediaTimeoutMs: 5000, comfortSilence: false, jitterMinMs: 20, jitterMaxMs: 200, sockets: 'auto', ...overrides };
+    return {
+      listen: '127.0.0.1',
+      portMin: this.portMin,
+      portMax: this.portMin + 39,
+      mediaTimeoutMs: 5000,
+      comfortSilence: false,
+      jitterMinMs: 20,
+      jitterMaxMs: 200,
+      sockets: 'auto',
+      ...overrides,
+    };
   }
 
-  async start(options: Partial<RtpSessionOptions> = {}, rtp: Partial<RtpConfig> = {}): Promise<SessionHarness> {
+  async start(
+    options: Partial<RtpSessionOptions> = {},
+    rtp: Partial<RtpConfig> = {},
+  ): Promise<SessionHarness> {
     const peer = await this.peer();
     const session = await RtpSession.open({
       config: this.config(rtp),
@@ -91,10 +104,25 @@ export interface StreamOptions {
 }
 
 /** Sends `count` packets paced at 20 ms from `peer`, as a caller's phone would. */
-export async function stream(peer: RtpPeer, port: number, count: number, options: StreamOptions): Promise<void> {
+export async function stream(
+  peer: RtpPeer,
+  port: number,
+  count: number,
+  options: StreamOptions,
+): Promise<void> {
   for (let i = 0; i < count; i++) {
     const payload = options.payload?.(i) ?? audioPayload(options.firstByte + i);
-    peer.send({ payloadType: options.payloadType ?? 0, marker: i === 0, sequenceNumber: (options.firstSeq + i) & 0xffff, timestamp: (options.firstSeq + i) * 160, ssrc: options.ssrc, payload }, port);
+    peer.send(
+      {
+        payloadType: options.payloadType ?? 0,
+        marker: i === 0,
+        sequenceNumber: (options.firstSeq + i) & 0xffff,
+        timestamp: (options.firstSeq + i) * 160,
+        ssrc: options.ssrc,
+        payload,
+      },
+      port,
+    );
     await sleep(20);
   }
 }

@@ -21,7 +21,9 @@ function latches(events: readonly RtpSessionEvent[]): number[] {
 
 describe('when someone else sends the latched SSRC from another address while the caller talks', () => {
   it('should keep sending to the caller, give the sender nothing and never let its audio reach the model', async () => {
-    const { session, peer, events } = await harness.start({ remote: { address: '127.0.0.1', port: 9 } });
+    const { session, peer, events } = await harness.start({
+      remote: { address: '127.0.0.1', port: 9 },
+    });
     const attacker = await harness.peer();
     session.play('item', Buffer.alloc(160 * 40, 0x11));
     // An on-path attacker: the caller's SSRC, sequence numbers right after the caller's.
@@ -29,7 +31,12 @@ describe('when someone else sends the latched SSRC from another address while th
       stream(peer, session.localPort, 40, { ssrc: CALLER_SSRC, firstSeq: 1000, firstByte: 0 }),
       (async () => {
         await sleep(100);
-        await stream(attacker, session.localPort, 20, { ssrc: CALLER_SSRC, firstSeq: 1010, firstByte: HOSTILE, payload: () => audioPayload(HOSTILE) });
+        await stream(attacker, session.localPort, 20, {
+          ssrc: CALLER_SSRC,
+          firstSeq: 1010,
+          firstByte: HOSTILE,
+          payload: () => audioPayload(HOSTILE),
+        });
       })(),
     ]);
     await sleep(100);
@@ -50,7 +57,12 @@ describe('when packets with a new SSRC come from the latched address while the c
       stream(peer, session.localPort, 30, { ssrc: CALLER_SSRC, firstSeq: 1000, firstByte: 0 }),
       (async () => {
         await sleep(50);
-        await stream(peer, session.localPort, 20, { ssrc: 0xbad, firstSeq: 7000, firstByte: HOSTILE, payload: () => audioPayload(HOSTILE) });
+        await stream(peer, session.localPort, 20, {
+          ssrc: 0xbad,
+          firstSeq: 7000,
+          firstByte: HOSTILE,
+          payload: () => audioPayload(HOSTILE),
+        });
       })(),
     ]);
     await sleep(100);
@@ -70,7 +82,16 @@ describe('when the caller falls silent and a blind sender sprays packets', () =>
     let seed = 7;
     for (let i = 0; i < 40; i++) {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      attacker.send({ payloadType: 0, sequenceNumber: seed & 0xffff, timestamp: seed, ssrc: seed >>> 3, payload: audioPayload(HOSTILE) }, session.localPort);
+      attacker.send(
+        {
+          payloadType: 0,
+          sequenceNumber: seed & 0xffff,
+          timestamp: seed,
+          ssrc: seed >>> 3,
+          payload: audioPayload(HOSTILE),
+        },
+        session.localPort,
+      );
       await sleep(5);
     }
     await sleep(60);
@@ -87,15 +108,27 @@ describe('when the caller comes back from a new NAT port after a silence (rebind
     const rebound = await harness.peer();
     await stream(peer, session.localPort, 10, { ssrc: CALLER_SSRC, firstSeq: 1000, firstByte: 0 });
     await sleep(RELATCH_AFTER_SILENCE_MS + 100);
-    await stream(rebound, session.localPort, 10, { ssrc: CALLER_SSRC, firstSeq: 1060, firstByte: 100 });
+    await stream(rebound, session.localPort, 10, {
+      ssrc: CALLER_SSRC,
+      firstSeq: 1060,
+      firstByte: 100,
+    });
     // The old mapping delivers a stale packet (or someone replays it): not followed back.
-    await stream(peer, session.localPort, 3, { ssrc: CALLER_SSRC, firstSeq: 1010, firstByte: HOSTILE, payload: () => audioPayload(HOSTILE) });
+    await stream(peer, session.localPort, 3, {
+      ssrc: CALLER_SSRC,
+      firstSeq: 1010,
+      firstByte: HOSTILE,
+      payload: () => audioPayload(HOSTILE),
+    });
     session.play('item', Buffer.alloc(160 * 3, 0x11));
     await waitFor(() => rebound.packets().length >= 3 && audioEvents(events).length >= 20);
     await sleep(60);
     expect(latches(events)).toEqual([peer.port, rebound.port]);
     expect(session.stats()).toMatchObject({ relatches: 1, ssrcChanges: 0 });
-    expect(audioEvents(events).map((b) => b[0])).toEqual([...Array.from({ length: 10 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 100 + i)]);
+    expect(audioEvents(events).map((b) => b[0])).toEqual([
+      ...Array.from({ length: 10 }, (_, i) => i),
+      ...Array.from({ length: 10 }, (_, i) => 100 + i),
+    ]);
     expect(peer.packets().filter((p) => p.payload[0] === 0x11)).toHaveLength(0);
     expect(session.stats().dropped['unexpected-source']).toBe(3);
   });
@@ -108,8 +141,12 @@ describe('when the far end switches to a new SSRC after a silence (a new media s
     await sleep(RELATCH_AFTER_SILENCE_MS + 100);
     await stream(peer, session.localPort, 8, { ssrc: 2, firstSeq: 30000, firstByte: 50 });
     await sleep(100);
-    expect(events.filter((e) => e.type === 'ssrc-changed')).toEqual([{ type: 'ssrc-changed', previousSsrc: 1, ssrc: 2 }]);
-    expect(audioEvents(events).map((b) => b[0])).toEqual([0, 1, 2, 3, 4, 50, 51, 52, 53, 54, 55, 56, 57]);
+    expect(events.filter((e) => e.type === 'ssrc-changed')).toEqual([
+      { type: 'ssrc-changed', previousSsrc: 1, ssrc: 2 },
+    ]);
+    expect(audioEvents(events).map((b) => b[0])).toEqual([
+      0, 1, 2, 3, 4, 50, 51, 52, 53, 54, 55, 56, 57,
+    ]);
     expect(session.stats()).toMatchObject({ ssrcChanges: 1, relatches: 0, lost: 0 });
     expect(session.stats().dropped['ssrc-probation'] ?? 0).toBe(0);
   });
@@ -126,7 +163,12 @@ describe('when two senders take turns', () => {
       stream(other, session.localPort, 30, { ssrc: 2, firstSeq: 500, firstByte: 100 }),
       (async () => {
         await sleep(200);
-        await stream(peer, session.localPort, 10, { ssrc: 1, firstSeq: 105, firstByte: HOSTILE, payload: () => audioPayload(HOSTILE) });
+        await stream(peer, session.localPort, 10, {
+          ssrc: 1,
+          firstSeq: 105,
+          firstByte: HOSTILE,
+          payload: () => audioPayload(HOSTILE),
+        });
       })(),
     ]);
     await sleep(60);
@@ -151,14 +193,27 @@ describe('when several hostile senders spray valid-looking packets during a call
           const ssrc = random() % 2 === 0 ? CALLER_SSRC : random();
           const sequenceNumber = random() % 2 === 0 ? 1000 + (random() % 60) : random() & 0xffff;
           const payloadType = [0, 0, 0, 101, 13, 8][random() % 6] as number;
-          attacker?.send({ payloadType, sequenceNumber, timestamp: random(), ssrc, marker: random() % 2 === 0, payload: audioPayload(HOSTILE, random() % 200) }, session.localPort);
+          attacker?.send(
+            {
+              payloadType,
+              sequenceNumber,
+              timestamp: random(),
+              ssrc,
+              marker: random() % 2 === 0,
+              payload: audioPayload(HOSTILE, random() % 200),
+            },
+            session.localPort,
+          );
           sprayed++;
         }
         await sleep(25);
       }
     };
     session.play('item', Buffer.alloc(160 * 50, 0x11));
-    await Promise.all([stream(peer, session.localPort, 50, { ssrc: CALLER_SSRC, firstSeq: 1000, firstByte: 0 }), spray()]);
+    await Promise.all([
+      stream(peer, session.localPort, 50, { ssrc: CALLER_SSRC, firstSeq: 1000, firstByte: 0 }),
+      spray(),
+    ]);
     await waitFor(() => audioEvents(events).length >= 50);
     await sleep(60);
     expect(latches(events)).toEqual([peer.port]);
@@ -175,7 +230,7 @@ describe('when several hostile senders spray valid-looking packets during a call
 });
 
 describe('when a new source is on probation while other calls receive a burst', () => {
-  it('should keep only the held packets\' own bytes, not the batch of datagrams they came in', async () => {
+  it("should keep only the held packets' own bytes, not the batch of datagrams they came in", async () => {
     const { session, peer } = await harness.start();
     const newcomer = await harness.peer();
     // Another call's socket on the same native sockets: its burst and the newcomer's packets are
@@ -185,11 +240,23 @@ describe('when a new source is on probation while other calls receive a burst', 
     await sleep(RELATCH_AFTER_SILENCE_MS + 100);
     const burst = Buffer.alloc(1000, 0x80);
     for (let i = 0; i < 200; i++) busy.peer.sendRaw(burst, busy.session.localPort);
-    for (let i = 0; i < 2; i++) newcomer.send({ payloadType: 0, sequenceNumber: 5000 + i, timestamp: 160 * i, ssrc: 0xbeef, payload: audioPayload(i) }, session.localPort);
+    for (let i = 0; i < 2; i++)
+      newcomer.send(
+        {
+          payloadType: 0,
+          sequenceNumber: 5000 + i,
+          timestamp: 160 * i,
+          ssrc: 0xbeef,
+          payload: audioPayload(i),
+        },
+        session.localPort,
+      );
     for (let i = 0; i < 200; i++) busy.peer.sendRaw(burst, busy.session.localPort);
     await waitFor(() => (session.stats().dropped['ssrc-probation'] ?? 0) >= 2, 1000);
     // White box: the probation's held packets (two in sequence, one short of being followed).
-    const held = (session as unknown as { latch: { candidate?: { held: Array<{ payload: Buffer }> } } }).latch.candidate?.held ?? [];
+    const held =
+      (session as unknown as { latch: { candidate?: { held: Array<{ payload: Buffer }> } } }).latch
+        .candidate?.held ?? [];
     expect(held.map((p) => p.payload[0])).toEqual([0, 1]);
     // A payload of its own sits in at most Node's 8 KB pool slab; a view would keep the batch.
     for (const packet of held) expect(packet.payload.buffer.byteLength).toBeLessThanOrEqual(8192);

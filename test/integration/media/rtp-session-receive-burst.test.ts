@@ -14,7 +14,17 @@ describe('when more caller audio arrives at once than the jitter buffer may hold
     const { session, peer, events } = await harness.start({}, { jitterMaxMs: 100 });
     await stream(peer, session.localPort, 5, { ssrc: 7, firstSeq: 100, firstByte: 0 });
     // 600 ms of audio in one burst: six times the buffer's maximum depth.
-    for (let i = 5; i < 35; i++) peer.send({ payloadType: 0, sequenceNumber: 100 + i, timestamp: (100 + i) * 160, ssrc: 7, payload: audioPayload(i) }, session.localPort);
+    for (let i = 5; i < 35; i++)
+      peer.send(
+        {
+          payloadType: 0,
+          sequenceNumber: 100 + i,
+          timestamp: (100 + i) * 160,
+          ssrc: 7,
+          payload: audioPayload(i),
+        },
+        session.localPort,
+      );
     await sleep(20);
     await stream(peer, session.localPort, 5, { ssrc: 7, firstSeq: 135, firstByte: 35 });
     await waitFor(() => audioEvents(events).length >= 40);

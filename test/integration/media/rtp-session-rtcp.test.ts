@@ -20,7 +20,11 @@ afterEach(() => harness.closeAll());
 const CALLER_SSRC = 0xcafe;
 
 function senderReport(ssrc: number): Buffer {
-  return serializeRtcpReport({ ssrc, cname: 'peer', sender: { wallClockMs: Date.now(), rtpTimestamp: 1, packets: 1, octets: 160 } });
+  return serializeRtcpReport({
+    ssrc,
+    cname: 'peer',
+    sender: { wallClockMs: Date.now(), rtpTimestamp: 1, packets: 1, octets: 160 },
+  });
 }
 
 describe('when the caller sends its RTCP from a port of its own (a NAT mapping)', () => {
@@ -45,7 +49,12 @@ describe('when the far end’s RTP port is 65535', () => {
     const errors: unknown[] = [];
     const timer = new MonotonicMediaTimer();
     const scheduler = new PlayoutScheduler({ timer, onError: (error) => errors.push(error) });
-    const { session } = await harness.start({ rtcpIntervalMs: 40, scheduler, timer, remote: { address: '127.0.0.1', port: 65535 } });
+    const { session } = await harness.start({
+      rtcpIntervalMs: 40,
+      scheduler,
+      timer,
+      remote: { address: '127.0.0.1', port: 65535 },
+    });
     session.play('item', Buffer.alloc(160 * 25, 0x33));
     await sleep(400);
     expect(errors).toEqual([]);
@@ -56,7 +65,10 @@ describe('when the far end’s RTP port is 65535', () => {
     farRtcp.sendRaw(senderReport(CALLER_SSRC), session.localPort + 1);
     await waitFor(() => farRtcp.received.length >= 1, 2000);
     expect(errors).toEqual([]);
-    expect(parseRtcpCompound(farRtcp.received[0]?.data ?? Buffer.alloc(0))).toMatchObject({ ok: true, summary: { senderSsrc: session.ssrc } });
+    expect(parseRtcpCompound(farRtcp.received[0]?.data ?? Buffer.alloc(0))).toMatchObject({
+      ok: true,
+      summary: { senderSsrc: session.ssrc },
+    });
   });
 });
 
@@ -78,9 +90,12 @@ describe('when the session reports during a pause in its speech', () => {
     // A sender report (PT 200): its RTP timestamp follows the SSRC and the 64-bit NTP time.
     expect(data[1]).toBe(200);
     const reported = data.readUInt32BE(16);
-    const expected = ((last?.packet?.timestamp ?? 0) + Math.round((((report?.atMs ?? 0) - (last?.atMs ?? 0)) * 8000) / 1000)) >>> 0;
+    const expected =
+      ((last?.packet?.timestamp ?? 0) +
+        Math.round((((report?.atMs ?? 0) - (last?.atMs ?? 0)) * 8000) / 1000)) >>>
+      0;
     // Within 50 ms of the media clock (delivery of the two datagrams on loopback varies a little).
-    expect(Math.abs(((reported - expected) << 0))).toBeLessThan(400);
+    expect(Math.abs((reported - expected) << 0)).toBeLessThan(400);
   });
 });
 
@@ -109,15 +124,22 @@ describe('when a re-INVITE brings a stream with a new SSRC whose sequence number
     session.setRemote({ address: '127.0.0.1', port: peer.port });
     await stream(peer, session.localPort, 30, { ssrc: 2, firstSeq: 960, firstByte: 100 });
     await sleep(200);
-    expect(audioEvents(events).map((b) => b[0])).toEqual([...Array.from({ length: 40 }, (_, i) => i), ...Array.from({ length: 30 }, (_, i) => 100 + i)]);
-    expect(events.filter((e) => e.type === 'ssrc-changed')).toEqual([{ type: 'ssrc-changed', previousSsrc: 1, ssrc: 2 }]);
+    expect(audioEvents(events).map((b) => b[0])).toEqual([
+      ...Array.from({ length: 40 }, (_, i) => i),
+      ...Array.from({ length: 30 }, (_, i) => 100 + i),
+    ]);
+    expect(events.filter((e) => e.type === 'ssrc-changed')).toEqual([
+      { type: 'ssrc-changed', previousSsrc: 1, ssrc: 2 },
+    ]);
     expect(session.stats()).toMatchObject({ ssrcChanges: 1, late: 0, duplicates: 0 });
   });
 });
 
 async function publishedProbationDrops(): Promise<number> {
   const data = await registry.getSingleMetric('callgate_rtp_dropped_packets_total')?.get();
-  return (data?.values ?? []).filter((v) => v.labels.reason === 'ssrc-probation').reduce((sum, v) => sum + v.value, 0);
+  return (data?.values ?? [])
+    .filter((v) => v.labels.reason === 'ssrc-probation')
+    .reduce((sum, v) => sum + v.value, 0);
 }
 
 describe('when a new source is followed after its probation packets were already published as dropped', () => {

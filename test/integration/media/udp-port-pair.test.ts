@@ -30,27 +30,30 @@ async function receiver(): Promise<{ socket: Socket; port: number; got: Buffer[]
   return { socket, port: socket.address().port, got };
 }
 
-describe.each(['native', 'node'] as const)('when the kernel refuses a send on %s RTP sockets', (engine) => {
-  it('should report it through onError, not throw, and send the next packet', async () => {
-    if (engine === 'native') expect(native).toBeInstanceOf(NativeRtpSockets);
-    const errors: NodeJS.ErrnoException[] = [];
-    const pair = await UdpPortPair.bind({
-      allocator: new RtpPortAllocator({ portMin: PORT_BASE, portMax: PORT_BASE + 19 }),
-      address: '127.0.0.1',
-      onRtp: () => {},
-      onRtcp: () => {},
-      onError: (error) => errors.push(error),
-      maxUnsentPackets: 4,
-      ...(engine === 'native' && { native: native as NativeRtpSockets }),
+describe.each(['native', 'node'] as const)(
+  'when the kernel refuses a send on %s RTP sockets',
+  (engine) => {
+    it('should report it through onError, not throw, and send the next packet', async () => {
+      if (engine === 'native') expect(native).toBeInstanceOf(NativeRtpSockets);
+      const errors: NodeJS.ErrnoException[] = [];
+      const pair = await UdpPortPair.bind({
+        allocator: new RtpPortAllocator({ portMin: PORT_BASE, portMax: PORT_BASE + 19 }),
+        address: '127.0.0.1',
+        onRtp: () => {},
+        onRtcp: () => {},
+        onError: (error) => errors.push(error),
+        maxUnsentPackets: 4,
+        ...(engine === 'native' && { native: native as NativeRtpSockets }),
+      });
+      cleanups.push(() => pair.close());
+      const peer = await receiver();
+      const to = { address: '127.0.0.1', port: peer.port };
+      // Larger than any UDP datagram can be (65,507 bytes of payload over IPv4).
+      expect(() => pair.sendRtp(Buffer.alloc(70_000), to)).not.toThrow();
+      pair.sendRtp(Buffer.from('next'), to);
+      await waitFor(() => peer.got.length >= 1 && (engine === 'node' || errors.length >= 1), 1000);
+      expect(errors.map((e) => e.code)).toEqual(engine === 'native' ? ['EMSGSIZE'] : []);
+      expect(peer.got.map((d) => d.toString())).toEqual(['next']);
     });
-    cleanups.push(() => pair.close());
-    const peer = await receiver();
-    const to = { address: '127.0.0.1', port: peer.port };
-    // Larger than any UDP datagram can be (65,507 bytes of payload over IPv4).
-    expect(() => pair.sendRtp(Buffer.alloc(70_000), to)).not.toThrow();
-    pair.sendRtp(Buffer.from('next'), to);
-    await waitFor(() => peer.got.length >= 1 && (engine === 'node' || errors.length >= 1), 1000);
-    expect(errors.map((e) => e.code)).toEqual(engine === 'native' ? ['EMSGSIZE'] : []);
-    expect(peer.got.map((d) => d.toString())).toEqual(['next']);
-  });
-});
+  },
+);

@@ -1,4 +1,9 @@
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HttpProvider } from '../../../jobs/providers/http-provider.ts';
@@ -27,13 +32,25 @@ describe('the generic HTTP provider against a stub system of record', () => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() });
+        seen.push({
+          method: req.method ?? '',
+          url: req.url ?? '',
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString(),
+        });
         behaviour(res);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
-    provider = new HttpProvider({ name: 'crm', baseUrl, honoursIdempotencyKeys: false, supportsCancel: true, timeoutMs: 300, token: 'tok-123456' });
+    provider = new HttpProvider({
+      name: 'crm',
+      baseUrl,
+      honoursIdempotencyKeys: false,
+      supportsCancel: true,
+      timeoutMs: 300,
+      token: 'tok-123456',
+    });
   });
   beforeEach(() => {
     seen = [];
@@ -48,9 +65,17 @@ describe('the generic HTTP provider against a stub system of record', () => {
     it('should POST the params to {baseUrl}/{operation} with the key, operation id, tenant and bearer token', async () => {
       behaviour = (res) => json(res, 201, { result: { ticket: 't-1' }, provider_ref: 'ref-9' });
       const request = providerRequest('open_ticket', { subject: 'hello' });
-      expect(await provider.execute(request)).toEqual({ status: 'ok', result: { ticket: 't-1' }, providerRef: 'ref-9' });
+      expect(await provider.execute(request)).toEqual({
+        status: 'ok',
+        result: { ticket: 't-1' },
+        providerRef: 'ref-9',
+      });
       expect(seen).toHaveLength(1);
-      expect(seen[0]).toMatchObject({ method: 'POST', url: '/api/open_ticket', body: '{"subject":"hello"}' });
+      expect(seen[0]).toMatchObject({
+        method: 'POST',
+        url: '/api/open_ticket',
+        body: '{"subject":"hello"}',
+      });
       expect(seen[0]?.headers).toMatchObject({
         'idempotency-key': request.idempotencyKey,
         'x-callgate-operation-id': request.operationId,
@@ -74,23 +99,38 @@ describe('the generic HTTP provider against a stub system of record', () => {
     for (const row of table) {
       it(`should classify ${row.status} as a ${row.retryable ? 'retryable' : 'final'} failure`, async () => {
         behaviour = (res) => json(res, row.status, { error: { code: 'bad_input', message: 'no' } });
-        expect(await provider.execute(providerRequest('x', {}))).toEqual({ status: 'failed', retryable: row.retryable, code: row.code, message: 'no' });
+        expect(await provider.execute(providerRequest('x', {}))).toEqual({
+          status: 'failed',
+          retryable: row.retryable,
+          code: row.code,
+          message: 'no',
+        });
       });
     }
 
     it('should use a callgate code when the failure body is not JSON', async () => {
       behaviour = (res) => res.writeHead(429).end('<html>slow down</html>');
-      expect(await provider.execute(providerRequest('x', {}))).toMatchObject({ status: 'failed', retryable: true, code: 'CALLGATE_ERR_PROVIDER_UNAVAILABLE' });
+      expect(await provider.execute(providerRequest('x', {}))).toMatchObject({
+        status: 'failed',
+        retryable: true,
+        code: 'CALLGATE_ERR_PROVIDER_UNAVAILABLE',
+      });
     });
 
     // A 5xx may come after the system of record acted on the request: never a definite failure.
     it.each([
-      [500, () => (res: ServerResponse) => json(res, 500, { error: { code: 'bad_input', message: 'no' } })],
+      [
+        500,
+        () => (res: ServerResponse) =>
+          json(res, 500, { error: { code: 'bad_input', message: 'no' } }),
+      ],
       [502, () => (res: ServerResponse) => res.writeHead(502).end('<html>bad gateway</html>')],
       [504, () => (res: ServerResponse) => res.writeHead(504).end('gateway timeout')],
     ])('should throw outcome unknown for %i', async (_status, make) => {
       behaviour = make();
-      const error: unknown = await provider.execute(providerRequest('x', {})).catch((e: unknown) => e);
+      const error: unknown = await provider
+        .execute(providerRequest('x', {}))
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ProviderOutcomeUnknownError);
       expect((error as Error).cause).toMatchObject({ code: 'CALLGATE_ERR_PROVIDER_UNAVAILABLE' });
     });
@@ -103,14 +143,18 @@ describe('the generic HTTP provider against a stub system of record', () => {
         res.write('{"result":');
         setTimeout(() => res.destroy(), 10);
       };
-      await expect(provider.execute(providerRequest('x', {}))).rejects.toBeInstanceOf(ProviderOutcomeUnknownError);
+      await expect(provider.execute(providerRequest('x', {}))).rejects.toBeInstanceOf(
+        ProviderOutcomeUnknownError,
+      );
     });
   });
 
   describe('when the answer does not come within timeoutMs', () => {
     it('should throw outcome unknown with the timeout code', async () => {
       behaviour = () => undefined;
-      const error: unknown = await provider.execute(providerRequest('x', {})).catch((e: unknown) => e);
+      const error: unknown = await provider
+        .execute(providerRequest('x', {}))
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ProviderOutcomeUnknownError);
       expect((error as Error).cause).toMatchObject({ code: 'CALLGATE_ERR_PROVIDER_TIMEOUT' });
     });
@@ -119,9 +163,17 @@ describe('the generic HTTP provider against a stub system of record', () => {
   describe('when it looks an operation up', () => {
     it('should GET {baseUrl}/operations/{id} and map the answers', async () => {
       const request = providerRequest('x', {});
-      behaviour = (res) => json(res, 200, { status: 'committed', result: { a: 1 }, provider_ref: 'r' });
-      expect(await provider.lookup(request)).toEqual({ status: 'committed', result: { a: 1 }, providerRef: 'r' });
-      expect(seen[0]).toMatchObject({ method: 'GET', url: `/api/operations/${request.operationId}` });
+      behaviour = (res) =>
+        json(res, 200, { status: 'committed', result: { a: 1 }, provider_ref: 'r' });
+      expect(await provider.lookup(request)).toEqual({
+        status: 'committed',
+        result: { a: 1 },
+        providerRef: 'r',
+      });
+      expect(seen[0]).toMatchObject({
+        method: 'GET',
+        url: `/api/operations/${request.operationId}`,
+      });
       behaviour = (res) => json(res, 404, {});
       expect(await provider.lookup(request)).toEqual({ status: 'not_found' });
       behaviour = (res) => res.writeHead(200).end('garbage');
@@ -136,7 +188,10 @@ describe('the generic HTTP provider against a stub system of record', () => {
       const request = providerRequest('x', {});
       behaviour = (res) => json(res, 200, { status: 'cancelled' });
       expect(await provider.cancel(request)).toEqual({ status: 'cancelled' });
-      expect(seen[0]).toMatchObject({ method: 'POST', url: `/api/operations/${request.operationId}/cancel` });
+      expect(seen[0]).toMatchObject({
+        method: 'POST',
+        url: `/api/operations/${request.operationId}/cancel`,
+      });
       behaviour = (res) => json(res, 501, {});
       expect(await provider.cancel(request)).toEqual({ status: 'not_supported' });
       behaviour = (res) => json(res, 500, {});

@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpProvider } from '../../../jobs/providers/http-provider.ts';
 import { SandboxProvider } from '../../../jobs/providers/sandbox-provider.ts';
-import { freshBooking, providerRequest, sleep, startSandboxFixture, type SandboxFixture } from './sandbox-fixture.ts';
+import {
+  freshBooking,
+  providerRequest,
+  sleep,
+  startSandboxFixture,
+  type SandboxFixture,
+} from './sandbox-fixture.ts';
 
 /** Long enough that a cancel sent right after the request arrives wins the race. */
 const HELD_MS = 300;
@@ -16,7 +22,12 @@ describe('when an operation in progress is cancelled', () => {
 
   beforeAll(async () => {
     sandbox = await startSandboxFixture();
-    bookings = new SandboxProvider({ name: 'bookings', sandboxUrl: sandbox.url, service: 'bookings', timeoutMs: 2000 });
+    bookings = new SandboxProvider({
+      name: 'bookings',
+      sandboxUrl: sandbox.url,
+      service: 'bookings',
+      timeoutMs: 2000,
+    });
   });
   afterAll(async () => {
     await bookings.close();
@@ -38,7 +49,11 @@ describe('when an operation in progress is cancelled', () => {
       const { request, execution } = await heldBooking(`latency=${LONG_HELD_MS}`);
       const cancelledAt = Date.now();
       expect(await bookings.cancel(request)).toEqual({ status: 'cancelled' });
-      expect(await execution).toMatchObject({ status: 'failed', retryable: false, code: 'cancelled' });
+      expect(await execution).toMatchObject({
+        status: 'failed',
+        retryable: false,
+        code: 'cancelled',
+      });
       expect(Date.now() - cancelledAt).toBeLessThan(LONG_HELD_MS / 2);
       await sleep(LONG_HELD_MS);
       expect(await sandbox.effects({ reference: request.operationId })).toHaveLength(0);
@@ -55,7 +70,13 @@ describe('when an operation in progress is cancelled', () => {
     });
 
     it('should answer not_supported without a request when the provider declares no cancel', async () => {
-      const noCancel = new HttpProvider({ name: 'plain', baseUrl: `${sandbox.url}/bookings`, honoursIdempotencyKeys: true, supportsCancel: false, timeoutMs: 1000 });
+      const noCancel = new HttpProvider({
+        name: 'plain',
+        baseUrl: `${sandbox.url}/bookings`,
+        honoursIdempotencyKeys: true,
+        supportsCancel: false,
+        timeoutMs: 1000,
+      });
       const request = providerRequest('book', freshBooking());
       expect(await noCancel.cancel(request)).toEqual({ status: 'not_supported' });
       expect((await sandbox.counts()).requests[request.operationId]).toBeUndefined();
@@ -88,7 +109,11 @@ describe('when an operation in progress is cancelled', () => {
     it('should answer cancelled and refuse the late request without an effect', async () => {
       const request = providerRequest('book', freshBooking());
       expect(await bookings.cancel(request)).toEqual({ status: 'cancelled' });
-      expect(await bookings.execute(request)).toMatchObject({ status: 'failed', retryable: false, code: 'cancelled' });
+      expect(await bookings.execute(request)).toMatchObject({
+        status: 'failed',
+        retryable: false,
+        code: 'cancelled',
+      });
       expect(await sandbox.effects({ reference: request.operationId })).toHaveLength(0);
     });
   });

@@ -1,8 +1,16 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ProviderOutcomeUnknownError, ProviderUnreachableError } from '../../../jobs/providers/provider.ts';
+import {
+  ProviderOutcomeUnknownError,
+  ProviderUnreachableError,
+} from '../../../jobs/providers/provider.ts';
 import { SandboxProvider } from '../../../jobs/providers/sandbox-provider.ts';
-import { freshBooking, providerRequest, startSandboxFixture, type SandboxFixture } from './sandbox-fixture.ts';
+import {
+  freshBooking,
+  providerRequest,
+  startSandboxFixture,
+  type SandboxFixture,
+} from './sandbox-fixture.ts';
 
 /** Short, so a commit-then-timeout test takes a fraction of a second; the sandbox holds for 60 s. */
 const CLIENT_TIMEOUT_MS = 300;
@@ -17,8 +25,18 @@ describe('when the sandbox injects faults, the sandbox provider', () => {
 
   beforeAll(async () => {
     sandbox = await startSandboxFixture();
-    payments = new SandboxProvider({ name: 'payments', sandboxUrl: sandbox.url, service: 'payments', timeoutMs: CLIENT_TIMEOUT_MS });
-    bookings = new SandboxProvider({ name: 'bookings', sandboxUrl: sandbox.url, service: 'bookings', timeoutMs: CLIENT_TIMEOUT_MS });
+    payments = new SandboxProvider({
+      name: 'payments',
+      sandboxUrl: sandbox.url,
+      service: 'payments',
+      timeoutMs: CLIENT_TIMEOUT_MS,
+    });
+    bookings = new SandboxProvider({
+      name: 'bookings',
+      sandboxUrl: sandbox.url,
+      service: 'bookings',
+      timeoutMs: CLIENT_TIMEOUT_MS,
+    });
   });
   afterAll(async () => {
     await payments.close();
@@ -26,19 +44,30 @@ describe('when the sandbox injects faults, the sandbox provider', () => {
     await sandbox.close();
   });
 
-  const refund = (tenantId: string) => providerRequest('refund', { order_id: 'ord_1001', amount_cents: 100 }, { tenantId });
+  const refund = (tenantId: string) =>
+    providerRequest('refund', { order_id: 'ord_1001', amount_cents: 100 }, { tenantId });
 
   describe('when a refund commits and the answer is held past the client timeout', () => {
     it('should throw outcome unknown while the effect IS recorded, and lookup should return the real result', async () => {
       const tenantId = tenant();
-      await sandbox.addRule({ tenant: tenantId, operation: 'refund', fault: 'commit-then-timeout' });
+      await sandbox.addRule({
+        tenant: tenantId,
+        operation: 'refund',
+        fault: 'commit-then-timeout',
+      });
       const request = refund(tenantId);
       await expect(payments.execute(request)).rejects.toBeInstanceOf(ProviderOutcomeUnknownError);
       const effects = await sandbox.effects({ reference: request.operationId });
       expect(effects).toHaveLength(1);
       const lookup = await payments.lookup(request);
-      expect(lookup).toEqual({ status: 'committed', result: effects[0]?.result, providerRef: effects[0]?.providerRef });
-      expect(lookup).toMatchObject({ result: { order_id: 'ord_1001', amount_cents: 100, status: 'succeeded' } });
+      expect(lookup).toEqual({
+        status: 'committed',
+        result: effects[0]?.result,
+        providerRef: effects[0]?.providerRef,
+      });
+      expect(lookup).toMatchObject({
+        result: { order_id: 'ord_1001', amount_cents: 100, status: 'succeeded' },
+      });
     });
   });
 
@@ -47,7 +76,11 @@ describe('when the sandbox injects faults, the sandbox provider', () => {
       const tenantId = tenant();
       await sandbox.addRule({ tenant: tenantId, operation: 'refund', fault: 'error=503' });
       const request = refund(tenantId);
-      expect(await payments.execute(request)).toMatchObject({ status: 'failed', retryable: true, code: 'injected_fault' });
+      expect(await payments.execute(request)).toMatchObject({
+        status: 'failed',
+        retryable: true,
+        code: 'injected_fault',
+      });
       expect(await sandbox.effects({ reference: request.operationId })).toHaveLength(0);
       expect(await payments.lookup(request)).toEqual({ status: 'not_found' });
     });
@@ -88,7 +121,11 @@ describe('when the sandbox injects faults, the sandbox provider', () => {
   describe('when a 2xx answer after the commit is garbage', () => {
     it('should throw outcome unknown and the effect should be recorded', async () => {
       const tenantId = tenant();
-      await sandbox.addRule({ tenant: tenantId, operation: 'refund', fault: 'garbage-after-commit' });
+      await sandbox.addRule({
+        tenant: tenantId,
+        operation: 'refund',
+        fault: 'garbage-after-commit',
+      });
       const request = refund(tenantId);
       const error: unknown = await payments.execute(request).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ProviderOutcomeUnknownError);
@@ -100,7 +137,12 @@ describe('when the sandbox injects faults, the sandbox provider', () => {
   describe('when nothing listens on the provider port', () => {
     it('should throw unreachable', async () => {
       const port = await freePort();
-      const nowhere = new SandboxProvider({ name: 'nowhere', sandboxUrl: `http://127.0.0.1:${port}`, service: 'payments', timeoutMs: 1000 });
+      const nowhere = new SandboxProvider({
+        name: 'nowhere',
+        sandboxUrl: `http://127.0.0.1:${port}`,
+        service: 'payments',
+        timeoutMs: 1000,
+      });
       const error: unknown = await nowhere.execute(refund(tenant())).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ProviderUnreachableError);
       expect((error as Error).cause).toMatchObject({ code: 'CALLGATE_ERR_PROVIDER_CONNECTION' });
@@ -124,7 +166,11 @@ describe('when the sandbox injects faults, the sandbox provider', () => {
       const pending = payments.execute(request);
       setTimeout(() => controller.abort(), 50);
       await expect(pending).rejects.toBeInstanceOf(ProviderOutcomeUnknownError);
-      await expect.poll(() => sandbox.effects({ reference: request.operationId }).then((e) => e.length), { timeout: 2000 }).toBe(1);
+      await expect
+        .poll(() => sandbox.effects({ reference: request.operationId }).then((e) => e.length), {
+          timeout: 2000,
+        })
+        .toBe(1);
     });
   });
 
@@ -145,10 +191,14 @@ describe('when the sandbox injects faults, the sandbox provider', () => {
       await sandbox.addRule({ tenant: tenantId, operation: 'book', fault: 'latency=400' });
       const request = providerRequest('book', freshBooking(), { tenantId });
       const pending = bookings.execute(request).catch((e: unknown) => e);
-      await expect.poll(() => sandbox.counts().then((c) => c.requests[request.operationId])).toBe(1);
+      await expect
+        .poll(() => sandbox.counts().then((c) => c.requests[request.operationId]))
+        .toBe(1);
       expect(await bookings.lookup(request)).toMatchObject({ status: 'unknown' });
       expect(await pending).toBeInstanceOf(ProviderOutcomeUnknownError);
-      await expect.poll(() => bookings.lookup(request).then((r) => r.status), { timeout: 2000 }).toBe('committed');
+      await expect
+        .poll(() => bookings.lookup(request).then((r) => r.status), { timeout: 2000 })
+        .toBe('committed');
     });
 
     it('should answer unknown when the lookup fault says processing', async () => {
@@ -156,7 +206,11 @@ describe('when the sandbox injects faults, the sandbox provider', () => {
       await sandbox.addRule({ tenant: tenantId, operation: 'lookup', fault: 'lookup=processing' });
       const request = refund(tenantId);
       expect(await payments.execute(request)).toMatchObject({ status: 'ok' });
-      expect(await payments.lookup(request)).toEqual({ status: 'unknown', reason: 'the provider is still processing the request', processing: true });
+      expect(await payments.lookup(request)).toEqual({
+        status: 'unknown',
+        reason: 'the provider is still processing the request',
+        processing: true,
+      });
     });
 
     it('should answer unknown when the lookup itself fails with 503', async () => {

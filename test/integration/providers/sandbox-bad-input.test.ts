@@ -12,15 +12,71 @@ describe('when the sandbox receives bad input', () => {
     await sandbox.close();
   });
 
-  const cases: ReadonlyArray<{ name: string; path: string; body: string; headers?: Record<string, string>; status: number; code: string }> = [
-    { name: 'malformed JSON', path: '/bookings/book', body: '{"restaurant": ', status: 400, code: 'malformed_json' },
-    { name: 'a JSON array', path: '/payments/refund', body: '[1,2]', status: 400, code: 'invalid_request' },
-    { name: 'missing fields', path: '/bookings/book', body: '{"restaurant":"trattoria-roma"}', status: 400, code: 'invalid_request' },
-    { name: 'a negative refund', path: '/payments/refund', body: '{"order_id":"ord_1001","amount_cents":-5}', status: 400, code: 'invalid_request' },
-    { name: 'an impossible date', path: '/bookings/book', body: '{"restaurant":"trattoria-roma","date":"2031-02-30","time":"19:00","party_size":2,"name":"A"}', status: 400, code: 'invalid_request' },
-    { name: 'an unknown operation', path: '/payments/charge', body: '{}', status: 404, code: 'not_found' },
-    { name: 'an unknown fault directive', path: '/payments/refund', body: '{}', headers: { 'x-sandbox-fault': 'explode' }, status: 400, code: 'invalid_fault' },
-    { name: 'an oversized body', path: '/bookings/book', body: JSON.stringify({ name: 'x'.repeat(SANDBOX_MAX_BODY_BYTES) }), status: 413, code: 'payload_too_large' },
+  const cases: ReadonlyArray<{
+    name: string;
+    path: string;
+    body: string;
+    headers?: Record<string, string>;
+    status: number;
+    code: string;
+  }> = [
+    {
+      name: 'malformed JSON',
+      path: '/bookings/book',
+      body: '{"restaurant": ',
+      status: 400,
+      code: 'malformed_json',
+    },
+    {
+      name: 'a JSON array',
+      path: '/payments/refund',
+      body: '[1,2]',
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'missing fields',
+      path: '/bookings/book',
+      body: '{"restaurant":"trattoria-roma"}',
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'a negative refund',
+      path: '/payments/refund',
+      body: '{"order_id":"ord_1001","amount_cents":-5}',
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'an impossible date',
+      path: '/bookings/book',
+      body: '{"restaurant":"trattoria-roma","date":"2031-02-30","time":"19:00","party_size":2,"name":"A"}',
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'an unknown operation',
+      path: '/payments/charge',
+      body: '{}',
+      status: 404,
+      code: 'not_found',
+    },
+    {
+      name: 'an unknown fault directive',
+      path: '/payments/refund',
+      body: '{}',
+      headers: { 'x-sandbox-fault': 'explode' },
+      status: 400,
+      code: 'invalid_fault',
+    },
+    {
+      name: 'an oversized body',
+      path: '/bookings/book',
+      body: JSON.stringify({ name: 'x'.repeat(SANDBOX_MAX_BODY_BYTES) }),
+      status: 413,
+      code: 'payload_too_large',
+    },
   ];
 
   for (const c of cases) {
@@ -33,7 +89,11 @@ describe('when the sandbox receives bad input', () => {
   }
 
   it('should refuse an invalid fault rule with 400', async () => {
-    const response = await rawPost(sandbox.url, '/admin/faults', JSON.stringify({ fault: 'latency=abc' }));
+    const response = await rawPost(
+      sandbox.url,
+      '/admin/faults',
+      JSON.stringify({ fault: 'latency=abc' }),
+    );
     expect(response.status).toBe(400);
   });
 

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxProvider } from '../../../jobs/providers/sandbox-provider.ts';
-import { freshBooking, providerRequest, startSandboxFixture, type SandboxFixture } from './sandbox-fixture.ts';
+import {
+  freshBooking,
+  providerRequest,
+  startSandboxFixture,
+  type SandboxFixture,
+} from './sandbox-fixture.ts';
 
 describe('the sandbox bookings service through the sandbox provider', () => {
   let sandbox: SandboxFixture;
@@ -8,7 +13,12 @@ describe('the sandbox bookings service through the sandbox provider', () => {
 
   beforeAll(async () => {
     sandbox = await startSandboxFixture();
-    bookings = new SandboxProvider({ name: 'bookings', sandboxUrl: sandbox.url, service: 'bookings', timeoutMs: 2000 });
+    bookings = new SandboxProvider({
+      name: 'bookings',
+      sandboxUrl: sandbox.url,
+      service: 'bookings',
+      timeoutMs: 2000,
+    });
   });
   afterAll(async () => {
     await bookings.close();
@@ -36,11 +46,14 @@ describe('the sandbox bookings service through the sandbox provider', () => {
   describe('when 10 identical requests with one key arrive at once', () => {
     it('should commit exactly one effect', async () => {
       const request = providerRequest('book', freshBooking());
-      const results = await Promise.all(Array.from({ length: 10 }, () => bookings.execute(request)));
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () => bookings.execute(request)),
+      );
       expect(await sandbox.effects({ reference: request.operationId })).toHaveLength(1);
       // Each answer is the replayed booking or "in progress, retry": never a definite failure.
       for (const result of results) {
-        if (result.status === 'failed') expect(result).toMatchObject({ retryable: true, code: 'request_in_progress' });
+        if (result.status === 'failed')
+          expect(result).toMatchObject({ retryable: true, code: 'request_in_progress' });
       }
       expect(results.some((r) => r.status === 'ok')).toBe(true);
     });
@@ -52,7 +65,11 @@ describe('the sandbox bookings service through the sandbox provider', () => {
       const request = providerRequest('book', params);
       await bookings.execute(request);
       const reused = await bookings.execute({ ...request, params: { ...params, party_size: 2 } });
-      expect(reused).toMatchObject({ status: 'failed', retryable: false, code: 'idempotency_key_reused' });
+      expect(reused).toMatchObject({
+        status: 'failed',
+        retryable: false,
+        code: 'idempotency_key_reused',
+      });
       expect(await sandbox.effects({ reference: request.operationId })).toHaveLength(1);
     });
   });
@@ -60,12 +77,19 @@ describe('the sandbox bookings service through the sandbox provider', () => {
   describe('when two keys book the same table slot', () => {
     it('should commit one booking and fail the other definitely', async () => {
       const params = freshBooking();
-      const [a, b] = await Promise.all([bookings.execute(providerRequest('book', params)), bookings.execute(providerRequest('book', params))]);
+      const [a, b] = await Promise.all([
+        bookings.execute(providerRequest('book', params)),
+        bookings.execute(providerRequest('book', params)),
+      ]);
       const outcomes = [a, b].map((r) => r.status).sort();
       expect(outcomes).toEqual(['failed', 'ok']);
       const failed = [a, b].find((r) => r.status === 'failed');
       expect(failed).toMatchObject({ retryable: false, code: 'slot_taken' });
-      expect(await sandbox.effects({ operation: 'book' }).then((e) => e.filter((x) => x.result.date === params.date))).toHaveLength(1);
+      expect(
+        await sandbox
+          .effects({ operation: 'book' })
+          .then((e) => e.filter((x) => x.result.date === params.date)),
+      ).toHaveLength(1);
     });
   });
 
@@ -75,11 +99,19 @@ describe('the sandbox bookings service through the sandbox provider', () => {
       const booked = await bookings.execute(providerRequest('book', params));
       expect(booked.status).toBe('ok');
       const bookingId = booked.status === 'ok' ? booked.result.booking_id : undefined;
-      const undo = await bookings.execute(providerRequest('cancel_booking', { booking_id: bookingId }));
+      const undo = await bookings.execute(
+        providerRequest('cancel_booking', { booking_id: bookingId }),
+      );
       expect(undo).toMatchObject({ status: 'ok', result: { status: 'cancelled' } });
-      const again = await bookings.execute(providerRequest('cancel_booking', { booking_id: bookingId }));
+      const again = await bookings.execute(
+        providerRequest('cancel_booking', { booking_id: bookingId }),
+      );
       expect(again).toMatchObject({ status: 'ok', result: { already_cancelled: true } });
-      expect(await sandbox.effects({ operation: 'cancel_booking' }).then((e) => e.filter((x) => x.result.booking_id === bookingId))).toHaveLength(1);
+      expect(
+        await sandbox
+          .effects({ operation: 'cancel_booking' })
+          .then((e) => e.filter((x) => x.result.booking_id === bookingId)),
+      ).toHaveLength(1);
       const rebooked = await bookings.execute(providerRequest('book', params));
       expect(rebooked.status).toBe('ok');
     });
@@ -90,8 +122,17 @@ describe('the sandbox bookings service through the sandbox provider', () => {
       const params = freshBooking();
       await bookings.execute(providerRequest('book', params));
       const before = (await sandbox.effects()).length;
-      const read = await bookings.execute(providerRequest('availability', { restaurant: params.restaurant, date: params.date, time: '19:00' }));
-      expect(read).toMatchObject({ status: 'ok', result: { slots: [{ time: '19:00', tables: [1, 2, 4, 5] }] } });
+      const read = await bookings.execute(
+        providerRequest('availability', {
+          restaurant: params.restaurant,
+          date: params.date,
+          time: '19:00',
+        }),
+      );
+      expect(read).toMatchObject({
+        status: 'ok',
+        result: { slots: [{ time: '19:00', tables: [1, 2, 4, 5] }] },
+      });
       expect((await sandbox.effects()).length).toBe(before);
     });
   });
@@ -101,8 +142,14 @@ describe('the sandbox bookings service through the sandbox provider', () => {
       const request = providerRequest('book', freshBooking());
       const booked = await bookings.execute(request);
       const expected = booked.status === 'ok' ? booked.result : {};
-      expect(await bookings.lookup(request)).toMatchObject({ status: 'committed', result: expected });
-      expect(await bookings.lookup({ ...request, operationId: 'op_never_sent' })).toMatchObject({ status: 'committed', result: expected });
+      expect(await bookings.lookup(request)).toMatchObject({
+        status: 'committed',
+        result: expected,
+      });
+      expect(await bookings.lookup({ ...request, operationId: 'op_never_sent' })).toMatchObject({
+        status: 'committed',
+        result: expected,
+      });
       expect(await bookings.lookup(providerRequest('book', {}))).toEqual({ status: 'not_found' });
     });
 

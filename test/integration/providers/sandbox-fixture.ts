@@ -3,8 +3,14 @@
  * endpoints so tests count the side effects it actually committed.
  */
 import { ulid } from 'ulid';
-import type { SandboxEffect, ConcurrencyReport } from '../../../jobs/providers/sandbox/effect-journal.ts';
-import { startSandbox, type RunningSandbox } from '../../../jobs/providers/sandbox/sandbox-server.ts';
+import type {
+  SandboxEffect,
+  ConcurrencyReport,
+} from '../../../jobs/providers/sandbox/effect-journal.ts';
+import {
+  startSandbox,
+  type RunningSandbox,
+} from '../../../jobs/providers/sandbox/sandbox-server.ts';
 import { Logger } from '../../../config/log.ts';
 import type { ProviderRequest } from '../../../jobs/providers/provider.ts';
 
@@ -28,12 +34,21 @@ export async function startSandboxFixture(): Promise<SandboxFixture> {
     return (await response.json()) as T;
   };
   const post = async (path: string, body: unknown): Promise<void> => {
-    const response = await fetch(`${sandbox.url}${path}`, { method: 'POST', body: JSON.stringify(body) });
-    if (!response.ok) throw new Error(`POST ${path} answered ${response.status}: ${await response.text()}`);
+    const response = await fetch(`${sandbox.url}${path}`, {
+      method: 'POST',
+      body: JSON.stringify(body),
+    });
+    if (!response.ok)
+      throw new Error(`POST ${path} answered ${response.status}: ${await response.text()}`);
   };
   return {
     url: sandbox.url,
-    effects: async (filter = {}) => (await get<{ effects: SandboxEffect[] }>(`/admin/effects?${new URLSearchParams(filter).toString()}`)).effects,
+    effects: async (filter = {}) =>
+      (
+        await get<{ effects: SandboxEffect[] }>(
+          `/admin/effects?${new URLSearchParams(filter).toString()}`,
+        )
+      ).effects,
     counts: () => get('/admin/counts'),
     concurrency: () => get('/admin/concurrency'),
     addRule: (rule) => post('/admin/faults', rule),
@@ -43,7 +58,11 @@ export async function startSandboxFixture(): Promise<SandboxFixture> {
 }
 
 /** A provider request with fresh ids; `overrides` replace any field. */
-export function providerRequest(operation: string, params: Record<string, unknown>, overrides: Partial<ProviderRequest> = {}): ProviderRequest {
+export function providerRequest(
+  operation: string,
+  params: Record<string, unknown>,
+  overrides: Partial<ProviderRequest> = {},
+): ProviderRequest {
   const id = ulid().toLowerCase();
   return {
     operationId: `op_${id}`,
@@ -61,12 +80,29 @@ let nextDay = 0;
 export function freshBooking(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   nextDay += 1;
   const date = new Date(Date.UTC(2031, 0, 1) + nextDay * 86_400_000).toISOString().slice(0, 10);
-  return { restaurant: 'trattoria-roma', date, time: '19:00', table: 3, party_size: 4, name: 'Ada Lovelace', ...overrides };
+  return {
+    restaurant: 'trattoria-roma',
+    date,
+    time: '19:00',
+    table: 3,
+    party_size: 4,
+    name: 'Ada Lovelace',
+    ...overrides,
+  };
 }
 
 /** Sends a raw request to the sandbox with a fault header. */
-export async function rawPost(url: string, path: string, body: string, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+export async function rawPost(
+  url: string,
+  path: string,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${url}${path}`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
 }
 
 export function sleep(ms: number): Promise<void> {

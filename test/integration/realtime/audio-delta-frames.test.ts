@@ -16,11 +16,55 @@ describe('when audio deltas arrive in any form the protocol allows', () => {
     const frames = [
       // As the provider sends them, then reordered, pretty-printed, with an escaped id and with
       // base64 split over lines (only the full parse reads the last two).
-      JSON.stringify({ type: 'response.output_audio.delta', event_id: 'e1', response_id: 'resp_a', item_id: 'item_a', output_index: 0, content_index: 0, delta }),
-      JSON.stringify({ delta, content_index: 0, item_id: 'item_a', output_index: 0, response_id: 'resp_a', event_id: 'e2', type: 'response.output_audio.delta' }),
-      JSON.stringify({ type: 'response.output_audio.delta', event_id: 'e3', response_id: 'resp_a', item_id: 'item_a', output_index: 0, content_index: 0, delta }, null, 2),
-      JSON.stringify({ type: 'response.output_audio.delta', event_id: 'e4', response_id: 'resp_a', item_id: 'item_\u00e9"b"', output_index: 0, content_index: 0, delta }),
-      JSON.stringify({ type: 'response.output_audio.delta', event_id: 'e5', response_id: 'resp_a', item_id: 'item_a', output_index: 0, content_index: 0, delta: `${delta.slice(0, 100)}\n${delta.slice(100)}` }),
+      JSON.stringify({
+        type: 'response.output_audio.delta',
+        event_id: 'e1',
+        response_id: 'resp_a',
+        item_id: 'item_a',
+        output_index: 0,
+        content_index: 0,
+        delta,
+      }),
+      JSON.stringify({
+        delta,
+        content_index: 0,
+        item_id: 'item_a',
+        output_index: 0,
+        response_id: 'resp_a',
+        event_id: 'e2',
+        type: 'response.output_audio.delta',
+      }),
+      JSON.stringify(
+        {
+          type: 'response.output_audio.delta',
+          event_id: 'e3',
+          response_id: 'resp_a',
+          item_id: 'item_a',
+          output_index: 0,
+          content_index: 0,
+          delta,
+        },
+        null,
+        2,
+      ),
+      JSON.stringify({
+        type: 'response.output_audio.delta',
+        event_id: 'e4',
+        response_id: 'resp_a',
+        item_id: 'item_\u00e9"b"',
+        output_index: 0,
+        content_index: 0,
+        delta,
+      }),
+      JSON.stringify({
+        type: 'response.output_audio.delta',
+        event_id: 'e5',
+        response_id: 'resp_a',
+        item_id: 'item_a',
+        output_index: 0,
+        content_index: 0,
+        delta: `${delta.slice(0, 100)}\n${delta.slice(100)}`,
+      }),
     ];
     for (const frame of frames) harness.connection.session.sendRaw(frame);
     const deltas = await waitFor('every delta', () => {
@@ -40,14 +84,25 @@ describe('when audio deltas arrive in any form the protocol allows', () => {
 
   it('should report a delta-looking frame that is not JSON and emit no audio for it', async () => {
     harness = await startHarness();
-    const good = JSON.stringify({ type: 'response.output_audio.delta', event_id: 'e1', response_id: 'resp_a', item_id: 'item_a', output_index: 0, content_index: 0, delta });
+    const good = JSON.stringify({
+      type: 'response.output_audio.delta',
+      event_id: 'e1',
+      response_id: 'resp_a',
+      item_id: 'item_a',
+      output_index: 0,
+      content_index: 0,
+      delta,
+    });
     harness.connection.session.sendRaw(`${good.slice(0, -1)},}`);
     harness.connection.session.sendRaw(good.replace('"item_a"', '"item\u0001a"'));
     const errors = await waitFor('two errors', () => {
       const seen = eventsOf(harness?.events ?? [], 'error');
       return seen.length === 2 ? seen : undefined;
     });
-    expect(errors.map((e) => e.code)).toEqual(['CALLGATE_ERR_MODEL_PROTOCOL', 'CALLGATE_ERR_MODEL_PROTOCOL']);
+    expect(errors.map((e) => e.code)).toEqual([
+      'CALLGATE_ERR_MODEL_PROTOCOL',
+      'CALLGATE_ERR_MODEL_PROTOCOL',
+    ]);
     expect(eventsOf(harness.events, 'audio_delta')).toEqual([]);
   });
 });

@@ -1,6 +1,18 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { callerSpeech, clientWire, eventsOf, silence, startHarness, streamFrames, waitFor, type Harness } from './realtime-harness.ts';
-import type { PlaybackPosition, RealtimeEvent } from '../../../gateway/realtime/realtime-session.ts';
+import {
+  callerSpeech,
+  clientWire,
+  eventsOf,
+  silence,
+  startHarness,
+  streamFrames,
+  waitFor,
+  type Harness,
+} from './realtime-harness.ts';
+import type {
+  PlaybackPosition,
+  RealtimeEvent,
+} from '../../../gateway/realtime/realtime-session.ts';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -9,7 +21,10 @@ afterEach(async () => {
 });
 
 /** A playout that runs `behindMs` behind what was received (a jitter buffer), and records what it reported. */
-function laggingPlayout(events: RealtimeEvent[], behindMs: number): PlaybackPosition & { reported: number[] } {
+function laggingPlayout(
+  events: RealtimeEvent[],
+  behindMs: number,
+): PlaybackPosition & { reported: number[] } {
   const reported: number[] = [];
   return {
     reported,
@@ -41,22 +56,43 @@ describe('when the caller speaks over the model and the server does not interrup
     harness = await startHarness({
       simulator: { speechSpeed: 3 },
       client: { playback: playout },
-      config: { instructions: '', inputFormat: 'pcmu', outputFormat: 'pcmu', turnDetection: { type: 'server_vad', interruptResponse: false, createResponse: false } },
+      config: {
+        instructions: '',
+        inputFormat: 'pcmu',
+        outputFormat: 'pcmu',
+        turnDetection: { type: 'server_vad', interruptResponse: false, createResponse: false },
+      },
     });
     const h = harness;
     h.client.onAny((event) => events.push(event));
     h.client.createResponse();
     await waitFor('1.5 s of greeting audio', () => receivedMs(events) >= 1500);
     await bargeIn(h);
-    const done = await waitFor('the cancelled response', () => eventsOf(events, 'response_done')[0]);
+    const done = await waitFor(
+      'the cancelled response',
+      () => eventsOf(events, 'response_done')[0],
+    );
     expect(done).toMatchObject({ status: 'cancelled', reason: 'client_cancelled' });
     const started = eventsOf(events, 'speech_started')[0];
     const playedMs = Math.floor(playout.reported[0] ?? NaN);
-    expect(started?.interruption).toEqual({ itemId: h.connection.session.said[0]?.itemId, playedMs, cancelSent: true });
+    expect(started?.interruption).toEqual({
+      itemId: h.connection.session.said[0]?.itemId,
+      playedMs,
+      cancelSent: true,
+    });
     await waitFor('the truncation', () => eventsOf(events, 'item_truncated')[0]);
-    expect(clientWire(h.connection)).toEqual(['session.update', 'response.create', 'response.cancel', 'conversation.item.truncate']);
+    expect(clientWire(h.connection)).toEqual([
+      'session.update',
+      'response.create',
+      'response.cancel',
+      'conversation.item.truncate',
+    ]);
     const truncate = h.connection.session.wire.find((r) => r.type === 'conversation.item.truncate');
-    expect(truncate?.event).toMatchObject({ item_id: started?.interruption?.itemId, content_index: 0, audio_end_ms: playedMs });
+    expect(truncate?.event).toMatchObject({
+      item_id: started?.interruption?.itemId,
+      content_index: 0,
+      audio_end_ms: playedMs,
+    });
     const said = h.connection.session.said[0];
     expect(said?.status).toBe('cancelled');
     expect(said?.truncatedAtMs).toBe(playedMs);
@@ -72,18 +108,32 @@ describe('when the server cancels on speech by itself (interrupt_response)', () 
     harness = await startHarness({
       simulator: { speechSpeed: 3 },
       client: { playback: playout },
-      config: { instructions: '', inputFormat: 'pcmu', outputFormat: 'pcmu', turnDetection: { type: 'server_vad', interruptResponse: true, createResponse: false } },
+      config: {
+        instructions: '',
+        inputFormat: 'pcmu',
+        outputFormat: 'pcmu',
+        turnDetection: { type: 'server_vad', interruptResponse: true, createResponse: false },
+      },
     });
     const h = harness;
     h.client.onAny((event) => events.push(event));
     h.client.createResponse();
     await waitFor('1.5 s of greeting audio', () => receivedMs(events) >= 1500);
     await bargeIn(h);
-    const done = await waitFor('the cancelled response', () => eventsOf(events, 'response_done')[0]);
+    const done = await waitFor(
+      'the cancelled response',
+      () => eventsOf(events, 'response_done')[0],
+    );
     expect(done).toMatchObject({ status: 'cancelled', reason: 'turn_detected' });
     await waitFor('the truncation', () => eventsOf(events, 'item_truncated')[0]);
-    expect(clientWire(h.connection)).toEqual(['session.update', 'response.create', 'conversation.item.truncate']);
-    expect(h.connection.session.said[0]?.truncatedAtMs).toBe(Math.floor(playout.reported[0] ?? NaN));
+    expect(clientWire(h.connection)).toEqual([
+      'session.update',
+      'response.create',
+      'conversation.item.truncate',
+    ]);
+    expect(h.connection.session.said[0]?.truncatedAtMs).toBe(
+      Math.floor(playout.reported[0] ?? NaN),
+    );
     expect(eventsOf(events, 'speech_started')[0]?.interruption?.cancelSent).toBe(false);
   });
 });
@@ -95,7 +145,12 @@ describe('when the response is done but its audio is still playing', () => {
     const playout = { playedMs: () => 1200 };
     harness = await startHarness({
       client: { playback: playout },
-      config: { instructions: '', inputFormat: 'pcmu', outputFormat: 'pcmu', turnDetection: { type: 'server_vad', createResponse: false } },
+      config: {
+        instructions: '',
+        inputFormat: 'pcmu',
+        outputFormat: 'pcmu',
+        turnDetection: { type: 'server_vad', createResponse: false },
+      },
     });
     const h = harness;
     h.client.onAny((event) => events.push(event));
@@ -103,7 +158,11 @@ describe('when the response is done but its audio is still playing', () => {
     await waitFor('the response', () => eventsOf(events, 'response_done')[0]);
     await bargeIn(h);
     await waitFor('the truncation', () => eventsOf(events, 'item_truncated')[0]);
-    expect(clientWire(h.connection)).toEqual(['session.update', 'response.create', 'conversation.item.truncate']);
+    expect(clientWire(h.connection)).toEqual([
+      'session.update',
+      'response.create',
+      'conversation.item.truncate',
+    ]);
     expect(h.connection.session.said[0]?.truncatedAtMs).toBe(1200);
     expect(h.connection.session.said[0]?.status).toBe('completed');
   });
@@ -112,7 +171,12 @@ describe('when the response is done but its audio is still playing', () => {
     const events: RealtimeEvent[] = [];
     harness = await startHarness({
       client: { playback: { playedMs: () => 600_000 } },
-      config: { instructions: '', inputFormat: 'pcmu', outputFormat: 'pcmu', turnDetection: { type: 'server_vad', createResponse: false } },
+      config: {
+        instructions: '',
+        inputFormat: 'pcmu',
+        outputFormat: 'pcmu',
+        turnDetection: { type: 'server_vad', createResponse: false },
+      },
     });
     const h = harness;
     h.client.onAny((event) => events.push(event));
@@ -145,10 +209,21 @@ describe('when the caller starts speaking while a response.create is still on it
     const h = harness;
     h.client.createResponse();
     // The server's speech_started overtakes the create: it reaches the client before response.created.
-    h.connection.session.sendRaw(JSON.stringify({ type: 'input_audio_buffer.speech_started', event_id: 'e1', audio_start_ms: 0, item_id: 'item_caller' }));
+    h.connection.session.sendRaw(
+      JSON.stringify({
+        type: 'input_audio_buffer.speech_started',
+        event_id: 'e1',
+        audio_start_ms: 0,
+        item_id: 'item_caller',
+      }),
+    );
     const done = await waitFor('the response', () => eventsOf(h.events, 'response_done')[0]);
     expect(done).toMatchObject({ status: 'cancelled', reason: 'client_cancelled' });
-    expect(clientWire(h.connection)).toEqual(['session.update', 'response.create', 'response.cancel']);
+    expect(clientWire(h.connection)).toEqual([
+      'session.update',
+      'response.create',
+      'response.cancel',
+    ]);
     expect(eventsOf(h.events, 'speech_started')[0]?.interruption).toBeUndefined();
   });
 });

@@ -1,7 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { OpenAIRealtimeSession } from '../../../gateway/realtime/openai-realtime-session.ts';
-import { eventsOf, quietLogger, silence, startHarness, waitFor, type Harness } from './realtime-harness.ts';
+import {
+  eventsOf,
+  quietLogger,
+  silence,
+  startHarness,
+  waitFor,
+  type Harness,
+} from './realtime-harness.ts';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -31,13 +38,18 @@ describe('when the connection drops in the middle of a response', () => {
     h.client.sendToolOutput('call_1', { ok: true });
     h.client.cancelResponse();
     expect(h.client.droppedAudioFrames).toBe(2);
-    expect(eventsOf(h.events, 'error').map((e) => e.code)).toEqual(['CALLGATE_ERR_MODEL_NOT_CONNECTED', 'CALLGATE_ERR_MODEL_NOT_CONNECTED']);
+    expect(eventsOf(h.events, 'error').map((e) => e.code)).toEqual([
+      'CALLGATE_ERR_MODEL_NOT_CONNECTED',
+      'CALLGATE_ERR_MODEL_NOT_CONNECTED',
+    ]);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(h.connection.session.receivedTypes()).toHaveLength(receivedBefore);
     expect(eventsOf(h.events, 'disconnected')).toHaveLength(1);
     // No silent reconnect: the simulator saw exactly one connection.
     expect(h.simulator.connections).toHaveLength(1);
-    await expect(h.client.configure({ instructions: '' })).rejects.toMatchObject({ code: 'CALLGATE_ERR_MODEL_NOT_CONNECTED' });
+    await expect(h.client.configure({ instructions: '' })).rejects.toMatchObject({
+      code: 'CALLGATE_ERR_MODEL_NOT_CONNECTED',
+    });
   });
 
   it('should report a server close with its code and reason', async () => {
@@ -46,7 +58,12 @@ describe('when the connection drops in the middle of a response', () => {
     await midResponse(h);
     h.connection.close(1011, 'internal error');
     const disconnected = await waitFor('disconnected', () => eventsOf(h.events, 'disconnected')[0]);
-    expect(disconnected).toEqual({ type: 'disconnected', reason: 'server_closed', detail: 'internal error', closeCode: 1011 });
+    expect(disconnected).toEqual({
+      type: 'disconnected',
+      reason: 'server_closed',
+      detail: 'internal error',
+      closeCode: 1011,
+    });
   });
 });
 
@@ -54,7 +71,11 @@ describe('when the session reaches the provider time limit', () => {
   it('should report session_limit, not a failure', async () => {
     harness = await startHarness({ simulator: { maxSessionMs: 300 } });
     const h = harness;
-    const disconnected = await waitFor('disconnected', () => eventsOf(h.events, 'disconnected')[0], 5_000);
+    const disconnected = await waitFor(
+      'disconnected',
+      () => eventsOf(h.events, 'disconnected')[0],
+      5_000,
+    );
     expect(disconnected.reason).toBe('session_limit');
     expect(disconnected.closeCode).toBe(1001);
     expect(eventsOf(h.events, 'error')).toEqual([]);
@@ -63,10 +84,17 @@ describe('when the session reaches the provider time limit', () => {
 
 describe('when the session limit approaches', () => {
   it('should warn before the provider closes, then report session_limit', async () => {
-    harness = await startHarness({ simulator: { maxSessionMs: 400 }, client: { sessionLimitMs: 400, expiryWarningMs: 250 } });
+    harness = await startHarness({
+      simulator: { maxSessionMs: 400 },
+      client: { sessionLimitMs: 400, expiryWarningMs: 250 },
+    });
     const h = harness;
     await waitFor('disconnected', () => eventsOf(h.events, 'disconnected')[0], 5_000);
-    expect(h.events.filter((e) => e.type === 'session_expiring' || e.type === 'disconnected').map((e) => e.type)).toEqual(['session_expiring', 'disconnected']);
+    expect(
+      h.events
+        .filter((e) => e.type === 'session_expiring' || e.type === 'disconnected')
+        .map((e) => e.type),
+    ).toEqual(['session_expiring', 'disconnected']);
     expect(eventsOf(h.events, 'session_expiring')[0]?.remainingMs).toBe(250);
   });
 });
@@ -82,7 +110,10 @@ describe('when the call layer closes the session', () => {
     const controller = new AbortController();
     harness = await startHarness({ client: { signal: controller.signal } });
     controller.abort();
-    const disconnected = await waitFor('disconnected', () => eventsOf(harness?.events ?? [], 'disconnected')[0]);
+    const disconnected = await waitFor(
+      'disconnected',
+      () => eventsOf(harness?.events ?? [], 'disconnected')[0],
+    );
     expect(disconnected.reason).toBe('aborted');
   });
 });
@@ -110,7 +141,11 @@ describe('when cancelAndWait is used during a response', () => {
 
 describe('when the model cannot be reached', () => {
   it('should reject connect with CALLGATE_ERR_MODEL_CONNECT', async () => {
-    const client = new OpenAIRealtimeSession({ url: 'ws://127.0.0.1:9/v1/realtime', model: 'gpt-realtime', logger: quietLogger });
+    const client = new OpenAIRealtimeSession({
+      url: 'ws://127.0.0.1:9/v1/realtime',
+      model: 'gpt-realtime',
+      logger: quietLogger,
+    });
     const events: string[] = [];
     client.onAny((event) => events.push(event.type));
     await expect(client.connect()).rejects.toMatchObject({ code: 'CALLGATE_ERR_MODEL_CONNECT' });
@@ -122,10 +157,24 @@ describe('when the model stops answering pings', () => {
   it('should declare the link dead and report disconnected with reason network', async () => {
     // A peer that accepts the session but never answers a ping (autoPong off).
     const server = new WebSocketServer({ host: '127.0.0.1', port: 0, autoPong: false });
-    server.on('connection', (socket) => socket.send(JSON.stringify({ type: 'session.created', event_id: 'e1', session: { type: 'realtime', id: 'sess_silent' } })));
+    server.on('connection', (socket) =>
+      socket.send(
+        JSON.stringify({
+          type: 'session.created',
+          event_id: 'e1',
+          session: { type: 'realtime', id: 'sess_silent' },
+        }),
+      ),
+    );
     await new Promise((resolve) => server.once('listening', resolve));
     const address = server.address() as { port: number };
-    const client = new OpenAIRealtimeSession({ url: `ws://127.0.0.1:${address.port}/v1/realtime`, model: 'gpt-realtime', logger: quietLogger, pingIntervalMs: 50, pongTimeoutMs: 100 });
+    const client = new OpenAIRealtimeSession({
+      url: `ws://127.0.0.1:${address.port}/v1/realtime`,
+      model: 'gpt-realtime',
+      logger: quietLogger,
+      pingIntervalMs: 50,
+      pongTimeoutMs: 100,
+    });
     const events: string[] = [];
     client.on('disconnected', (event) => events.push(`${event.reason}: ${event.detail}`));
     try {

@@ -42,15 +42,21 @@ describe('when the model sends hundreds of broken versions of real events', () =
     // The stall bound gives a live response up (and cancels it), so it stays above the pauses of
     // the simulator's speech rendering on a loaded machine; the storm's broken events name
     // responses that are already done, which are ignored, so no phantom waits on it.
-    harness = await startHarness({ client: { responseStallTimeoutMs: 3_000, responseCreatedTimeoutMs: 300 } });
+    harness = await startHarness({
+      client: { responseStallTimeoutMs: 3_000, responseCreatedTimeoutMs: 300 },
+    });
     const h = harness;
     // Real traffic to mutate: a greeting and a tool turn.
-    h.client.on('function_call', (call) => h.client.sendToolOutput(call.callId, { status: 'free' }));
+    h.client.on('function_call', (call) =>
+      h.client.sendToolOutput(call.callId, { status: 'free' }),
+    );
     h.client.createResponse();
     await waitFor('the greeting', () => eventsOf(h.events, 'response_done').length === 1);
     h.client.sendDtmf('1');
     await waitFor('the tool turn', () => eventsOf(h.events, 'response_done').length === 3);
-    const samples = h.connection.session.wire.filter((record) => record.direction === 'out').map((record) => record.event);
+    const samples = h.connection.session.wire
+      .filter((record) => record.direction === 'out')
+      .map((record) => record.event);
     const next = random(4);
     const countedBefore = await protocolErrorCount();
     for (let i = 0; i < 400; i++) {
@@ -60,14 +66,29 @@ describe('when the model sends hundreds of broken versions of real events', () =
     const before = eventsOf(h.events, 'response_done').length;
     // Broken response.created events may have left a phantom response active: the stall bound ends it.
     h.client.createResponse();
-    await waitFor('a response after the storm', () => eventsOf(h.events, 'response_done').slice(before).some((e) => e.status === 'completed'), 10_000);
+    await waitFor(
+      'a response after the storm',
+      () =>
+        eventsOf(h.events, 'response_done')
+          .slice(before)
+          .some((e) => e.status === 'completed'),
+      10_000,
+    );
     expect(h.client.connected).toBe(true);
     expect(eventsOf(h.events, 'disconnected')).toEqual([]);
     const codes = new Set(eventsOf(h.events, 'error').map((e) => e.code));
     // Truncated JSON alone is about a quarter of the frames: they must all have been counted, and
     // reported up to the session's limit.
     expect((await protocolErrorCount()) - countedBefore).toBeGreaterThan(80);
-    expect(eventsOf(h.events, 'error').filter((e) => e.code === 'CALLGATE_ERR_MODEL_PROTOCOL')).toHaveLength(REPORTED_PROTOCOL_ERRORS);
-    for (const code of codes) expect(['CALLGATE_ERR_MODEL_PROTOCOL', 'CALLGATE_ERR_MODEL_TIMEOUT', 'CALLGATE_ERR_MODEL_BAD_TOOL_ARGUMENTS', 'CALLGATE_ERR_MODEL_REJECTED']).toContain(code);
+    expect(
+      eventsOf(h.events, 'error').filter((e) => e.code === 'CALLGATE_ERR_MODEL_PROTOCOL'),
+    ).toHaveLength(REPORTED_PROTOCOL_ERRORS);
+    for (const code of codes)
+      expect([
+        'CALLGATE_ERR_MODEL_PROTOCOL',
+        'CALLGATE_ERR_MODEL_TIMEOUT',
+        'CALLGATE_ERR_MODEL_BAD_TOOL_ARGUMENTS',
+        'CALLGATE_ERR_MODEL_REJECTED',
+      ]).toContain(code);
   });
 });

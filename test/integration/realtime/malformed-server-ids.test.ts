@@ -1,6 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventsOf, waitFor } from './realtime-harness.ts';
-import { activeTimers, connectScripted, responseWire, sleep, type ScriptedCall, type ScriptedModelServer, type WireEvent } from './scripted-model-server.ts';
+import {
+  activeTimers,
+  connectScripted,
+  responseWire,
+  sleep,
+  type ScriptedCall,
+  type ScriptedModelServer,
+  type WireEvent,
+} from './scripted-model-server.ts';
 
 let call: ScriptedCall | undefined;
 afterEach(async () => {
@@ -33,32 +41,40 @@ describe('when response.created carries no usable response id', () => {
     ['a number', 12345],
     ['null', null],
     ['an object', { id: 'resp_1' }],
-  ])('should report a protocol error for an id that is %s, never use it, and keep the process alive past the stall bound', async (_name, id) => {
-    const uncaught = watchUncaught();
-    try {
-      const timersBefore = activeTimers();
-      call = await connectScripted({ onClientEvent: answerCreates }, { responseStallTimeoutMs: 100 });
-      const c = call;
-      c.server.send({ type: 'response.created', response: responseWire(id, 'in_progress') });
-      const error = await waitFor('the protocol error', () => eventsOf(c.events, 'error')[0]);
-      expect(error.code).toBe('CALLGATE_ERR_MODEL_PROTOCOL');
-      expect(error.message).toMatch(/response\.id/);
-      // Past the stall bound a watched response would have: nothing fires, nothing throws.
-      await sleep(400);
-      expect(uncaught.errors).toEqual([]);
-      expect(c.events.map((e) => e.type)).toEqual(['error']);
-      expect(c.server.received.map((e) => e.type)).toEqual(['session.update']);
-      // The bad event held nothing up: the next response is created and finishes.
-      c.client.createResponse();
-      await waitFor('a response', () => eventsOf(c.events, 'response_done')[0]);
-      expect(eventsOf(c.events, 'response_done').map((e) => [e.responseId, e.status])).toEqual([['resp_ok_1', 'completed']]);
-      await c.close();
-      call = undefined;
-      await waitFor('no timers left', () => activeTimers() <= timersBefore, 2_000);
-    } finally {
-      uncaught.stop();
-    }
-  });
+  ])(
+    'should report a protocol error for an id that is %s, never use it, and keep the process alive past the stall bound',
+    async (_name, id) => {
+      const uncaught = watchUncaught();
+      try {
+        const timersBefore = activeTimers();
+        call = await connectScripted(
+          { onClientEvent: answerCreates },
+          { responseStallTimeoutMs: 100 },
+        );
+        const c = call;
+        c.server.send({ type: 'response.created', response: responseWire(id, 'in_progress') });
+        const error = await waitFor('the protocol error', () => eventsOf(c.events, 'error')[0]);
+        expect(error.code).toBe('CALLGATE_ERR_MODEL_PROTOCOL');
+        expect(error.message).toMatch(/response\.id/);
+        // Past the stall bound a watched response would have: nothing fires, nothing throws.
+        await sleep(400);
+        expect(uncaught.errors).toEqual([]);
+        expect(c.events.map((e) => e.type)).toEqual(['error']);
+        expect(c.server.received.map((e) => e.type)).toEqual(['session.update']);
+        // The bad event held nothing up: the next response is created and finishes.
+        c.client.createResponse();
+        await waitFor('a response', () => eventsOf(c.events, 'response_done')[0]);
+        expect(eventsOf(c.events, 'response_done').map((e) => [e.responseId, e.status])).toEqual([
+          ['resp_ok_1', 'completed'],
+        ]);
+        await c.close();
+        call = undefined;
+        await waitFor('no timers left', () => activeTimers() <= timersBefore, 2_000);
+      } finally {
+        uncaught.stop();
+      }
+    },
+  );
 });
 
 describe('when response.done carries no usable response id', () => {
@@ -71,8 +87,18 @@ describe('when response.done carries no usable response id', () => {
     const error = await waitFor('the protocol error', () => eventsOf(c.events, 'error')[0]);
     expect(error).toMatchObject({ code: 'CALLGATE_ERR_MODEL_PROTOCOL' });
     expect(error.message).toMatch(/response\.done event whose response\.id missing/);
-    const done = await waitFor('the stalled response released', () => eventsOf(c.events, 'response_done')[0], 2_000);
-    expect(done).toEqual({ type: 'response_done', responseId: 'resp_live', status: 'failed', reason: 'stalled', callIds: [] });
+    const done = await waitFor(
+      'the stalled response released',
+      () => eventsOf(c.events, 'response_done')[0],
+      2_000,
+    );
+    expect(done).toEqual({
+      type: 'response_done',
+      responseId: 'resp_live',
+      status: 'failed',
+      reason: 'stalled',
+      callIds: [],
+    });
     expect(eventsOf(c.events, 'response_done')).toHaveLength(1);
   });
 });
@@ -111,7 +137,11 @@ describe('when speech events carry no usable item id', () => {
     call = await connectScripted();
     const c = call;
     c.server.send({ type: 'input_audio_buffer.speech_started', audio_start_ms: 120, item_id: 5 });
-    c.server.send({ type: 'input_audio_buffer.speech_stopped', audio_end_ms: 'late', item_id: 'item_u1' });
+    c.server.send({
+      type: 'input_audio_buffer.speech_stopped',
+      audio_end_ms: 'late',
+      item_id: 'item_u1',
+    });
     await waitFor('two errors', () => eventsOf(c.events, 'error').length === 2);
     expect(c.events.map((e) => e.type)).toEqual(['error', 'error']);
     expect(eventsOf(c.events, 'error').map((e) => e.message)).toEqual([

@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { conversationWire, eventsOf, startHarness, waitFor, type Harness } from './realtime-harness.ts';
+import {
+  conversationWire,
+  eventsOf,
+  startHarness,
+  waitFor,
+  type Harness,
+} from './realtime-harness.ts';
 import type { RealtimeEventOf } from '../../../gateway/realtime/realtime-session.ts';
 
 let harness: Harness | undefined;
@@ -8,7 +14,12 @@ afterEach(async () => {
   harness = undefined;
 });
 
-function availability(call: RealtimeEventOf<'function_call'>): { status: string; time: string; party_size: number; date: string } {
+function availability(call: RealtimeEventOf<'function_call'>): {
+  status: string;
+  time: string;
+  party_size: number;
+  date: string;
+} {
   const args = call.arguments as { time: string; party_size: number; date: string };
   return { status: 'free', time: args.time, party_size: args.party_size, date: args.date };
 }
@@ -20,7 +31,9 @@ function assertOneFollowUp(wire: readonly string[]): void {
   expect(creates).toHaveLength(2);
   const followUp = creates[1] ?? -1;
   expect(followUp).toBeGreaterThan(dispatchDone);
-  const outputs = wire.flatMap((entry, index) => (entry === '> conversation.item.create' ? [index] : []));
+  const outputs = wire.flatMap((entry, index) =>
+    entry === '> conversation.item.create' ? [index] : [],
+  );
   // The DTMF system message, then two function_call_output items.
   expect(outputs).toHaveLength(3);
   expect(followUp).toBeGreaterThan(Math.max(...outputs));
@@ -31,7 +44,10 @@ describe('when the model calls two tools in one response', () => {
     harness = await startHarness();
     const { client, connection, events } = harness;
     client.sendDtmf('4');
-    const done = await waitFor('the dispatching response', () => eventsOf(events, 'response_done')[0]);
+    const done = await waitFor(
+      'the dispatching response',
+      () => eventsOf(events, 'response_done')[0],
+    );
     const calls = eventsOf(events, 'function_call');
     expect(calls.map((c) => c.name)).toEqual(['check_availability', 'check_availability']);
     expect(done.callIds).toEqual(calls.map((c) => c.callId));
@@ -40,7 +56,9 @@ describe('when the model calls two tools in one response', () => {
     // The second tool finishes first; the follow-up must wait for the first one.
     client.sendToolOutput(second.callId, availability(second));
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(connection.session.receivedTypes().filter((t) => t === 'response.create')).toHaveLength(1);
+    expect(connection.session.receivedTypes().filter((t) => t === 'response.create')).toHaveLength(
+      1,
+    );
     client.sendToolOutput(first.callId, availability(first));
     await waitFor('the follow-up response', () => eventsOf(events, 'response_done').length === 2);
     assertOneFollowUp(conversationWire(connection));
@@ -58,11 +76,15 @@ describe('when the model calls two tools in one response', () => {
     await waitFor('the follow-up response', () => eventsOf(events, 'response_done').length === 2);
     const wire = conversationWire(connection);
     const dispatchDone = wire.indexOf('< response.done');
-    const outputs = wire.flatMap((entry, index) => (entry === '> conversation.item.create' ? [index] : []));
+    const outputs = wire.flatMap((entry, index) =>
+      entry === '> conversation.item.create' ? [index] : [],
+    );
     expect(outputs.slice(1).every((index) => index < dispatchDone)).toBe(true);
     assertOneFollowUp(wire);
     await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(connection.session.receivedTypes().filter((t) => t === 'response.create')).toHaveLength(2);
+    expect(connection.session.receivedTypes().filter((t) => t === 'response.create')).toHaveLength(
+      2,
+    );
   });
 });
 
@@ -70,11 +92,21 @@ describe('when a tool output names the call of a single tool', () => {
   it('should speak the templated result in the follow-up', async () => {
     harness = await startHarness();
     const { client, connection, events } = harness;
-    client.on('function_call', (call) => client.sendToolOutput(call.callId, { status: 'started', message: 'You will get a text when it is done.' }));
+    client.on('function_call', (call) =>
+      client.sendToolOutput(call.callId, {
+        status: 'started',
+        message: 'You will get a text when it is done.',
+      }),
+    );
     client.sendDtmf('2');
     await waitFor('the follow-up response', () => eventsOf(events, 'response_done').length === 2);
-    expect(connection.session.toolCalls.map((c) => [c.name, JSON.parse(c.arguments) as unknown])).toEqual([
-      ['refund', { order_id: 'A-10293', amount: 42.5, currency: 'EUR', reason: 'order arrived cold' }],
+    expect(
+      connection.session.toolCalls.map((c) => [c.name, JSON.parse(c.arguments) as unknown]),
+    ).toEqual([
+      [
+        'refund',
+        { order_id: 'A-10293', amount: 42.5, currency: 'EUR', reason: 'order arrived cold' },
+      ],
     ]);
     expect(connection.session.said.map((s) => s.text)).toEqual([
       'I can help with a refund. One moment while I start it.',

@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { REPORTED_PROTOCOL_ERRORS } from '../../../gateway/realtime/openai-realtime-session.ts';
 import { eventsOf, waitFor } from './realtime-harness.ts';
-import { connectScripted, protocolErrorCount, responseWire, sleep, type ScriptedCall } from './scripted-model-server.ts';
+import {
+  connectScripted,
+  protocolErrorCount,
+  responseWire,
+  sleep,
+  type ScriptedCall,
+} from './scripted-model-server.ts';
 
 let call: ScriptedCall | undefined;
 afterEach(async () => {
@@ -14,7 +20,10 @@ describe('when the model floods the session with binary and malformed frames', (
     call = await connectScripted({
       onClientEvent: (event, server) => {
         if (event.type !== 'response.create') return;
-        server.send({ type: 'response.created', response: responseWire('resp_after', 'in_progress') });
+        server.send({
+          type: 'response.created',
+          response: responseWire('resp_after', 'in_progress'),
+        });
         server.send({ type: 'response.done', response: responseWire('resp_after', 'completed') });
       },
     });
@@ -25,7 +34,12 @@ describe('when the model floods the session with binary and malformed frames', (
       c.server.sendRaw(`{"type": "response.done", ${i}`);
       c.server.sendRaw(JSON.stringify({ event_id: `e${i}` }));
     }
-    for (let waited = 0; (await protocolErrorCount()) < before + 150 && waited < 5_000; waited += 10) await sleep(10);
+    for (
+      let waited = 0;
+      (await protocolErrorCount()) < before + 150 && waited < 5_000;
+      waited += 10
+    )
+      await sleep(10);
     expect(await protocolErrorCount()).toBe(before + 150);
     const errors = eventsOf(c.events, 'error');
     expect(errors).toHaveLength(REPORTED_PROTOCOL_ERRORS);

@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventsOf } from './realtime-harness.ts';
-import { connectScripted, SESSION_WIRE, sleep, type ScriptedCall } from './scripted-model-server.ts';
+import {
+  connectScripted,
+  SESSION_WIRE,
+  sleep,
+  type ScriptedCall,
+} from './scripted-model-server.ts';
 
 let call: ScriptedCall | undefined;
 afterEach(async () => {
@@ -24,7 +29,9 @@ describe('when the server sends session.created a second time', () => {
     await sleep(800);
     expect(warnedAt).toHaveLength(1);
     expect(warnedAt[0]).toBeLessThan(480);
-    expect(eventsOf(c.events, 'error').map((e) => [e.code, e.message])).toEqual([['CALLGATE_ERR_MODEL_PROTOCOL', expect.stringMatching(/second session\.created/)]]);
+    expect(eventsOf(c.events, 'error').map((e) => [e.code, e.message])).toEqual([
+      ['CALLGATE_ERR_MODEL_PROTOCOL', expect.stringMatching(/second session\.created/)],
+    ]);
     expect(c.client.providerSessionId).toBe('sess_scripted');
   });
 

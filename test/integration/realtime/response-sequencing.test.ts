@@ -1,7 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { OpenAIRealtimeSession } from '../../../gateway/realtime/openai-realtime-session.ts';
-import { callerSpeech, clientWire, conversationWire, eventsOf, quietLogger, startHarness, streamFrames, waitFor, type Harness } from './realtime-harness.ts';
+import {
+  callerSpeech,
+  clientWire,
+  conversationWire,
+  eventsOf,
+  quietLogger,
+  startHarness,
+  streamFrames,
+  waitFor,
+  type Harness,
+} from './realtime-harness.ts';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -13,7 +23,8 @@ afterEach(async () => {
 function assertOneActiveAtATime(wire: readonly string[]): void {
   let active = false;
   for (const entry of wire) {
-    if (entry === '> response.create') expect(active, 'a response.create went out while a response was active').toBe(false);
+    if (entry === '> response.create')
+      expect(active, 'a response.create went out while a response was active').toBe(false);
     if (entry === '< response.created') active = true;
     if (entry === '< response.done') active = false;
   }
@@ -33,7 +44,11 @@ describe('when three responses are asked for at the same moment', () => {
     expect(wire.filter((entry) => entry === '> response.create')).toHaveLength(3);
     expect(connection.session.wire.filter((r) => r.type === 'error')).toEqual([]);
     expect(eventsOf(events, 'error')).toEqual([]);
-    expect(eventsOf(events, 'response_done').map((e) => e.status)).toEqual(['completed', 'completed', 'completed']);
+    expect(eventsOf(events, 'response_done').map((e) => e.status)).toEqual([
+      'completed',
+      'completed',
+      'completed',
+    ]);
     // The system message is spoken by the first response.
     expect(connection.session.said[0]?.text).toBe('The booking A-1 is confirmed.');
   });
@@ -49,9 +64,15 @@ describe('when the server starts a response just as the client asks for one', ()
     connection.session.callerSays('Hello?');
     await waitFor('two responses', () => eventsOf(events, 'response_done').length === 2, 20_000);
     const refusals = connection.session.wire.filter((r) => r.type === 'error');
-    expect(refusals.map((r) => (r.event.error as { code: string }).code)).toEqual(['conversation_already_has_active_response']);
+    expect(refusals.map((r) => (r.event.error as { code: string }).code)).toEqual([
+      'conversation_already_has_active_response',
+    ]);
     expect(eventsOf(events, 'error')).toEqual([]);
-    expect(clientWire(connection).filter((type) => !type.startsWith('simulator.'))).toEqual(['session.update', 'response.create', 'response.create']);
+    expect(clientWire(connection).filter((type) => !type.startsWith('simulator.'))).toEqual([
+      'session.update',
+      'response.create',
+      'response.create',
+    ]);
     // The retry waits for the server's response to finish.
     const wire = conversationWire(connection);
     expect(wire.lastIndexOf('> response.create')).toBeGreaterThan(wire.indexOf('< response.done'));
@@ -61,7 +82,10 @@ describe('when the server starts a response just as the client asks for one', ()
 
 describe('when the queue of waiting responses is full', () => {
   it('should refuse more with CALLGATE_ERR_MODEL_BUSY instead of growing', async () => {
-    harness = await startHarness({ simulator: { speechSpeed: 20 }, client: { maxQueuedResponses: 2 } });
+    harness = await startHarness({
+      simulator: { speechSpeed: 20 },
+      client: { maxQueuedResponses: 2 },
+    });
     const { client, events } = harness;
     for (let i = 0; i < 4; i++) client.createResponse();
     const busy = eventsOf(events, 'error').filter((e) => e.code === 'CALLGATE_ERR_MODEL_BUSY');
@@ -72,7 +96,14 @@ describe('when the queue of waiting responses is full', () => {
 
 describe('when a response is asked for while the caller is speaking', () => {
   it('should hold it until the utterance ends, and release it when the buffer is cleared', async () => {
-    harness = await startHarness({ config: { instructions: '', inputFormat: 'pcmu', outputFormat: 'pcmu', turnDetection: { type: 'server_vad', createResponse: false } } });
+    harness = await startHarness({
+      config: {
+        instructions: '',
+        inputFormat: 'pcmu',
+        outputFormat: 'pcmu',
+        turnDetection: { type: 'server_vad', createResponse: false },
+      },
+    });
     const { client, connection, events } = harness;
     // Speech with no trailing silence: the utterance is still open.
     streamFrames(client, await callerSpeech('Hold on, I am still talking'));
@@ -82,18 +113,38 @@ describe('when a response is asked for while the caller is speaking', () => {
     expect(clientWire(connection)).toEqual(['session.update']);
     client.clearAudio();
     await waitFor('the held response', () => eventsOf(events, 'response_done')[0]);
-    expect(clientWire(connection)).toEqual(['session.update', 'input_audio_buffer.clear', 'response.create']);
+    expect(clientWire(connection)).toEqual([
+      'session.update',
+      'input_audio_buffer.clear',
+      'response.create',
+    ]);
   });
 });
 
 describe('when the server starts a response of its own while our create is on the wire', () => {
   it('should tell it from ours by the echoed metadata: no cancel of the server response, and our request sent again after it', async () => {
-    const received: { type: string; event_id?: string; response?: { metadata?: Record<string, string>; instructions?: string }; response_id?: string }[] = [];
+    const received: {
+      type: string;
+      event_id?: string;
+      response?: { metadata?: Record<string, string>; instructions?: string };
+      response_id?: string;
+    }[] = [];
     const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
     const send = (socket: WebSocket, event: object) => socket.send(JSON.stringify(event));
-    const response = (id: string, status: string, metadata: Record<string, string> | null) => ({ id, object: 'realtime.response', status, status_details: null, output: [], metadata });
+    const response = (id: string, status: string, metadata: Record<string, string> | null) => ({
+      id,
+      object: 'realtime.response',
+      status,
+      status_details: null,
+      output: [],
+      metadata,
+    });
     server.on('connection', (socket) => {
-      send(socket, { type: 'session.created', event_id: 'e0', session: { type: 'realtime', id: 'sess_race' } });
+      send(socket, {
+        type: 'session.created',
+        event_id: 'e0',
+        session: { type: 'realtime', id: 'sess_race' },
+      });
       let creates = 0;
       socket.on('message', (data: Buffer) => {
         const event = JSON.parse(data.toString()) as (typeof received)[number];
@@ -103,23 +154,57 @@ describe('when the server starts a response of its own while our create is on th
         const metadata = event.response?.metadata ?? null;
         if (creates === 2) {
           // Server VAD started a response at the same instant: it is created untagged, our create is refused.
-          send(socket, { type: 'response.created', event_id: 'e_srv', response: response('resp_server', 'in_progress', null) });
+          send(socket, {
+            type: 'response.created',
+            event_id: 'e_srv',
+            response: response('resp_server', 'in_progress', null),
+          });
           send(socket, {
             type: 'error',
             event_id: 'e_err',
-            error: { type: 'invalid_request_error', code: 'conversation_already_has_active_response', message: 'Conversation already has an active response in progress: resp_server.', param: null, event_id: event.event_id },
+            error: {
+              type: 'invalid_request_error',
+              code: 'conversation_already_has_active_response',
+              message: 'Conversation already has an active response in progress: resp_server.',
+              param: null,
+              event_id: event.event_id,
+            },
           });
-          setTimeout(() => send(socket, { type: 'response.done', event_id: 'e_srv_done', response: response('resp_server', 'completed', null) }), 100);
+          setTimeout(
+            () =>
+              send(socket, {
+                type: 'response.done',
+                event_id: 'e_srv_done',
+                response: response('resp_server', 'completed', null),
+              }),
+            100,
+          );
           return;
         }
         const id = `resp_${creates}`;
-        send(socket, { type: 'response.created', event_id: `e_c${creates}`, response: response(id, 'in_progress', metadata) });
-        setTimeout(() => send(socket, { type: 'response.done', event_id: `e_d${creates}`, response: response(id, 'completed', metadata) }), 20);
+        send(socket, {
+          type: 'response.created',
+          event_id: `e_c${creates}`,
+          response: response(id, 'in_progress', metadata),
+        });
+        setTimeout(
+          () =>
+            send(socket, {
+              type: 'response.done',
+              event_id: `e_d${creates}`,
+              response: response(id, 'completed', metadata),
+            }),
+          20,
+        );
       });
     });
     await new Promise((resolve) => server.once('listening', resolve));
     const { port } = server.address() as { port: number };
-    const client = new OpenAIRealtimeSession({ url: `ws://127.0.0.1:${port}/v1/realtime`, model: 'gpt-realtime', logger: quietLogger });
+    const client = new OpenAIRealtimeSession({
+      url: `ws://127.0.0.1:${port}/v1/realtime`,
+      model: 'gpt-realtime',
+      logger: quietLogger,
+    });
     const created: string[] = [];
     const tags: (string | undefined)[] = [];
     const done: string[] = [];
@@ -138,7 +223,9 @@ describe('when the server starts a response of its own while our create is on th
       // The caller barges in before our create is answered: the cancel is meant for our response only.
       client.cancelResponse();
       await waitFor('our request sent again and created', () => created.includes('resp_3'), 5_000);
-      const types = received.map((e) => (e.type === 'response.cancel' ? `cancel:${e.response_id}` : e.type)).filter((t) => t !== 'session.update');
+      const types = received
+        .map((e) => (e.type === 'response.cancel' ? `cancel:${e.response_id}` : e.type))
+        .filter((t) => t !== 'session.update');
       // The server's response answers the caller's own turn: it is not cancelled for us.
       expect(types.filter((t) => t.startsWith('cancel:'))).toEqual([]);
       const creates = received.filter((e) => e.type === 'response.create');
@@ -164,24 +251,49 @@ describe('when responses are asked for with tags', () => {
     client.createResponse();
     client.createResponse({ tag: 'deliver:op_2:2' });
     await waitFor('three responses', () => eventsOf(events, 'response_done').length === 3, 20_000);
-    expect(eventsOf(events, 'response_created').map((e) => e.tag)).toEqual(['deliver:op_1:1', undefined, 'deliver:op_2:2']);
+    expect(eventsOf(events, 'response_created').map((e) => e.tag)).toEqual([
+      'deliver:op_1:1',
+      undefined,
+      'deliver:op_2:2',
+    ]);
   });
 });
 
 describe('when a tagged request will get no response', () => {
   /** A provider that answers every response.create with `reply`, or not at all. */
-  async function provider(reply: 'refuse_active' | 'reject_invalid' | 'silence'): Promise<{ port: number; creates: () => number; close: () => Promise<void> }> {
+  async function provider(
+    reply: 'refuse_active' | 'reject_invalid' | 'silence',
+  ): Promise<{ port: number; creates: () => number; close: () => Promise<void> }> {
     const server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
     let creates = 0;
     server.on('connection', (socket) => {
-      socket.send(JSON.stringify({ type: 'session.created', event_id: 'e0', session: { type: 'realtime', id: 'sess_drop' } }));
+      socket.send(
+        JSON.stringify({
+          type: 'session.created',
+          event_id: 'e0',
+          session: { type: 'realtime', id: 'sess_drop' },
+        }),
+      );
       socket.on('message', (data: Buffer) => {
         const event = JSON.parse(data.toString()) as { type: string; event_id?: string };
         if (event.type !== 'response.create') return;
         creates += 1;
         if (reply === 'silence') return;
-        const code = reply === 'refuse_active' ? 'conversation_already_has_active_response' : 'invalid_value';
-        socket.send(JSON.stringify({ type: 'error', event_id: `e_err${creates}`, error: { type: 'invalid_request_error', code, message: `refused (${code})`, param: null, event_id: event.event_id } }));
+        const code =
+          reply === 'refuse_active' ? 'conversation_already_has_active_response' : 'invalid_value';
+        socket.send(
+          JSON.stringify({
+            type: 'error',
+            event_id: `e_err${creates}`,
+            error: {
+              type: 'invalid_request_error',
+              code,
+              message: `refused (${code})`,
+              param: null,
+              event_id: event.event_id,
+            },
+          }),
+        );
       });
     });
     await new Promise((resolve) => server.once('listening', resolve));
@@ -204,14 +316,25 @@ describe('when a tagged request will get no response', () => {
   for (const { reply, code, creates } of cases) {
     it(`should name the request in the error when the provider's answer is ${reply}`, async () => {
       const fake = await provider(reply);
-      const client = new OpenAIRealtimeSession({ url: `ws://127.0.0.1:${fake.port}/v1/realtime`, model: 'gpt-realtime', logger: quietLogger, responseCreatedTimeoutMs: 300 });
+      const client = new OpenAIRealtimeSession({
+        url: `ws://127.0.0.1:${fake.port}/v1/realtime`,
+        model: 'gpt-realtime',
+        logger: quietLogger,
+        responseCreatedTimeoutMs: 300,
+      });
       const errors: { code: string; tag?: string }[] = [];
       client.on('error', (event) => errors.push(event));
       try {
         await client.connect();
         client.createResponse({ tag: 'deliver:op_9:1' });
-        await waitFor('the request given up on', () => errors.some((e) => e.tag !== undefined), 5_000);
-        expect(errors.filter((e) => e.tag !== undefined)).toEqual([expect.objectContaining({ code, tag: 'deliver:op_9:1' })]);
+        await waitFor(
+          'the request given up on',
+          () => errors.some((e) => e.tag !== undefined),
+          5_000,
+        );
+        expect(errors.filter((e) => e.tag !== undefined)).toEqual([
+          expect.objectContaining({ code, tag: 'deliver:op_9:1' }),
+        ]);
         expect(fake.creates()).toBe(creates);
         // Given up on means given up: nothing more goes out for it.
         await new Promise((resolve) => setTimeout(resolve, 400));
@@ -225,14 +348,21 @@ describe('when a tagged request will get no response', () => {
 
   it('should name the request when it is refused for lack of room in the queue', async () => {
     const fake = await provider('silence');
-    const client = new OpenAIRealtimeSession({ url: `ws://127.0.0.1:${fake.port}/v1/realtime`, model: 'gpt-realtime', logger: quietLogger, responseCreatedTimeoutMs: 30_000 });
+    const client = new OpenAIRealtimeSession({
+      url: `ws://127.0.0.1:${fake.port}/v1/realtime`,
+      model: 'gpt-realtime',
+      logger: quietLogger,
+      responseCreatedTimeoutMs: 30_000,
+    });
     const errors: { code: string; tag?: string }[] = [];
     client.on('error', (event) => errors.push(event));
     try {
       await client.connect();
       // One create out and unanswered, eight waiting: the tenth has no room.
       for (let i = 1; i <= 10; i++) client.createResponse({ tag: `t${i}` });
-      expect(errors).toEqual([expect.objectContaining({ code: 'CALLGATE_ERR_MODEL_BUSY', tag: 't10' })]);
+      expect(errors).toEqual([
+        expect.objectContaining({ code: 'CALLGATE_ERR_MODEL_BUSY', tag: 't10' }),
+      ]);
     } finally {
       await client.close();
       await fake.close();

@@ -5,7 +5,10 @@
  * cases that the simulator, being faithful, never produces.
  */
 import { WebSocketServer, type WebSocket } from 'ws';
-import { OpenAIRealtimeSession, type OpenAIRealtimeSessionOptions } from '../../../gateway/realtime/openai-realtime-session.ts';
+import {
+  OpenAIRealtimeSession,
+  type OpenAIRealtimeSessionOptions,
+} from '../../../gateway/realtime/openai-realtime-session.ts';
 import type { RealtimeEvent, SessionConfig } from '../../../gateway/realtime/realtime-session.ts';
 import { registry } from '../../../config/metrics.ts';
 import { quietLogger } from './realtime-harness.ts';
@@ -30,17 +33,35 @@ export interface ScriptedModelServer {
 export const SESSION_WIRE = {
   type: 'realtime',
   id: 'sess_scripted',
-  audio: { input: { format: { type: 'audio/pcmu' }, turn_detection: { type: 'server_vad', interrupt_response: true } }, output: { format: { type: 'audio/pcmu' } } },
+  audio: {
+    input: {
+      format: { type: 'audio/pcmu' },
+      turn_detection: { type: 'server_vad', interrupt_response: true },
+    },
+    output: { format: { type: 'audio/pcmu' } },
+  },
 };
 
-export const CONFIG: SessionConfig = { instructions: 'You are the Blue Harbour restaurant assistant.', inputFormat: 'pcmu', outputFormat: 'pcmu', turnDetection: { type: 'server_vad' } };
+export const CONFIG: SessionConfig = {
+  instructions: 'You are the Blue Harbour restaurant assistant.',
+  inputFormat: 'pcmu',
+  outputFormat: 'pcmu',
+  turnDetection: { type: 'server_vad' },
+};
 
 /** A response object as the provider writes it. */
-export function responseWire(id: unknown, status: string, metadata: unknown = null, output: unknown[] = []): Record<string, unknown> {
+export function responseWire(
+  id: unknown,
+  status: string,
+  metadata: unknown = null,
+  output: unknown[] = [],
+): Record<string, unknown> {
   return { id, object: 'realtime.response', status, status_details: null, output, metadata };
 }
 
-export async function startScriptedModelServer(options: ScriptedModelServerOptions = {}): Promise<ScriptedModelServer> {
+export async function startScriptedModelServer(
+  options: ScriptedModelServerOptions = {},
+): Promise<ScriptedModelServer> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
   const { port } = wss.address() as { port: number };
@@ -64,7 +85,10 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
       const event = JSON.parse(data.toString('utf8')) as WireEvent;
       server.received.push(event);
       if (event.type === 'session.update' && options.answerSessionUpdate !== false) {
-        server.send({ type: 'session.updated', session: { ...SESSION_WIRE, ...(event.session as object) } });
+        server.send({
+          type: 'session.updated',
+          session: { ...SESSION_WIRE, ...(event.session as object) },
+        });
       }
       options.onClientEvent?.(event, server);
     });
@@ -86,7 +110,12 @@ export async function connectScripted(
   configure = true,
 ): Promise<ScriptedCall> {
   const server = await startScriptedModelServer(serverOptions);
-  const client = new OpenAIRealtimeSession({ url: server.url, model: 'gpt-realtime', logger: quietLogger, ...clientOptions });
+  const client = new OpenAIRealtimeSession({
+    url: server.url,
+    model: 'gpt-realtime',
+    logger: quietLogger,
+    ...clientOptions,
+  });
   const events: RealtimeEvent[] = [];
   client.onAny((event) => events.push(event));
   await client.connect();
@@ -112,7 +141,9 @@ export async function protocolErrorCount(kind?: string): Promise<number> {
   const metric = registry.getSingleMetric('callgate_realtime_protocol_errors_total');
   if (metric === undefined) return 0;
   const { values } = await metric.get();
-  return values.filter((value) => kind === undefined || value.labels.kind === kind).reduce((sum, value) => sum + value.value, 0);
+  return values
+    .filter((value) => kind === undefined || value.labels.kind === kind)
+    .reduce((sum, value) => sum + value.value, 0);
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -1,5 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { callerSpeech, clientWire, eventsOf, silence, startHarness, streamFrames, synthesizer, waitFor, type Harness } from './realtime-harness.ts';
+import {
+  callerSpeech,
+  clientWire,
+  eventsOf,
+  silence,
+  startHarness,
+  streamFrames,
+  synthesizer,
+  waitFor,
+  type Harness,
+} from './realtime-harness.ts';
 import { EnergyVad } from '../../../gateway/realtime/simulator/energy-vad.ts';
 import { decodeMulaw } from '../../../gateway/realtime/simulator/g711.ts';
 
@@ -35,7 +45,13 @@ describe('when the caller speaks (espeak-ng speech as μ-law)', () => {
     expect(stopped.audioEndMs).toBe(1000 + span.endMs + 500);
     expect(started?.itemId).toBe(stopped.itemId);
     expect(connection.session.heard).toEqual([
-      { kind: 'utterance', itemId: stopped.itemId, audioStartMs: 1000 + span.startMs, audioEndMs: stopped.audioEndMs, atMs: expect.any(Number) as number },
+      {
+        kind: 'utterance',
+        itemId: stopped.itemId,
+        audioStartMs: 1000 + span.startMs,
+        audioEndMs: stopped.audioEndMs,
+        atMs: expect.any(Number) as number,
+      },
     ]);
     // Server VAD with create_response: the model answers the utterance on its own.
     await waitFor('the answer', () => eventsOf(events, 'response_done')[0]);
@@ -43,7 +59,14 @@ describe('when the caller speaks (espeak-ng speech as μ-law)', () => {
   });
 
   it('should count two utterances separated by a long pause', async () => {
-    harness = await startHarness({ config: { instructions: '', inputFormat: 'pcmu', outputFormat: 'pcmu', turnDetection: { type: 'server_vad', createResponse: false } } });
+    harness = await startHarness({
+      config: {
+        instructions: '',
+        inputFormat: 'pcmu',
+        outputFormat: 'pcmu',
+        turnDetection: { type: 'server_vad', createResponse: false },
+      },
+    });
     const { client, connection, events } = harness;
     const phrase = await callerSpeech('Yes please.');
     streamFrames(client, phrase);
@@ -59,13 +82,21 @@ describe('when the caller speaks (espeak-ng speech as μ-law)', () => {
 
 describe('when the caller audio is 24 kHz PCM', () => {
   it('should detect the speech in it as well', async () => {
-    harness = await startHarness({ config: { instructions: '', inputFormat: 'pcm24k', outputFormat: 'pcm24k', turnDetection: { type: 'server_vad', createResponse: false } } });
+    harness = await startHarness({
+      config: {
+        instructions: '',
+        inputFormat: 'pcm24k',
+        outputFormat: 'pcm24k',
+        turnDetection: { type: 'server_vad', createResponse: false },
+      },
+    });
     const { client, events } = harness;
     const phrase = await synthesizer.render('Change my booking to nine please.', 'pcm24k');
     const quiet = Buffer.alloc(24 * 2 * 800);
     for (const audio of [quiet, phrase, quiet]) {
       // 20 ms of 24 kHz 16-bit PCM is 960 bytes.
-      for (let offset = 0; offset < audio.length; offset += 960) client.sendAudio(audio.subarray(offset, offset + 960));
+      for (let offset = 0; offset < audio.length; offset += 960)
+        client.sendAudio(audio.subarray(offset, offset + 960));
     }
     const stopped = await waitFor('speech_stopped', () => eventsOf(events, 'speech_stopped')[0]);
     const started = eventsOf(events, 'speech_started')[0];
@@ -81,7 +112,12 @@ describe('when the caller is silent', () => {
     harness = await startHarness();
     const { client, connection, events } = harness;
     streamFrames(client, silence(3000));
-    await waitFor('all audio received', () => connection.session.receivedTypes().filter((t) => t === 'input_audio_buffer.append').length === 150);
+    await waitFor(
+      'all audio received',
+      () =>
+        connection.session.receivedTypes().filter((t) => t === 'input_audio_buffer.append')
+          .length === 150,
+    );
     expect(eventsOf(events, 'speech_started')).toEqual([]);
     expect(eventsOf(events, 'speech_stopped')).toEqual([]);
     expect(connection.session.heard).toEqual([]);

@@ -56,6 +56,8 @@ describe('when a line is rendered with espeak-ng', () => {
 
   it('should fail with CALLGATE_ERR_SIMULATOR_SPEECH when espeak-ng is missing', async () => {
     const broken = new SpeechSynthesizer({ espeakPath: '/nonexistent/espeak-ng' });
-    await expect(broken.render('hello', 'pcmu')).rejects.toMatchObject({ code: 'CALLGATE_ERR_SIMULATOR_SPEECH' });
+    await expect(broken.render('hello', 'pcmu')).rejects.toMatchObject({
+      code: 'CALLGATE_ERR_SIMULATOR_SPEECH',
+    });
   });
 });

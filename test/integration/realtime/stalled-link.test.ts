@@ -10,7 +10,9 @@ afterEach(async () => {
 
 /** 20 ms of 24 kHz PCM, each frame's bytes different from its neighbours'. */
 function frame(index: number): Buffer {
-  return Buffer.from(Array.from({ length: 960 }, (_, i) => (index * 7 + i * 13 + (index >> 8)) & 0xff));
+  return Buffer.from(
+    Array.from({ length: 960 }, (_, i) => (index * 7 + i * 13 + (index >> 8)) & 0xff),
+  );
 }
 
 describe('when the link stalls while caller audio is sent', () => {
@@ -29,7 +31,13 @@ describe('when the link stalls while caller audio is sent', () => {
       client.sendAudio(audio);
     }
     connection.resumeReading();
-    await waitFor(`${frames} appends`, () => connection.session.receivedTypes().filter((type) => type === 'input_audio_buffer.append').length === frames, 20_000);
+    await waitFor(
+      `${frames} appends`,
+      () =>
+        connection.session.receivedTypes().filter((type) => type === 'input_audio_buffer.append')
+          .length === frames,
+      20_000,
+    );
     expect(client.droppedAudioFrames).toBe(0);
     expect(connection.session.inputAudioDigest()).toBe(sent.digest('hex'));
   });

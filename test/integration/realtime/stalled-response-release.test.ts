@@ -1,6 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventsOf, waitFor } from './realtime-harness.ts';
-import { activeTimers, connectScripted, responseWire, sleep, type ScriptedCall } from './scripted-model-server.ts';
+import {
+  activeTimers,
+  connectScripted,
+  responseWire,
+  sleep,
+  type ScriptedCall,
+} from './scripted-model-server.ts';
 
 let call: ScriptedCall | undefined;
 afterEach(async () => {
@@ -21,10 +27,28 @@ describe('when a response speaks, dispatches a call and then goes silent', () =>
           creates += 1;
           const metadata = (event.response as { metadata?: unknown } | undefined)?.metadata ?? null;
           const id = `resp_${creates}`;
-          server.send({ type: 'response.created', response: responseWire(id, 'in_progress', metadata) });
+          server.send({
+            type: 'response.created',
+            response: responseWire(id, 'in_progress', metadata),
+          });
           if (creates === 1) {
-            server.send({ type: 'response.output_audio.delta', response_id: id, item_id: 'item_a', output_index: 0, content_index: 0, delta: MULAW });
-            server.send({ type: 'response.function_call_arguments.done', response_id: id, item_id: 'item_f', output_index: 1, call_id: 'call_1', name: 'check_table', arguments: '{}' });
+            server.send({
+              type: 'response.output_audio.delta',
+              response_id: id,
+              item_id: 'item_a',
+              output_index: 0,
+              content_index: 0,
+              delta: MULAW,
+            });
+            server.send({
+              type: 'response.function_call_arguments.done',
+              response_id: id,
+              item_id: 'item_f',
+              output_index: 1,
+              call_id: 'call_1',
+              name: 'check_table',
+              arguments: '{}',
+            });
             // ... and its response.done is lost.
             return;
           }
@@ -36,13 +60,35 @@ describe('when a response speaks, dispatches a call and then goes silent', () =>
     const c = call;
     c.client.createResponse();
     c.client.createResponse({ tag: 'next' });
-    const done = await waitFor('the stalled response released', () => eventsOf(c.events, 'response_done')[0], 2_000);
-    expect(done).toEqual({ type: 'response_done', responseId: 'resp_1', status: 'failed', reason: 'stalled', callIds: ['call_1'] });
+    const done = await waitFor(
+      'the stalled response released',
+      () => eventsOf(c.events, 'response_done')[0],
+      2_000,
+    );
+    expect(done).toEqual({
+      type: 'response_done',
+      responseId: 'resp_1',
+      status: 'failed',
+      reason: 'stalled',
+      callIds: ['call_1'],
+    });
     await waitFor('the queued response done', () => eventsOf(c.events, 'response_done')[1]);
-    expect(c.events.map((e) => e.type)).toEqual(['response_created', 'audio_delta', 'function_call', 'error', 'response_done', 'response_created', 'response_done']);
+    expect(c.events.map((e) => e.type)).toEqual([
+      'response_created',
+      'audio_delta',
+      'function_call',
+      'error',
+      'response_done',
+      'response_created',
+      'response_done',
+    ]);
     expect(eventsOf(c.events, 'error')[0]?.code).toBe('CALLGATE_ERR_MODEL_TIMEOUT');
     // The cancel reaches the server before the next create, so a server still running it ends it first.
-    expect(c.server.received.filter((e) => e.type.startsWith('response.')).map((e) => [e.type, e.response_id])).toEqual([
+    expect(
+      c.server.received
+        .filter((e) => e.type.startsWith('response.'))
+        .map((e) => [e.type, e.response_id]),
+    ).toEqual([
       ['response.create', undefined],
       ['response.cancel', 'resp_1'],
       ['response.create', undefined],

@@ -17,7 +17,8 @@ const gc = runInNewContext('gc') as () => void;
 
 /** 64*T1 = 1.28 s: Timers J, H and F run out well within a test, in the RFC's proportions. */
 const TIMERS: SipTimerOptions = { t1Ms: 20, t2Ms: 160, t4Ms: 200 };
-const SDP = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n';
+const SDP =
+  'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n';
 
 let driver: BuiltinSignalingDriver;
 let socket: Socket;
@@ -27,7 +28,12 @@ const waiting = new Map<string, (response: string) => void>();
 
 beforeAll(async () => {
   driver = new BuiltinSignalingDriver({
-    sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, transports: ['udp'], inviteRatePerSource: 100_000 }),
+    sip: sipSchema.parse({
+      listen: '127.0.0.1',
+      udpPort: 0,
+      transports: ['udp'],
+      inviteRatePerSource: 100_000,
+    }),
     tenants: [tenantSchema.parse({ id: 'acme', numbers: ['100'], agent: 'front-desk' })],
     logger: new Logger({ level: 'error' }),
     timers: TIMERS,
@@ -58,7 +64,13 @@ afterAll(async () => {
   await driver.stop();
 });
 
-function send(method: string, callId: string, cseq: number, toTag?: string, body = ''): Promise<string> {
+function send(
+  method: string,
+  callId: string,
+  cseq: number,
+  toTag?: string,
+  body = '',
+): Promise<string> {
   const local = socket.address().port;
   const text = [
     `${method} sip:100@127.0.0.1:${port} SIP/2.0`,
@@ -111,7 +123,8 @@ const heap = (): number => {
   gc();
   return process.memoryUsage().heapUsed;
 };
-const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, resolveTimers(TIMERS).timerJ + 200));
+const settle = (): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, resolveTimers(TIMERS).timerJ + 200));
 const empty = { dialogs: 0, serverTransactions: 0, clientTransactions: 0, pendingInvites: 0 };
 
 describe('when 1,500 calls have ended and the transaction timers have run out', () => {

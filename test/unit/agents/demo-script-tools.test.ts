@@ -12,7 +12,10 @@ describe('when the bundled demo script calls tools', () => {
       const tool = SANDBOX_AGENTS.flatMap((a) => a.tools).find((t) => t.name === call.name);
       expect(tool, call.name).toBeDefined();
       const parsed = tool?.parameters.safeParse(call.arguments);
-      expect(parsed?.success, `${call.name} ${JSON.stringify(call.arguments)}: ${JSON.stringify(parsed?.error?.issues)}`).toBe(true);
+      expect(
+        parsed?.success,
+        `${call.name} ${JSON.stringify(call.arguments)}: ${JSON.stringify(parsed?.error?.issues)}`,
+      ).toBe(true);
     }
   });
 

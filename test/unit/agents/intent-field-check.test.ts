@@ -21,7 +21,14 @@ function runtimeFor(config: ReturnType<typeof parseConfig>, log = quietLog): Too
 function withRefundIntent(intent: unknown): ReturnType<typeof parseConfig> {
   return parseConfig({
     providers: { payments: { type: 'sandbox', service: 'payments' } },
-    tenants: [{ id: 'demo', numbers: ['1000'], agent: 'billing', actions: { refund: { kind: 'mutation', provider: 'payments', intent } } }],
+    tenants: [
+      {
+        id: 'demo',
+        numbers: ['1000'],
+        agent: 'billing',
+        actions: { refund: { kind: 'mutation', provider: 'payments', intent } },
+      },
+    ],
   });
 }
 
@@ -42,14 +49,19 @@ describe('when configured intent fields are checked against the tools that run t
       return undefined;
     })();
     expect(isCallgateError(error, 'CALLGATE_ERR_CONFIG_UNKNOWN_INTENT_FIELD')).toBe(true);
-    expect(String(error)).toContain('intent field amount (in tenants[demo].actions.refund.intent) is not an argument of tool refund');
+    expect(String(error)).toContain(
+      'intent field amount (in tenants[demo].actions.refund.intent) is not an argument of tool refund',
+    );
   });
 });
 
 describe('when a mutation has no intent fields from anyone', () => {
   it('should warn at start that it is keyed by all its arguments, unless all was chosen', () => {
     const lines: string[] = [];
-    const log = new Logger({ level: 'warn', sink: { write: (line: string) => void lines.push(line) } });
+    const log = new Logger({
+      level: 'warn',
+      sink: { write: (line: string) => void lines.push(line) },
+    });
     const config = parseConfig({
       providers: { payments: { type: 'sandbox', service: 'payments' } },
       tenants: [

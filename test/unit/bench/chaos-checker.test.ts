@@ -3,14 +3,26 @@
  * a run can break an invariant, and a clean run counts nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { check, INVARIANTS, type CheckInput, type Invariant, type LedgerView } from '../../../bench/chaos/checker.ts';
+import {
+  check,
+  INVARIANTS,
+  type CheckInput,
+  type Invariant,
+  type LedgerView,
+} from '../../../bench/chaos/checker.ts';
 import type { IntentPlan } from '../../../bench/chaos/call-plan.ts';
 import type { JournalEntry } from '../../../bench/chaos/journal.ts';
 import type { Operation, OperationState } from '../../../jobs/ledger/operation.ts';
 import type { SandboxEffect } from '../../../jobs/providers/sandbox/effect-journal.ts';
 
 const TENANT = 'chaos-a';
-const INTENT: IntentPlan = { intentId: 'chaos-a/refund/0', tenantId: TENANT, kind: 'refund', key: 'ord_1001|1', steps: [] };
+const INTENT: IntentPlan = {
+  intentId: 'chaos-a/refund/0',
+  tenantId: TENANT,
+  kind: 'refund',
+  key: 'ord_1001|1',
+  steps: [],
+};
 
 function operation(id: string, state: OperationState): Operation {
   return {
@@ -40,42 +52,143 @@ function operation(id: string, state: OperationState): Operation {
 }
 
 function view(id: string, state: OperationState, extra: Partial<LedgerView> = {}): LedgerView {
-  return { operation: operation(id, state), reconcileStuck: false, countedUnknown: false, outOfBandGaveUp: false, ...extra };
+  return {
+    operation: operation(id, state),
+    reconcileStuck: false,
+    countedUnknown: false,
+    outOfBandGaveUp: false,
+    ...extra,
+  };
 }
 
 function effect(reference: string): SandboxEffect {
-  return { seq: 1, service: 'payments', operation: 'refund', tenant: TENANT, reference, idempotencyKey: undefined, providerRef: `rf_${reference}`, at: '', result: { order_id: 'ord_1001', amount_cents: 1 } };
+  return {
+    seq: 1,
+    service: 'payments',
+    operation: 'refund',
+    tenant: TENANT,
+    reference,
+    idempotencyKey: undefined,
+    providerRef: `rf_${reference}`,
+    at: '',
+    result: { order_id: 'ord_1001', amount_cents: 1 },
+  };
 }
 
-const heard = (operationId: string): JournalEntry => ({ type: 'result_played', at: 0, sessionId: 'call-1', operationId, status: 'completed' });
+const heard = (operationId: string): JournalEntry => ({
+  type: 'result_played',
+  at: 0,
+  sessionId: 'call-1',
+  operationId,
+  status: 'completed',
+});
 
 function run(overrides: Partial<CheckInput>): Record<Invariant, number> {
-  return check({ intents: [INTENT], journal: [], effects: [], concurrency: { tenants: {} }, limits: [], ledger: [], sms: [], webhooks: [], ...overrides }).violations;
+  return check({
+    intents: [INTENT],
+    journal: [],
+    effects: [],
+    concurrency: { tenants: {} },
+    limits: [],
+    ledger: [],
+    sms: [],
+    webhooks: [],
+    ...overrides,
+  }).violations;
 }
 
 const none = Object.fromEntries(INVARIANTS.map((name) => [name, 0])) as Record<Invariant, number>;
 
 describe('when the chaos checker reads a run', () => {
-  const rows: { name: string; input: Partial<CheckInput>; expected: Partial<Record<Invariant, number>> }[] = [
-    { name: 'a committed refund heard once', input: { ledger: [view('op_a', 'COMMITTED')], effects: [effect('op_a')], journal: [heard('op_a')] }, expected: {} },
+  const rows: {
+    name: string;
+    input: Partial<CheckInput>;
+    expected: Partial<Record<Invariant, number>>;
+  }[] = [
+    {
+      name: 'a committed refund heard once',
+      input: {
+        ledger: [view('op_a', 'COMMITTED')],
+        effects: [effect('op_a')],
+        journal: [heard('op_a')],
+      },
+      expected: {},
+    },
     {
       name: 'two operations for one intent, one refund each',
-      input: { ledger: [view('op_a', 'COMMITTED'), view('op_b', 'COMMITTED')], effects: [effect('op_a'), effect('op_b')], journal: [heard('op_a'), heard('op_b')] },
+      input: {
+        ledger: [view('op_a', 'COMMITTED'), view('op_b', 'COMMITTED')],
+        effects: [effect('op_a'), effect('op_b')],
+        journal: [heard('op_a'), heard('op_b')],
+      },
       expected: { effects_per_intent: 1 },
     },
-    { name: 'COMMITTED without an effect', input: { ledger: [view('op_a', 'COMMITTED')], journal: [heard('op_a')] }, expected: { effects_per_intent: 1 } },
-    { name: 'an effect the ledger calls failed', input: { ledger: [view('op_a', 'FAILED_FINAL')], effects: [effect('op_a')], journal: [heard('op_a')] }, expected: { effects_per_intent: 1 } },
-    { name: 'CANCELLED with an effect', input: { ledger: [view('op_a', 'CANCELLED')], effects: [effect('op_a')] }, expected: { cancelled_with_effect: 1, effects_per_intent: 1 } },
+    {
+      name: 'COMMITTED without an effect',
+      input: { ledger: [view('op_a', 'COMMITTED')], journal: [heard('op_a')] },
+      expected: { effects_per_intent: 1 },
+    },
+    {
+      name: 'an effect the ledger calls failed',
+      input: {
+        ledger: [view('op_a', 'FAILED_FINAL')],
+        effects: [effect('op_a')],
+        journal: [heard('op_a')],
+      },
+      expected: { effects_per_intent: 1 },
+    },
+    {
+      name: 'CANCELLED with an effect',
+      input: { ledger: [view('op_a', 'CANCELLED')], effects: [effect('op_a')] },
+      expected: { cancelled_with_effect: 1, effects_per_intent: 1 },
+    },
     {
       name: 'three requests begun at level 3 with maxConcurrent 2',
-      input: { concurrency: { tenants: { [TENANT]: { current: 0, max: 3, operations: { refund: { current: 0, max: 3, entered: { '1': 4, '2': 4, '3': 3 } } } } } }, limits: [{ tenantId: TENANT, providerOperation: 'refund', maxConcurrent: 2 }] },
+      input: {
+        concurrency: {
+          tenants: {
+            [TENANT]: {
+              current: 0,
+              max: 3,
+              operations: { refund: { current: 0, max: 3, entered: { '1': 4, '2': 4, '3': 3 } } },
+            },
+          },
+        },
+        limits: [{ tenantId: TENANT, providerOperation: 'refund', maxConcurrent: 2 }],
+      },
       expected: { provider_concurrency: 3 },
     },
-    { name: 'a committed result nobody got', input: { ledger: [view('op_a', 'COMMITTED')], effects: [effect('op_a')] }, expected: { delivered_zero_times: 1 } },
-    { name: 'a committed result whose message was given up (visible)', input: { ledger: [view('op_a', 'COMMITTED', { outOfBandGaveUp: true })], effects: [effect('op_a')] }, expected: {} },
+    {
+      name: 'a committed result nobody got',
+      input: { ledger: [view('op_a', 'COMMITTED')], effects: [effect('op_a')] },
+      expected: { delivered_zero_times: 1 },
+    },
+    {
+      name: 'a committed result whose message was given up (visible)',
+      input: {
+        ledger: [view('op_a', 'COMMITTED', { outOfBandGaveUp: true })],
+        effects: [effect('op_a')],
+      },
+      expected: {},
+    },
     {
       name: 'heard, and also sent by SMS',
-      input: { ledger: [view('op_a', 'COMMITTED')], effects: [effect('op_a')], journal: [heard('op_a')], sms: [{ seq: 1, channel: 'sms', idempotencyKey: 'oob-op_a', operationId: 'op_a', body: {}, at: 0, deliveries: 1 }] },
+      input: {
+        ledger: [view('op_a', 'COMMITTED')],
+        effects: [effect('op_a')],
+        journal: [heard('op_a')],
+        sms: [
+          {
+            seq: 1,
+            channel: 'sms',
+            idempotencyKey: 'oob-op_a',
+            operationId: 'op_a',
+            body: {},
+            at: 0,
+            deliveries: 1,
+          },
+        ],
+      },
       expected: { delivered_more_than_once: 1 },
     },
     {
@@ -83,17 +196,54 @@ describe('when the chaos checker reads a run', () => {
       input: {
         ledger: [view('op_a', 'COMMITTED')],
         effects: [effect('op_a')],
-        sms: [{ seq: 1, channel: 'sms', idempotencyKey: 'oob-op_a', operationId: 'op_a', body: {}, at: 0, deliveries: 2 }],
-        webhooks: [{ operationId: 'op_a', idempotencyKey: 'oob-op_a', at: 0 }, { operationId: 'op_a', idempotencyKey: 'oob-op_a', at: 1 }],
+        sms: [
+          {
+            seq: 1,
+            channel: 'sms',
+            idempotencyKey: 'oob-op_a',
+            operationId: 'op_a',
+            body: {},
+            at: 0,
+            deliveries: 2,
+          },
+        ],
+        webhooks: [
+          { operationId: 'op_a', idempotencyKey: 'oob-op_a', at: 0 },
+          { operationId: 'op_a', idempotencyKey: 'oob-op_a', at: 1 },
+        ],
       },
       expected: {},
     },
-    { name: 'UNKNOWN neither flagged nor counted', input: { ledger: [view('op_a', 'UNKNOWN')] }, expected: { unknown_without_alert: 1 } },
-    { name: 'UNKNOWN counted by the gauge', input: { ledger: [view('op_a', 'UNKNOWN', { countedUnknown: true })] }, expected: {} },
-    { name: 'an operation still RUNNING after the settle', input: { ledger: [view('op_a', 'RUNNING')] }, expected: { delivered_zero_times: 1 } },
+    {
+      name: 'UNKNOWN neither flagged nor counted',
+      input: { ledger: [view('op_a', 'UNKNOWN')] },
+      expected: { unknown_without_alert: 1 },
+    },
+    {
+      name: 'UNKNOWN counted by the gauge',
+      input: { ledger: [view('op_a', 'UNKNOWN', { countedUnknown: true })] },
+      expected: {},
+    },
+    {
+      name: 'an operation still RUNNING after the settle',
+      input: { ledger: [view('op_a', 'RUNNING')] },
+      expected: { delivered_zero_times: 1 },
+    },
     {
       name: 'a "started" the ledger lost',
-      input: { journal: [{ type: 'tool_answered', at: 0, sessionId: 'call-1', intentId: INTENT.intentId, tool: 'refund', status: 'started', operationId: 'op_gone' }] },
+      input: {
+        journal: [
+          {
+            type: 'tool_answered',
+            at: 0,
+            sessionId: 'call-1',
+            intentId: INTENT.intentId,
+            tool: 'refund',
+            status: 'started',
+            operationId: 'op_gone',
+          },
+        ],
+      },
       expected: { delivered_zero_times: 1 },
     },
   ];
@@ -114,10 +264,23 @@ describe('when one operation made two refunds and two operations made one each',
       effects: [effect('op_a'), effect('op_b'), twice, { ...twice, seq: 2 }],
       concurrency: { tenants: {} },
       limits: [],
-      ledger: [view('op_a', 'COMMITTED'), view('op_b', 'COMMITTED'), { ...view('op_c', 'COMMITTED'), operation: { ...operation('op_c', 'COMMITTED'), params: { order_id: 'ord_1002', amount_cents: 1 } } }],
+      ledger: [
+        view('op_a', 'COMMITTED'),
+        view('op_b', 'COMMITTED'),
+        {
+          ...view('op_c', 'COMMITTED'),
+          operation: {
+            ...operation('op_c', 'COMMITTED'),
+            params: { order_id: 'ord_1002', amount_cents: 1 },
+          },
+        },
+      ],
       sms: [],
       webhooks: [],
     });
-    expect(result.causes).toEqual({ 'effects_per_intent/two_operations': 1, 'effects_per_intent/one_operation_twice': 1 });
+    expect(result.causes).toEqual({
+      'effects_per_intent/two_operations': 1,
+      'effects_per_intent/one_operation_twice': 1,
+    });
   });
 });

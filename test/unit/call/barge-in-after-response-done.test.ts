@@ -21,7 +21,12 @@ describe('when the model finished streaming a result and the caller barges in wh
     model.emit({ type: 'speech_started', itemId: 'user_1', audioStartMs: 0 });
     await settle();
 
-    expect(result.outcome).toEqual({ status: 'cancelled', responseId: 'resp_1', firstAudioAt: EPOCH_MS + 300, heardMs: 3_900 });
+    expect(result.outcome).toEqual({
+      status: 'cancelled',
+      responseId: 'resp_1',
+      firstAudioAt: EPOCH_MS + 300,
+      heardMs: 3_900,
+    });
     expect(result.settledAt).toBe(4_200);
     expect(h.errors).toEqual([]);
   });
@@ -39,7 +44,12 @@ describe('when the model finished streaming a result and the caller barges in wh
 
     h.rtp.sendAll();
     await h.clock.advance(20);
-    expect(result.outcome).toEqual({ status: 'completed', responseId: 'resp_1', firstAudioAt: EPOCH_MS, heardMs: 8_000 });
+    expect(result.outcome).toEqual({
+      status: 'completed',
+      responseId: 'resp_1',
+      firstAudioAt: EPOCH_MS,
+      heardMs: 8_000,
+    });
     expect(result.settledAt).toBe(7_980);
     expect(h.errors).toEqual([]);
   });

@@ -14,7 +14,12 @@ describe('when the caller barges in before the result response is done', () => {
     h.rtp.send(1_200);
     await h.clock.advance(1_200);
 
-    model.emit({ type: 'speech_started', itemId: 'user_1', audioStartMs: 0, interruption: { itemId: 'item_1', playedMs: 1_200, cancelSent: true } });
+    model.emit({
+      type: 'speech_started',
+      itemId: 'user_1',
+      audioStartMs: 0,
+      interruption: { itemId: 'item_1', playedMs: 1_200, cancelSent: true },
+    });
     await settle();
     // The playout is cleared at once; the outcome waits for the model's end of the response.
     expect(h.rtp.queued).toEqual([]);
@@ -23,9 +28,19 @@ describe('when the caller barges in before the result response is done', () => {
     await h.clock.advance(150);
     model.done('resp_1', 'cancelled');
     await settle();
-    expect(result.outcome).toEqual({ status: 'cancelled', responseId: 'resp_1', firstAudioAt: EPOCH_MS + 300, heardMs: 1_200 });
+    expect(result.outcome).toEqual({
+      status: 'cancelled',
+      responseId: 'resp_1',
+      firstAudioAt: EPOCH_MS + 300,
+      heardMs: 1_200,
+    });
     expect(result.settledAt).toBe(1_650);
-    expect(h.events).toContainEqual({ type: 'barge_in', itemId: 'item_1', playedMs: 1_200, droppedMs: 2_800 });
+    expect(h.events).toContainEqual({
+      type: 'barge_in',
+      itemId: 'item_1',
+      playedMs: 1_200,
+      droppedMs: 2_800,
+    });
     expect(h.errors).toEqual([]);
   });
 });

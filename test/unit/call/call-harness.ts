@@ -17,9 +17,18 @@ import type { PlayoutScheduler } from '../../../gateway/media/playout-scheduler.
 import type { PlayoutClearResult } from '../../../gateway/media/playout.ts';
 import type { RtpPortAllocator } from '../../../gateway/media/rtp-port-allocator.ts';
 import type { RtpSessionEvent } from '../../../gateway/media/rtp-session-events.ts';
-import type { RealtimeEvent, RealtimeSession, ResponseRequest } from '../../../gateway/realtime/realtime-session.ts';
+import type {
+  RealtimeEvent,
+  RealtimeSession,
+  ResponseRequest,
+} from '../../../gateway/realtime/realtime-session.ts';
 import { buildOffer, type NegotiatedMedia } from '../../../gateway/sip/sdp-negotiation.ts';
-import type { DialogEvent, DialogEventListener, InboundCall, SignalingDialog } from '../../../gateway/sip/signaling-driver.ts';
+import type {
+  DialogEvent,
+  DialogEventListener,
+  InboundCall,
+  SignalingDialog,
+} from '../../../gateway/sip/signaling-driver.ts';
 
 /** Wall-clock time of the manual clock's zero. */
 export const EPOCH_MS = 1_800_000_000_000;
@@ -28,7 +37,10 @@ export const EPOCH_MS = 1_800_000_000_000;
 export class ManualClock implements Clock {
   private current = 0;
   private nextId = 1;
-  private readonly pending = new Map<number, { readonly at: number; readonly callback: () => void }>();
+  private readonly pending = new Map<
+    number,
+    { readonly at: number; readonly callback: () => void }
+  >();
 
   now(): number {
     return this.current;
@@ -56,7 +68,9 @@ export class ManualClock implements Clock {
     await settle();
     const until = this.current + ms;
     for (;;) {
-      const due = [...this.pending.entries()].filter(([, timer]) => timer.at <= until).sort(([, a], [, b]) => a.at - b.at)[0];
+      const due = [...this.pending.entries()]
+        .filter(([, timer]) => timer.at <= until)
+        .sort(([, a], [, b]) => a.at - b.at)[0];
       if (due === undefined) break;
       this.pending.delete(due[0]);
       this.current = Math.max(this.current, due[1].at);
@@ -122,7 +136,9 @@ export class FakeRtp implements CallRtp {
     const playing = this.items[0];
     const droppedMs = this.items.reduce((sum, item) => sum + item.queuedMs - item.sentMs, 0);
     this.items.length = 0;
-    return playing === undefined ? null : { itemId: playing.itemId, sentMs: playing.sentMs, droppedMs };
+    return playing === undefined
+      ? null
+      : { itemId: playing.itemId, sentMs: playing.sentMs, droppedMs };
   }
 
   playedMs(itemId: string): number | undefined {
@@ -208,7 +224,8 @@ export class FakeModelSession implements RealtimeSession {
   emit(event: RealtimeEvent): void {
     if (event.type === 'response_created') this.activeResponseId = event.responseId;
     for (const listener of [...this.listeners]) listener(event);
-    if (event.type === 'response_done' && this.activeResponseId === event.responseId) this.activeResponseId = undefined;
+    if (event.type === 'response_done' && this.activeResponseId === event.responseId)
+      this.activeResponseId = undefined;
   }
 
   /** The tag of the last response asked for with one (a result's). */
@@ -244,7 +261,11 @@ export class FakeDialog implements SignalingDialog {
     this.end('local-bye');
   }
 
-  async transfer(): Promise<{ readonly type: 'failed'; readonly status: number; readonly reason: string }> {
+  async transfer(): Promise<{
+    readonly type: 'failed';
+    readonly status: number;
+    readonly reason: string;
+  }> {
     return { type: 'failed', status: 501, reason: 'not in this test' };
   }
 
@@ -259,7 +280,12 @@ export class FakeDialog implements SignalingDialog {
   /** A re-INVITE from the caller; `recvonly` is our answer to their hold (sendonly). */
   reinviteFromCaller(direction: NegotiatedMedia['direction']): void {
     // The call reads the negotiated media; the offer is only carried along.
-    const offer = buildOffer({ preference: ['PCMU'], local: { address: '127.0.0.2', port: 30_000 }, sessionId: '1', sessionVersion: 1 });
+    const offer = buildOffer({
+      preference: ['PCMU'],
+      local: { address: '127.0.0.2', port: 30_000 },
+      sessionId: '1',
+      sessionVersion: 1,
+    });
     this.emit({ type: 'reinvite', media: negotiated(direction), offer });
   }
 
@@ -276,7 +302,16 @@ export class FakeDialog implements SignalingDialog {
 }
 
 export function negotiated(direction: NegotiatedMedia['direction']): NegotiatedMedia {
-  return { codec: 'PCMU', payloadType: 0, clockRate: 8000, channels: 1, ptime: 20, remote: { address: '127.0.0.2', port: 30_000 }, direction, held: direction !== 'sendrecv' && direction !== 'sendonly' };
+  return {
+    codec: 'PCMU',
+    payloadType: 0,
+    clockRate: 8000,
+    channels: 1,
+    ptime: 20,
+    remote: { address: '127.0.0.2', port: 30_000 },
+    direction,
+    held: direction !== 'sendrecv' && direction !== 'sendonly',
+  };
 }
 
 /** The delivery side as the call sees it: the port it attached, and when it was told the line is idle or the call ended. */
@@ -372,10 +407,19 @@ export async function startCall(): Promise<CallHarness> {
       },
     },
     catalogue: new AgentCatalogue(SANDBOX_AGENTS),
-    runtime: { handle: async () => ({ status: 'ok' }), toolsFor: () => [], inlineAnswer: () => undefined, settleInlineAnswer: async () => undefined },
+    runtime: {
+      handle: async () => ({ status: 'ok' }),
+      toolsFor: () => [],
+      inlineAnswer: () => undefined,
+      settleInlineAnswer: async () => undefined,
+    },
     delivery,
     ledger: { get: async () => undefined },
-    registry: { open: async () => undefined, close: async () => undefined, appendEvent: async () => undefined },
+    registry: {
+      open: async () => undefined,
+      close: async () => undefined,
+      appendEvent: async () => undefined,
+    },
     gatewayId: 'gw-unit',
     log: new Logger({ level: 'error', sink: { write: (line) => errors.push(line) } }),
     clock,
@@ -403,8 +447,17 @@ export async function startCall(): Promise<CallHarness> {
       const port = delivery.port;
       if (port === undefined) throw new Error('delivery was not attached');
       const stop = new AbortController();
-      const done = port.deliver({ operationId, message: `result of ${operationId}`, output: {} }, stop.signal);
-      const speaking: Speaking = { operationId, outcome: undefined, settledAt: undefined, done, stop };
+      const done = port.deliver(
+        { operationId, message: `result of ${operationId}`, output: {} },
+        stop.signal,
+      );
+      const speaking: Speaking = {
+        operationId,
+        outcome: undefined,
+        settledAt: undefined,
+        done,
+        stop,
+      };
       void done.then((outcome) => {
         speaking.outcome = outcome;
         speaking.settledAt = clock.now();

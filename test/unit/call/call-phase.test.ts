@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { CALL_PHASES, CallPhaseMachine, callerOnHold, canMove, linkUpPhase, type CallPhase, type PhaseChange } from '../../../gateway/call/call-phase.ts';
+import {
+  CALL_PHASES,
+  CallPhaseMachine,
+  callerOnHold,
+  canMove,
+  linkUpPhase,
+  type CallPhase,
+  type PhaseChange,
+} from '../../../gateway/call/call-phase.ts';
 
 /** The lifecycle every call may take, written out move by move (the table in call-phase.ts must match). */
 const LEGAL: readonly (readonly [CallPhase, CallPhase])[] = [
@@ -32,13 +40,24 @@ const LEGAL: readonly (readonly [CallPhase, CallPhase])[] = [
   ['ending', 'ended'],
 ];
 
-const isLegal = (from: CallPhase, to: CallPhase): boolean => LEGAL.some(([f, t]) => f === from && t === to);
-const allPairs = CALL_PHASES.flatMap((from) => CALL_PHASES.filter((to) => to !== from).map((to) => [from, to] as const));
+const isLegal = (from: CallPhase, to: CallPhase): boolean =>
+  LEGAL.some(([f, t]) => f === from && t === to);
+const allPairs = CALL_PHASES.flatMap((from) =>
+  CALL_PHASES.filter((to) => to !== from).map((to) => [from, to] as const),
+);
 
-function machine(initial: CallPhase): { phases: CallPhaseMachine; changes: PhaseChange[]; refused: PhaseChange[] } {
+function machine(initial: CallPhase): {
+  phases: CallPhaseMachine;
+  changes: PhaseChange[];
+  refused: PhaseChange[];
+} {
   const changes: PhaseChange[] = [];
   const refused: PhaseChange[] = [];
-  const phases = new CallPhaseMachine({ initial, onChange: (c) => changes.push(c), onRefused: (c) => refused.push(c) });
+  const phases = new CallPhaseMachine({
+    initial,
+    onChange: (c) => changes.push(c),
+    onRefused: (c) => refused.push(c),
+  });
   return { phases, changes, refused };
 }
 
@@ -51,20 +70,25 @@ describe('the call phase table', () => {
     expect(refused).toEqual([]);
   });
 
-  it.each(allPairs.filter(([from, to]) => !isLegal(from, to)))('should refuse %s -> %s and stay where it is', (from, to) => {
-    const { phases, changes, refused } = machine(from);
-    expect(phases.moveTo(to, 'test')).toBe(false);
-    expect(phases.phase).toBe(from);
-    expect(changes).toEqual([]);
-    expect(refused).toEqual([{ from, to, cause: 'test' }]);
-  });
+  it.each(allPairs.filter(([from, to]) => !isLegal(from, to)))(
+    'should refuse %s -> %s and stay where it is',
+    (from, to) => {
+      const { phases, changes, refused } = machine(from);
+      expect(phases.moveTo(to, 'test')).toBe(false);
+      expect(phases.phase).toBe(from);
+      expect(changes).toEqual([]);
+      expect(refused).toEqual([{ from, to, cause: 'test' }]);
+    },
+  );
 
   it('should hold exactly the written-out moves', () => {
-    for (const [from, to] of allPairs) expect(canMove(from, to), `${from} -> ${to}`).toBe(isLegal(from, to));
+    for (const [from, to] of allPairs)
+      expect(canMove(from, to), `${from} -> ${to}`).toBe(isLegal(from, to));
   });
 
   it('should let every phase but ended reach the end', () => {
-    for (const phase of CALL_PHASES.filter((p) => p !== 'ended' && p !== 'ending')) expect(canMove(phase, 'ending') || canMove(phase, 'saying_goodbye'), phase).toBe(true);
+    for (const phase of CALL_PHASES.filter((p) => p !== 'ended' && p !== 'ending'))
+      expect(canMove(phase, 'ending') || canMove(phase, 'saying_goodbye'), phase).toBe(true);
     expect(CALL_PHASES.filter((to) => canMove('ended', to))).toEqual([]);
   });
 
@@ -76,7 +100,9 @@ describe('the call phase table', () => {
   });
 
   it('should start answering', () => {
-    expect(new CallPhaseMachine({ onChange: () => undefined, onRefused: () => undefined }).phase).toBe('answering');
+    expect(
+      new CallPhaseMachine({ onChange: () => undefined, onRefused: () => undefined }).phase,
+    ).toBe('answering');
   });
 });
 
@@ -86,9 +112,12 @@ describe('when the model link comes up', () => {
     [false, true, 'renewing'],
     [true, false, 'on_hold'],
     [true, true, 'on_hold'],
-  ] as const)('should be in the phase the caller and the renewal say (holds: %s, renewal: %s -> %s)', (callerHolds, renewalPending, phase) => {
-    expect(linkUpPhase({ callerHolds, renewalPending })).toBe(phase);
-  });
+  ] as const)(
+    'should be in the phase the caller and the renewal say (holds: %s, renewal: %s -> %s)',
+    (callerHolds, renewalPending, phase) => {
+      expect(linkUpPhase({ callerHolds, renewalPending })).toBe(phase);
+    },
+  );
 });
 
 describe('what the gate sees of a hold', () => {
@@ -102,7 +131,10 @@ describe('what the gate sees of a hold', () => {
     ['reopening', false, false],
     ['ending', true, true],
     ['saying_goodbye', false, false],
-  ] as const)('should read %s with the SDP saying held=%s as on hold=%s', (phase, callerHolds, held) => {
-    expect(callerOnHold(phase, callerHolds)).toBe(held);
-  });
+  ] as const)(
+    'should read %s with the SDP saying held=%s as on hold=%s',
+    (phase, callerHolds, held) => {
+      expect(callerOnHold(phase, callerHolds)).toBe(held);
+    },
+  );
 });

@@ -22,7 +22,11 @@ describe('when the same result is asked to be spoken again while its first respo
 
     h.rtp.sendAll();
     await h.clock.advance(1_500);
-    expect(first.outcome).toMatchObject({ status: 'completed', responseId: 'resp_1', heardMs: 2_000 });
+    expect(first.outcome).toMatchObject({
+      status: 'completed',
+      responseId: 'resp_1',
+      heardMs: 2_000,
+    });
     expect(first.settledAt).toBe(500);
     // The first response's playout says nothing about the second.
     expect(duplicate.outcome).toBeUndefined();

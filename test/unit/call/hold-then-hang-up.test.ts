@@ -20,9 +20,21 @@ describe('when the caller hangs up from a hold while a result waits in the playo
     expect(result.outcome).toEqual({ status: 'failed', responseId: 'resp_1', heardMs: 0 });
     expect(result.settledAt).toBe(10_000);
     expect(h.delivery.callEnded).toEqual([{ phase: 'hung_up', at: 10_000 }]);
-    const phases = h.events.flatMap((e) => (e.type === 'phase_changed' ? [`${e.from}->${e.to}`] : []));
-    expect(phases).toEqual(['answering->opening_model', 'opening_model->live', 'live->on_hold', 'on_hold->ending', 'ending->ended']);
-    expect(h.events.at(-1)).toEqual({ type: 'ended', reason: 'caller_hung_up', dialogReason: 'remote-bye' });
+    const phases = h.events.flatMap((e) =>
+      e.type === 'phase_changed' ? [`${e.from}->${e.to}`] : [],
+    );
+    expect(phases).toEqual([
+      'answering->opening_model',
+      'opening_model->live',
+      'live->on_hold',
+      'on_hold->ending',
+      'ending->ended',
+    ]);
+    expect(h.events.at(-1)).toEqual({
+      type: 'ended',
+      reason: 'caller_hung_up',
+      dialogReason: 'remote-bye',
+    });
     expect(model.closed).toBe(true);
     expect(h.rtp.closed).toBe(true);
     expect(h.errors).toEqual([]);

@@ -18,7 +18,12 @@ describe('when the caller holds the call while a result is being spoken, and res
     await settle();
     expect(h.call.phase).toBe('on_hold');
     expect(h.gateSeesHold()).toBe(true);
-    expect(h.events).toContainEqual({ type: 'phase_changed', from: 'live', to: 'on_hold', cause: 'caller_held' });
+    expect(h.events).toContainEqual({
+      type: 'phase_changed',
+      from: 'live',
+      to: 'on_hold',
+      cause: 'caller_held',
+    });
     // Nothing goes out in the hold; the bound starts again rather than fail the result unheard.
     h.rtp.send(1_500);
     await h.clock.advance(DELIVERY_TIMEOUT_MS + 15_000);
@@ -35,7 +40,11 @@ describe('when the caller holds the call while a result is being spoken, and res
 
     h.rtp.sendAll();
     await h.clock.advance(1_500);
-    expect(result.outcome).toMatchObject({ status: 'completed', responseId: 'resp_1', heardMs: 2_000 });
+    expect(result.outcome).toMatchObject({
+      status: 'completed',
+      responseId: 'resp_1',
+      heardMs: 2_000,
+    });
     expect(result.settledAt).toBe(resumeAt);
     expect(h.errors).toEqual([]);
   });

@@ -18,8 +18,14 @@ describe('when the model session is lost while the caller holds the call', () =>
     expect(h.sessions).toHaveLength(2);
     expect(h.call.phase).toBe('on_hold');
     expect(h.gateSeesHold()).toBe(true);
-    const phases = h.events.flatMap((e) => (e.type === 'phase_changed' ? [`${e.from}->${e.to} (${e.cause})`] : []));
-    expect(phases.slice(-3)).toEqual(['live->on_hold (caller_held)', 'on_hold->reopening (model_lost)', 'reopening->on_hold (model_reopened)']);
+    const phases = h.events.flatMap((e) =>
+      e.type === 'phase_changed' ? [`${e.from}->${e.to} (${e.cause})`] : [],
+    );
+    expect(phases.slice(-3)).toEqual([
+      'live->on_hold (caller_held)',
+      'on_hold->reopening (model_lost)',
+      'reopening->on_hold (model_reopened)',
+    ]);
 
     h.dialog.reinviteFromCaller('sendrecv');
     await settle();

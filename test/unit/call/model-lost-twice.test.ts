@@ -19,11 +19,25 @@ describe('when the model session is lost a second time while a result plays', ()
     await h.call.done;
 
     expect(h.sessions).toHaveLength(2);
-    expect(result.outcome).toMatchObject({ status: 'cancelled', responseId: 'resp_1', heardMs: 1_000 });
+    expect(result.outcome).toMatchObject({
+      status: 'cancelled',
+      responseId: 'resp_1',
+      heardMs: 1_000,
+    });
     expect(result.settledAt).toBe(1_000);
     expect(h.delivery.callEnded).toEqual([{ phase: 'hung_up', at: 1_000 }]);
-    const phases = h.events.flatMap((e) => (e.type === 'phase_changed' ? [`${e.from}->${e.to}`] : []));
-    expect(phases).toEqual(['answering->opening_model', 'opening_model->live', 'live->reopening', 'reopening->live', 'live->saying_goodbye', 'saying_goodbye->ending', 'ending->ended']);
+    const phases = h.events.flatMap((e) =>
+      e.type === 'phase_changed' ? [`${e.from}->${e.to}`] : [],
+    );
+    expect(phases).toEqual([
+      'answering->opening_model',
+      'opening_model->live',
+      'live->reopening',
+      'reopening->live',
+      'live->saying_goodbye',
+      'saying_goodbye->ending',
+      'ending->ended',
+    ]);
     expect(h.events.at(-1)).toEqual({ type: 'ended', reason: 'model_lost' });
     expect(h.errors).toEqual([]);
   });

@@ -19,13 +19,22 @@ describe('when the model session is about to expire while a result plays', () =>
     await h.clock.advance(1_500);
     h.rtp.sendAll();
     await settle();
-    expect(result.outcome).toMatchObject({ status: 'completed', responseId: 'resp_1', heardMs: 2_000 });
+    expect(result.outcome).toMatchObject({
+      status: 'completed',
+      responseId: 'resp_1',
+      heardMs: 2_000,
+    });
     expect(result.settledAt).toBe(1_500);
     expect(h.sessions).toHaveLength(2);
     expect(h.model()).not.toBe(old);
     expect(old.closed).toBe(true);
     expect(h.call.phase).toBe('live');
-    expect(h.events).toContainEqual({ type: 'phase_changed', from: 'renewing', to: 'live', cause: 'model_renewed' });
+    expect(h.events).toContainEqual({
+      type: 'phase_changed',
+      from: 'renewing',
+      to: 'live',
+      cause: 'model_renewed',
+    });
     expect(h.errors).toEqual([]);
   });
 
@@ -47,7 +56,12 @@ describe('when the model session is about to expire while a result plays', () =>
 
     await h.clock.advance(1);
     expect(h.sessions).toHaveLength(2);
-    expect(result.outcome).toEqual({ status: 'cancelled', responseId: 'resp_1', firstAudioAt: EPOCH_MS, heardMs: 20_000 });
+    expect(result.outcome).toEqual({
+      status: 'cancelled',
+      responseId: 'resp_1',
+      firstAudioAt: EPOCH_MS,
+      heardMs: 20_000,
+    });
     expect(result.settledAt).toBe(20_000);
     expect(h.call.phase).toBe('live');
 

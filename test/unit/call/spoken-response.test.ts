@@ -9,7 +9,10 @@ function manualClock(start = 1_000): { now: () => number; advance: (ms: number) 
 
 /** The outcome if it has settled by now (microtasks flushed), else 'pending'. */
 async function outcomeNow(spoken: SpokenResponse): Promise<SpokenOutcome | 'pending'> {
-  return Promise.race([spoken.outcome, new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), 0))]);
+  return Promise.race([
+    spoken.outcome,
+    new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), 0)),
+  ]);
 }
 
 function streamed(clock: { now: () => number }): SpokenResponse {
@@ -30,7 +33,12 @@ describe('when the model is done with a result response before its audio has pla
     expect(spoken.progress).toEqual({ type: 'playing', heardMs: 0 });
     clock.advance(8_000);
     spoken.finished('item_1', 8_000);
-    expect(await outcomeNow(spoken)).toEqual({ status: 'completed', responseId: 'resp_1', firstAudioAt: 1_040, heardMs: 8_000 });
+    expect(await outcomeNow(spoken)).toEqual({
+      status: 'completed',
+      responseId: 'resp_1',
+      firstAudioAt: 1_040,
+      heardMs: 8_000,
+    });
   });
 
   it('should settle cancelled when the caller barges in while the rest is still queued', async () => {
@@ -40,8 +48,17 @@ describe('when the model is done with a result response before its audio has pla
     spoken.done('completed');
     clock.advance(3_900);
     spoken.interrupted({ itemId: 'item_1', sentMs: 3_900 });
-    expect(spoken.progress).toEqual({ type: 'interrupted', itemId: 'item_1', atMs: 3_900, heardMs: 3_900 });
-    expect(await outcomeNow(spoken)).toMatchObject({ status: 'cancelled', responseId: 'resp_1', heardMs: 3_900 });
+    expect(spoken.progress).toEqual({
+      type: 'interrupted',
+      itemId: 'item_1',
+      atMs: 3_900,
+      heardMs: 3_900,
+    });
+    expect(await outcomeNow(spoken)).toMatchObject({
+      status: 'cancelled',
+      responseId: 'resp_1',
+      heardMs: 3_900,
+    });
     // A late end of the cut item changes nothing.
     spoken.finished('item_1', 3_900);
     expect((await spoken.outcome).status).toBe('cancelled');
@@ -78,11 +95,14 @@ describe('when a clear finds the result response already played out', () => {
 });
 
 describe('when the model ends the response cancelled or failed', () => {
-  it.each(['cancelled', 'failed'] as const)('should settle %s at once, queued audio or not', async (status) => {
-    const spoken = streamed(manualClock());
-    spoken.done(status);
-    expect(await outcomeNow(spoken)).toMatchObject({ status, responseId: 'resp_1' });
-  });
+  it.each(['cancelled', 'failed'] as const)(
+    'should settle %s at once, queued audio or not',
+    async (status) => {
+      const spoken = streamed(manualClock());
+      spoken.done(status);
+      expect(await outcomeNow(spoken)).toMatchObject({ status, responseId: 'resp_1' });
+    },
+  );
 });
 
 describe('when the audio is queued but no packet has gone out (the caller holds the call)', () => {
@@ -110,7 +130,7 @@ describe('when the response is given up (session lost, call ended, timeout)', ()
 });
 
 describe('when a packet of an item of another response goes out', () => {
-  it('should not count it as this response\'s first audio', async () => {
+  it("should not count it as this response's first audio", async () => {
     const clock = manualClock();
     const spoken = streamed(clock);
     spoken.sent('item_other');
@@ -119,6 +139,10 @@ describe('when a packet of an item of another response goes out', () => {
     spoken.sent('item_1');
     spoken.done('completed');
     spoken.finished('item_1', 700);
-    expect(await spoken.outcome).toMatchObject({ status: 'completed', firstAudioAt: 1_100, heardMs: 700 });
+    expect(await spoken.outcome).toMatchObject({
+      status: 'completed',
+      firstAudioAt: 1_100,
+      heardMs: 700,
+    });
   });
 });

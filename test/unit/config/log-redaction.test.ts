@@ -1,13 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { Logger, redact, registerSecret } from '../../../config/log.ts';
 
-function capture(level: 'debug' | 'info' = 'info'): { logger: Logger; lines: () => Record<string, unknown>[]; raw: () => string } {
+function capture(level: 'debug' | 'info' = 'info'): {
+  logger: Logger;
+  lines: () => Record<string, unknown>[];
+  raw: () => string;
+} {
   let text = '';
   const logger = new Logger({ level, sink: { write: (line) => (text += line) } });
   return {
     logger,
     raw: () => text,
-    lines: () => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>),
+    lines: () =>
+      text
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
   };
 }
 
@@ -21,7 +30,8 @@ describe('when a log line carries secrets', () => {
       webhook_secret: 'whsec_0123456789',
     });
     const text = raw();
-    for (const secret of ['sk-live-abcdef123456', 'abc.def.ghi', 'p4ssw0rd!!', 'whsec_0123456789']) expect(text).not.toContain(secret);
+    for (const secret of ['sk-live-abcdef123456', 'abc.def.ghi', 'p4ssw0rd!!', 'whsec_0123456789'])
+      expect(text).not.toContain(secret);
     expect(text).toContain('"x-request-id":"r1"');
     expect(text).toContain('"username":"pbx"');
   });
@@ -29,7 +39,9 @@ describe('when a log line carries secrets', () => {
   it('should scrub registered secret values wherever they appear, even in free text', () => {
     registerSecret('OPENAI-KEY-0123456789abcdef');
     const { logger, raw } = capture();
-    logger.warn('connect failed: server said key OPENAI-KEY-0123456789abcdef is invalid', { detail: ['x OPENAI-KEY-0123456789abcdef y'] });
+    logger.warn('connect failed: server said key OPENAI-KEY-0123456789abcdef is invalid', {
+      detail: ['x OPENAI-KEY-0123456789abcdef y'],
+    });
     expect(raw()).not.toContain('OPENAI-KEY-0123456789abcdef');
     expect(raw()).toContain('[redacted]');
   });
@@ -58,10 +70,19 @@ describe('when a log line carries secrets', () => {
 describe('when lines are written', () => {
   it('should write one JSON object per line with correlation fields from child loggers', () => {
     const { logger, lines } = capture();
-    const call = logger.child({ session_id: 's1' }).child({ operation_id: 'op_1', idempotency_key: 'k1' });
+    const call = logger
+      .child({ session_id: 's1' })
+      .child({ operation_id: 'op_1', idempotency_key: 'k1' });
     call.info('admitted', { turn_id: 't3' });
     expect(lines()).toEqual([
-      expect.objectContaining({ level: 'info', msg: 'admitted', session_id: 's1', operation_id: 'op_1', idempotency_key: 'k1', turn_id: 't3' }),
+      expect.objectContaining({
+        level: 'info',
+        msg: 'admitted',
+        session_id: 's1',
+        operation_id: 'op_1',
+        idempotency_key: 'k1',
+        turn_id: 't3',
+      }),
     ]);
   });
 

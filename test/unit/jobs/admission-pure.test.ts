@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { admissionMode, capacityFor, decideWhenFull } from '../../../jobs/admission/backpressure.ts';
-import { canonicalJson, deriveCoalesceKey, deriveIdempotencyKey, normalizeArguments } from '../../../jobs/admission/idempotency.ts';
+import {
+  admissionMode,
+  capacityFor,
+  decideWhenFull,
+} from '../../../jobs/admission/backpressure.ts';
+import {
+  canonicalJson,
+  deriveCoalesceKey,
+  deriveIdempotencyKey,
+  normalizeArguments,
+} from '../../../jobs/admission/idempotency.ts';
 import { decideRetry } from '../../../jobs/execution/retry-policy.ts';
 
 describe('when arguments are normalized', () => {
@@ -16,7 +25,13 @@ describe('when arguments are normalized', () => {
     expect(canonicalJson(input)).toBe(expected);
   });
 
-  it.each([[{ n: Number.NaN }], [{ n: Number.POSITIVE_INFINITY }], [{ f: () => 1 }], [{ s: Symbol('x') }], [{ b: 10n }]])('should refuse %s', (input) => {
+  it.each([
+    [{ n: Number.NaN }],
+    [{ n: Number.POSITIVE_INFINITY }],
+    [{ f: () => 1 }],
+    [{ s: Symbol('x') }],
+    [{ b: 10n }],
+  ])('should refuse %s', (input) => {
     expect(() => normalizeArguments(input)).toThrow(TypeError);
   });
 });
@@ -24,7 +39,9 @@ describe('when arguments are normalized', () => {
 describe('when idempotency keys are derived', () => {
   const scope = { tenantId: 'demo', action: 'book_table', sessionId: 's1' };
   it('should give the same key for the same intent however the model phrased the arguments', () => {
-    expect(deriveIdempotencyKey(scope, { time: '21:00', party: 2 })).toBe(deriveIdempotencyKey(scope, { party: 2, time: ' 21:00 ' }));
+    expect(deriveIdempotencyKey(scope, { time: '21:00', party: 2 })).toBe(
+      deriveIdempotencyKey(scope, { party: 2, time: ' 21:00 ' }),
+    );
   });
   it('should give another key for another tenant, action, call or arguments', () => {
     const key = deriveIdempotencyKey(scope, { time: '21:00' });
@@ -47,10 +64,13 @@ describe('when backpressure is decided', () => {
     ['queue', 5, { type: 'busy', reason: 'queue_full', retryAfterMs: 1000 }],
     ['coalesce', 5, { type: 'busy', reason: 'queue_full', retryAfterMs: 1000 }],
     ['degrade', 5, { type: 'degraded', fallback: 'later' }],
-  ] as const)('should give %s a capacity of %i and a typed answer when full', (policy, capacity, whenFull) => {
-    expect(capacityFor({ ...base, policy })).toBe(capacity);
-    expect(decideWhenFull({ ...base, policy })).toEqual(whenFull);
-  });
+  ] as const)(
+    'should give %s a capacity of %i and a typed answer when full',
+    (policy, capacity, whenFull) => {
+      expect(capacityFor({ ...base, policy })).toBe(capacity);
+      expect(decideWhenFull({ ...base, policy })).toEqual(whenFull);
+    },
+  );
   it.each([
     ['mutation', 'queue', 'mutation'],
     ['mutation', 'reject', 'mutation'],
@@ -69,10 +89,16 @@ describe('when a retry is decided', () => {
     expect(decideRetry(retry, 2, 0, 1e9, () => 0.999)).toEqual({ retry: true, delayMs: 200 });
     expect(decideRetry(retry, 3, 0, 1e9, () => 0.999)).toEqual({ retry: true, delayMs: 400 });
     expect(decideRetry(retry, 3, 0, 1e9, () => 0)).toEqual({ retry: true, delayMs: 100 });
-    expect(decideRetry({ ...retry, maxAttempts: 10 }, 8, 0, 1e9, () => 0.999)).toEqual({ retry: true, delayMs: 999 });
+    expect(decideRetry({ ...retry, maxAttempts: 10 }, 8, 0, 1e9, () => 0.999)).toEqual({
+      retry: true,
+      delayMs: 999,
+    });
   });
   it('should stop at the attempt limit and before the deadline', () => {
     expect(decideRetry(retry, 4, 0, 1e9)).toEqual({ retry: false, reason: 'attempts_exhausted' });
-    expect(decideRetry(retry, 1, 1000, 1050, () => 0.5)).toEqual({ retry: false, reason: 'deadline' });
+    expect(decideRetry(retry, 1, 1000, 1050, () => 0.5)).toEqual({
+      retry: false,
+      reason: 'deadline',
+    });
   });
 });

@@ -21,7 +21,8 @@ function bytesOf(groups: readonly number[]): Uint8Array {
 
 /** What Node (libuv's inet_ntop) prints for the address: parsed from the full eight-group form, printed back. */
 function nodeFormat(groups: readonly number[]): string {
-  return new SocketAddress({ address: groups.map((g) => g.toString(16)).join(':'), family: 'ipv6' }).address;
+  return new SocketAddress({ address: groups.map((g) => g.toString(16)).join(':'), family: 'ipv6' })
+    .address;
 }
 
 /** Eight 16-bit groups from text Node parses (inet_pton), to write the table as people write addresses. */
@@ -30,7 +31,8 @@ function groupsOf(text: string): number[] {
   const [head = '', tail] = url.split('::');
   const left = head === '' ? [] : head.split(':');
   const right = tail === undefined || tail === '' ? [] : tail.split(':');
-  const zeros = tail === undefined ? [] : new Array<string>(8 - left.length - right.length).fill('0');
+  const zeros =
+    tail === undefined ? [] : new Array<string>(8 - left.length - right.length).fill('0');
   return [...left, ...zeros, ...right].map((g) => parseInt(g, 16));
 }
 
@@ -40,13 +42,21 @@ describe('when formatting an IPv6 address as inet_ntop does', () => {
     ['all zeros', '0:0:0:0:0:0:0:0', '::'],
     ['loopback', '0:0:0:0:0:0:0:1', '::1'],
     ['a run at the end', '1:0:0:0:0:0:0:0', '1::'],
-    ['leading zeros dropped, longest run compressed (4.1, 4.2.1)', '2001:0db8:0000:0000:0000:0000:0000:0001', '2001:db8::1'],
+    [
+      'leading zeros dropped, longest run compressed (4.1, 4.2.1)',
+      '2001:0db8:0000:0000:0000:0000:0000:0001',
+      '2001:db8::1',
+    ],
     ['leading zeros of a group dropped (4.1)', '2001:db8:0:0:0:0:0:0aaa', '2001:db8::aaa'],
     ['a single zero group not compressed (4.2.2)', '2001:db8:0:1:1:1:1:1', '2001:db8:0:1:1:1:1:1'],
     ['the longer of two runs compressed (4.2.3)', '2001:0:0:1:0:0:0:1', '2001:0:0:1::1'],
     ['the first of two equal runs compressed (4.2.3)', '2001:db8:0:0:1:0:0:1', '2001:db8::1:0:0:1'],
     ['lowercase hex (4.3)', '2001:DB8:0:0:0:0:0:ABCD', '2001:db8::abcd'],
-    ['no zero group', 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff'],
+    [
+      'no zero group',
+      'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+      'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+    ],
     ['a zero run in the middle', 'fe80:0:0:0:1:2:3:4', 'fe80::1:2:3:4'],
     ['IPv4-mapped (5)', '0:0:0:0:0:ffff:c000:0201', '::ffff:192.0.2.1'],
     ['IPv4-mapped loopback', '0:0:0:0:0:ffff:7f00:1', '::ffff:127.0.0.1'],
@@ -55,7 +65,11 @@ describe('when formatting an IPv6 address as inet_ntop does', () => {
     ['IPv4-compatible with a zero last group', '0:0:0:0:0:0:1:0', '::0.1.0.0'],
     ['::2 is not written as IPv4-compatible', '0:0:0:0:0:0:0:2', '::2'],
     ['ffff in the fifth group is not IPv4-mapped', '0:0:0:0:ffff:0:0:1', '::ffff:0:0:1'],
-    ['ffff in the sixth group after a non-zero group is not IPv4-mapped', '0:0:0:1:0:ffff:7f00:1', '::1:0:ffff:7f00:1'],
+    [
+      'ffff in the sixth group after a non-zero group is not IPv4-mapped',
+      '0:0:0:1:0:ffff:7f00:1',
+      '::1:0:ffff:7f00:1',
+    ],
   ];
 
   it.each(table)('should write %s as Node does', (_name, text, expected) => {
@@ -72,7 +86,10 @@ describe('when formatting an IPv6 address as inet_ntop does', () => {
     const mismatches: string[] = [];
     for (let pattern = 0; pattern < 256; pattern++) {
       for (const value of values) {
-        const groups = Array.from({ length: 8 }, (_, i) => ((pattern >> i) & 1 ? value + i : 0) & 0xffff);
+        const groups = Array.from(
+          { length: 8 },
+          (_, i) => ((pattern >> i) & 1 ? value + i : 0) & 0xffff,
+        );
         const expected = nodeFormat(groups);
         const actual = formatIpv6(bytesOf(groups));
         if (actual !== expected) mismatches.push(`${groups.join(',')}: ${actual} != ${expected}`);
@@ -108,7 +125,11 @@ describe('when a real udp6 socket receives a datagram', () => {
   const sockets: Socket[] = [];
 
   afterEach(async () => {
-    await Promise.all(sockets.splice(0).map((socket) => new Promise<void>((resolve) => socket.close(() => resolve()))));
+    await Promise.all(
+      sockets
+        .splice(0)
+        .map((socket) => new Promise<void>((resolve) => socket.close(() => resolve()))),
+    );
   });
 
   async function bound(type: 'udp4' | 'udp6', address: string): Promise<Socket> {
@@ -127,7 +148,10 @@ describe('when a real udp6 socket receives a datagram', () => {
   /** The rinfo of one datagram from `sender` to `receiver` (reached at `to`), failing after a second. */
   async function sourceSeenBy(receiver: Socket, sender: Socket, to: string): Promise<RemoteInfo> {
     return new Promise<RemoteInfo>((resolve, reject) => {
-      const timeout = setTimeout(() => reject(new Error(`no datagram from ${to} within 1 s`)), 1000);
+      const timeout = setTimeout(
+        () => reject(new Error(`no datagram from ${to} within 1 s`)),
+        1000,
+      );
       receiver.once('message', (_data, from) => {
         clearTimeout(timeout);
         resolve(from);

@@ -54,10 +54,29 @@ describe('when decoding G.711', () => {
   });
 
   it('should match the well-known anchor values', () => {
-    expect([ulawToLinear(0xff), ulawToLinear(0x7f), ulawToLinear(0x80), ulawToLinear(0x00)]).toEqual([0, 0, 32124, -32124]);
-    expect([alawToLinear(0xd5), alawToLinear(0x55), alawToLinear(0xaa), alawToLinear(0x2a)]).toEqual([8, -8, 32256, -32256]);
-    expect([linearToUlaw(0), linearToUlaw(32767), linearToUlaw(-32768)]).toEqual([ULAW_SILENCE, 0x80, 0x00]);
-    expect([linearToAlaw(0), linearToAlaw(-1), linearToAlaw(32767), linearToAlaw(-32768)]).toEqual([ALAW_SILENCE, 0x55, 0xaa, 0x2a]);
+    expect([
+      ulawToLinear(0xff),
+      ulawToLinear(0x7f),
+      ulawToLinear(0x80),
+      ulawToLinear(0x00),
+    ]).toEqual([0, 0, 32124, -32124]);
+    expect([
+      alawToLinear(0xd5),
+      alawToLinear(0x55),
+      alawToLinear(0xaa),
+      alawToLinear(0x2a),
+    ]).toEqual([8, -8, 32256, -32256]);
+    expect([linearToUlaw(0), linearToUlaw(32767), linearToUlaw(-32768)]).toEqual([
+      ULAW_SILENCE,
+      0x80,
+      0x00,
+    ]);
+    expect([linearToAlaw(0), linearToAlaw(-1), linearToAlaw(32767), linearToAlaw(-32768)]).toEqual([
+      ALAW_SILENCE,
+      0x55,
+      0xaa,
+      0x2a,
+    ]);
   });
 });
 
@@ -73,7 +92,8 @@ describe('when encoding G.711', () => {
   });
 
   it('should quantize every 16-bit sample within the coded range to a neighbouring level', () => {
-    const levels = (decode: (c: number) => number) => [...new Set(Array.from({ length: 256 }, (_, c) => decode(c)))].sort((a, b) => a - b);
+    const levels = (decode: (c: number) => number) =>
+      [...new Set(Array.from({ length: 256 }, (_, c) => decode(c)))].sort((a, b) => a - b);
     for (const [encode, decode, truncation] of [
       [linearToUlaw, ulawToLinear, 4],
       [linearToAlaw, alawToLinear, 8],

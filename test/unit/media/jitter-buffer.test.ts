@@ -8,11 +8,20 @@ const FRAME = 20;
 
 function packet(sequenceNumber: number) {
   const payload = Buffer.alloc(160, 0x80 | (sequenceNumber & 0x3f));
-  return { sequenceNumber: sequenceNumber & 0xffff, timestamp: (sequenceNumber * 160) >>> 0, payload };
+  return {
+    sequenceNumber: sequenceNumber & 0xffff,
+    timestamp: (sequenceNumber * 160) >>> 0,
+    payload,
+  };
 }
 
 function buffer(minDepthMs = 20, maxDepthMs = 200, withConcealment = true): JitterBuffer {
-  return new JitterBuffer({ minDepthMs, maxDepthMs, clockRate: 8000, ...(withConcealment ? { conceal: (p: Buffer) => concealG711Frame(p, 'PCMU') } : {}) });
+  return new JitterBuffer({
+    minDepthMs,
+    maxDepthMs,
+    clockRate: 8000,
+    ...(withConcealment ? { conceal: (p: Buffer) => concealG711Frame(p, 'PCMU') } : {}),
+  });
 }
 
 function describeFrame(frame: JitterFrame): string {
@@ -41,12 +50,20 @@ function play(jb: JitterBuffer, arrivals: Array<[number, number]>, ticks: number
 
 describe('when packets arrive in order', () => {
   it('should play each one once, in order, after one frame of buffering', () => {
-    const out = play(buffer(), Array.from({ length: 5 }, (_, n) => [100 + n, n * FRAME] as [number, number]), 6);
+    const out = play(
+      buffer(),
+      Array.from({ length: 5 }, (_, n) => [100 + n, n * FRAME] as [number, number]),
+      6,
+    );
     expect(out).toEqual(['#100', '#101', '#102', '#103', '#104', 'underrun']);
   });
 
   it('should follow sequence numbers across the 16-bit wrap', () => {
-    const out = play(buffer(), [65534, 65535, 65536, 65537].map((s, n) => [s, n * FRAME] as [number, number]), 4);
+    const out = play(
+      buffer(),
+      [65534, 65535, 65536, 65537].map((s, n) => [s, n * FRAME] as [number, number]),
+      4,
+    );
     expect(out).toEqual(['#65534', '#65535', '#0', '#1']);
   });
 });
@@ -55,7 +72,13 @@ describe('when packets are reordered', () => {
   it('should play them in sequence order', () => {
     const jb = buffer(40);
     for (const seq of [1, 3, 2, 5, 4]) jb.push(packet(seq), 0);
-    expect(Array.from({ length: 5 }, () => describeFrame(jb.pop()))).toEqual(['#1', '#2', '#3', '#4', '#5']);
+    expect(Array.from({ length: 5 }, () => describeFrame(jb.pop()))).toEqual([
+      '#1',
+      '#2',
+      '#3',
+      '#4',
+      '#5',
+    ]);
   });
 
   it('should accept a packet older than the first one while still buffering', () => {
@@ -101,15 +124,24 @@ describe('when packets are lost', () => {
     const concealed = frames[2];
     if (concealed?.kind !== 'concealed') return;
     const previous = ulawToLinear(packet(2).payload[80] as number);
-    expect(Math.abs(ulawToLinear(concealed.payload[80] as number))).toBeLessThan(Math.abs(previous));
-    expect(Math.abs(ulawToLinear(concealed.payload[80] as number))).toBeGreaterThan(Math.abs(previous) / 4);
+    expect(Math.abs(ulawToLinear(concealed.payload[80] as number))).toBeLessThan(
+      Math.abs(previous),
+    );
+    expect(Math.abs(ulawToLinear(concealed.payload[80] as number))).toBeGreaterThan(
+      Math.abs(previous) / 4,
+    );
     expect(jb.stats()).toMatchObject({ lost: 1, concealed: 1, played: 3 });
   });
 
   it('should conceal only the first of two consecutive lost frames', () => {
     const jb = buffer(40);
     for (const seq of [1, 4, 5]) jb.push(packet(seq), 0);
-    expect([jb.pop(), jb.pop(), jb.pop(), jb.pop()].map(describeFrame)).toEqual(['#1', 'concealed', 'lost', '#4']);
+    expect([jb.pop(), jb.pop(), jb.pop(), jb.pop()].map(describeFrame)).toEqual([
+      '#1',
+      'concealed',
+      'lost',
+      '#4',
+    ]);
   });
 
   it('should leave the gap silent for a codec without concealment', () => {
@@ -122,13 +154,24 @@ describe('when packets are lost', () => {
 describe('when the network jitters', () => {
   it('should deepen the buffer within bounds under jitter and stay at the minimum without it', () => {
     const steady = buffer(20, 200);
-    play(steady, Array.from({ length: 200 }, (_, n) => [n, n * FRAME] as [number, number]), 200);
+    play(
+      steady,
+      Array.from({ length: 200 }, (_, n) => [n, n * FRAME] as [number, number]),
+      200,
+    );
     expect(steady.stats().targetDepthMs).toBe(20);
     expect(steady.stats().jitterMs).toBeLessThan(1);
 
     const random = seededRandom(3);
     const jittery = buffer(20, 200);
-    const out = play(jittery, Array.from({ length: 500 }, (_, n) => [n, n * FRAME + Math.floor(random() * 60)] as [number, number]), 520);
+    const out = play(
+      jittery,
+      Array.from(
+        { length: 500 },
+        (_, n) => [n, n * FRAME + Math.floor(random() * 60)] as [number, number],
+      ),
+      520,
+    );
     const stats = jittery.stats();
     expect(stats.jitterMs).toBeGreaterThan(10);
     expect(stats.targetDepthMs).toBeGreaterThanOrEqual(60);
@@ -148,7 +191,17 @@ describe('when the network jitters', () => {
   it('should deepen after an underrun', () => {
     const jb = buffer(20, 200);
     const before = jb.stats().targetDepthMs;
-    play(jb, [[1, 0], [2, 20], [3, 100], [4, 120], [5, 140]], 8);
+    play(
+      jb,
+      [
+        [1, 0],
+        [2, 20],
+        [3, 100],
+        [4, 120],
+        [5, 140],
+      ],
+      8,
+    );
     expect(jb.stats().underruns).toBeGreaterThanOrEqual(1);
     expect(jb.stats().targetDepthMs).toBeGreaterThan(before);
   });
@@ -162,7 +215,11 @@ describe('when a talk spurt ends below the target depth', () => {
     // Without a clock the buffer waits for a third frame that never comes.
     expect(describeFrame(jb.pop())).toBe('buffering');
     expect(describeFrame(jb.pop(40))).toBe('buffering');
-    expect([jb.pop(60), jb.pop(80), jb.pop(100)].map(describeFrame)).toEqual(['#1', '#2', 'underrun']);
+    expect([jb.pop(60), jb.pop(80), jb.pop(100)].map(describeFrame)).toEqual([
+      '#1',
+      '#2',
+      'underrun',
+    ]);
   });
 });
 
@@ -194,7 +251,10 @@ describe('when the timestamps jump with the sequence numbers continuous', () => 
     for (let n = 0; n < 40; n++) {
       // A sender that restarts its timestamp clock halfway (a media server switch).
       const timestamp = n < 20 ? n * 160 : 4_000_000_000 + n * 160;
-      jb.push({ sequenceNumber: 500 + n, timestamp: timestamp >>> 0, payload: Buffer.alloc(160, 1) }, n * FRAME);
+      jb.push(
+        { sequenceNumber: 500 + n, timestamp: timestamp >>> 0, payload: Buffer.alloc(160, 1) },
+        n * FRAME,
+      );
       out.push(describeFrame(jb.pop()));
     }
     expect(out.filter((f) => f.startsWith('#'))).toHaveLength(40);
@@ -222,7 +282,8 @@ describe('when the buffer is deeper than its target', () => {
   /** Steady packets, then a stall: the next 6 arrive together (a process that was not scheduled). */
   function burstAfterStall(jb: JitterBuffer, ticks: number, surplus: boolean): string[] {
     const arrivals: Array<[number, number]> = [];
-    for (let seq = 0; seq < ticks; seq++) arrivals.push([seq, seq >= 20 && seq < 26 ? 26 * FRAME : seq * FRAME]);
+    for (let seq = 0; seq < ticks; seq++)
+      arrivals.push([seq, seq >= 20 && seq < 26 ? 26 * FRAME : seq * FRAME]);
     const ordered = arrivals.sort((a, b) => a[1] - b[1]);
     const out: string[] = [];
     let i = 0;
@@ -239,19 +300,26 @@ describe('when the buffer is deeper than its target', () => {
     return out;
   }
 
-  it("should drop the oldest frame to shrink by default, as a real-time player must", () => {
+  it('should drop the oldest frame to shrink by default, as a real-time player must', () => {
     const jb = buffer(20, 200);
     const out = burstAfterStall(jb, 400, false);
     expect(jb.stats().discarded).toBeGreaterThan(0);
     expect(jb.stats().hurried).toBe(0);
     const played = out.filter((f) => f.startsWith('#')).map((f) => Number(f.slice(1)));
     // What was discarded never came out: gaps in the sequence.
-    const missing = Array.from({ length: Math.max(...played) }, (_, n) => n).filter((n) => !played.includes(n));
+    const missing = Array.from({ length: Math.max(...played) }, (_, n) => n).filter(
+      (n) => !played.includes(n),
+    );
     expect(missing).toHaveLength(jb.stats().discarded);
   });
 
   it("should hand the frames out early with shrink 'play', in order, and lose none", () => {
-    const jb = new JitterBuffer({ minDepthMs: 20, maxDepthMs: 200, clockRate: 8000, shrink: 'play' });
+    const jb = new JitterBuffer({
+      minDepthMs: 20,
+      maxDepthMs: 200,
+      clockRate: 8000,
+      shrink: 'play',
+    });
     const out = burstAfterStall(jb, 400, true);
     const stats = jb.stats();
     expect(stats.discarded).toBe(0);
@@ -265,7 +333,12 @@ describe('when the buffer is deeper than its target', () => {
   });
 
   it('should offer no surplus while the buffer is at its target', () => {
-    const jb = new JitterBuffer({ minDepthMs: 20, maxDepthMs: 200, clockRate: 8000, shrink: 'play' });
+    const jb = new JitterBuffer({
+      minDepthMs: 20,
+      maxDepthMs: 200,
+      clockRate: 8000,
+      shrink: 'play',
+    });
     for (let tick = 0; tick < 200; tick++) {
       jb.push(packet(tick), tick * FRAME);
       jb.pop(tick * FRAME);
@@ -283,7 +356,16 @@ describe('when the buffer is deeper than its target', () => {
  * pops as RtpSession does (pop(now), then popSurplus()). Returns, per spurt, how long its first
  * frame waited in the buffer (ms from sending to playing), and the stats at the end.
  */
-function talkSpurts(jb: JitterBuffer, options: { spurts: number; talkTicks: number; pauseTicks: number; marker: boolean; jitter?: () => number }) {
+function talkSpurts(
+  jb: JitterBuffer,
+  options: {
+    spurts: number;
+    talkTicks: number;
+    pauseTicks: number;
+    marker: boolean;
+    jitter?: () => number;
+  },
+) {
   const { spurts, talkTicks, pauseTicks, marker, jitter = () => 0 } = options;
   const sent: Array<{ seq: number; sentAt: number; arrivesAt: number; first: boolean }> = [];
   let seq = 1000;
@@ -299,15 +381,30 @@ function talkSpurts(jb: JitterBuffer, options: { spurts: number; talkTicks: numb
   let i = 0;
   for (let tick = 0; tick < ticks; tick++) {
     const now = tick * FRAME;
-    for (; i < arrivals.length && (arrivals[i] as (typeof arrivals)[number]).arrivesAt <= now; i++) {
+    for (
+      ;
+      i < arrivals.length && (arrivals[i] as (typeof arrivals)[number]).arrivesAt <= now;
+      i++
+    ) {
       const p = arrivals[i] as (typeof arrivals)[number];
-      jb.push({ sequenceNumber: p.seq, timestamp: (p.sentAt / FRAME) * 160, payload: Buffer.alloc(160, 0x55), marker: marker && p.first }, p.arrivesAt);
+      jb.push(
+        {
+          sequenceNumber: p.seq,
+          timestamp: (p.sentAt / FRAME) * 160,
+          payload: Buffer.alloc(160, 0x55),
+          marker: marker && p.first,
+        },
+        p.arrivesAt,
+      );
     }
     for (const frame of [jb.pop(now), jb.popSurplus()]) {
-      if (frame?.kind === 'frame' && !playedAt.has(frame.sequenceNumber)) playedAt.set(frame.sequenceNumber, now);
+      if (frame?.kind === 'frame' && !playedAt.has(frame.sequenceNumber))
+        playedAt.set(frame.sequenceNumber, now);
     }
   }
-  const startDelays = sent.filter((p) => p.first).map((p) => (playedAt.get(p.seq) ?? Number.NaN) - p.sentAt);
+  const startDelays = sent
+    .filter((p) => p.first)
+    .map((p) => (playedAt.get(p.seq) ?? Number.NaN) - p.sentAt);
   return { startDelays, played: playedAt.size, sent: sent.length, stats: jb.stats() };
 }
 
@@ -315,13 +412,21 @@ describe('when the caller pauses between talk spurts (silence suppression)', () 
   it.each([
     { case: 'with the marker bit', marker: true },
     { case: 'with only the timestamp jump', marker: false },
-  ])('should start every spurt after the same delay, $case, and not deepen for the pauses', ({ marker }) => {
-    const jb = buffer(20, 200);
-    const { startDelays, stats } = talkSpurts(jb, { spurts: 12, talkTicks: 50, pauseTicks: 50, marker });
-    // With no jitter the first frame of each spurt plays in the tick it arrived, every time.
-    expect(startDelays).toEqual(Array.from({ length: 12 }, () => 0));
-    expect(stats).toMatchObject({ underruns: 0, targetDepthMs: 20, lost: 0, late: 0 });
-  });
+  ])(
+    'should start every spurt after the same delay, $case, and not deepen for the pauses',
+    ({ marker }) => {
+      const jb = buffer(20, 200);
+      const { startDelays, stats } = talkSpurts(jb, {
+        spurts: 12,
+        talkTicks: 50,
+        pauseTicks: 50,
+        marker,
+      });
+      // With no jitter the first frame of each spurt plays in the tick it arrived, every time.
+      expect(startDelays).toEqual(Array.from({ length: 12 }, () => 0));
+      expect(stats).toMatchObject({ underruns: 0, targetDepthMs: 20, lost: 0, late: 0 });
+    },
+  );
 
   it('should take the comfort-noise packets of a pause for fillers, not for late audio', () => {
     const jb = buffer(20, 200);
@@ -333,7 +438,15 @@ describe('when the caller pauses between talk spurts (silence suppression)', () 
       // DTX: a comfort-noise packet (held as a filler) every 400 ms of a pause.
       if (talking || tick % 20 === 0) {
         if (talking && tick % 50 === 0) firstOfSpurt.push({ seq, tick });
-        jb.push({ sequenceNumber: seq, timestamp: tick * 160, payload: talking ? Buffer.alloc(160, 0x55) : Buffer.alloc(0), filler: !talking }, tick * FRAME);
+        jb.push(
+          {
+            sequenceNumber: seq,
+            timestamp: tick * 160,
+            payload: talking ? Buffer.alloc(160, 0x55) : Buffer.alloc(0),
+            filler: !talking,
+          },
+          tick * FRAME,
+        );
         seq++;
       }
       const frame = jb.pop(tick * FRAME);
@@ -341,7 +454,9 @@ describe('when the caller pauses between talk spurts (silence suppression)', () 
       if (frame.kind === 'frame') playedAt.set(frame.sequenceNumber, tick);
     }
     expect(firstOfSpurt).toHaveLength(15);
-    expect(firstOfSpurt.map((s) => (playedAt.get(s.seq) ?? Number.NaN) - s.tick)).toEqual(Array.from({ length: 15 }, () => 0));
+    expect(firstOfSpurt.map((s) => (playedAt.get(s.seq) ?? Number.NaN) - s.tick)).toEqual(
+      Array.from({ length: 15 }, () => 0),
+    );
     expect(jb.stats()).toMatchObject({ underruns: 0, targetDepthMs: 20, lost: 0 });
   });
 });
@@ -363,19 +478,26 @@ describe('when a burst of packets is lost', () => {
     return { playedAt, stats: jb.stats(), depth: jb.depthFrames() };
   }
 
-  it.each([10, 20, 50])('should play on from the first packet after %i lost ones, with no added delay, and count each as lost', (lost) => {
-    const reference = burstLoss(0);
-    const { playedAt, stats, depth } = burstLoss(lost);
-    const resumed = 100 + lost;
-    // Played within a frame of when it would have played with nothing lost (here: in the same tick).
-    expect(Math.abs((playedAt.get(resumed) ?? Number.NaN) - (reference.playedAt.get(resumed) ?? Number.NaN))).toBeLessThanOrEqual(1);
-    expect(playedAt.get(resumed)).toBe(reference.playedAt.get(resumed));
-    // Nothing lasting: the last packet plays exactly as late as without the loss, the buffer as deep.
-    expect(playedAt.get(399)).toBe(reference.playedAt.get(399));
-    expect(depth).toBe(reference.depth);
-    expect(stats).toMatchObject({ lost, late: 0, discarded: 0, underruns: 0, targetDepthMs: 20 });
-    expect(stats.played).toBe(400 - lost);
-  });
+  it.each([10, 20, 50])(
+    'should play on from the first packet after %i lost ones, with no added delay, and count each as lost',
+    (lost) => {
+      const reference = burstLoss(0);
+      const { playedAt, stats, depth } = burstLoss(lost);
+      const resumed = 100 + lost;
+      // Played within a frame of when it would have played with nothing lost (here: in the same tick).
+      expect(
+        Math.abs(
+          (playedAt.get(resumed) ?? Number.NaN) - (reference.playedAt.get(resumed) ?? Number.NaN),
+        ),
+      ).toBeLessThanOrEqual(1);
+      expect(playedAt.get(resumed)).toBe(reference.playedAt.get(resumed));
+      // Nothing lasting: the last packet plays exactly as late as without the loss, the buffer as deep.
+      expect(playedAt.get(399)).toBe(reference.playedAt.get(399));
+      expect(depth).toBe(reference.depth);
+      expect(stats).toMatchObject({ lost, late: 0, discarded: 0, underruns: 0, targetDepthMs: 20 });
+      expect(stats.played).toBe(400 - lost);
+    },
+  );
 
   it('should count the missing numbers as lost also when the burst behind the gap overflows the buffer', () => {
     const jb = buffer(20, 100);
@@ -395,7 +517,13 @@ describe('when the network really jitters between talk spurts', () => {
   it('should deepen the buffer for the jitter, within its bounds, but not for the pauses', () => {
     const random = seededRandom(7);
     const jb = buffer(20, 200);
-    const { startDelays, played, sent, stats } = talkSpurts(jb, { spurts: 20, talkTicks: 50, pauseTicks: 50, marker: true, jitter: () => Math.floor(random() * 60) });
+    const { startDelays, played, sent, stats } = talkSpurts(jb, {
+      spurts: 20,
+      talkTicks: 50,
+      pauseTicks: 50,
+      marker: true,
+      jitter: () => Math.floor(random() * 60),
+    });
     expect(stats.jitterMs).toBeGreaterThan(10);
     expect(stats.targetDepthMs).toBeGreaterThanOrEqual(60);
     // Twenty pauses did not push it to the maximum (200 ms): the depth follows the jitter (3 x ~25 ms).
@@ -405,7 +533,9 @@ describe('when the network really jitters between talk spurts', () => {
     // A spurt starts once its first packet has waited the depth (plus up to 60 ms of jitter on the way),
     // and that did not grow from one spurt to the next.
     expect(Math.max(...startDelays)).toBeLessThanOrEqual(140);
-    expect(Math.max(...startDelays.slice(10))).toBeLessThanOrEqual(Math.max(...startDelays.slice(0, 10)));
+    expect(Math.max(...startDelays.slice(10))).toBeLessThanOrEqual(
+      Math.max(...startDelays.slice(0, 10)),
+    );
   });
 
   it('should play a packet reordered behind the first one after the buffer ran dry, and count no loss', () => {

@@ -27,12 +27,17 @@ describe('when a jitter buffer keeps payload bytes in its store', () => {
       // The caller's buffer may be reused at once: the store holds its own copy.
       payload.fill(0);
     }
-    for (const [slot, expected] of held) expect(store.view(slot, expected.length).equals(expected)).toBe(true);
+    for (const [slot, expected] of held)
+      expect(store.view(slot, expected.length).equals(expected)).toBe(true);
   });
 
   it('should hand out each slot once until it is released or the store is cleared', () => {
     const store = new PayloadStore(2);
-    const slots = [store.put(Buffer.alloc(160, 1)), store.put(Buffer.alloc(160, 2)), store.put(Buffer.alloc(160, 3))];
+    const slots = [
+      store.put(Buffer.alloc(160, 1)),
+      store.put(Buffer.alloc(160, 2)),
+      store.put(Buffer.alloc(160, 3)),
+    ];
     expect(new Set(slots).size).toBe(3);
     store.clear();
     const again = [store.put(Buffer.alloc(10, 4)), store.put(Buffer.alloc(10, 5))];
@@ -50,14 +55,21 @@ describe('when a jitter buffer keeps payload bytes in its store', () => {
     const held: Array<{ slot: number; payload: Buffer }> = [];
     for (let step = 0; step < 3000; step++) {
       if (held.length > 0 && random() < 0.5) {
-        const { slot, payload } = held.splice(Math.floor(random() * held.length), 1)[0] as { slot: number; payload: Buffer };
+        const { slot, payload } = held.splice(Math.floor(random() * held.length), 1)[0] as {
+          slot: number;
+          payload: Buffer;
+        };
         handedOut.push({ view: store.view(slot, payload.length), expected: payload });
         store.release(slot);
       } else if (random() < 0.01) {
         store.clear();
         held.length = 0;
       } else {
-        const payload = Buffer.from(Array.from({ length: random() < 0.9 ? 160 : 1 + Math.floor(random() * 1400) }, () => Math.floor(random() * 256)));
+        const payload = Buffer.from(
+          Array.from({ length: random() < 0.9 ? 160 : 1 + Math.floor(random() * 1400) }, () =>
+            Math.floor(random() * 256),
+          ),
+        );
         held.push({ slot: store.put(payload), payload });
         other.release(other.put(Buffer.alloc(160, step & 0xff)));
       }

@@ -1,8 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { FrameSchedule, MAX_BACKLOG_FRAMES, MAX_CATCH_UP_FRAMES } from '../../../gateway/media/frame-schedule.ts';
+import {
+  FrameSchedule,
+  MAX_BACKLOG_FRAMES,
+  MAX_CATCH_UP_FRAMES,
+} from '../../../gateway/media/frame-schedule.ts';
 import { MonotonicMediaTimer, type MediaTimer } from '../../../gateway/media/media-timer.ts';
 import { Playout } from '../../../gateway/media/playout.ts';
-import { PlayoutScheduler, type PlayoutRegistration } from '../../../gateway/media/playout-scheduler.ts';
+import {
+  PlayoutScheduler,
+  type PlayoutRegistration,
+} from '../../../gateway/media/playout-scheduler.ts';
 import { FakeMediaTimer } from './fake-media-timer.ts';
 import { seededRandom } from './seeded-random.ts';
 
@@ -26,7 +33,8 @@ class PacedSender {
   tick(nowMs: number): void {
     for (const due of this.schedule?.due(nowMs) ?? []) {
       const frame = this.playout.next();
-      if (frame.kind === 'audio') this.sent.push({ atMs: this.timer.now(), index: due.index, dueMs: due.dueMs });
+      if (frame.kind === 'audio')
+        this.sent.push({ atMs: this.timer.now(), index: due.index, dueMs: due.dueMs });
     }
   }
   get skipped(): number {
@@ -45,7 +53,10 @@ describe('when pacing 60 s of audio on a fake clock', () => {
     timer.lateness = () => random() * 0.9;
     const scheduler = new PlayoutScheduler({ timer });
     const sender = new PacedSender(timer);
-    sender.playout.enqueue('item_a', Array.from({ length: 3000 }, () => Buffer.alloc(160)));
+    sender.playout.enqueue(
+      'item_a',
+      Array.from({ length: 3000 }, () => Buffer.alloc(160)),
+    );
     sender.attach(scheduler);
     timer.run(60_000);
     expect(sender.sent).toHaveLength(3000);
@@ -65,7 +76,10 @@ describe('when pacing 60 s of audio on a fake clock', () => {
     timer.lateness = () => 0.8;
     const scheduler = new PlayoutScheduler({ timer });
     const sender = new PacedSender(timer);
-    sender.playout.enqueue('item_a', Array.from({ length: 3000 }, () => Buffer.alloc(160)));
+    sender.playout.enqueue(
+      'item_a',
+      Array.from({ length: 3000 }, () => Buffer.alloc(160)),
+    );
     sender.attach(scheduler);
     timer.run(60_000);
     expect(sender.sent).toHaveLength(3000);
@@ -78,7 +92,10 @@ describe('when pacing 60 s of audio on a fake clock', () => {
     const timer = new FakeMediaTimer();
     const scheduler = new PlayoutScheduler({ timer });
     const sender = new PacedSender(timer);
-    sender.playout.enqueue('item_a', Array.from({ length: 200 }, () => Buffer.alloc(160)));
+    sender.playout.enqueue(
+      'item_a',
+      Array.from({ length: 200 }, () => Buffer.alloc(160)),
+    );
     sender.attach(scheduler);
     // The wake-up due at 1000 ms lands 100 ms late.
     timer.lateness = (at) => (at >= 1000 && at < 1010 ? 100 : 0);
@@ -88,22 +105,29 @@ describe('when pacing 60 s of audio on a fake clock', () => {
     expect(Math.max(...perInstant.values())).toBe(MAX_CATCH_UP_FRAMES);
     expect(sender.skipped).toBe(0);
     // Every frame index went out once, in order: the RTP timestamps have no gap.
-    expect(sender.sent.map((s) => s.index)).toEqual(Array.from({ length: sender.sent.length }, (_, i) => i));
+    expect(sender.sent.map((s) => s.index)).toEqual(
+      Array.from({ length: sender.sent.length }, (_, i) => i),
+    );
     // Within 100 ms after the stall the schedule is met again.
-    for (const s of sender.sent.filter((x) => x.atMs > 1250)) expect(s.atMs - s.dueMs).toBeLessThanOrEqual(1);
+    for (const s of sender.sent.filter((x) => x.atMs > 1250))
+      expect(s.atMs - s.dueMs).toBeLessThanOrEqual(1);
   });
 
   it('should skip the backlog of a stall longer than 200 ms instead of playing seconds late', () => {
     const timer = new FakeMediaTimer();
     const scheduler = new PlayoutScheduler({ timer });
     const sender = new PacedSender(timer);
-    sender.playout.enqueue('item_a', Array.from({ length: 200 }, () => Buffer.alloc(160)));
+    sender.playout.enqueue(
+      'item_a',
+      Array.from({ length: 200 }, () => Buffer.alloc(160)),
+    );
     sender.attach(scheduler);
     // The wake-up due at 1000 ms lands 500 ms late.
     timer.lateness = (at) => (at >= 1000 && at < 1010 ? 500 : 0);
     timer.run(3000);
     expect(sender.skipped).toBeGreaterThan(MAX_BACKLOG_FRAMES);
-    for (const s of sender.sent.filter((x) => x.atMs > 1600)) expect(s.atMs - s.dueMs).toBeLessThanOrEqual(1);
+    for (const s of sender.sent.filter((x) => x.atMs > 1600))
+      expect(s.atMs - s.dueMs).toBeLessThanOrEqual(1);
     const indexes = sender.sent.map((s) => s.index);
     expect(new Set(indexes).size).toBe(indexes.length);
   });
@@ -115,18 +139,29 @@ describe('when many calls share the scheduler', () => {
     const scheduler = new PlayoutScheduler({ timer, slots: 10, slotCapacity: 10 });
     const senders = Array.from({ length: 100 }, () => new PacedSender(timer));
     for (const sender of senders) {
-      sender.playout.enqueue('item', Array.from({ length: 50 }, () => Buffer.alloc(160)));
+      sender.playout.enqueue(
+        'item',
+        Array.from({ length: 50 }, () => Buffer.alloc(160)),
+      );
       sender.attach(scheduler);
     }
     timer.run(500);
     const bySlot = new Map<number, number>();
-    for (const sender of senders) bySlot.set(sender.registration?.slot ?? -1, (bySlot.get(sender.registration?.slot ?? -1) ?? 0) + 1);
+    for (const sender of senders)
+      bySlot.set(
+        sender.registration?.slot ?? -1,
+        (bySlot.get(sender.registration?.slot ?? -1) ?? 0) + 1,
+      );
     expect([...bySlot.values()]).toEqual(Array.from({ length: 10 }, () => 10));
     // Within one frame period sends happen at 10 distinct instants, 2 ms apart, 10 calls each.
-    const window = senders.flatMap((s) => s.sent.filter((x) => x.atMs >= 200 && x.atMs < 220).map((x) => x.atMs));
+    const window = senders.flatMap((s) =>
+      s.sent.filter((x) => x.atMs >= 200 && x.atMs < 220).map((x) => x.atMs),
+    );
     const instants = new Map<number, number>();
     for (const at of window) instants.set(at, (instants.get(at) ?? 0) + 1);
-    expect([...instants.keys()].sort((a, b) => a - b)).toEqual([200, 202, 204, 206, 208, 210, 212, 214, 216, 218]);
+    expect([...instants.keys()].sort((a, b) => a - b)).toEqual([
+      200, 202, 204, 206, 208, 210, 212, 214, 216, 218,
+    ]);
     expect([...instants.values()].every((n) => n === 10)).toBe(true);
   });
 
@@ -164,7 +199,10 @@ describe('when many calls share the scheduler', () => {
       },
     });
     const sender = new PacedSender(timer);
-    sender.playout.enqueue('item', Array.from({ length: 10 }, () => Buffer.alloc(160)));
+    sender.playout.enqueue(
+      'item',
+      Array.from({ length: 10 }, () => Buffer.alloc(160)),
+    );
     sender.attach(scheduler);
     timer.run(300);
     expect(sender.sent).toHaveLength(10);
@@ -187,25 +225,35 @@ describe('when many calls share the scheduler', () => {
 
 describe('when pacing on the real clock for 3 s', () => {
   // Shares 2 cores with other test runs: retried rather than loosened.
-  it('should keep frames on the 20 ms grid without accumulating lateness', { retry: 2 }, async () => {
-    const timer = new MonotonicMediaTimer();
-    const scheduler = new PlayoutScheduler({ timer });
-    const sender = new PacedSender(timer);
-    sender.playout.enqueue('item_a', Array.from({ length: 150 }, () => Buffer.alloc(160)));
-    sender.attach(scheduler);
-    await new Promise((resolve) => setTimeout(resolve, 3100));
-    sender.registration?.remove();
-    expect(sender.sent.length).toBeGreaterThanOrEqual(148);
-    const inOrder = sender.sent.map((s) => s.atMs - s.dueMs);
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
-    // Other engineers' tests share the 2 cores, so single frames may be late; the typical frame
-    // is on time, and lateness does not grow: the last second is no later than the first.
-    expect(median(inOrder)).toBeLessThan(3);
-    expect(median(inOrder.slice(-50)) - median(inOrder.slice(0, 50))).toBeLessThan(3);
-    const first = sender.sent[0] as Sent;
-    const last = sender.sent[sender.sent.length - 1] as Sent;
-    expect(Math.abs(last.dueMs - first.dueMs - (last.index - first.index) * 20)).toBeLessThan(1e-6);
-  });
+  it(
+    'should keep frames on the 20 ms grid without accumulating lateness',
+    { retry: 2 },
+    async () => {
+      const timer = new MonotonicMediaTimer();
+      const scheduler = new PlayoutScheduler({ timer });
+      const sender = new PacedSender(timer);
+      sender.playout.enqueue(
+        'item_a',
+        Array.from({ length: 150 }, () => Buffer.alloc(160)),
+      );
+      sender.attach(scheduler);
+      await new Promise((resolve) => setTimeout(resolve, 3100));
+      sender.registration?.remove();
+      expect(sender.sent.length).toBeGreaterThanOrEqual(148);
+      const inOrder = sender.sent.map((s) => s.atMs - s.dueMs);
+      const median = (values: number[]) =>
+        [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+      // Other engineers' tests share the 2 cores, so single frames may be late; the typical frame
+      // is on time, and lateness does not grow: the last second is no later than the first.
+      expect(median(inOrder)).toBeLessThan(3);
+      expect(median(inOrder.slice(-50)) - median(inOrder.slice(0, 50))).toBeLessThan(3);
+      const first = sender.sent[0] as Sent;
+      const last = sender.sent[sender.sent.length - 1] as Sent;
+      expect(Math.abs(last.dueMs - first.dueMs - (last.index - first.index) * 20)).toBeLessThan(
+        1e-6,
+      );
+    },
+  );
 });
 
 describe('when one wake-up runs several calls', () => {
@@ -213,12 +261,17 @@ describe('when one wake-up runs several calls', () => {
     const timer = new FakeMediaTimer();
     const scheduler = new PlayoutScheduler({ timer, slots: 1 });
     const log: string[] = [];
-    const calls = ['a', 'b', 'c'].map((name) => ({ tick: () => log.push(`tick ${name}`), flush: () => log.push(`flush ${name}`) }));
+    const calls = ['a', 'b', 'c'].map((name) => ({
+      tick: () => log.push(`tick ${name}`),
+      flush: () => log.push(`flush ${name}`),
+    }));
     for (const call of calls) scheduler.add(call);
     timer.run(20);
     const firstWake = log.slice(0, 6);
     expect(firstWake).toEqual(['tick a', 'tick b', 'tick c', 'flush a', 'flush b', 'flush c']);
-    expect(log.filter((entry) => entry.startsWith('flush')).length).toBe(log.filter((entry) => entry.startsWith('tick')).length);
+    expect(log.filter((entry) => entry.startsWith('flush')).length).toBe(
+      log.filter((entry) => entry.startsWith('tick')).length,
+    );
   });
 
   it('should write every call of the wake-up before any call does its receive-side work', () => {
@@ -232,6 +285,16 @@ describe('when one wake-up runs several calls', () => {
     }));
     for (const call of calls) scheduler.add(call);
     timer.run(20);
-    expect(log.slice(0, 9)).toEqual(['tick a', 'tick b', 'tick c', 'flush a', 'flush b', 'flush c', 'after a', 'after b', 'after c']);
+    expect(log.slice(0, 9)).toEqual([
+      'tick a',
+      'tick b',
+      'tick c',
+      'flush a',
+      'flush b',
+      'flush c',
+      'after a',
+      'after b',
+      'after c',
+    ]);
   });
 });

@@ -13,13 +13,11 @@ describe('when playing model items', () => {
     const sent = [playout.next(), playout.next(), playout.next()];
     playout.enqueue('item_b', frames(2, 0x40));
     sent.push(playout.next(), playout.next());
-    expect(sent.map((f) => (f.kind === 'audio' ? `${f.itemId}${f.marker ? '*' : ''}${f.itemDone ? '.' : ''}` : f.kind))).toEqual([
-      'item_a*',
-      'item_a.',
-      'idle',
-      'item_b*',
-      'item_b',
-    ]);
+    expect(
+      sent.map((f) =>
+        f.kind === 'audio' ? `${f.itemId}${f.marker ? '*' : ''}${f.itemDone ? '.' : ''}` : f.kind,
+      ),
+    ).toEqual(['item_a*', 'item_a.', 'idle', 'item_b*', 'item_b']);
   });
 
   it('should send comfort silence between spurts when configured, and nothing otherwise', () => {
@@ -36,7 +34,11 @@ describe('when playing model items', () => {
     const dry = playout.next();
     playout.enqueue('item_a', frames(1));
     const resumed = playout.next();
-    expect([first.kind, dry.kind, resumed.kind === 'audio' && resumed.marker]).toEqual(['audio', 'idle', true]);
+    expect([first.kind, dry.kind, resumed.kind === 'audio' && resumed.marker]).toEqual([
+      'audio',
+      'idle',
+      true,
+    ]);
     expect(playout.stats().underruns).toBe(1);
   });
 });

@@ -6,7 +6,8 @@ const SECONDS = 0.5;
 
 function tone(rate: number, frequency: number, amplitude: number, seconds = SECONDS): Int16Array {
   const out = new Int16Array(Math.round(rate * seconds));
-  for (let i = 0; i < out.length; i++) out[i] = Math.round(amplitude * Math.sin((2 * Math.PI * frequency * i) / rate));
+  for (let i = 0; i < out.length; i++)
+    out[i] = Math.round(amplitude * Math.sin((2 * Math.PI * frequency * i) / rate));
   return out;
 }
 
@@ -14,7 +15,8 @@ function tone(rate: number, frequency: number, amplitude: number, seconds = SECO
 function resampleStreaming(resampler: Resampler, input: Int16Array): Int16Array {
   const chunk = resampler.fromRate / 50;
   const parts: Int16Array[] = [];
-  for (let i = 0; i < input.length; i += chunk) parts.push(resampler.process(input.subarray(i, i + chunk)));
+  for (let i = 0; i < input.length; i += chunk)
+    parts.push(resampler.process(input.subarray(i, i + chunk)));
   const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const part of parts) {
@@ -36,7 +38,9 @@ function steadyAmplitude(signal: Int16Array, rate: number): number {
   return Math.sqrt((2 * sum) / n);
 }
 
-const pairs = RATES.flatMap((from) => RATES.filter((to) => to !== from).map((to) => [from, to] as const));
+const pairs = RATES.flatMap((from) =>
+  RATES.filter((to) => to !== from).map((to) => [from, to] as const),
+);
 
 describe('when resampling between telephony and model rates', () => {
   for (const [from, to] of pairs) {
@@ -44,7 +48,10 @@ describe('when resampling between telephony and model rates', () => {
     it(`should keep passband tones within 0.5 dB from ${from} to ${to} Hz`, () => {
       for (const fraction of [0.05, 0.25, 0.5, 0.7]) {
         const frequency = Math.round(nyquist * fraction);
-        const out = resampleStreaming(new Resampler({ fromRate: from, toRate: to }), tone(from, frequency, 10000));
+        const out = resampleStreaming(
+          new Resampler({ fromRate: from, toRate: to }),
+          tone(from, frequency, 10000),
+        );
         expect(out.length).toBeGreaterThan(to * SECONDS * 0.9);
         const gainDb = 20 * Math.log10(steadyAmplitude(out, to) / 10000);
         expect(Math.abs(gainDb)).toBeLessThan(0.5);
@@ -55,7 +62,10 @@ describe('when resampling between telephony and model rates', () => {
         for (const factor of [1.1, 1.5, 2.5]) {
           const frequency = nyquist * factor;
           if (frequency >= from / 2) continue;
-          const out = resampleStreaming(new Resampler({ fromRate: from, toRate: to }), tone(from, frequency, 20000));
+          const out = resampleStreaming(
+            new Resampler({ fromRate: from, toRate: to }),
+            tone(from, frequency, 20000),
+          );
           const gainDb = 20 * Math.log10(Math.max(steadyAmplitude(out, to), 1e-3) / 20000);
           expect(gainDb).toBeLessThan(-50);
         }
@@ -73,11 +83,16 @@ describe('when resampling between telephony and model rates', () => {
 
   it('should not clip or wrap a near full-scale tone or a full-scale square wave', () => {
     for (const [from, to] of pairs) {
-      const out = resampleStreaming(new Resampler({ fromRate: from, toRate: to }), tone(from, 300, 29000));
+      const out = resampleStreaming(
+        new Resampler({ fromRate: from, toRate: to }),
+        tone(from, 300, 29000),
+      );
       expect(Math.max(...out)).toBeLessThan(32767);
       expect(Math.min(...out)).toBeGreaterThan(-32768);
       // A square wave overshoots (Gibbs); samples must saturate, never flip sign.
-      const square = tone(from, 200, 1).map((s, i) => (Math.sin((2 * Math.PI * 200 * i) / from) >= 0 ? 32767 : -32768));
+      const square = tone(from, 200, 1).map((s, i) =>
+        Math.sin((2 * Math.PI * 200 * i) / from) >= 0 ? 32767 : -32768,
+      );
       const squared = resampleStreaming(new Resampler({ fromRate: from, toRate: to }), square);
       const period = to / 200;
       for (let i = Math.round(to * 0.05); i < squared.length - period; i++) {
@@ -96,9 +111,14 @@ describe('when resampling between telephony and model rates', () => {
       const out = resampleStreaming(resampler, input);
       const tail = resampler.drain();
       // Every input sample is accounted for: the stream's length times the rate ratio.
-      expect(out.length + tail.length, `${from} -> ${to}`).toBe(Math.ceil((input.length * to) / from));
+      expect(out.length + tail.length, `${from} -> ${to}`).toBe(
+        Math.ceil((input.length * to) / from),
+      );
       // The tail is the tone's end, not silence: its first samples are at the tone's level.
-      expect(Math.max(...tail.subarray(0, Math.max(1, tail.length >> 1)).map(Math.abs)), `${from} -> ${to}`).toBeGreaterThan(2000);
+      expect(
+        Math.max(...tail.subarray(0, Math.max(1, tail.length >> 1)).map(Math.abs)),
+        `${from} -> ${to}`,
+      ).toBeGreaterThan(2000);
       // Nothing of the tone is left for the next stream.
       const next = resampleStreaming(resampler, new Int16Array(from / 10));
       expect(Math.max(0, ...next.map(Math.abs)), `${from} -> ${to}`).toBe(0);

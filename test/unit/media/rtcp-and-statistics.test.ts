@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { isCallgateError } from '../../../config/errors.ts';
 import { ReceiveStatistics } from '../../../gateway/media/receive-statistics.ts';
-import { RTCP_RR, RTCP_SDES, RTCP_SR, parseRtcpCompound, serializeRtcpReport } from '../../../gateway/media/rtcp-packet.ts';
+import {
+  RTCP_RR,
+  RTCP_SDES,
+  RTCP_SR,
+  parseRtcpCompound,
+  serializeRtcpReport,
+} from '../../../gateway/media/rtcp-packet.ts';
 import { RtpPortAllocator } from '../../../gateway/media/rtp-port-allocator.ts';
 import { randomInt, seededRandom } from './seeded-random.ts';
 
@@ -11,20 +17,33 @@ describe('when writing RTCP reports', () => {
       ssrc: 0x11223344,
       cname: 'callgate@127.0.0.1',
       sender: { wallClockMs: 0, rtpTimestamp: 160, packets: 3, octets: 516 },
-      block: { ssrc: 0xcafe, fractionLost: 128, cumulativeLost: 5, extendedHighestSequence: 70000, jitter: 40, lastSenderReport: 0xabcd, delaySinceLastSenderReport: 65536 },
+      block: {
+        ssrc: 0xcafe,
+        fractionLost: 128,
+        cumulativeLost: 5,
+        extendedHighestSequence: 70000,
+        jitter: 40,
+        lastSenderReport: 0xabcd,
+        delaySinceLastSenderReport: 65536,
+      },
     });
     expect(wire.length % 4).toBe(0);
     expect([wire[0], wire[1], wire.readUInt16BE(2)]).toEqual([0x81, RTCP_SR, 12]);
     // NTP seconds of the Unix epoch.
     expect(wire.readUInt32BE(8)).toBe(2_208_988_800);
-    expect([wire.readUInt32BE(16), wire.readUInt32BE(20), wire.readUInt32BE(24)]).toEqual([160, 3, 516]);
+    expect([wire.readUInt32BE(16), wire.readUInt32BE(20), wire.readUInt32BE(24)]).toEqual([
+      160, 3, 516,
+    ]);
     expect(wire.readUInt32BE(28)).toBe(0xcafe);
     expect(wire.readUInt32BE(32)).toBe(((128 << 24) | 5) >>> 0);
     expect(wire.readUInt32BE(36)).toBe(70000);
     expect(wire[53]).toBe(RTCP_SDES);
     expect(wire.subarray(62, 62 + 18).toString()).toBe('callgate@127.0.0.1');
     const parsed = parseRtcpCompound(wire);
-    expect(parsed).toMatchObject({ ok: true, summary: { senderSsrc: 0x11223344, packets: 2, bye: false } });
+    expect(parsed).toMatchObject({
+      ok: true,
+      summary: { senderSsrc: 0x11223344, packets: 2, bye: false },
+    });
   });
 
   it('should write a receiver report when nothing was sent', () => {
@@ -34,12 +53,19 @@ describe('when writing RTCP reports', () => {
   });
 
   it('should reject broken compounds with a reason, never throwing, over 20,000 mutations', () => {
-    const seed = serializeRtcpReport({ ssrc: 1, cname: 'peer', sender: { wallClockMs: 1, rtpTimestamp: 1, packets: 1, octets: 1 } });
+    const seed = serializeRtcpReport({
+      ssrc: 1,
+      cname: 'peer',
+      sender: { wallClockMs: 1, rtpTimestamp: 1, packets: 1, octets: 1 },
+    });
     const random = seededRandom(5);
     const outcomes = new Set<string>();
     for (let i = 0; i < 20_000; i++) {
-      const data = Buffer.from(seed.subarray(0, random() < 0.2 ? randomInt(random, seed.length) : seed.length));
-      if (data.length > 0) data[randomInt(random, Math.min(data.length, 8))] = randomInt(random, 256);
+      const data = Buffer.from(
+        seed.subarray(0, random() < 0.2 ? randomInt(random, seed.length) : seed.length),
+      );
+      if (data.length > 0)
+        data[randomInt(random, Math.min(data.length, 8))] = randomInt(random, 256);
       const result = parseRtcpCompound(data);
       outcomes.add(result.ok ? 'ok' : result.reason);
     }
@@ -98,7 +124,9 @@ describe('when allocating RTP ports', () => {
     } catch (e) {
       error = e;
     }
-    expect(isCallgateError(error, 'CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED') && error.sipStatus).toBe(503);
+    expect(isCallgateError(error, 'CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED') && error.sipStatus).toBe(
+      503,
+    );
     ports.release(b);
     expect(ports.allocate()).toBe(30002);
     expect(ports.inUse).toBe(3);

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_RTP_PACKET_BYTES, RTP_DROP_REASONS, parseRtpPacket, serializeRtpHeader, serializeRtpPacket, type RtpDropReason, type RtpPacketInit } from '../../../gateway/media/rtp-packet.ts';
+import {
+  MAX_RTP_PACKET_BYTES,
+  RTP_DROP_REASONS,
+  parseRtpPacket,
+  serializeRtpHeader,
+  serializeRtpPacket,
+  type RtpDropReason,
+  type RtpPacketInit,
+} from '../../../gateway/media/rtp-packet.ts';
 import { randomInt, seededRandom } from './seeded-random.ts';
 
 function hex(text: string): Buffer {
@@ -42,7 +50,11 @@ describe('when parsing RTP packets', () => {
     ['version 0 (a STUN message)', '00 01 0000 2112a442 00000001 00000000', 'bad-version'],
     ['a CSRC count beyond the data', '83 00 0001 00000000 00000001 00000001', 'csrc-truncated'],
     ['an extension header cut off', '90 00 0001 00000000 00000001 bede', 'extension-truncated'],
-    ['an extension length beyond the data', '90 00 0001 00000000 00000001 bede 0004 00000000', 'extension-truncated'],
+    [
+      'an extension length beyond the data',
+      '90 00 0001 00000000 00000001 bede 0004 00000000',
+      'extension-truncated',
+    ],
     ['a padding count of zero', 'a0 00 0001 00000000 00000001 ff 00', 'bad-padding'],
     ['a padding count beyond the payload', 'a0 00 0001 00000000 00000001 ff 09', 'bad-padding'],
     ['an RTCP sender report on the RTP port', '80 c8 0006 00000001 00000000', 'rtcp'],
@@ -58,18 +70,41 @@ describe('when parsing RTP packets', () => {
 
 describe('when serializing RTP packets', () => {
   it('should produce the exact bytes of a simple PCMU packet', () => {
-    const wire = serializeRtpPacket({ marker: true, payloadType: 0, sequenceNumber: 1, timestamp: 160, ssrc: 0x1234, payload: hex('ff7f') });
+    const wire = serializeRtpPacket({
+      marker: true,
+      payloadType: 0,
+      sequenceNumber: 1,
+      timestamp: 160,
+      ssrc: 0x1234,
+      payload: hex('ff7f'),
+    });
     expect(wire.toString('hex')).toBe('80800001000000a000001234ff7f');
   });
 
   it('should write the same fixed header alone as in a whole packet', () => {
-    const init = { marker: true, payloadType: 111, sequenceNumber: 65535, timestamp: 0xfffffff0, ssrc: 0xdeadbeef };
+    const init = {
+      marker: true,
+      payloadType: 111,
+      sequenceNumber: 65535,
+      timestamp: 0xfffffff0,
+      ssrc: 0xdeadbeef,
+    };
     const payload = hex('010203');
-    expect(Buffer.concat([serializeRtpHeader(init), payload]).equals(serializeRtpPacket({ ...init, payload }))).toBe(true);
+    expect(
+      Buffer.concat([serializeRtpHeader(init), payload]).equals(
+        serializeRtpPacket({ ...init, payload }),
+      ),
+    ).toBe(true);
   });
 
   it('should wrap sequence numbers and timestamps at their field width', () => {
-    const wire = serializeRtpPacket({ payloadType: 8, sequenceNumber: 0x10000 + 5, timestamp: 2 ** 32 + 7, ssrc: 1, payload: Buffer.alloc(0) });
+    const wire = serializeRtpPacket({
+      payloadType: 8,
+      sequenceNumber: 0x10000 + 5,
+      timestamp: 2 ** 32 + 7,
+      ssrc: 1,
+      payload: Buffer.alloc(0),
+    });
     const result = parseRtpPacket(wire);
     expect(result.ok && [result.packet.sequenceNumber, result.packet.timestamp]).toEqual([5, 7]);
   });
@@ -85,8 +120,17 @@ describe('when serializing RTP packets', () => {
         ssrc: randomInt(random, 2 ** 32),
         csrcs: Array.from({ length: randomInt(random, 16) }, () => randomInt(random, 2 ** 32)),
         paddingBytes: random() < 0.3 ? 1 + randomInt(random, 255) : 0,
-        payload: Buffer.from(Array.from({ length: randomInt(random, 200) }, () => randomInt(random, 256))),
-        ...(random() < 0.3 ? { extension: { profile: randomInt(random, 65536), data: Buffer.alloc(4 * randomInt(random, 5), 0xaa) } } : {}),
+        payload: Buffer.from(
+          Array.from({ length: randomInt(random, 200) }, () => randomInt(random, 256)),
+        ),
+        ...(random() < 0.3
+          ? {
+              extension: {
+                profile: randomInt(random, 65536),
+                data: Buffer.alloc(4 * randomInt(random, 5), 0xaa),
+              },
+            }
+          : {}),
       };
       // Payload types 72-76 with the marker set look like RTCP (RFC 5761); a sender never uses them.
       if (init.marker && init.payloadType >= 64 && init.payloadType <= 95) continue;
@@ -112,8 +156,21 @@ describe('when fuzzing the parser with mutated packets', () => {
   it('should return a packet or a counted drop reason for 100,000 mutations and never throw', () => {
     const random = seededRandom(2024);
     const seeds = [
-      serializeRtpPacket({ marker: true, payloadType: 0, sequenceNumber: 1, timestamp: 160, ssrc: 42, payload: Buffer.alloc(160, 0xff) }),
-      serializeRtpPacket({ payloadType: 101, sequenceNumber: 9, timestamp: 800, ssrc: 42, payload: hex('05 0a 00a0') }),
+      serializeRtpPacket({
+        marker: true,
+        payloadType: 0,
+        sequenceNumber: 1,
+        timestamp: 160,
+        ssrc: 42,
+        payload: Buffer.alloc(160, 0xff),
+      }),
+      serializeRtpPacket({
+        payloadType: 101,
+        sequenceNumber: 9,
+        timestamp: 800,
+        ssrc: 42,
+        payload: hex('05 0a 00a0'),
+      }),
       serializeRtpPacket({
         payloadType: 111,
         sequenceNumber: 65535,
@@ -156,14 +213,18 @@ describe('when fuzzing the parser with mutated packets', () => {
 function mutate(seed: Buffer, random: () => number): Buffer {
   const roll = random();
   if (roll < 0.15) return seed.subarray(0, randomInt(random, seed.length + 1));
-  if (roll < 0.2) return Buffer.from(Array.from({ length: randomInt(random, 64) }, () => randomInt(random, 256)));
-  if (roll < 0.25) return Buffer.concat([seed, Buffer.alloc(randomInt(random, 3000), randomInt(random, 256))]);
+  if (roll < 0.2)
+    return Buffer.from(Array.from({ length: randomInt(random, 64) }, () => randomInt(random, 256)));
+  if (roll < 0.25)
+    return Buffer.concat([seed, Buffer.alloc(randomInt(random, 3000), randomInt(random, 256))]);
   const out = Buffer.from(seed);
   const flips = 1 + randomInt(random, 4);
   for (let i = 0; i < flips; i++) {
     // Bias mutations towards the header, where the parser makes its decisions.
-    const at = random() < 0.7 ? randomInt(random, Math.min(out.length, 32)) : randomInt(random, out.length);
-    out[at] = random() < 0.5 ? randomInt(random, 256) : (out[at] as number) ^ (1 << randomInt(random, 8));
+    const at =
+      random() < 0.7 ? randomInt(random, Math.min(out.length, 32)) : randomInt(random, out.length);
+    out[at] =
+      random() < 0.5 ? randomInt(random, 256) : (out[at] as number) ^ (1 << randomInt(random, 8));
   }
   if (random() < 0.2) out[out.length - 1] = randomInt(random, 256);
   return out;

@@ -6,7 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { isCallgateError } from '../../../config/errors.ts';
 import { parseConfig } from '../../../config/load.ts';
 import type { NativeBinding } from '../../../gateway/media/native-rtp-binding.ts';
-import { NativeRtpSockets, chooseRtpSockets, nativeRtpSockets, rtpSocketsEngine } from '../../../gateway/media/native-rtp-sockets.ts';
+import {
+  NativeRtpSockets,
+  chooseRtpSockets,
+  nativeRtpSockets,
+  rtpSocketsEngine,
+} from '../../../gateway/media/native-rtp-sockets.ts';
 
 const notBuilt = () => new Error('rtp_udp.node is not built (npm run build:native)');
 
@@ -16,7 +21,8 @@ function bindingFailingToStart(failures = Infinity): NativeBinding & { starts: n
     starts: 0,
     start() {
       this.starts++;
-      if (this.starts <= failures) throw Object.assign(new Error('epoll_create1: Too many open files'), { code: 'EMFILE' });
+      if (this.starts <= failures)
+        throw Object.assign(new Error('epoll_create1: Too many open files'), { code: 'EMFILE' });
     },
     open: () => [0, 0],
     setRemote: () => false,
@@ -31,7 +37,10 @@ function bindingFailingToStart(failures = Infinity): NativeBinding & { starts: n
 describe('when the native module cannot be loaded', () => {
   it('should fall back to dgram for auto and say why', () => {
     expect(rtpSocketsEngine('auto', notBuilt)).toBeUndefined();
-    expect(chooseRtpSockets('auto', notBuilt)).toEqual({ engine: 'node', fallbackReason: 'rtp_udp.node is not built (npm run build:native)' });
+    expect(chooseRtpSockets('auto', notBuilt)).toEqual({
+      engine: 'node',
+      fallbackReason: 'rtp_udp.node is not built (npm run build:native)',
+    });
   });
 
   it('should not start anything when the binding does not load', () => {
@@ -83,7 +92,9 @@ describe('when the native module loads but its start() throws', () => {
     }
     expect(isCallgateError(thrown)).toBe(true);
     expect(thrown).toMatchObject({ code: 'CALLGATE_ERR_NATIVE_RTP_UNAVAILABLE' });
-    expect((thrown as Error).message).toContain('start() failed (EMFILE): epoll_create1: Too many open files');
+    expect((thrown as Error).message).toContain(
+      'start() failed (EMFILE): epoll_create1: Too many open files',
+    );
   });
 
   it('should try to start again on the next call, and keep the module once it has started', () => {
@@ -91,7 +102,10 @@ describe('when the native module loads but its start() throws', () => {
     expect(nativeRtpSockets(() => binding)).toBeInstanceOf(Error);
     const started = nativeRtpSockets(() => binding);
     expect(started).toBeInstanceOf(NativeRtpSockets);
-    expect(chooseRtpSockets('auto', () => nativeRtpSockets(() => binding))).toEqual({ engine: 'native', native: started });
+    expect(chooseRtpSockets('auto', () => nativeRtpSockets(() => binding))).toEqual({
+      engine: 'native',
+      native: started,
+    });
     expect(binding.starts).toBe(2);
   });
 });

@@ -27,7 +27,9 @@ describe('when outgoing packets are built in a ring of reused buffers', () => {
     // The socket would block: one of those buffers is queued in Node, any of them may be.
     queued = 1;
     const after = Array.from({ length: 12 }, () => ring.take(172));
-    for (const buffer of after) for (const old of before) expect(buffer.buffer === old.buffer && buffer.byteOffset === old.byteOffset).toBe(false);
+    for (const buffer of after)
+      for (const old of before)
+        expect(buffer.buffer === old.buffer && buffer.byteOffset === old.byteOffset).toBe(false);
     // Once the queue is empty again, the ring reuses its own (new) buffers, still none of the old ones.
     queued = 0;
     const later = Array.from({ length: 8 }, () => ring.take(172));

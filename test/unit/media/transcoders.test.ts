@@ -7,7 +7,9 @@ import { ReceiveTranscoder } from '../../../gateway/media/receive-transcoder.ts'
 import { SendTranscoder } from '../../../gateway/media/send-transcoder.ts';
 
 function tone(rate: number, frequency: number, amplitude: number, samples: number): Int16Array {
-  return Int16Array.from({ length: samples }, (_, i) => Math.round(amplitude * Math.sin((2 * Math.PI * frequency * i) / rate)));
+  return Int16Array.from({ length: samples }, (_, i) =>
+    Math.round(amplitude * Math.sin((2 * Math.PI * frequency * i) / rate)),
+  );
 }
 
 /** Amplitude of one frequency in a signal (Goertzel), so a test can say which tone came out. */
@@ -35,11 +37,17 @@ describe('when the call and the model both speak PCMU', () => {
   it('should slice model audio into 160-byte frames without changing a byte, padding the last with silence', () => {
     const send = new SendTranscoder({ wire: PCMU, model: { encoding: 'pcmu' } });
     const audio = Buffer.from(Array.from({ length: 500 }, (_, i) => i % 256));
-    const frames = [...send.push(audio.subarray(0, 100)), ...send.push(audio.subarray(100, 333)), ...send.push(audio.subarray(333))];
+    const frames = [
+      ...send.push(audio.subarray(0, 100)),
+      ...send.push(audio.subarray(100, 333)),
+      ...send.push(audio.subarray(333)),
+    ];
     expect(frames.map((f) => f.length)).toEqual([160, 160, 160]);
     const last = send.flush();
     expect(last.map((f) => f.length)).toEqual([160]);
-    expect(Buffer.concat([...frames, ...last]).equals(Buffer.concat([audio, Buffer.alloc(140, 0xff)]))).toBe(true);
+    expect(
+      Buffer.concat([...frames, ...last]).equals(Buffer.concat([audio, Buffer.alloc(140, 0xff)])),
+    ).toBe(true);
     expect(send.flush()).toEqual([]);
   });
 });
@@ -54,7 +62,8 @@ describe('when the call speaks PCMA and the model PCMU', () => {
     expect(ulaw?.length).toBe(160);
     // Two companding steps keep the waveform within a few percent of full scale.
     const back = decodeUlaw(ulaw ?? Buffer.alloc(0));
-    for (let i = 0; i < 160; i++) expect(Math.abs((back[i] as number) - (samples[i] as number))).toBeLessThan(400);
+    for (let i = 0; i < 160; i++)
+      expect(Math.abs((back[i] as number) - (samples[i] as number))).toBeLessThan(400);
     const frames = send.push(encodeUlaw(samples));
     expect(frames).toHaveLength(1);
     expect(frames[0]?.[0]).toBe(linearToAlaw(samples[0] as number));
@@ -64,11 +73,15 @@ describe('when the call speaks PCMA and the model PCMU', () => {
 
 describe('when the model speaks 24 kHz PCM16', () => {
   it('should send 8 kHz G.711 frames that carry the same tone', () => {
-    const send = new SendTranscoder({ wire: PCMU, model: { encoding: 'pcm16', sampleRate: 24000 } });
+    const send = new SendTranscoder({
+      wire: PCMU,
+      model: { encoding: 'pcm16', sampleRate: 24000 },
+    });
     const bytes = pcm16ToBytes(tone(24000, 1000, 10000, 24000 * 0.4));
     // Odd chunk sizes split samples across pushes.
     const frames: Buffer[] = [];
-    for (let i = 0; i < bytes.length; i += 333) frames.push(...send.push(bytes.subarray(i, i + 333)));
+    for (let i = 0; i < bytes.length; i += 333)
+      frames.push(...send.push(bytes.subarray(i, i + 333)));
     expect(frames.length).toBeGreaterThanOrEqual(19);
     expect(frames.every((f) => f.length === 160)).toBe(true);
     const pcm = decodeUlaw(Buffer.concat(frames.slice(2)));
@@ -77,10 +90,14 @@ describe('when the model speaks 24 kHz PCM16', () => {
   });
 
   it('should deliver caller PCMU to the model as 24 kHz PCM16 at three times the samples', () => {
-    const receive = new ReceiveTranscoder({ wire: PCMU, model: { encoding: 'pcm16', sampleRate: 24000 } });
+    const receive = new ReceiveTranscoder({
+      wire: PCMU,
+      model: { encoding: 'pcm16', sampleRate: 24000 },
+    });
     const ulaw = encodeUlaw(tone(8000, 700, 10000, 8000));
     const parts: Buffer[] = [];
-    for (let i = 0; i < ulaw.length; i += 160) parts.push(receive.convert(ulaw.subarray(i, i + 160)) ?? Buffer.alloc(0));
+    for (let i = 0; i < ulaw.length; i += 160)
+      parts.push(receive.convert(ulaw.subarray(i, i + 160)) ?? Buffer.alloc(0));
     const pcm = pcm16FromBytes(Buffer.concat(parts));
     expect(Math.abs(pcm.length - 24000)).toBeLessThan(100);
     expect(toneAmplitude(pcm.subarray(2400), 24000, 700)).toBeGreaterThan(9000);
@@ -90,12 +107,20 @@ describe('when the model speaks 24 kHz PCM16', () => {
 describe('when the call speaks Opus', () => {
   it('should carry a model tone through Opus encode and decode', () => {
     const opus = wireCodec('opus', 111);
-    const send = new SendTranscoder({ wire: opus, model: { encoding: 'pcm16', sampleRate: 24000 } });
-    const receive = new ReceiveTranscoder({ wire: opus, model: { encoding: 'pcm16', sampleRate: 24000 } });
+    const send = new SendTranscoder({
+      wire: opus,
+      model: { encoding: 'pcm16', sampleRate: 24000 },
+    });
+    const receive = new ReceiveTranscoder({
+      wire: opus,
+      model: { encoding: 'pcm16', sampleRate: 24000 },
+    });
     const frames = send.push(pcm16ToBytes(tone(24000, 440, 8000, 24000 * 0.5)));
     expect(frames.length).toBeGreaterThanOrEqual(24);
     expect(frames.every((f) => f.length > 0 && f.length < 400)).toBe(true);
-    const decoded = pcm16FromBytes(Buffer.concat(frames.map((f) => receive.convert(f) ?? Buffer.alloc(0))));
+    const decoded = pcm16FromBytes(
+      Buffer.concat(frames.map((f) => receive.convert(f) ?? Buffer.alloc(0))),
+    );
     expect(Math.abs(decoded.length - frames.length * 480)).toBeLessThan(100);
     const steady = decoded.subarray(4800);
     expect(toneAmplitude(steady, 24000, 440)).toBeGreaterThan(5000);
@@ -128,7 +153,10 @@ describe('when the call speaks Opus', () => {
 
 describe('when a 24 kHz model answer ends and the next begins', () => {
   it('should put the whole answer, resampler tail included, into its own frames and nothing of it into the next', () => {
-    const send = new SendTranscoder({ wire: PCMU, model: { encoding: 'pcm16', sampleRate: 24000 } });
+    const send = new SendTranscoder({
+      wire: PCMU,
+      model: { encoding: 'pcm16', sampleRate: 24000 },
+    });
     const answer = send.push(pcm16ToBytes(tone(24000, 400, 8000, 24000 * 0.61)));
     const ending = send.flush();
     // 610 ms of audio at 8 kHz is 4880 samples: 30 frames and a padded 31st.

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { readAlerts, readDashboards, readTemplates, runbookAnchors } from './chart-files.ts';
-import { loadRegistry, METRICS_AWAITED_FROM_OTHER_COMPONENTS, resolveMetric, TARGET_LABELS } from './metric-registry.ts';
+import {
+  loadRegistry,
+  METRICS_AWAITED_FROM_OTHER_COMPONENTS,
+  resolveMetric,
+  TARGET_LABELS,
+} from './metric-registry.ts';
 import { parsePromql, substituteGrafanaVariables, type ParsedQuery } from './promql.ts';
 
 /** Loading every product module for the registry takes a few seconds on a shared machine. */
@@ -24,11 +29,16 @@ interface Dashboard {
   readonly uid?: unknown;
   readonly title?: unknown;
   readonly panels?: readonly DashboardPanel[];
-  readonly templating?: { readonly list?: readonly { readonly name?: unknown; readonly query?: unknown }[] };
+  readonly templating?: {
+    readonly list?: readonly { readonly name?: unknown; readonly query?: unknown }[];
+  };
 }
 
 function dashboards(): { name: string; dashboard: Dashboard }[] {
-  return readDashboards().map(({ name, text }) => ({ name, dashboard: JSON.parse(text) as Dashboard }));
+  return readDashboards().map(({ name, text }) => ({
+    name,
+    dashboard: JSON.parse(text) as Dashboard,
+  }));
 }
 
 function allPanels(panels: readonly DashboardPanel[] | undefined): DashboardPanel[] {
@@ -37,24 +47,40 @@ function allPanels(panels: readonly DashboardPanel[] | undefined): DashboardPane
 
 /** Every PromQL expression the chart ships: alerts, dashboard targets and variables, the KEDA trigger. */
 function queries(): Query[] {
-  const out: Query[] = readAlerts().map((rule) => ({ where: `alerts.yaml ${rule.alert}`, expr: rule.expr }));
+  const out: Query[] = readAlerts().map((rule) => ({
+    where: `alerts.yaml ${rule.alert}`,
+    expr: rule.expr,
+  }));
   for (const { name, dashboard } of dashboards()) {
     for (const panel of allPanels(dashboard.panels)) {
       for (const target of panel.targets ?? []) {
         if (typeof target.expr === 'string') {
-          out.push({ where: `${name} panel ${String(panel.id)} "${String(panel.title)}" ${String(target.refId)}`, expr: substituteGrafanaVariables(target.expr) });
+          out.push({
+            where: `${name} panel ${String(panel.id)} "${String(panel.title)}" ${String(target.refId)}`,
+            expr: substituteGrafanaVariables(target.expr),
+          });
         }
       }
     }
     for (const variable of dashboard.templating?.list ?? []) {
-      const query = typeof variable.query === 'object' && variable.query !== null ? (variable.query as { query?: unknown }).query : variable.query;
-      const labelValues = typeof query === 'string' ? /^label_values\((.+),\s*[a-zA-Z_][a-zA-Z0-9_]*\)$/.exec(query) : null;
-      if (labelValues?.[1] !== undefined) out.push({ where: `${name} variable ${String(variable.name)}`, expr: labelValues[1] });
+      const query =
+        typeof variable.query === 'object' && variable.query !== null
+          ? (variable.query as { query?: unknown }).query
+          : variable.query;
+      const labelValues =
+        typeof query === 'string'
+          ? /^label_values\((.+),\s*[a-zA-Z_][a-zA-Z0-9_]*\)$/.exec(query)
+          : null;
+      if (labelValues?.[1] !== undefined)
+        out.push({ where: `${name} variable ${String(variable.name)}`, expr: labelValues[1] });
     }
   }
   for (const template of readTemplates()) {
     for (const match of template.text.matchAll(/^\s*query:\s*'(.+)'\s*$/gm)) {
-      out.push({ where: `templates/${template.name} query`, expr: (match[1] ?? '').replace(/\{\{[^}]*\}\}/g, 'default') });
+      out.push({
+        where: `templates/${template.name} query`,
+        expr: (match[1] ?? '').replace(/\{\{[^}]*\}\}/g, 'default'),
+      });
     }
   }
   return out;
@@ -82,11 +108,15 @@ describe('when the alert rules are read', () => {
     const anchors = runbookAnchors();
     const failures: string[] = [];
     for (const rule of readAlerts()) {
-      if (!['critical', 'warning', 'info'].includes(rule.labels?.severity ?? '')) failures.push(`${rule.alert}: severity`);
+      if (!['critical', 'warning', 'info'].includes(rule.labels?.severity ?? ''))
+        failures.push(`${rule.alert}: severity`);
       if (!rule.annotations?.summary) failures.push(`${rule.alert}: summary`);
       if (!rule.annotations?.description) failures.push(`${rule.alert}: description`);
       const link = /^docs\/runbook\.md#(.+)$/.exec(rule.annotations?.runbook_url ?? '');
-      if (!link?.[1] || !anchors.has(link[1])) failures.push(`${rule.alert}: runbook_url ${rule.annotations?.runbook_url ?? '(none)'} is not a docs/runbook.md heading`);
+      if (!link?.[1] || !anchors.has(link[1]))
+        failures.push(
+          `${rule.alert}: runbook_url ${rule.annotations?.runbook_url ?? '(none)'} is not a docs/runbook.md heading`,
+        );
     }
     expect(failures).toEqual([]);
   });
@@ -102,7 +132,10 @@ describe('when the alert rules are read', () => {
 describe('when the dashboards are read', () => {
   it('should ship the Actions and Calls dashboards as valid JSON with distinct uids', () => {
     const boards = dashboards();
-    expect(boards.map(({ dashboard }) => dashboard.title)).toEqual(['callgate / Actions', 'callgate / Calls']);
+    expect(boards.map(({ dashboard }) => dashboard.title)).toEqual([
+      'callgate / Actions',
+      'callgate / Calls',
+    ]);
     const uids = boards.map(({ dashboard }) => dashboard.uid);
     expect(uids.every((uid) => typeof uid === 'string' && uid.length > 0)).toBe(true);
     expect(new Set(uids).size).toBe(uids.length);
@@ -111,7 +144,10 @@ describe('when the dashboards are read', () => {
   it('should give every panel of a dashboard its own id', () => {
     for (const { name, dashboard } of dashboards()) {
       const ids = allPanels(dashboard.panels).map((panel) => panel.id);
-      expect(ids.every((id) => Number.isInteger(id)), name).toBe(true);
+      expect(
+        ids.every((id) => Number.isInteger(id)),
+        name,
+      ).toBe(true);
       const duplicates = ids.filter((id, i) => ids.indexOf(id) !== i);
       expect(duplicates, `${name}: duplicate panel ids`).toEqual([]);
     }
@@ -122,12 +158,15 @@ describe('when the dashboards are read', () => {
     for (const { name, dashboard } of dashboards()) {
       for (const panel of allPanels(dashboard.panels)) {
         if (panel.type === 'row') continue;
-        if ((panel.targets ?? []).length === 0) failures.push(`${name} panel ${String(panel.id)}: no query`);
+        if ((panel.targets ?? []).length === 0)
+          failures.push(`${name} panel ${String(panel.id)}: no query`);
         for (const target of panel.targets ?? []) {
           try {
             parsePromql(substituteGrafanaVariables(String(target.expr)));
           } catch (error) {
-            failures.push(`${name} panel ${String(panel.id)} ${String(target.refId)}: ${(error as Error).message}`);
+            failures.push(
+              `${name} panel ${String(panel.id)} ${String(target.refId)}: ${(error as Error).message}`,
+            );
           }
         }
       }
@@ -137,68 +176,113 @@ describe('when the dashboards are read', () => {
 });
 
 describe('when the queries are compared with the metrics registry', () => {
-  it('should name only metrics the code registers, or metrics awaited from another issue', { timeout: REGISTRY_TIMEOUT_MS }, async () => {
-    const { metrics } = await loadRegistry();
-    const unknown: string[] = [];
-    for (const { query, parsed } of parsedQueries()) {
-      for (const selector of parsed.selectors) {
-        if (selector.metric === undefined) unknown.push(`${query.where}: a selector without a metric name`);
-        else if (!resolveMetric(selector.metric, metrics).metric) unknown.push(`${query.where}: ${selector.metric}`);
+  it(
+    'should name only metrics the code registers, or metrics awaited from another issue',
+    { timeout: REGISTRY_TIMEOUT_MS },
+    async () => {
+      const { metrics } = await loadRegistry();
+      const unknown: string[] = [];
+      for (const { query, parsed } of parsedQueries()) {
+        for (const selector of parsed.selectors) {
+          if (selector.metric === undefined)
+            unknown.push(`${query.where}: a selector without a metric name`);
+          else if (!resolveMetric(selector.metric, metrics).metric)
+            unknown.push(`${query.where}: ${selector.metric}`);
+        }
       }
-    }
-    expect(unknown).toEqual([]);
-  });
+      expect(unknown).toEqual([]);
+    },
+  );
 
-  it('should match only labels the metric declares or the scrape target adds', { timeout: REGISTRY_TIMEOUT_MS }, async () => {
-    const { metrics } = await loadRegistry();
-    const failures: string[] = [];
-    for (const { query, parsed } of parsedQueries()) {
-      for (const selector of parsed.selectors) {
-        if (selector.metric === undefined) continue;
-        const resolved = resolveMetric(selector.metric, metrics);
-        if (!resolved.metric) continue;
-        const allowed = new Set([...resolved.metric.labels, ...resolved.extraLabels, ...TARGET_LABELS, '__name__']);
-        for (const matcher of selector.matchers) {
-          if (!allowed.has(matcher.label)) failures.push(`${query.where}: ${selector.metric} has no label ${matcher.label} (declared: ${resolved.metric.labels.join(', ') || 'none'})`);
+  it(
+    'should match only labels the metric declares or the scrape target adds',
+    { timeout: REGISTRY_TIMEOUT_MS },
+    async () => {
+      const { metrics } = await loadRegistry();
+      const failures: string[] = [];
+      for (const { query, parsed } of parsedQueries()) {
+        for (const selector of parsed.selectors) {
+          if (selector.metric === undefined) continue;
+          const resolved = resolveMetric(selector.metric, metrics);
+          if (!resolved.metric) continue;
+          const allowed = new Set([
+            ...resolved.metric.labels,
+            ...resolved.extraLabels,
+            ...TARGET_LABELS,
+            '__name__',
+          ]);
+          for (const matcher of selector.matchers) {
+            if (!allowed.has(matcher.label))
+              failures.push(
+                `${query.where}: ${selector.metric} has no label ${matcher.label} (declared: ${resolved.metric.labels.join(', ') || 'none'})`,
+              );
+          }
         }
       }
-    }
-    expect(failures).toEqual([]);
-  });
+      expect(failures).toEqual([]);
+    },
+  );
 
-  it('should take rates of counters and histogram series only, and derivatives of gauges only', { timeout: REGISTRY_TIMEOUT_MS }, async () => {
-    const { metrics } = await loadRegistry();
-    const failures: string[] = [];
-    for (const { query, parsed } of parsedQueries()) {
-      for (const selector of parsed.selectors) {
-        if (selector.metric === undefined || selector.fn === undefined) continue;
-        const resolved = resolveMetric(selector.metric, metrics);
-        if (!resolved.metric) continue;
-        const counterLike = resolved.metric.type === 'counter' || resolved.base !== selector.metric;
-        if (['rate', 'irate', 'increase', 'resets'].includes(selector.fn) && !counterLike) {
-          failures.push(`${query.where}: ${selector.fn}() over ${selector.metric}, a ${resolved.metric.type}`);
-        }
-        if (['deriv', 'delta', 'idelta', 'predict_linear'].includes(selector.fn) && resolved.metric.type !== 'gauge') {
-          failures.push(`${query.where}: ${selector.fn}() over ${selector.metric}, a ${resolved.metric.type}`);
+  it(
+    'should take rates of counters and histogram series only, and derivatives of gauges only',
+    { timeout: REGISTRY_TIMEOUT_MS },
+    async () => {
+      const { metrics } = await loadRegistry();
+      const failures: string[] = [];
+      for (const { query, parsed } of parsedQueries()) {
+        for (const selector of parsed.selectors) {
+          if (selector.metric === undefined || selector.fn === undefined) continue;
+          const resolved = resolveMetric(selector.metric, metrics);
+          if (!resolved.metric) continue;
+          const counterLike =
+            resolved.metric.type === 'counter' || resolved.base !== selector.metric;
+          if (['rate', 'irate', 'increase', 'resets'].includes(selector.fn) && !counterLike) {
+            failures.push(
+              `${query.where}: ${selector.fn}() over ${selector.metric}, a ${resolved.metric.type}`,
+            );
+          }
+          if (
+            ['deriv', 'delta', 'idelta', 'predict_linear'].includes(selector.fn) &&
+            resolved.metric.type !== 'gauge'
+          ) {
+            failures.push(
+              `${query.where}: ${selector.fn}() over ${selector.metric}, a ${resolved.metric.type}`,
+            );
+          }
         }
       }
-    }
-    expect(failures).toEqual([]);
-  });
+      expect(failures).toEqual([]);
+    },
+  );
 
   it('should await only metrics the alerts or dashboards use', () => {
-    const used = new Set(parsedQueries().flatMap(({ parsed }) => parsed.selectors.map((s) => s.metric?.replace(/_(bucket|sum|count)$/, ''))));
-    expect(Object.keys(METRICS_AWAITED_FROM_OTHER_COMPONENTS).filter((name) => !used.has(name))).toEqual([]);
+    const used = new Set(
+      parsedQueries().flatMap(({ parsed }) =>
+        parsed.selectors.map((s) => s.metric?.replace(/_(bucket|sum|count)$/, '')),
+      ),
+    );
+    expect(
+      Object.keys(METRICS_AWAITED_FROM_OTHER_COMPONENTS).filter((name) => !used.has(name)),
+    ).toEqual([]);
   });
 
-  it('should report which awaited metrics the code registers by now', { timeout: REGISTRY_TIMEOUT_MS }, async () => {
-    const { metrics } = await loadRegistry();
-    const stillAwaited = Object.entries(METRICS_AWAITED_FROM_OTHER_COMPONENTS).filter(([name]) => !metrics.has(name));
-    for (const [name, { issue }] of stillAwaited) console.info(`metric awaited from issue ${issue}: ${name} (not registered yet; queries using it are checked once it is)`);
-    // A registered awaited metric is checked like any other above; its type must be what the queries assume.
-    for (const [name, expected] of Object.entries(METRICS_AWAITED_FROM_OTHER_COMPONENTS)) {
-      const registered = metrics.get(name);
-      if (registered) expect(registered.type, name).toBe(expected.type);
-    }
-  });
+  it(
+    'should report which awaited metrics the code registers by now',
+    { timeout: REGISTRY_TIMEOUT_MS },
+    async () => {
+      const { metrics } = await loadRegistry();
+      const stillAwaited = Object.entries(METRICS_AWAITED_FROM_OTHER_COMPONENTS).filter(
+        ([name]) => !metrics.has(name),
+      );
+      for (const [name, { issue }] of stillAwaited)
+        console.info(
+          `metric awaited from issue ${issue}: ${name} (not registered yet; queries using it are checked once it is)`,
+        );
+      // A registered awaited metric is checked like any other above; its type must be what the queries assume.
+      for (const [name, expected] of Object.entries(METRICS_AWAITED_FROM_OTHER_COMPONENTS)) {
+        const registered = metrics.get(name);
+        if (registered) expect(registered.type, name).toBe(expected.type);
+      }
+    },
+  );
 });

@@ -9,7 +9,10 @@ import { CHART, readValues } from './chart-files.ts';
  * .Values.config with sip.driver following drachtio.enabled, the embedded sandbox off, sandbox.url
  * and sandbox providers without a baseUrl pointed at the sandbox Deployment. Keep the two in step.
  */
-function renderConfig(values: Record<string, unknown>, fullname = 'callgate'): Record<string, unknown> {
+function renderConfig(
+  values: Record<string, unknown>,
+  fullname = 'callgate',
+): Record<string, unknown> {
   const config = structuredClone(values.config) as Record<string, unknown>;
   const drachtio = values.drachtio as { enabled: boolean; adminPort: number };
   const sandbox = values.sandbox as { enabled: boolean; port: number };
@@ -21,10 +24,19 @@ function renderConfig(values: Record<string, unknown>, fullname = 'callgate'): R
     sip.driver = 'builtin';
   }
   config.sip = sip;
-  config.sandbox = { ...((config.sandbox ?? {}) as Record<string, unknown>), enabled: false, ...(sandbox.enabled && { url: `http://${fullname}-sandbox:${sandbox.port}` }) };
-  for (const [name, provider] of Object.entries((config.providers ?? {}) as Record<string, Record<string, unknown>>)) {
+  config.sandbox = {
+    ...((config.sandbox ?? {}) as Record<string, unknown>),
+    enabled: false,
+    ...(sandbox.enabled && { url: `http://${fullname}-sandbox:${sandbox.port}` }),
+  };
+  for (const [name, provider] of Object.entries(
+    (config.providers ?? {}) as Record<string, Record<string, unknown>>,
+  )) {
     if (provider.type === 'sandbox' && !provider.baseUrl) {
-      if (!sandbox.enabled) throw new Error(`config.providers.${name} is a sandbox provider without baseUrl: enable sandbox or give a baseUrl`);
+      if (!sandbox.enabled)
+        throw new Error(
+          `config.providers.${name} is a sandbox provider without baseUrl: enable sandbox or give a baseUrl`,
+        );
       provider.baseUrl = `http://${fullname}-sandbox:${sandbox.port}`;
     }
   }
@@ -48,22 +60,33 @@ describe('when the ConfigMap is rendered from the default values', () => {
 
   it('should listen on every interface, use the built-in driver and point sandbox providers at the sandbox Service', () => {
     const config = parseConfig(renderConfig(readValues()));
-    expect([config.sip.listen, config.rtp.listen, config.http.listen]).toEqual(['0.0.0.0', '0.0.0.0', '0.0.0.0']);
+    expect([config.sip.listen, config.rtp.listen, config.http.listen]).toEqual([
+      '0.0.0.0',
+      '0.0.0.0',
+      '0.0.0.0',
+    ]);
     expect(config.sip.driver).toBe('builtin');
     expect(config.sandbox.enabled).toBe(false);
     expect(config.sandbox.url).toBe('http://callgate-sandbox:8090');
-    expect(config.providers.bookings).toMatchObject({ type: 'sandbox', baseUrl: 'http://callgate-sandbox:8090' });
+    expect(config.providers.bookings).toMatchObject({
+      type: 'sandbox',
+      baseUrl: 'http://callgate-sandbox:8090',
+    });
   });
 
   it('should carry the tenants, their actions and policies as the values give them', () => {
     const values = readValues();
     const config = parseConfig(renderConfig(values));
-    const tenants = (values.config as { tenants: { id: string; actions: Record<string, { policy?: string }> }[] }).tenants;
+    const tenants = (
+      values.config as { tenants: { id: string; actions: Record<string, { policy?: string }> }[] }
+    ).tenants;
     expect(config.tenants.map((t) => t.id)).toEqual(tenants.map((t) => t.id));
     for (const tenant of tenants) {
       const rendered = config.tenants.find((t) => t.id === tenant.id);
       for (const [name, action] of Object.entries(tenant.actions)) {
-        expect(rendered?.actions[name]?.policy, `${tenant.id}.${name}`).toBe(action.policy ?? 'queue');
+        expect(rendered?.actions[name]?.policy, `${tenant.id}.${name}`).toBe(
+          action.policy ?? 'queue',
+        );
       }
     }
   });
@@ -87,7 +110,11 @@ describe('when the drachtio sidecar is enabled', () => {
     values.drachtio = { ...(values.drachtio as object), enabled: true };
     const config = parseConfig(renderConfig(values));
     expect(config.sip.driver).toBe('drachtio');
-    expect(config.sip.drachtio).toMatchObject({ host: '127.0.0.1', port: 9022, secretEnv: 'DRACHTIO_SECRET' });
+    expect(config.sip.drachtio).toMatchObject({
+      host: '127.0.0.1',
+      port: 9022,
+      secretEnv: 'DRACHTIO_SECRET',
+    });
   });
 });
 
@@ -95,18 +122,26 @@ describe('when the sandbox Deployment is disabled', () => {
   it('should refuse sandbox providers without a baseUrl, as the template fails the install', () => {
     const values = readValues();
     values.sandbox = { ...(values.sandbox as object), enabled: false };
-    expect(() => renderConfig(values)).toThrow(/config.providers.bookings is a sandbox provider without baseUrl/);
+    expect(() => renderConfig(values)).toThrow(
+      /config.providers.bookings is a sandbox provider without baseUrl/,
+    );
     const helpers = readFileSync(join(CHART, 'templates/_helpers.tpl'), 'utf8');
-    expect(helpers).toContain('is a sandbox provider without baseUrl: enable sandbox or give a baseUrl');
+    expect(helpers).toContain(
+      'is a sandbox provider without baseUrl: enable sandbox or give a baseUrl',
+    );
   });
 });
 
 describe('when a values file breaks a configuration rule', () => {
   it('should be refused by the same schema, with the path of the problem', () => {
     const values = readValues();
-    const config = values.config as { tenants: { actions: Record<string, Record<string, unknown>> }[] };
+    const config = values.config as {
+      tenants: { actions: Record<string, Record<string, unknown>> }[];
+    };
     const refund = config.tenants[0]?.actions.refund;
     if (refund) refund.policy = 'coalesce';
-    expect(problemsOf(renderConfig(values))).toContain('tenants[0].actions.refund.policy: coalesce is only allowed for read actions');
+    expect(problemsOf(renderConfig(values))).toContain(
+      'tenants[0].actions.refund.policy: coalesce is only allowed for read actions',
+    );
   });
 });

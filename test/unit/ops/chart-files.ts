@@ -11,7 +11,9 @@ export const ALERTS_FILE = join(CHART, 'files/alerts.yaml');
 export const RUNBOOK_FILE = join(ROOT, 'docs/runbook.md');
 
 export function readValues(): Record<string, unknown> {
-  return parseYaml(readFileSync(join(CHART, 'values.yaml'), 'utf8'), { uniqueKeys: true }) as Record<string, unknown>;
+  return parseYaml(readFileSync(join(CHART, 'values.yaml'), 'utf8'), {
+    uniqueKeys: true,
+  }) as Record<string, unknown>;
 }
 
 export function readSchema(): JsonSchema {
@@ -40,7 +42,9 @@ export interface AlertRule {
 }
 
 export function readAlerts(): AlertRule[] {
-  const doc = parseYaml(readFileSync(ALERTS_FILE, 'utf8')) as { groups: { name: string; rules: AlertRule[] }[] };
+  const doc = parseYaml(readFileSync(ALERTS_FILE, 'utf8')) as {
+    groups: { name: string; rules: AlertRule[] }[];
+  };
   return doc.groups.flatMap((group) => group.rules);
 }
 
@@ -63,7 +67,12 @@ export function runbookAnchors(): Set<string> {
   const anchors = new Set<string>();
   for (const match of text.matchAll(/^#{1,6}\s+(.+?)\s*$/gm)) {
     const heading = (match[1] ?? '').replace(/`/g, '');
-    anchors.add(heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-'));
+    anchors.add(
+      heading
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+        .replace(/\s/g, '-'),
+    );
   }
   return anchors;
 }

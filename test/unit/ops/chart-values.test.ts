@@ -9,13 +9,18 @@ import { schemaAt, validate } from './json-schema-subset.ts';
 function valuesPaths(text: string): string[][] {
   const paths: string[][] = [];
   const aliases = new Map<string, string[]>();
-  for (const match of text.matchAll(/(\$[a-zA-Z_][a-zA-Z0-9_]*)\s*:=\s*\$?\.Values((?:\.[a-zA-Z_][a-zA-Z0-9_]*)+)\s*-?\}\}/g)) {
+  for (const match of text.matchAll(
+    /(\$[a-zA-Z_][a-zA-Z0-9_]*)\s*:=\s*\$?\.Values((?:\.[a-zA-Z_][a-zA-Z0-9_]*)+)\s*-?\}\}/g,
+  )) {
     aliases.set(match[1] ?? '', (match[2] ?? '').slice(1).split('.'));
   }
-  for (const match of text.matchAll(/\$?\.Values((?:\.[a-zA-Z_][a-zA-Z0-9_]*)+)/g)) paths.push((match[1] ?? '').slice(1).split('.'));
+  for (const match of text.matchAll(/\$?\.Values((?:\.[a-zA-Z_][a-zA-Z0-9_]*)+)/g))
+    paths.push((match[1] ?? '').slice(1).split('.'));
   for (const [alias, prefix] of aliases) {
     const escaped = alias.replace('$', '\\$');
-    for (const match of text.matchAll(new RegExp(`${escaped}((?:\\.[a-zA-Z_][a-zA-Z0-9_]*)+)`, 'g'))) {
+    for (const match of text.matchAll(
+      new RegExp(`${escaped}((?:\\.[a-zA-Z_][a-zA-Z0-9_]*)+)`, 'g'),
+    )) {
       paths.push([...prefix, ...(match[1] ?? '').slice(1).split('.')]);
     }
   }
@@ -25,7 +30,8 @@ function valuesPaths(text: string): string[][] {
 function valueAt(values: unknown, path: readonly string[]): { found: boolean } {
   let node: unknown = values;
   for (const key of path) {
-    if (typeof node !== 'object' || node === null || Array.isArray(node) || !(key in node)) return { found: false };
+    if (typeof node !== 'object' || node === null || Array.isArray(node) || !(key in node))
+      return { found: false };
     node = (node as Record<string, unknown>)[key];
   }
   return { found: true };
@@ -50,7 +56,9 @@ describe('when the chart templates read values', () => {
   });
 
   it('should follow a variable bound to a values path', () => {
-    const paths = valuesPaths('{{- $w := .Values.worker -}}\n{{ $w.hpa.enabled }} {{ .Values.image.tag }}');
+    const paths = valuesPaths(
+      '{{- $w := .Values.worker -}}\n{{ $w.hpa.enabled }} {{ .Values.image.tag }}',
+    );
     expect(paths).toContainEqual(['worker', 'hpa', 'enabled']);
     expect(paths).toContainEqual(['image', 'tag']);
   });
@@ -82,12 +90,37 @@ describe('when values.yaml is validated by values.schema.json', () => {
   });
 
   it.each([
-    ['an unknown network mode', ['gateway', 'networkMode'], 'bridge', '$.gateway.networkMode: must be one of "hostNetwork", "service"'],
+    [
+      'an unknown network mode',
+      ['gateway', 'networkMode'],
+      'bridge',
+      '$.gateway.networkMode: must be one of "hostNetwork", "service"',
+    ],
     ['an unknown top-level key', ['workers'], {}, '$.workers: unknown key'],
-    ['a Redis URL that is not redis://', ['externalRedis', 'url'], 'http://redis:6379', '$.externalRedis.url: must match ^$|^rediss?://'],
-    ['a CPU target above 100%', ['worker', 'hpa', 'targetCPUUtilizationPercentage'], 150, '$.worker.hpa.targetCPUUtilizationPercentage: must be at most 100'],
-    ['a secret name that is not a variable name', ['secrets', 'extraEnv'], { 'webhook-secret': 'x' }, '$.secrets.extraEnv.webhook-secret (name): must match ^[A-Z_][A-Z0-9_]*$'],
-    ['a string where a port goes', ['config', 'http', 'port'], '8080', '$.config.http.port: must be integer, is string'],
+    [
+      'a Redis URL that is not redis://',
+      ['externalRedis', 'url'],
+      'http://redis:6379',
+      '$.externalRedis.url: must match ^$|^rediss?://',
+    ],
+    [
+      'a CPU target above 100%',
+      ['worker', 'hpa', 'targetCPUUtilizationPercentage'],
+      150,
+      '$.worker.hpa.targetCPUUtilizationPercentage: must be at most 100',
+    ],
+    [
+      'a secret name that is not a variable name',
+      ['secrets', 'extraEnv'],
+      { 'webhook-secret': 'x' },
+      '$.secrets.extraEnv.webhook-secret (name): must match ^[A-Z_][A-Z0-9_]*$',
+    ],
+    [
+      'a string where a port goes',
+      ['config', 'http', 'port'],
+      '8080',
+      '$.config.http.port: must be integer, is string',
+    ],
   ])('should refuse %s', (_case, path, value, problem) => {
     const values = readValues();
     let node: Record<string, unknown> = values;

@@ -24,7 +24,9 @@ export function loadRegistry(): Promise<MetricRegistry> {
     const doc = await render();
     const metrics = new Map<string, RegisteredMetric>();
     for (const metric of await registry.getMetricsAsJSON()) {
-      const declared = (registry.getSingleMetric(metric.name) as unknown as { labelNames?: string[] } | undefined)?.labelNames ?? [];
+      const declared =
+        (registry.getSingleMetric(metric.name) as unknown as { labelNames?: string[] } | undefined)
+          ?.labelNames ?? [];
       metrics.set(metric.name, { name: metric.name, type: String(metric.type), labels: declared });
     }
     return { doc, metrics };
@@ -37,10 +39,24 @@ export function loadRegistry(): Promise<MetricRegistry> {
  * issue that adds them and the labels the queries expect. A name here is checked like any other
  * as soon as the registry has it (the registry wins); until then the test reports it as awaited.
  */
-export const METRICS_AWAITED_FROM_OTHER_COMPONENTS: Readonly<Record<string, { readonly issue: number; readonly type: string; readonly labels: readonly string[] }>> = {};
+export const METRICS_AWAITED_FROM_OTHER_COMPONENTS: Readonly<
+  Record<
+    string,
+    { readonly issue: number; readonly type: string; readonly labels: readonly string[] }
+  >
+> = {};
 
 /** Labels Prometheus adds to every series from the scrape target (ServiceMonitor relabelings). */
-export const TARGET_LABELS: ReadonlySet<string> = new Set(['namespace', 'pod', 'container', 'service', 'endpoint', 'job', 'instance', 'component']);
+export const TARGET_LABELS: ReadonlySet<string> = new Set([
+  'namespace',
+  'pod',
+  'container',
+  'service',
+  'endpoint',
+  'job',
+  'instance',
+  'component',
+]);
 
 const HISTOGRAM_SERIES = /_(bucket|sum|count)$/;
 
@@ -54,15 +70,27 @@ export interface ResolvedMetric {
 }
 
 /** Maps a series name to its metric: histogram `_bucket`/`_sum`/`_count` to the base name. */
-export function resolveMetric(name: string, registered: ReadonlyMap<string, RegisteredMetric>): ResolvedMetric {
-  const lookup = (candidate: string): { metric: RegisteredMetric | undefined; awaited: boolean } => {
+export function resolveMetric(
+  name: string,
+  registered: ReadonlyMap<string, RegisteredMetric>,
+): ResolvedMetric {
+  const lookup = (
+    candidate: string,
+  ): { metric: RegisteredMetric | undefined; awaited: boolean } => {
     const found = registered.get(candidate);
     if (found) return { metric: found, awaited: false };
     const awaited = METRICS_AWAITED_FROM_OTHER_COMPONENTS[candidate];
-    return awaited ? { metric: { name: candidate, type: awaited.type, labels: awaited.labels }, awaited: true } : { metric: undefined, awaited: false };
+    return awaited
+      ? { metric: { name: candidate, type: awaited.type, labels: awaited.labels }, awaited: true }
+      : { metric: undefined, awaited: false };
   };
   const direct = lookup(name);
-  if (direct.metric) return { base: name, ...direct, extraLabels: direct.metric.type === 'summary' ? ['quantile'] : [] };
+  if (direct.metric)
+    return {
+      base: name,
+      ...direct,
+      extraLabels: direct.metric.type === 'summary' ? ['quantile'] : [],
+    };
   const suffix = HISTOGRAM_SERIES.exec(name);
   if (suffix) {
     const base = name.slice(0, -suffix[0].length);

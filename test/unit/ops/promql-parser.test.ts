@@ -5,12 +5,27 @@ import { parsePromql, PromqlSyntaxError, substituteGrafanaVariables } from './pr
 describe('when a valid PromQL expression is parsed', () => {
   it.each([
     ['a bare metric', 'callgate_sip_active_dialogs', 'vector', ['callgate_sip_active_dialogs']],
-    ['a rate over a range', 'rate(callgate_rtp_packets_total{direction="in"}[5m])', 'vector', ['callgate_rtp_packets_total']],
+    [
+      'a rate over a range',
+      'rate(callgate_rtp_packets_total{direction="in"}[5m])',
+      'vector',
+      ['callgate_rtp_packets_total'],
+    ],
     ['an aggregation with by before', 'sum by (action) (rate(a_total[5m]))', 'vector', ['a_total']],
     ['an aggregation with by after', 'sum(rate(a_total[5m])) by (action)', 'vector', ['a_total']],
-    ['a ratio with ignoring and group_left', 'sum by (a, b) (x) / ignoring (b) group_left sum by (a) (y)', 'vector', ['x', 'y']],
+    [
+      'a ratio with ignoring and group_left',
+      'sum by (a, b) (x) / ignoring (b) group_left sum by (a) (y)',
+      'vector',
+      ['x', 'y'],
+    ],
     ['a set operator', '(x > 0) unless (y > 0)', 'vector', ['x', 'y']],
-    ['a histogram quantile', 'histogram_quantile(0.99, sum by (le) (rate(h_bucket[5m])))', 'vector', ['h_bucket']],
+    [
+      'a histogram quantile',
+      'histogram_quantile(0.99, sum by (le) (rate(h_bucket[5m])))',
+      'vector',
+      ['h_bucket'],
+    ],
     ['a subquery', 'max_over_time(rate(x[1m])[10m:1m])', 'vector', ['x']],
     ['offset and @', 'x offset 5m @ 1700000000', 'vector', ['x']],
     ['a selector by __name__', '{__name__="x", job="a"}', 'vector', ['x']],
@@ -113,6 +128,10 @@ describe('when an invalid PromQL expression is parsed', () => {
 
 describe('when Grafana variables are substituted', () => {
   it('should turn interval variables into a duration and other variables into a number, leaving quoted ones', () => {
-    expect(substituteGrafanaVariables('rate(x{ns=~"$namespace"}[$__rate_interval]) * $concurrency / ${n}')).toBe('rate(x{ns=~"$namespace"}[5m]) * 1 / 1');
+    expect(
+      substituteGrafanaVariables(
+        'rate(x{ns=~"$namespace"}[$__rate_interval]) * $concurrency / ${n}',
+      ),
+    ).toBe('rate(x{ns=~"$namespace"}[5m]) * 1 / 1');
   });
 });

@@ -29,7 +29,10 @@ export interface ParsedQuery {
 }
 
 export class PromqlSyntaxError extends Error {
-  constructor(message: string, readonly position: number) {
+  constructor(
+    message: string,
+    readonly position: number,
+  ) {
     super(`${message} at offset ${position}`);
     this.name = 'PromqlSyntaxError';
   }
@@ -72,7 +75,8 @@ export function tokenize(source: string): Token[] {
       let value = '';
       for (;;) {
         const c = source[j];
-        if (c === undefined || (c === '\n' && ch !== '`')) throw new PromqlSyntaxError('unterminated string', i);
+        if (c === undefined || (c === '\n' && ch !== '`'))
+          throw new PromqlSyntaxError('unterminated string', i);
         if (c === ch) break;
         if (c === '\\' && ch !== '`') {
           const next = source[j + 1];
@@ -96,7 +100,8 @@ export function tokenize(source: string): Token[] {
     }
     const number = /^[0-9.]/.test(ch) ? NUMBER.exec(rest) : null;
     if (number) {
-      if (/^[a-zA-Z_]/.test(rest.slice(number[0].length))) throw new PromqlSyntaxError(`bad number ${rest.slice(0, number[0].length + 1)}`, i);
+      if (/^[a-zA-Z_]/.test(rest.slice(number[0].length)))
+        throw new PromqlSyntaxError(`bad number ${rest.slice(0, number[0].length + 1)}`, i);
       tokens.push({ kind: 'number', text: number[0], at: i });
       i += number[0].length;
       continue;
@@ -104,7 +109,11 @@ export function tokenize(source: string): Token[] {
     const identifier = IDENTIFIER.exec(rest);
     if (identifier) {
       const text = identifier[0];
-      tokens.push({ kind: /^(?:[Ii]nf|[Nn]a[Nn])$/.test(text) ? 'number' : 'identifier', text, at: i });
+      tokens.push({
+        kind: /^(?:[Ii]nf|[Nn]a[Nn])$/.test(text) ? 'number' : 'identifier',
+        text,
+        at: i,
+      });
       i += text.length;
       continue;
     }
@@ -125,9 +134,31 @@ export function tokenize(source: string): Token[] {
   return tokens;
 }
 
-const AGGREGATIONS = new Set(['sum', 'min', 'max', 'avg', 'group', 'stddev', 'stdvar', 'count', 'count_values', 'bottomk', 'topk', 'quantile', 'limitk', 'limit_ratio']);
+const AGGREGATIONS = new Set([
+  'sum',
+  'min',
+  'max',
+  'avg',
+  'group',
+  'stddev',
+  'stdvar',
+  'count',
+  'count_values',
+  'bottomk',
+  'topk',
+  'quantile',
+  'limitk',
+  'limit_ratio',
+]);
 /** Aggregations whose first argument is a parameter. */
-const PARAMETRIZED: Readonly<Record<string, ValueType>> = { count_values: 'string', bottomk: 'scalar', topk: 'scalar', quantile: 'scalar', limitk: 'scalar', limit_ratio: 'scalar' };
+const PARAMETRIZED: Readonly<Record<string, ValueType>> = {
+  count_values: 'string',
+  bottomk: 'scalar',
+  topk: 'scalar',
+  quantile: 'scalar',
+  limitk: 'scalar',
+  limit_ratio: 'scalar',
+};
 
 interface FunctionSignature {
   readonly args: readonly ValueType[];
@@ -146,26 +177,76 @@ const onVector = (optional = 0): FunctionSignature => ({ args: [v], optional, re
 const overTime: FunctionSignature = { args: [m], returns: v };
 
 const FUNCTIONS: Readonly<Record<string, FunctionSignature>> = {
-  abs: onVector(), absent: onVector(), absent_over_time: overTime, ceil: onVector(), changes: overTime,
-  clamp: { args: [v, s, s], returns: v }, clamp_max: { args: [v, s], returns: v }, clamp_min: { args: [v, s], returns: v },
-  day_of_month: { args: [v], optional: 1, returns: v }, day_of_week: { args: [v], optional: 1, returns: v },
-  day_of_year: { args: [v], optional: 1, returns: v }, days_in_month: { args: [v], optional: 1, returns: v },
-  delta: overTime, deriv: overTime, exp: onVector(), floor: onVector(),
-  histogram_quantile: { args: [s, v], returns: v }, histogram_count: onVector(), histogram_sum: onVector(),
-  histogram_fraction: { args: [s, s, v], returns: v }, holt_winters: { args: [m, s, s], returns: v },
-  hour: { args: [v], optional: 1, returns: v }, idelta: overTime, increase: overTime, irate: overTime,
-  label_join: { args: [v, str, str, str], variadic: true, returns: v }, label_replace: { args: [v, str, str, str, str], returns: v },
-  ln: onVector(), log2: onVector(), log10: onVector(), minute: { args: [v], optional: 1, returns: v },
-  month: { args: [v], optional: 1, returns: v }, predict_linear: { args: [m, s], returns: v }, rate: overTime, resets: overTime,
-  round: { args: [v, s], optional: 1, returns: v }, scalar: { args: [v], returns: s }, sgn: onVector(),
-  sort: onVector(), sort_desc: onVector(), sqrt: onVector(), time: { args: [], returns: s }, timestamp: onVector(),
-  vector: { args: [s], returns: v }, year: { args: [v], optional: 1, returns: v },
-  avg_over_time: overTime, min_over_time: overTime, max_over_time: overTime, sum_over_time: overTime,
-  count_over_time: overTime, quantile_over_time: { args: [s, m], returns: v }, stddev_over_time: overTime,
-  stdvar_over_time: overTime, last_over_time: overTime, present_over_time: overTime,
-  acos: onVector(), acosh: onVector(), asin: onVector(), asinh: onVector(), atan: onVector(), atanh: onVector(),
-  cos: onVector(), cosh: onVector(), sin: onVector(), sinh: onVector(), tan: onVector(), tanh: onVector(),
-  deg: onVector(), rad: onVector(), pi: { args: [], returns: s },
+  abs: onVector(),
+  absent: onVector(),
+  absent_over_time: overTime,
+  ceil: onVector(),
+  changes: overTime,
+  clamp: { args: [v, s, s], returns: v },
+  clamp_max: { args: [v, s], returns: v },
+  clamp_min: { args: [v, s], returns: v },
+  day_of_month: { args: [v], optional: 1, returns: v },
+  day_of_week: { args: [v], optional: 1, returns: v },
+  day_of_year: { args: [v], optional: 1, returns: v },
+  days_in_month: { args: [v], optional: 1, returns: v },
+  delta: overTime,
+  deriv: overTime,
+  exp: onVector(),
+  floor: onVector(),
+  histogram_quantile: { args: [s, v], returns: v },
+  histogram_count: onVector(),
+  histogram_sum: onVector(),
+  histogram_fraction: { args: [s, s, v], returns: v },
+  holt_winters: { args: [m, s, s], returns: v },
+  hour: { args: [v], optional: 1, returns: v },
+  idelta: overTime,
+  increase: overTime,
+  irate: overTime,
+  label_join: { args: [v, str, str, str], variadic: true, returns: v },
+  label_replace: { args: [v, str, str, str, str], returns: v },
+  ln: onVector(),
+  log2: onVector(),
+  log10: onVector(),
+  minute: { args: [v], optional: 1, returns: v },
+  month: { args: [v], optional: 1, returns: v },
+  predict_linear: { args: [m, s], returns: v },
+  rate: overTime,
+  resets: overTime,
+  round: { args: [v, s], optional: 1, returns: v },
+  scalar: { args: [v], returns: s },
+  sgn: onVector(),
+  sort: onVector(),
+  sort_desc: onVector(),
+  sqrt: onVector(),
+  time: { args: [], returns: s },
+  timestamp: onVector(),
+  vector: { args: [s], returns: v },
+  year: { args: [v], optional: 1, returns: v },
+  avg_over_time: overTime,
+  min_over_time: overTime,
+  max_over_time: overTime,
+  sum_over_time: overTime,
+  count_over_time: overTime,
+  quantile_over_time: { args: [s, m], returns: v },
+  stddev_over_time: overTime,
+  stdvar_over_time: overTime,
+  last_over_time: overTime,
+  present_over_time: overTime,
+  acos: onVector(),
+  acosh: onVector(),
+  asin: onVector(),
+  asinh: onVector(),
+  atan: onVector(),
+  atanh: onVector(),
+  cos: onVector(),
+  cosh: onVector(),
+  sin: onVector(),
+  sinh: onVector(),
+  tan: onVector(),
+  tanh: onVector(),
+  deg: onVector(),
+  rad: onVector(),
+  pi: { args: [], returns: s },
 };
 
 /** Binary operators by precedence, loosest first; `^` binds right. */
@@ -191,7 +272,8 @@ class Parser {
   parseAll(): ValueType {
     const type = this.parseExpression(0);
     const next = this.peek();
-    if (next.kind !== 'end') throw new PromqlSyntaxError(`unexpected ${JSON.stringify(next.text)}`, next.at);
+    if (next.kind !== 'end')
+      throw new PromqlSyntaxError(`unexpected ${JSON.stringify(next.text)}`, next.at);
     return type;
   }
 
@@ -213,7 +295,10 @@ class Parser {
   private expectPunct(text: string): Token {
     const token = this.next();
     if (token.kind !== 'punct' || token.text !== text) {
-      throw new PromqlSyntaxError(`expected ${JSON.stringify(text)}, found ${JSON.stringify(token.text || 'end of input')}`, token.at);
+      throw new PromqlSyntaxError(
+        `expected ${JSON.stringify(text)}, found ${JSON.stringify(token.text || 'end of input')}`,
+        token.at,
+      );
     }
     return token;
   }
@@ -222,7 +307,8 @@ class Parser {
     const token = this.peek();
     const ops = PRECEDENCE[level] ?? [];
     if (token.kind === 'operator' && ops.includes(token.text)) return token.text;
-    if (token.kind === 'identifier' && ops.includes(token.text.toLowerCase())) return token.text.toLowerCase();
+    if (token.kind === 'identifier' && ops.includes(token.text.toLowerCase()))
+      return token.text.toLowerCase();
     return undefined;
   }
 
@@ -244,7 +330,8 @@ class Parser {
   private parseBinaryModifiers(op: string): boolean {
     let returnBool = false;
     if (this.peekKeyword('bool')) {
-      if (!COMPARISONS.has(op)) throw new PromqlSyntaxError('bool only applies to comparison operators', this.peek().at);
+      if (!COMPARISONS.has(op))
+        throw new PromqlSyntaxError('bool only applies to comparison operators', this.peek().at);
       this.next();
       returnBool = true;
     }
@@ -252,7 +339,8 @@ class Parser {
       this.next();
       this.parseLabelList();
       if (this.peekKeyword('group_left') || this.peekKeyword('group_right')) {
-        if (SET_OPERATORS.has(op)) throw new PromqlSyntaxError(`no grouping allowed for ${op}`, this.peek().at);
+        if (SET_OPERATORS.has(op))
+          throw new PromqlSyntaxError(`no grouping allowed for ${op}`, this.peek().at);
         this.next();
         if (this.isPunct('(')) this.parseLabelList();
       }
@@ -262,12 +350,20 @@ class Parser {
     return returnBool;
   }
 
-  private binaryResult(op: string, left: ValueType, right: ValueType, returnBool: boolean, at: number): ValueType {
+  private binaryResult(
+    op: string,
+    left: ValueType,
+    right: ValueType,
+    returnBool: boolean,
+    at: number,
+  ): ValueType {
     for (const side of [left, right]) {
-      if (side === 'string' || side === 'matrix') throw new PromqlSyntaxError(`binary ${op} on a ${side}`, at);
+      if (side === 'string' || side === 'matrix')
+        throw new PromqlSyntaxError(`binary ${op} on a ${side}`, at);
     }
     if (SET_OPERATORS.has(op)) {
-      if (left !== 'vector' || right !== 'vector') throw new PromqlSyntaxError(`set operator ${op} needs instant vectors on both sides`, at);
+      if (left !== 'vector' || right !== 'vector')
+        throw new PromqlSyntaxError(`set operator ${op} needs instant vectors on both sides`, at);
       return 'vector';
     }
     if (COMPARISONS.has(op) && left === 'scalar' && right === 'scalar' && !returnBool) {
@@ -286,7 +382,8 @@ class Parser {
     if (token.kind === 'operator' && (token.text === '+' || token.text === '-')) {
       this.next();
       const type = this.parseUnary();
-      if (type !== 'scalar' && type !== 'vector') throw new PromqlSyntaxError(`unary ${token.text} on a ${type}`, token.at);
+      if (type !== 'scalar' && type !== 'vector')
+        throw new PromqlSyntaxError(`unary ${token.text} on a ${type}`, token.at);
       return type;
     }
     const before = this.selectors.length;
@@ -306,12 +403,14 @@ class Parser {
         const open = this.next();
         this.expectDuration();
         if (this.isPunct(':')) {
-          if (current !== 'vector') throw new PromqlSyntaxError(`subquery over a ${current}`, open.at);
+          if (current !== 'vector')
+            throw new PromqlSyntaxError(`subquery over a ${current}`, open.at);
           this.next();
           if (this.peek().kind === 'duration') this.next();
         } else {
           const last = this.selectors[this.selectors.length - 1];
-          if (current !== 'vector' || last === undefined || !rangeable) throw new PromqlSyntaxError('a range needs a vector selector', open.at);
+          if (current !== 'vector' || last === undefined || !rangeable)
+            throw new PromqlSyntaxError('a range needs a vector selector', open.at);
           this.selectors[this.selectors.length - 1] = { ...last, range: true };
         }
         this.expectPunct(']');
@@ -328,7 +427,8 @@ class Parser {
       if (this.isPunct('@')) {
         this.next();
         const token = this.next();
-        const isEdge = token.kind === 'identifier' && (token.text === 'start' || token.text === 'end');
+        const isEdge =
+          token.kind === 'identifier' && (token.text === 'start' || token.text === 'end');
         if (isEdge) {
           this.expectPunct('(');
           this.expectPunct(')');
@@ -341,11 +441,14 @@ class Parser {
     }
   }
 
-
   private expectDuration(): void {
     const token = this.next();
     // A bare number of seconds is a duration too.
-    if (token.kind !== 'duration' && token.kind !== 'number') throw new PromqlSyntaxError(`expected a duration, found ${JSON.stringify(token.text)}`, token.at);
+    if (token.kind !== 'duration' && token.kind !== 'number')
+      throw new PromqlSyntaxError(
+        `expected a duration, found ${JSON.stringify(token.text)}`,
+        token.at,
+      );
   }
 
   private parsePrimary(): ValueType {
@@ -376,7 +479,10 @@ class Parser {
     if (token.kind === 'identifier') {
       const name = token.text;
       const lower = name.toLowerCase();
-      if (AGGREGATIONS.has(lower) && (this.isPunct('(', 1) || this.peekKeywordAt(1, 'by') || this.peekKeywordAt(1, 'without'))) {
+      if (
+        AGGREGATIONS.has(lower) &&
+        (this.isPunct('(', 1) || this.peekKeywordAt(1, 'by') || this.peekKeywordAt(1, 'without'))
+      ) {
         const type = this.parseAggregation(lower);
         this.lastWasSelector = false;
         return type;
@@ -386,14 +492,32 @@ class Parser {
         this.lastWasSelector = false;
         return type;
       }
-      if (['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'offset', 'and', 'or', 'unless', 'atan2'].includes(lower)) {
+      if (
+        [
+          'by',
+          'without',
+          'on',
+          'ignoring',
+          'group_left',
+          'group_right',
+          'bool',
+          'offset',
+          'and',
+          'or',
+          'unless',
+          'atan2',
+        ].includes(lower)
+      ) {
         throw new PromqlSyntaxError(`unexpected keyword ${name}`, token.at);
       }
       this.next();
       this.parseSelector(name);
       return 'vector';
     }
-    throw new PromqlSyntaxError(`unexpected ${JSON.stringify(token.text || 'end of input')}`, token.at);
+    throw new PromqlSyntaxError(
+      `unexpected ${JSON.stringify(token.text || 'end of input')}`,
+      token.at,
+    );
   }
 
   private peekKeywordAt(offset: number, word: string): boolean {
@@ -413,11 +537,13 @@ class Parser {
     const parameter = PARAMETRIZED[op];
     if (parameter !== undefined) {
       const type = this.parseExpression(0);
-      if (type !== parameter) throw new PromqlSyntaxError(`${op} needs a ${parameter} parameter, got a ${type}`, at);
+      if (type !== parameter)
+        throw new PromqlSyntaxError(`${op} needs a ${parameter} parameter, got a ${type}`, at);
       this.expectPunct(',');
     }
     const type = this.parseExpression(0);
-    if (type !== 'vector') throw new PromqlSyntaxError(`${op} needs an instant vector, got a ${type}`, at);
+    if (type !== 'vector')
+      throw new PromqlSyntaxError(`${op} needs an instant vector, got a ${type}`, at);
     this.expectPunct(')');
     if (!grouped && (this.peekKeyword('by') || this.peekKeyword('without'))) {
       this.next();
@@ -443,14 +569,23 @@ class Parser {
     this.expectPunct(')');
     for (let i = first; i < this.selectors.length; i++) {
       const selector = this.selectors[i];
-      if (selector !== undefined && selector.fn === undefined) this.selectors[i] = { ...selector, fn: name };
+      if (selector !== undefined && selector.fn === undefined)
+        this.selectors[i] = { ...selector, fn: name };
     }
     const min = signature.args.length - (signature.optional ?? 0);
     const max = signature.variadic ? Infinity : signature.args.length;
-    if (args.length < min || args.length > max) throw new PromqlSyntaxError(`${name} takes ${min === max ? min : `${min} to ${max}`} arguments, got ${args.length}`, at);
+    if (args.length < min || args.length > max)
+      throw new PromqlSyntaxError(
+        `${name} takes ${min === max ? min : `${min} to ${max}`} arguments, got ${args.length}`,
+        at,
+      );
     args.forEach((type, i) => {
       const expected = signature.args[Math.min(i, signature.args.length - 1)];
-      if (type !== expected) throw new PromqlSyntaxError(`argument ${i + 1} of ${name} must be a ${expected}, got a ${type}`, at);
+      if (type !== expected)
+        throw new PromqlSyntaxError(
+          `argument ${i + 1} of ${name} must be a ${expected}, got a ${type}`,
+          at,
+        );
     });
     return signature.returns;
   }
@@ -460,7 +595,11 @@ class Parser {
     const labels: string[] = [];
     while (!this.isPunct(')')) {
       const token = this.next();
-      if (token.kind !== 'identifier' && token.kind !== 'string') throw new PromqlSyntaxError(`expected a label name, found ${JSON.stringify(token.text || 'end of input')}`, token.at);
+      if (token.kind !== 'identifier' && token.kind !== 'string')
+        throw new PromqlSyntaxError(
+          `expected a label name, found ${JSON.stringify(token.text || 'end of input')}`,
+          token.at,
+        );
       labels.push(token.value ?? token.text);
       if (this.isPunct(',')) this.next();
       else if (!this.isPunct(')')) throw new PromqlSyntaxError('expected , or )', this.peek().at);
@@ -476,11 +615,23 @@ class Parser {
       this.next();
       while (!this.isPunct('}')) {
         const label = this.next();
-        if (label.kind !== 'identifier' && label.kind !== 'string') throw new PromqlSyntaxError(`expected a label name, found ${JSON.stringify(label.text || 'end of input')}`, label.at);
+        if (label.kind !== 'identifier' && label.kind !== 'string')
+          throw new PromqlSyntaxError(
+            `expected a label name, found ${JSON.stringify(label.text || 'end of input')}`,
+            label.at,
+          );
         const op = this.next();
-        if (op.kind !== 'operator' || !['=', '!=', '=~', '!~'].includes(op.text)) throw new PromqlSyntaxError(`expected a label matcher operator, found ${JSON.stringify(op.text)}`, op.at);
+        if (op.kind !== 'operator' || !['=', '!=', '=~', '!~'].includes(op.text))
+          throw new PromqlSyntaxError(
+            `expected a label matcher operator, found ${JSON.stringify(op.text)}`,
+            op.at,
+          );
         const value = this.next();
-        if (value.kind !== 'string') throw new PromqlSyntaxError(`expected a quoted label value, found ${JSON.stringify(value.text)}`, value.at);
+        if (value.kind !== 'string')
+          throw new PromqlSyntaxError(
+            `expected a quoted label value, found ${JSON.stringify(value.text)}`,
+            value.at,
+          );
         if (op.text === '=~' || op.text === '!~') {
           try {
             new RegExp(`^(?:${value.value ?? ''})$`);
@@ -488,16 +639,31 @@ class Parser {
             throw new PromqlSyntaxError(`bad regular expression ${value.text}`, value.at);
           }
         }
-        matchers.push({ label: label.value ?? label.text, op: op.text as LabelMatcher['op'], value: value.value ?? '' });
+        matchers.push({
+          label: label.value ?? label.text,
+          op: op.text as LabelMatcher['op'],
+          value: value.value ?? '',
+        });
         if (this.isPunct(',')) this.next();
         else if (!this.isPunct('}')) throw new PromqlSyntaxError('expected , or }', this.peek().at);
       }
       this.expectPunct('}');
     }
-    const nameMatcher = matchers.find((matcher) => matcher.label === '__name__' && matcher.op === '=');
+    const nameMatcher = matchers.find(
+      (matcher) => matcher.label === '__name__' && matcher.op === '=',
+    );
     const metric = name ?? nameMatcher?.value;
-    if (metric === undefined && !matchers.some((matcher) => !/^(?:\.\*)?$/.test(matcher.value) && matcher.op !== '!=' && matcher.op !== '!~')) {
-      throw new PromqlSyntaxError('a selector needs a metric name or a matcher that does not match the empty string', at);
+    if (
+      metric === undefined &&
+      !matchers.some(
+        (matcher) =>
+          !/^(?:\.\*)?$/.test(matcher.value) && matcher.op !== '!=' && matcher.op !== '!~',
+      )
+    ) {
+      throw new PromqlSyntaxError(
+        'a selector needs a metric name or a matcher that does not match the empty string',
+        at,
+      );
     }
     this.selectors.push({ metric, matchers, range: false, fn: undefined });
     this.lastWasSelector = true;
@@ -537,7 +703,9 @@ export function substituteGrafanaVariables(expr: string): string {
       continue;
     }
     if (ch === '$') {
-      const match = /^\$(?:\{([a-zA-Z_][a-zA-Z0-9_]*)(?::[a-z]+)?\}|([a-zA-Z_][a-zA-Z0-9_]*))/.exec(expr.slice(i));
+      const match = /^\$(?:\{([a-zA-Z_][a-zA-Z0-9_]*)(?::[a-z]+)?\}|([a-zA-Z_][a-zA-Z0-9_]*))/.exec(
+        expr.slice(i),
+      );
       if (match) {
         const name = match[1] ?? match[2] ?? '';
         out += name.startsWith('__') ? '5m' : '1';

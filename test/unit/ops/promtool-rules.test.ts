@@ -8,7 +8,10 @@ const PROMTOOL = process.env.PROMTOOL ?? 'promtool';
 
 function promtool(...args: string[]): { status: number | null; output: string } {
   const result = spawnSync(PROMTOOL, args, { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
-  if (result.error) throw new Error(`cannot run ${PROMTOOL} (install it with scripts/bootstrap.sh --test): ${result.error.message}`);
+  if (result.error)
+    throw new Error(
+      `cannot run ${PROMTOOL} (install it with scripts/bootstrap.sh --test): ${result.error.message}`,
+    );
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
@@ -20,7 +23,11 @@ describe('when promtool checks the alert rules', () => {
   });
 
   it('should fire the UNKNOWN and reconciliation alerts exactly as the promtool unit tests expect', () => {
-    const { status, output } = promtool('test', 'rules', join(ROOT, 'test/unit/ops/alerts.promtool-test.yaml'));
+    const { status, output } = promtool(
+      'test',
+      'rules',
+      join(ROOT, 'test/unit/ops/alerts.promtool-test.yaml'),
+    );
     expect(status, output).toBe(0);
     expect(output).toContain('SUCCESS');
   });

@@ -19,12 +19,18 @@ describe('when a fault spec is parsed', () => {
     expect(parseFaultSpec(text)).toEqual(expected);
   });
 
-  it.each([['explode'], ['latency'], ['latency=-1'], ['latency=1.5'], ['latency=999999999'], ['error=404'], ['cancel=maybe'], ['lookup=fast']])(
-    'should refuse %j',
-    (text) => {
-      expect(() => parseFaultSpec(text)).toThrow(FaultSpecError);
-    },
-  );
+  it.each([
+    ['explode'],
+    ['latency'],
+    ['latency=-1'],
+    ['latency=1.5'],
+    ['latency=999999999'],
+    ['error=404'],
+    ['cancel=maybe'],
+    ['lookup=fast'],
+  ])('should refuse %j', (text) => {
+    expect(() => parseFaultSpec(text)).toThrow(FaultSpecError);
+  });
 });
 
 describe('when fault rules are matched', () => {

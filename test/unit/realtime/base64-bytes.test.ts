@@ -1,26 +1,42 @@
 import { describe, expect, it } from 'vitest';
-import { base64Length, decodeBase64, encodeBase64Into } from '../../../gateway/realtime/base64-bytes.ts';
+import {
+  base64Length,
+  decodeBase64,
+  encodeBase64Into,
+} from '../../../gateway/realtime/base64-bytes.ts';
 
 function bytesOf(length: number, seed: number): Buffer {
-  return Buffer.from(Array.from({ length }, (_, i) => (i * 151 + seed * 31 + ((i * i) >> 3)) & 0xff));
+  return Buffer.from(
+    Array.from({ length }, (_, i) => (i * 151 + seed * 31 + ((i * i) >> 3)) & 0xff),
+  );
 }
 
 describe('when audio is encoded into a buffer', () => {
-  it.each([0, 1, 2, 3, 4, 5, 159, 160, 161, 320, 4000])('should write what toString("base64") gives for %i bytes, and only there', (length) => {
-    const source = bytesOf(length, length);
-    const target = Buffer.alloc(base64Length(length) + 4, 0x2a);
-    encodeBase64Into(source, target, 2);
-    expect(target.subarray(2, 2 + base64Length(length)).toString('latin1')).toBe(source.toString('base64'));
-    expect([...target.subarray(0, 2), ...target.subarray(2 + base64Length(length))]).toEqual([0x2a, 0x2a, 0x2a, 0x2a]);
-  });
+  it.each([0, 1, 2, 3, 4, 5, 159, 160, 161, 320, 4000])(
+    'should write what toString("base64") gives for %i bytes, and only there',
+    (length) => {
+      const source = bytesOf(length, length);
+      const target = Buffer.alloc(base64Length(length) + 4, 0x2a);
+      encodeBase64Into(source, target, 2);
+      expect(target.subarray(2, 2 + base64Length(length)).toString('latin1')).toBe(
+        source.toString('base64'),
+      );
+      expect([...target.subarray(0, 2), ...target.subarray(2 + base64Length(length))]).toEqual([
+        0x2a, 0x2a, 0x2a, 0x2a,
+      ]);
+    },
+  );
 });
 
 describe('when base64 is decoded from a buffer', () => {
-  it.each([0, 1, 2, 3, 800, 801, 802])('should give what Buffer.from gives for %i bytes of canonical base64', (length) => {
-    const source = bytesOf(length, 7);
-    const text = Buffer.from(`xx${source.toString('base64')}yy`, 'latin1');
-    expect(decodeBase64(text, 2, text.length - 2)).toEqual(source);
-  });
+  it.each([0, 1, 2, 3, 800, 801, 802])(
+    'should give what Buffer.from gives for %i bytes of canonical base64',
+    (length) => {
+      const source = bytesOf(length, 7);
+      const text = Buffer.from(`xx${source.toString('base64')}yy`, 'latin1');
+      expect(decodeBase64(text, 2, text.length - 2)).toEqual(source);
+    },
+  );
 
   it('should decode every byte value', () => {
     const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));

@@ -1,11 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { EnergyVad, FRAME_MS, thresholdDb } from '../../../gateway/realtime/simulator/energy-vad.ts';
+import {
+  EnergyVad,
+  FRAME_MS,
+  thresholdDb,
+} from '../../../gateway/realtime/simulator/energy-vad.ts';
 
 const RATE = 8000;
 
 function tone(ms: number, amplitude: number): Int16Array {
   const out = new Int16Array((RATE * ms) / 1000);
-  for (let i = 0; i < out.length; i++) out[i] = Math.round(amplitude * Math.sin((2 * Math.PI * 440 * i) / RATE));
+  for (let i = 0; i < out.length; i++)
+    out[i] = Math.round(amplitude * Math.sin((2 * Math.PI * 440 * i) / RATE));
   return out;
 }
 
@@ -24,7 +29,11 @@ describe('when the input is silence', () => {
 describe('when a voiced segment is surrounded by silence', () => {
   it('should start at the first voiced frame and stop after the silence duration', () => {
     const vad = new EnergyVad({ sampleRate: RATE, silenceDurationMs: 500 });
-    const transitions = [...vad.push(silence(400)), ...vad.push(tone(800, 8000)), ...vad.push(silence(1000))];
+    const transitions = [
+      ...vad.push(silence(400)),
+      ...vad.push(tone(800, 8000)),
+      ...vad.push(silence(1000)),
+    ];
     expect(transitions).toEqual([
       { type: 'start', atMs: 400 },
       { type: 'stop', atMs: 1200 + 500 },
@@ -33,7 +42,12 @@ describe('when a voiced segment is surrounded by silence', () => {
 
   it('should keep one utterance across pauses shorter than the silence duration', () => {
     const vad = new EnergyVad({ sampleRate: RATE, silenceDurationMs: 500 });
-    const transitions = [...vad.push(tone(300, 8000)), ...vad.push(silence(300)), ...vad.push(tone(300, 8000)), ...vad.push(silence(600))];
+    const transitions = [
+      ...vad.push(tone(300, 8000)),
+      ...vad.push(silence(300)),
+      ...vad.push(tone(300, 8000)),
+      ...vad.push(silence(600)),
+    ];
     expect(transitions.map((t) => t.type)).toEqual(['start', 'stop']);
   });
 

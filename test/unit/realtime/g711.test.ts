@@ -1,12 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { MULAW_SILENCE, decodeAlaw, decodeMulaw, decodePcm16, encodeMulaw } from '../../../gateway/realtime/simulator/g711.ts';
+import {
+  MULAW_SILENCE,
+  decodeAlaw,
+  decodeMulaw,
+  decodePcm16,
+  encodeMulaw,
+} from '../../../gateway/realtime/simulator/g711.ts';
 
 describe('when μ-law samples are encoded and decoded', () => {
-  it.each([0, 100, -100, 1000, -1000, 8000, -8000, 32000, -32000])('should come back within the codec step for %i', (sample) => {
-    const decoded = decodeMulaw(Uint8Array.of(encodeMulaw(sample)))[0] ?? NaN;
-    // μ-law keeps about 4 bits of mantissa: the error grows with the magnitude.
-    expect(Math.abs(decoded - sample)).toBeLessThanOrEqual(Math.max(8, Math.abs(sample) / 16));
-  });
+  it.each([0, 100, -100, 1000, -1000, 8000, -8000, 32000, -32000])(
+    'should come back within the codec step for %i',
+    (sample) => {
+      const decoded = decodeMulaw(Uint8Array.of(encodeMulaw(sample)))[0] ?? NaN;
+      // μ-law keeps about 4 bits of mantissa: the error grows with the magnitude.
+      expect(Math.abs(decoded - sample)).toBeLessThanOrEqual(Math.max(8, Math.abs(sample) / 16));
+    },
+  );
 
   it('should decode the silence byte to zero', () => {
     expect(decodeMulaw(Uint8Array.of(MULAW_SILENCE))[0]).toBe(0);

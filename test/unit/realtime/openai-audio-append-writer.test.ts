@@ -1,8 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { AudioAppendWriter, appendEventLength } from '../../../gateway/realtime/openai-audio-append-writer.ts';
+import {
+  AudioAppendWriter,
+  appendEventLength,
+} from '../../../gateway/realtime/openai-audio-append-writer.ts';
 
 function bytesOf(length: number, seed: number): Buffer {
-  return Buffer.from(Array.from({ length }, (_, i) => (i * 151 + seed * 31 + ((i * i) >> 3)) & 0xff));
+  return Buffer.from(
+    Array.from({ length }, (_, i) => (i * 151 + seed * 31 + ((i * i) >> 3)) & 0xff),
+  );
 }
 
 /** The event as the generic send path writes it: the wire text the provider must receive. */
@@ -11,12 +16,15 @@ function expectedEvent(audio: Buffer): string {
 }
 
 describe('when caller audio is written as an append event', () => {
-  it.each([0, 1, 2, 3, 159, 160, 161, 320, 960])('should write what JSON.stringify gives for %i bytes of audio', (length) => {
-    const audio = bytesOf(length, length);
-    const event = new AudioAppendWriter().write(audio);
-    expect(event.toString('latin1')).toBe(expectedEvent(audio));
-    expect(event.length).toBe(appendEventLength(length));
-  });
+  it.each([0, 1, 2, 3, 159, 160, 161, 320, 960])(
+    'should write what JSON.stringify gives for %i bytes of audio',
+    (length) => {
+      const audio = bytesOf(length, length);
+      const event = new AudioAppendWriter().write(audio);
+      expect(event.toString('latin1')).toBe(expectedEvent(audio));
+      expect(event.length).toBe(appendEventLength(length));
+    },
+  );
 
   it('should reuse its buffer for the next frame of the same length, with only that frame in it', () => {
     const writer = new AudioAppendWriter();

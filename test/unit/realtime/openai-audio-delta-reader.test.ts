@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { AudioDeltaReader, type AudioDeltaFields } from '../../../gateway/realtime/openai-audio-delta-reader.ts';
+import {
+  AudioDeltaReader,
+  type AudioDeltaFields,
+} from '../../../gateway/realtime/openai-audio-delta-reader.ts';
 
 /** What the full parse makes of a frame (the session's other path), for comparison. */
 function fullParse(frame: Buffer): AudioDeltaFields | 'not a delta' | 'not JSON' {
@@ -10,8 +13,14 @@ function fullParse(frame: Buffer): AudioDeltaFields | 'not a delta' | 'not JSON'
     return 'not JSON';
   }
   const e = event as { type?: unknown; response_id?: unknown; item_id?: unknown; delta?: unknown };
-  if (typeof event !== 'object' || event === null || e.type !== 'response.output_audio.delta') return 'not a delta';
-  if (typeof e.response_id !== 'string' || typeof e.item_id !== 'string' || typeof e.delta !== 'string') return 'not a delta';
+  if (typeof event !== 'object' || event === null || e.type !== 'response.output_audio.delta')
+    return 'not a delta';
+  if (
+    typeof e.response_id !== 'string' ||
+    typeof e.item_id !== 'string' ||
+    typeof e.delta !== 'string'
+  )
+    return 'not a delta';
   return { responseId: e.response_id, itemId: e.item_id, audio: Buffer.from(e.delta, 'base64') };
 }
 
@@ -46,13 +55,34 @@ describe('when an audio delta arrives as the provider sends it', () => {
   });
 
   it.each([
-    ['keys in another order', JSON.stringify({ delta: deltaEvent.delta, item_id: 'item_0003', content_index: 0, response_id: 'resp_0007', type: deltaEvent.type })],
+    [
+      'keys in another order',
+      JSON.stringify({
+        delta: deltaEvent.delta,
+        item_id: 'item_0003',
+        content_index: 0,
+        response_id: 'resp_0007',
+        type: deltaEvent.type,
+      }),
+    ],
     ['whitespace between tokens', JSON.stringify(deltaEvent, null, 2)],
-    ['fields the reader does not know', JSON.stringify({ ...deltaEvent, obfuscation: 'abc', sequence: -1.5e3 })],
+    [
+      'fields the reader does not know',
+      JSON.stringify({ ...deltaEvent, obfuscation: 'abc', sequence: -1.5e3 }),
+    ],
     ['no audio', JSON.stringify({ ...deltaEvent, delta: '' })],
-    ['one byte of audio', JSON.stringify({ ...deltaEvent, delta: Buffer.from([0xfb]).toString('base64') })],
-    ['two bytes of audio', JSON.stringify({ ...deltaEvent, delta: Buffer.from([0xfb, 0xff]).toString('base64') })],
-    ['a repeated key (the last one counts)', '{"type":"response.output_audio.delta","item_id":"a","item_id":"b","response_id":"r","delta":"AAAA"}'],
+    [
+      'one byte of audio',
+      JSON.stringify({ ...deltaEvent, delta: Buffer.from([0xfb]).toString('base64') }),
+    ],
+    [
+      'two bytes of audio',
+      JSON.stringify({ ...deltaEvent, delta: Buffer.from([0xfb, 0xff]).toString('base64') }),
+    ],
+    [
+      'a repeated key (the last one counts)',
+      '{"type":"response.output_audio.delta","item_id":"a","item_id":"b","response_id":"r","delta":"AAAA"}',
+    ],
   ])('should read one with %s as the full parse does', (_name, text) => {
     const read = new AudioDeltaReader().read(frame(text));
     expect(read).toBeDefined();
@@ -72,10 +102,19 @@ describe('when an audio delta arrives as the provider sends it', () => {
 
 describe('when a frame is not a plain audio delta', () => {
   it.each([
-    ['another event type', JSON.stringify({ ...deltaEvent, type: 'response.output_audio_transcript.delta' })],
-    ['a type given twice, the last another', `${JSON.stringify(deltaEvent).slice(0, -1)},"type":"response.done"}`],
+    [
+      'another event type',
+      JSON.stringify({ ...deltaEvent, type: 'response.output_audio_transcript.delta' }),
+    ],
+    [
+      'a type given twice, the last another',
+      `${JSON.stringify(deltaEvent).slice(0, -1)},"type":"response.done"}`,
+    ],
     ['a delta given twice', `${JSON.stringify(deltaEvent).slice(0, -1)},"delta":"AAAA"}`],
-    ['a delta that is a number', '{"type":"response.output_audio.delta","delta":42,"item_id":"i","response_id":"r"}'],
+    [
+      'a delta that is a number',
+      '{"type":"response.output_audio.delta","delta":42,"item_id":"i","response_id":"r"}',
+    ],
     ['no item id', JSON.stringify({ ...deltaEvent, item_id: undefined })],
     ['no response id', JSON.stringify({ ...deltaEvent, response_id: undefined })],
     ['an item id that is a number', JSON.stringify({ ...deltaEvent, item_id: 3 })],
@@ -93,8 +132,14 @@ describe('when a frame is not a plain audio delta', () => {
     ['a second object', `${JSON.stringify(deltaEvent)}{}`],
     ['a trailing comma', `${JSON.stringify(deltaEvent).slice(0, -1)},}`],
     ['a truncated frame', JSON.stringify(deltaEvent).slice(0, -3)],
-    ['a number with a leading zero', JSON.stringify(deltaEvent).replace('"output_index":0', '"output_index":01')],
-    ['a number with a plus sign', JSON.stringify(deltaEvent).replace('"output_index":0', '"output_index":+1')],
+    [
+      'a number with a leading zero',
+      JSON.stringify(deltaEvent).replace('"output_index":0', '"output_index":01'),
+    ],
+    [
+      'a number with a plus sign',
+      JSON.stringify(deltaEvent).replace('"output_index":0', '"output_index":+1'),
+    ],
     ['an empty object', '{}'],
     ['nothing', ''],
   ])('should leave %s to the full parse', (_name, text) => {
@@ -103,7 +148,9 @@ describe('when a frame is not a plain audio delta', () => {
 });
 
 describe('when frames are generated around a valid delta', () => {
-  const base = frame(JSON.stringify({ ...deltaEvent, delta: Buffer.from('hello audio!').toString('base64') }));
+  const base = frame(
+    JSON.stringify({ ...deltaEvent, delta: Buffer.from('hello audio!').toString('base64') }),
+  );
   const alphabet = Buffer.from('{}[]":,\\ \n\t0123456789-+.eEAQ=/_ab\u0001', 'latin1');
 
   it('should never read a frame differently from the full parse (mutated bytes)', () => {
@@ -113,7 +160,9 @@ describe('when frames are generated around a valid delta', () => {
     for (let n = 0; n < 20_000; n++) {
       const bytes = Buffer.from(base);
       const edits = 1 + Math.floor(next() * 3);
-      for (let e = 0; e < edits; e++) bytes[Math.floor(next() * bytes.length)] = alphabet[Math.floor(next() * alphabet.length)] ?? 0;
+      for (let e = 0; e < edits; e++)
+        bytes[Math.floor(next() * bytes.length)] =
+          alphabet[Math.floor(next() * alphabet.length)] ?? 0;
       const read = reader.read(bytes);
       if (read === undefined) continue;
       accepted++;
@@ -131,7 +180,11 @@ describe('when frames are generated around a valid delta', () => {
       const insert = Buffer.from([alphabet[Math.floor(next() * alphabet.length)] ?? 0]);
       const kind = Math.floor(next() * 3);
       const bytes =
-        kind === 0 ? base.subarray(0, at) : kind === 1 ? Buffer.concat([base.subarray(0, at), base.subarray(at - 1)]) : Buffer.concat([base.subarray(0, at), insert, base.subarray(at)]);
+        kind === 0
+          ? base.subarray(0, at)
+          : kind === 1
+            ? Buffer.concat([base.subarray(0, at), base.subarray(at - 1)])
+            : Buffer.concat([base.subarray(0, at), insert, base.subarray(at)]);
       const read = reader.read(bytes);
       if (read !== undefined) expect(read, bytes.toString('latin1')).toEqual(fullParse(bytes));
     }
@@ -142,7 +195,9 @@ describe('when frames are generated around a valid delta', () => {
     const reader = new AudioDeltaReader();
     const space = (): string => [' ', '\n', '\t', '\r', ''][Math.floor(next() * 5)] ?? '';
     for (let n = 0; n < 2_000; n++) {
-      const payload = Buffer.from(Array.from({ length: Math.floor(next() * 40) }, () => Math.floor(next() * 256)));
+      const payload = Buffer.from(
+        Array.from({ length: Math.floor(next() * 40) }, () => Math.floor(next() * 256)),
+      );
       const entries: [string, string | number][] = [
         ['type', 'response.output_audio.delta'],
         ['event_id', `event_${n}`],

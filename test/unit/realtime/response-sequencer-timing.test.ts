@@ -34,7 +34,8 @@ function harness() {
       return `ev${n}`;
     },
     sendCancel: (responseId) => wire.push(`cancel:${responseId}`),
-    onGiveUp: (responseId, reason, callIds) => givenUp.push({ responseId, reason, callIds, activeWhenTold: sequencer.activeResponseId }),
+    onGiveUp: (responseId, reason, callIds) =>
+      givenUp.push({ responseId, reason, callIds, activeWhenTold: sequencer.activeResponseId }),
     onCreateTimeout: (dropped) => timedOut.push(dropped),
     onTimerError: (what) => timerErrors.push(what),
   });
@@ -97,7 +98,9 @@ describe('when a running response goes silent', () => {
     clock.advance(RESPONSE_STALL_TIMEOUT_MS - 1);
     expect(givenUp).toEqual([]);
     clock.advance(1);
-    expect(givenUp).toEqual([{ responseId: 'r1', reason: 'stalled', callIds: ['call_a'], activeWhenTold: 'r1' }]);
+    expect(givenUp).toEqual([
+      { responseId: 'r1', reason: 'stalled', callIds: ['call_a'], activeWhenTold: 'r1' },
+    ]);
     // The cancel goes out before the next create.
     expect(wire).toEqual(['create:1', 'cancel:r1', 'create:2']);
     expect(sequencer.isRunning('r1')).toBe(false);
@@ -134,7 +137,9 @@ describe('when a broken peer runs more responses at once than are tracked', () =
   it('should give up the oldest as superseded and keep the newest active', () => {
     const { sequencer, wire, givenUp } = harness();
     for (const id of ['r1', 'r2', 'r3', 'r4', 'r5']) sequencer.onResponseCreated(id);
-    expect(givenUp.map((g) => [g.responseId, g.reason, g.activeWhenTold])).toEqual([['r1', 'superseded', 'r5']]);
+    expect(givenUp.map((g) => [g.responseId, g.reason, g.activeWhenTold])).toEqual([
+      ['r1', 'superseded', 'r5'],
+    ]);
     expect(wire).toEqual(['cancel:r1']);
     expect(sequencer.activeResponseId).toBe('r5');
   });

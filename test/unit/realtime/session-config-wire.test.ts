@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { formatFromWire, formatToWire, serverInterruptsResponses, sessionConfigToWire, toolToWire } from '../../../gateway/realtime/session-config-wire.ts';
+import {
+  formatFromWire,
+  formatToWire,
+  serverInterruptsResponses,
+  sessionConfigToWire,
+  toolToWire,
+} from '../../../gateway/realtime/session-config-wire.ts';
 import type { AudioFormat } from '../../../gateway/realtime/realtime-session.ts';
 
 const defaults = { voice: 'marin', inputFormat: 'pcmu', outputFormat: 'pcmu' } as const;
@@ -8,7 +14,12 @@ const defaults = { voice: 'marin', inputFormat: 'pcmu', outputFormat: 'pcmu' } a
 describe('when a session configuration is put on the wire', () => {
   it('should use the GA shape: session.type realtime, audio.input/output with format objects', () => {
     const wire = sessionConfigToWire(
-      { instructions: 'be brief', inputFormat: 'pcmu', outputFormat: 'pcm24k', turnDetection: { type: 'server_vad', silenceDurationMs: 400, interruptResponse: false } },
+      {
+        instructions: 'be brief',
+        inputFormat: 'pcmu',
+        outputFormat: 'pcm24k',
+        turnDetection: { type: 'server_vad', silenceDurationMs: 400, interruptResponse: false },
+      },
       defaults,
     );
     expect(wire).toEqual({
@@ -16,7 +27,14 @@ describe('when a session configuration is put on the wire', () => {
       output_modalities: ['audio'],
       instructions: 'be brief',
       audio: {
-        input: { format: { type: 'audio/pcmu' }, turn_detection: { type: 'server_vad', silence_duration_ms: 400, interrupt_response: false } },
+        input: {
+          format: { type: 'audio/pcmu' },
+          turn_detection: {
+            type: 'server_vad',
+            silence_duration_ms: 400,
+            interrupt_response: false,
+          },
+        },
         output: { format: { type: 'audio/pcm', rate: 24000 }, voice: 'marin' },
       },
       tools: [],
@@ -30,17 +48,33 @@ describe('when a session configuration is put on the wire', () => {
   });
 
   it('should send semantic_vad with eagerness and interrupt_response', () => {
-    const wire = sessionConfigToWire({ instructions: '', turnDetection: { type: 'semantic_vad', eagerness: 'low', interruptResponse: true } }, defaults);
-    expect(wire.audio?.input?.turn_detection).toEqual({ type: 'semantic_vad', eagerness: 'low', interrupt_response: true });
+    const wire = sessionConfigToWire(
+      {
+        instructions: '',
+        turnDetection: { type: 'semantic_vad', eagerness: 'low', interruptResponse: true },
+      },
+      defaults,
+    );
+    expect(wire.audio?.input?.turn_detection).toEqual({
+      type: 'semantic_vad',
+      eagerness: 'low',
+      interrupt_response: true,
+    });
   });
 
   it('should name a forced tool as a function choice', () => {
-    const wire = sessionConfigToWire({ instructions: '', toolChoice: { name: 'refund' } }, defaults);
+    const wire = sessionConfigToWire(
+      { instructions: '', toolChoice: { name: 'refund' } },
+      defaults,
+    );
     expect(wire.tool_choice).toEqual({ type: 'function', name: 'refund' });
   });
 
   it('should ask for input transcription by model name', () => {
-    const wire = sessionConfigToWire({ instructions: '', inputTranscriptionModel: 'gpt-4o-mini-transcribe' }, defaults);
+    const wire = sessionConfigToWire(
+      { instructions: '', inputTranscriptionModel: 'gpt-4o-mini-transcribe' },
+      defaults,
+    );
     expect(wire.audio?.input?.transcription).toEqual({ model: 'gpt-4o-mini-transcribe' });
   });
 });
@@ -50,14 +84,21 @@ describe('when a tool is described with zod', () => {
     const wire = toolToWire({
       name: 'book_table',
       description: 'Books a table',
-      parameters: z.object({ date: z.string().describe('ISO date'), party_size: z.int().min(1).max(20), name: z.string().optional() }),
+      parameters: z.object({
+        date: z.string().describe('ISO date'),
+        party_size: z.int().min(1).max(20),
+        name: z.string().optional(),
+      }),
     });
     expect(wire.type).toBe('function');
     expect(wire.name).toBe('book_table');
     expect(wire.parameters).not.toHaveProperty('$schema');
     expect(wire.parameters).toMatchObject({
       type: 'object',
-      properties: { date: { type: 'string', description: 'ISO date' }, party_size: { type: 'integer', minimum: 1, maximum: 20 } },
+      properties: {
+        date: { type: 'string', description: 'ISO date' },
+        party_size: { type: 'integer', minimum: 1, maximum: 20 },
+      },
       required: ['date', 'party_size'],
     });
   });
@@ -76,6 +117,8 @@ describe('when deciding who cancels on barge-in', () => {
     [{ type: 'semantic_vad' as const, interrupt_response: true }, true],
     [null, false],
   ])('should read turn detection %j as server-interrupts=%s', (turn, expected) => {
-    expect(serverInterruptsResponses({ type: 'realtime', audio: { input: { turn_detection: turn } } })).toBe(expected);
+    expect(
+      serverInterruptsResponses({ type: 'realtime', audio: { input: { turn_detection: turn } } }),
+    ).toBe(expected);
   });
 });

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { isCallgateError } from '../../../config/errors.ts';
-import { loadSimulatorScript, parseSimulatorScript, renderTemplate } from '../../../gateway/realtime/simulator/simulator-script.ts';
+import {
+  loadSimulatorScript,
+  parseSimulatorScript,
+  renderTemplate,
+} from '../../../gateway/realtime/simulator/simulator-script.ts';
 
 describe('when the bundled demo script is loaded', () => {
   it('should offer the menu choices as digit steps, handing off to the agent that owns each action', async () => {
@@ -17,8 +21,14 @@ describe('when the bundled demo script is loaded', () => {
 
   it('should book a table when the caller just speaks', async () => {
     const script = await loadSimulatorScript();
-    expect(script.utterances['1']?.tools?.map((t) => t.name)).toEqual(['handoff', 'check_availability']);
-    expect(script.utterances['2']?.tools?.[0]).toMatchObject({ name: 'book_table', arguments: { party_size: 4 } });
+    expect(script.utterances['1']?.tools?.map((t) => t.name)).toEqual([
+      'handoff',
+      'check_availability',
+    ]);
+    expect(script.utterances['2']?.tools?.[0]).toMatchObject({
+      name: 'book_table',
+      arguments: { party_size: 4 },
+    });
   });
 });
 
@@ -29,7 +39,10 @@ describe('when a script is invalid', () => {
     ['a step with nothing to do', 'greeting: hi\nfallback: hi\ndigits:\n  "1": {}\n'],
     ['a digit that is not DTMF', 'greeting: hi\nfallback: hi\ndigits:\n  "x": { say: hi }\n'],
     ['an unknown key', 'greeting: hi\nfallback: hi\nmood: happy\n'],
-    ['a bad tool name', 'greeting: hi\nfallback: hi\nutterances:\n  "1": { tools: [{ name: "no spaces" }] }\n'],
+    [
+      'a bad tool name',
+      'greeting: hi\nfallback: hi\nutterances:\n  "1": { tools: [{ name: "no spaces" }] }\n',
+    ],
   ])('should refuse %s with CALLGATE_ERR_SIMULATOR_SCRIPT', (_name, text) => {
     let caught: unknown;
     try {
@@ -45,7 +58,9 @@ describe('when a script is invalid', () => {
   });
 
   it('should report a missing file with the same code', async () => {
-    await expect(loadSimulatorScript('/nonexistent/script.yaml')).rejects.toMatchObject({ code: 'CALLGATE_ERR_SIMULATOR_SCRIPT' });
+    await expect(loadSimulatorScript('/nonexistent/script.yaml')).rejects.toMatchObject({
+      code: 'CALLGATE_ERR_SIMULATOR_SCRIPT',
+    });
   });
 });
 

@@ -54,7 +54,9 @@ describe('when events are emitted', () => {
 
   it('should report a throwing listener and still deliver to the others', () => {
     const errors: string[] = [];
-    const emitter = new TypedEventEmitter<Event>({ onListenerError: (error, type) => errors.push(`${type}: ${(error as Error).message}`) });
+    const emitter = new TypedEventEmitter<Event>({
+      onListenerError: (error, type) => errors.push(`${type}: ${(error as Error).message}`),
+    });
     const seen: number[] = [];
     emitter.on('a', () => {
       throw new Error('listener broke');

@@ -17,9 +17,14 @@ afterEach(async () => {
   driver = undefined;
 });
 
-const SDP = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n';
+const SDP =
+  'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n';
 
-async function start(sip: Record<string, unknown>, trunk: Record<string, unknown> = {}, now?: () => number): Promise<{ port: number; calls: string[] }> {
+async function start(
+  sip: Record<string, unknown>,
+  trunk: Record<string, unknown> = {},
+  now?: () => number,
+): Promise<{ port: number; calls: string[] }> {
   const calls: string[] = [];
   driver = new BuiltinSignalingDriver({
     sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, transports: ['udp'], ...sip }),
@@ -43,8 +48,15 @@ async function peer(address = '127.0.0.1'): Promise<UdpSipPeer> {
 }
 
 /** Sends an INVITE and returns its first final response. */
-async function invite(from: UdpSipPeer, port: number, headers: Record<string, string> = {}): Promise<string> {
-  const text = from.request('INVITE', { headers: { 'Content-Type': 'application/sdp', ...headers }, body: SDP });
+async function invite(
+  from: UdpSipPeer,
+  port: number,
+  headers: Record<string, string> = {},
+): Promise<string> {
+  const text = from.request('INVITE', {
+    headers: { 'Content-Type': 'application/sdp', ...headers },
+    body: SDP,
+  });
   from.send(text, port);
   return from.waitFor(callIdOf(text), /^SIP\/2\.0 [2-6]\d\d /);
 }
@@ -58,8 +70,16 @@ describe('when a source sends more INVITEs a second than inviteRatePerSource', (
   it('should answer the excess 503 with Retry-After and keep it from the application', async () => {
     const { port, calls } = await start({ inviteRatePerSource: 2 });
     const caller = await peer();
-    const answers = await Promise.all([invite(caller, port), invite(caller, port), invite(caller, port)]);
-    expect(answers.map((a) => a.split('\r\n')[0]).sort()).toEqual(['SIP/2.0 486 Busy Here', 'SIP/2.0 486 Busy Here', 'SIP/2.0 503 Service Unavailable']);
+    const answers = await Promise.all([
+      invite(caller, port),
+      invite(caller, port),
+      invite(caller, port),
+    ]);
+    expect(answers.map((a) => a.split('\r\n')[0]).sort()).toEqual([
+      'SIP/2.0 486 Busy Here',
+      'SIP/2.0 486 Busy Here',
+      'SIP/2.0 503 Service Unavailable',
+    ]);
     expect(answers.find((a) => a.startsWith('SIP/2.0 503'))).toMatch(/\r\nRetry-After: 1\r\n/);
     expect(calls).toHaveLength(2);
   });
@@ -68,13 +88,25 @@ describe('when a source sends more INVITEs a second than inviteRatePerSource', (
 describe('when a source fails authentication authFailuresPerMinute times', () => {
   it('should answer 503 with Retry-After instead of another challenge, until a failure has expired', async () => {
     let now = 1_000_000;
-    const { port, calls } = await start({ authFailuresPerMinute: 3 }, { digest: { realm: 'r', username: 'u', passwordEnv: 'PW' } }, () => now);
+    const { port, calls } = await start(
+      { authFailuresPerMinute: 3 },
+      { digest: { realm: 'r', username: 'u', passwordEnv: 'PW' } },
+      () => now,
+    );
     const guesser = await peer();
     const challenge = await invite(guesser, port);
     expect(challenge).toMatch(/^SIP\/2\.0 401 /);
     const wrong = badAuthorization(challenge);
-    const failures = [await invite(guesser, port, { Authorization: wrong }), await invite(guesser, port, { Authorization: wrong }), await invite(guesser, port, { Authorization: wrong })];
-    expect(failures.map((f) => f.split('\r\n')[0])).toEqual(['SIP/2.0 403 Forbidden', 'SIP/2.0 403 Forbidden', 'SIP/2.0 403 Forbidden']);
+    const failures = [
+      await invite(guesser, port, { Authorization: wrong }),
+      await invite(guesser, port, { Authorization: wrong }),
+      await invite(guesser, port, { Authorization: wrong }),
+    ];
+    expect(failures.map((f) => f.split('\r\n')[0])).toEqual([
+      'SIP/2.0 403 Forbidden',
+      'SIP/2.0 403 Forbidden',
+      'SIP/2.0 403 Forbidden',
+    ]);
 
     // Now blocked, with or without credentials; one failure comes back every 20 s at 3 a minute.
     const blocked = await invite(guesser, port, { Authorization: wrong });

@@ -32,7 +32,10 @@ afterAll(async () => {
 });
 
 let sequence = 0;
-function request(method: string, options: { headers?: Record<string, string>; toTag?: string; body?: string; uri?: string } = {}): string {
+function request(
+  method: string,
+  options: { headers?: Record<string, string>; toTag?: string; body?: string; uri?: string } = {},
+): string {
   sequence += 1;
   const headers: Record<string, string> = {
     Via: `SIP/2.0/UDP 127.0.0.1:${client.address().port};branch=z9hG4bKunit${sequence}`,
@@ -53,7 +56,11 @@ function request(method: string, options: { headers?: Record<string, string>; to
  * Sends one datagram and collects what comes back within `waitMs` for the same Call-ID (earlier
  * INVITE rejections keep being retransmitted by Timer G since these tests never ACK them).
  */
-async function exchange(text: string | Buffer, waitMs = 150, from: Socket = client): Promise<string[]> {
+async function exchange(
+  text: string | Buffer,
+  waitMs = 150,
+  from: Socket = client,
+): Promise<string[]> {
   const replies: string[] = [];
   const callId = /Call-ID: (\S+)/.exec(text.toString())?.[1];
   const onMessage = (data: Buffer): void => {
@@ -69,24 +76,70 @@ async function exchange(text: string | Buffer, waitMs = 150, from: Socket = clie
 
 async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
   const metric = await registry.getSingleMetric(name)?.get();
-  const value = metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+  const value = metric?.values.find((v) =>
+    Object.entries(labels).every(([k, l]) => v.labels[k] === l),
+  );
   return value?.value ?? 0;
 }
 
 describe('when a request cannot be served', () => {
   it.each<[string, () => string, RegExp]>([
-    ['Max-Forwards 0 with 483', () => request('OPTIONS', { headers: { 'Max-Forwards': '0' } }), /^SIP\/2\.0 483 Too Many Hops/],
-    ['an unsupported Require with 420 and Unsupported', () => request('OPTIONS', { headers: { Require: 'foo, replaces' } }), /^SIP\/2\.0 420 Bad Extension[\s\S]*Unsupported: foo\r\n/],
-    ['an unknown method with 405 and Allow', () => request('PUBLISH'), /^SIP\/2\.0 405 Method Not Allowed[\s\S]*Allow: INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, NOTIFY\r\n/],
+    [
+      'Max-Forwards 0 with 483',
+      () => request('OPTIONS', { headers: { 'Max-Forwards': '0' } }),
+      /^SIP\/2\.0 483 Too Many Hops/,
+    ],
+    [
+      'an unsupported Require with 420 and Unsupported',
+      () => request('OPTIONS', { headers: { Require: 'foo, replaces' } }),
+      /^SIP\/2\.0 420 Bad Extension[\s\S]*Unsupported: foo\r\n/,
+    ],
+    [
+      'an unknown method with 405 and Allow',
+      () => request('PUBLISH'),
+      /^SIP\/2\.0 405 Method Not Allowed[\s\S]*Allow: INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, NOTIFY\r\n/,
+    ],
     ['a BYE outside any dialog with 481', () => request('BYE'), /^SIP\/2\.0 481 /],
-    ['an INFO for an unknown dialog with 481', () => request('INFO', { toTag: 'nope' }), /^SIP\/2\.0 481 /],
+    [
+      'an INFO for an unknown dialog with 481',
+      () => request('INFO', { toTag: 'nope' }),
+      /^SIP\/2\.0 481 /,
+    ],
     ['a CANCEL matching no INVITE with 481', () => request('CANCEL'), /^SIP\/2\.0 481 /],
-    ['an INVITE with a body that is not SDP with 415', () => request('INVITE', { headers: { 'Content-Type': 'text/plain' }, body: 'hi' }), /^SIP\/2\.0 415 /],
-    ['an INVITE with broken SDP with 488', () => request('INVITE', { headers: { 'Content-Type': 'application/sdp' }, body: 'x=1' }), /^SIP\/2\.0 488 /],
-    ['an INVITE with no common codec with 488', () => request('INVITE', { headers: { 'Content-Type': 'application/sdp' }, body: 'v=0\r\no=- 1 1 IN IP4 h\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 18\r\n' }), /^SIP\/2\.0 488 /],
-    ['an INVITE for an unknown number with 404', () => request('INVITE', { uri: 'sip:555@127.0.0.1', headers: { To: '<sip:555@127.0.0.1>' } }), /^SIP\/2\.0 404 Not Found/],
-    ['an unsupported SIP version with 505', () => request('OPTIONS').replace('sip:100@127.0.0.1 SIP/2.0', 'sip:100@127.0.0.1 SIP/3.0'), /^SIP\/2\.0 505 /],
-    ['a malformed but routable request with 400 and the reason', () => request('OPTIONS', { headers: { CSeq: '1 BYE' } }), /^SIP\/2\.0 400 Bad Request[\s\S]*Warning: 399 callgate "CSeq method BYE does not match OPTIONS"/],
+    [
+      'an INVITE with a body that is not SDP with 415',
+      () => request('INVITE', { headers: { 'Content-Type': 'text/plain' }, body: 'hi' }),
+      /^SIP\/2\.0 415 /,
+    ],
+    [
+      'an INVITE with broken SDP with 488',
+      () => request('INVITE', { headers: { 'Content-Type': 'application/sdp' }, body: 'x=1' }),
+      /^SIP\/2\.0 488 /,
+    ],
+    [
+      'an INVITE with no common codec with 488',
+      () =>
+        request('INVITE', {
+          headers: { 'Content-Type': 'application/sdp' },
+          body: 'v=0\r\no=- 1 1 IN IP4 h\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 18\r\n',
+        }),
+      /^SIP\/2\.0 488 /,
+    ],
+    [
+      'an INVITE for an unknown number with 404',
+      () => request('INVITE', { uri: 'sip:555@127.0.0.1', headers: { To: '<sip:555@127.0.0.1>' } }),
+      /^SIP\/2\.0 404 Not Found/,
+    ],
+    [
+      'an unsupported SIP version with 505',
+      () => request('OPTIONS').replace('sip:100@127.0.0.1 SIP/2.0', 'sip:100@127.0.0.1 SIP/3.0'),
+      /^SIP\/2\.0 505 /,
+    ],
+    [
+      'a malformed but routable request with 400 and the reason',
+      () => request('OPTIONS', { headers: { CSeq: '1 BYE' } }),
+      /^SIP\/2\.0 400 Bad Request[\s\S]*Warning: 399 callgate "CSeq method BYE does not match OPTIONS"/,
+    ],
   ])('should answer %s', async (_what, text, expected) => {
     const replies = await exchange(text());
     expect(replies.at(-1)).toMatch(expected);
@@ -101,9 +154,16 @@ describe('when a request cannot be served', () => {
   });
 
   it('should route the response to the rport of a client behind NAT (RFC 3581)', async () => {
-    const text = request('OPTIONS').replace(/(Via: SIP\/2\.0\/UDP )127\.0\.0\.1:\d+(;branch=\S+)/, '$110.9.9.9:5999$2;rport');
+    const text = request('OPTIONS').replace(
+      /(Via: SIP\/2\.0\/UDP )127\.0\.0\.1:\d+(;branch=\S+)/,
+      '$110.9.9.9:5999$2;rport',
+    );
     const [reply] = await exchange(text);
-    expect(reply).toMatch(new RegExp(`Via: SIP/2\\.0/UDP 10\\.9\\.9\\.9:5999;branch=z9hG4bKunit\\d+;received=127\\.0\\.0\\.1;rport=${client.address().port}\\r\\n`));
+    expect(reply).toMatch(
+      new RegExp(
+        `Via: SIP/2\\.0/UDP 10\\.9\\.9\\.9:5999;branch=z9hG4bKunit\\d+;received=127\\.0\\.0\\.1;rport=${client.address().port}\\r\\n`,
+      ),
+    );
   });
 
   it('should answer a retransmitted OPTIONS with the same response without a second transaction', async () => {
@@ -119,12 +179,18 @@ describe('when garbage arrives', () => {
     const fresh = createSocket('udp4');
     await new Promise<void>((resolve) => fresh.bind(0, '127.0.0.1', resolve));
     const before = await counterValue('callgate_sip_parse_failures_total', { outcome: 'dropped' });
-    const replies = await exchange(Buffer.from([0x00, 0xff, 0x13, 0x37, 0x0a, 0x0d, 0x41]), 150, fresh);
+    const replies = await exchange(
+      Buffer.from([0x00, 0xff, 0x13, 0x37, 0x0a, 0x0d, 0x41]),
+      150,
+      fresh,
+    );
     const noVia = await exchange('INVITE sip:100@127.0.0.1 SIP/2.0\r\nFrom: x\r\n\r\n', 150, fresh);
     fresh.close();
     expect(replies).toEqual([]);
     expect(noVia).toEqual([]);
-    expect(await counterValue('callgate_sip_parse_failures_total', { outcome: 'dropped' })).toBe(before + 2);
+    expect(await counterValue('callgate_sip_parse_failures_total', { outcome: 'dropped' })).toBe(
+      before + 2,
+    );
   });
 
   it('should keep serving after 2,000 random datagrams', async () => {

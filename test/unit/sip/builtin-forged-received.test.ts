@@ -30,22 +30,44 @@ async function openVictim(port: number): Promise<string[]> {
 
 describe('when a request carries a received parameter of the peer own making', () => {
   it.each([
-    ['its Via host is the real source', (port: number) => `SIP/2.0/UDP 127.0.0.1:${port};branch=z9hG4bK-forged-a;received=127.0.0.2`],
-    ['its Via host is another address', (port: number) => `SIP/2.0/UDP 192.0.2.7:${port};branch=z9hG4bK-forged-b;received=127.0.0.2`],
-    ['it also asks for rport', (port: number) => `SIP/2.0/UDP 127.0.0.1:${port};rport;branch=z9hG4bK-forged-c;received=127.0.0.2`],
-  ])('should send the response and its retransmissions to the real source when %s', async (_name, via) => {
-    const harness = await startBuiltin();
-    h = harness;
-    const atVictim = await openVictim(harness.peer.port);
-    const callId = `forged-${Date.now()}-${Math.random()}`;
-    // An INVITE to a number no tenant has: a 404 that is retransmitted (Timer G) until an ACK that never comes.
-    harness.peer.send(harness.peer.request('INVITE', { callId, uri: 'sip:999@127.0.0.1', headers: { Via: via(harness.peer.port) } }), harness.port);
-    const notFound = await harness.peer.waitFor(callId, /^SIP\/2\.0 404 /);
-    expect(notFound).not.toContain('received=127.0.0.2');
-    await sleep(TIMEOUT_64_T1_MS / 4);
-    expect(harness.peer.messages(callId).filter((text) => text.startsWith('SIP/2.0 404')).length).toBeGreaterThan(1);
-    expect(atVictim).toEqual([]);
-  });
+    [
+      'its Via host is the real source',
+      (port: number) => `SIP/2.0/UDP 127.0.0.1:${port};branch=z9hG4bK-forged-a;received=127.0.0.2`,
+    ],
+    [
+      'its Via host is another address',
+      (port: number) => `SIP/2.0/UDP 192.0.2.7:${port};branch=z9hG4bK-forged-b;received=127.0.0.2`,
+    ],
+    [
+      'it also asks for rport',
+      (port: number) =>
+        `SIP/2.0/UDP 127.0.0.1:${port};rport;branch=z9hG4bK-forged-c;received=127.0.0.2`,
+    ],
+  ])(
+    'should send the response and its retransmissions to the real source when %s',
+    async (_name, via) => {
+      const harness = await startBuiltin();
+      h = harness;
+      const atVictim = await openVictim(harness.peer.port);
+      const callId = `forged-${Date.now()}-${Math.random()}`;
+      // An INVITE to a number no tenant has: a 404 that is retransmitted (Timer G) until an ACK that never comes.
+      harness.peer.send(
+        harness.peer.request('INVITE', {
+          callId,
+          uri: 'sip:999@127.0.0.1',
+          headers: { Via: via(harness.peer.port) },
+        }),
+        harness.port,
+      );
+      const notFound = await harness.peer.waitFor(callId, /^SIP\/2\.0 404 /);
+      expect(notFound).not.toContain('received=127.0.0.2');
+      await sleep(TIMEOUT_64_T1_MS / 4);
+      expect(
+        harness.peer.messages(callId).filter((text) => text.startsWith('SIP/2.0 404')).length,
+      ).toBeGreaterThan(1);
+      expect(atVictim).toEqual([]);
+    },
+  );
 
   it('should answer a malformed request at the real source too', async () => {
     const harness = await startBuiltin();
@@ -53,7 +75,13 @@ describe('when a request carries a received parameter of the peer own making', (
     const atVictim = await openVictim(harness.peer.port);
     const callId = `forged-400-${Date.now()}`;
     // CSeq names another method: refused by the parser and answered 400 from its half-parsed headers.
-    const text = harness.peer.request('OPTIONS', { callId, headers: { Via: `SIP/2.0/UDP 127.0.0.1:${harness.peer.port};branch=z9hG4bK-forged-d;received=127.0.0.2`, CSeq: '1 BYE' } });
+    const text = harness.peer.request('OPTIONS', {
+      callId,
+      headers: {
+        Via: `SIP/2.0/UDP 127.0.0.1:${harness.peer.port};branch=z9hG4bK-forged-d;received=127.0.0.2`,
+        CSeq: '1 BYE',
+      },
+    });
     harness.peer.send(text, harness.port);
     await harness.peer.waitFor(callId, /^SIP\/2\.0 400 /);
     await sleep(50);
@@ -66,8 +94,16 @@ describe('when the Via host differs from the source', () => {
     const harness = await startBuiltin();
     h = harness;
     const callId = `nat-${Date.now()}`;
-    harness.peer.send(harness.peer.request('OPTIONS', { callId, headers: { Via: `SIP/2.0/UDP 192.0.2.7:${harness.peer.port};branch=z9hG4bK-nat` } }), harness.port);
+    harness.peer.send(
+      harness.peer.request('OPTIONS', {
+        callId,
+        headers: { Via: `SIP/2.0/UDP 192.0.2.7:${harness.peer.port};branch=z9hG4bK-nat` },
+      }),
+      harness.port,
+    );
     const ok = await harness.peer.waitFor(callId, /^SIP\/2\.0 200 /);
-    expect(ok).toContain(`\r\nVia: SIP/2.0/UDP 192.0.2.7:${harness.peer.port};branch=z9hG4bK-nat;received=127.0.0.1\r\n`);
+    expect(ok).toContain(
+      `\r\nVia: SIP/2.0/UDP 192.0.2.7:${harness.peer.port};branch=z9hG4bK-nat;received=127.0.0.1\r\n`,
+    );
   });
 });

@@ -57,13 +57,22 @@ export async function startBuiltin(options: { answer?: boolean } = {}): Promise<
   };
 }
 
-export const sdp = (port: number, extra = ''): string => `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${port} RTP/AVP 0\r\n${extra}`;
+export const sdp = (port: number, extra = ''): string =>
+  `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${port} RTP/AVP 0\r\n${extra}`;
 
-export const toTagOf = (response: string): string => /\r\nTo: [^\r]*;tag=([^;\r]+)/.exec(response)?.[1] ?? '';
+export const toTagOf = (response: string): string =>
+  /\r\nTo: [^\r]*;tag=([^;\r]+)/.exec(response)?.[1] ?? '';
 
 /** Starts a call with an SDP offer and ACKs its 200; resolves once the dialog reported the ACK. */
 export async function confirmedCall(h: BuiltinHarness, callId: string): Promise<{ toTag: string }> {
-  h.peer.send(h.peer.request('INVITE', { callId, headers: { 'Content-Type': 'application/sdp' }, body: sdp(4000) }), h.port);
+  h.peer.send(
+    h.peer.request('INVITE', {
+      callId,
+      headers: { 'Content-Type': 'application/sdp' },
+      body: sdp(4000),
+    }),
+    h.port,
+  );
   const ok = await h.peer.waitFor(callId, /^SIP\/2\.0 200 /);
   const toTag = toTagOf(ok);
   h.peer.send(h.peer.request('ACK', { callId, toTag }), h.port);
@@ -79,8 +88,14 @@ export async function waitUntil(condition: () => boolean, timeoutMs = 2000): Pro
   }
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export const sleep = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The status lines of the responses to `method` among `messages`. */
 export const statusLines = (messages: readonly string[], method: string): string[] =>
-  messages.filter((text) => text.startsWith('SIP/2.0 ') && new RegExp(`\\r\\nCSeq: \\d+ ${method}\\r\\n`).test(text)).map((text) => text.split('\r\n')[0] ?? '');
+  messages
+    .filter(
+      (text) =>
+        text.startsWith('SIP/2.0 ') && new RegExp(`\\r\\nCSeq: \\d+ ${method}\\r\\n`).test(text),
+    )
+    .map((text) => text.split('\r\n')[0] ?? '');

@@ -5,7 +5,15 @@
  * was ACKed and the caller, seeing no ACK, would end the call after 64*T1.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { confirmedCall, sdp, sleep, startBuiltin, TIMEOUT_64_T1_MS, waitUntil, type BuiltinHarness } from './builtin-harness.ts';
+import {
+  confirmedCall,
+  sdp,
+  sleep,
+  startBuiltin,
+  TIMEOUT_64_T1_MS,
+  waitUntil,
+  type BuiltinHarness,
+} from './builtin-harness.ts';
 
 let h: BuiltinHarness | undefined;
 afterEach(async () => {
@@ -18,7 +26,16 @@ function okTo(request: string, body: string): string {
   const lines = request.split('\r\n');
   const copied = lines.filter((line) => /^(Via|From|Call-ID|CSeq):/.test(line));
   const to = lines.find((line) => line.startsWith('To:')) ?? 'To: <sip:alice@127.0.0.1>';
-  return ['SIP/2.0 200 OK', ...copied, `${to};tag=a1`, 'Contact: <sip:alice@127.0.0.1>', 'Content-Type: application/sdp', `Content-Length: ${body.length}`, '', body].join('\r\n');
+  return [
+    'SIP/2.0 200 OK',
+    ...copied,
+    `${to};tag=a1`,
+    'Contact: <sip:alice@127.0.0.1>',
+    'Content-Type: application/sdp',
+    `Content-Length: ${body.length}`,
+    '',
+    body,
+  ].join('\r\n');
 }
 
 describe('when the caller retransmits its 200 to callgate re-INVITE', () => {
@@ -32,7 +49,8 @@ describe('when the caller retransmits its 200 to callgate re-INVITE', () => {
     const ok = okTo(invite, sdp(4000, 'a=recvonly\r\n'));
     harness.peer.send(ok, harness.port);
     await expect(held).resolves.toMatchObject({ held: true, direction: 'sendonly' });
-    const acks = (): string[] => harness.peer.messages(callId).filter((text) => text.startsWith('ACK '));
+    const acks = (): string[] =>
+      harness.peer.messages(callId).filter((text) => text.startsWith('ACK '));
     await waitUntil(() => acks().length === 1);
     for (let i = 0; i < 3; i++) {
       harness.peer.send(ok, harness.port);

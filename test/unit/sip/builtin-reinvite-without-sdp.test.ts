@@ -19,9 +19,16 @@ afterEach(async () => {
   peer = undefined;
 });
 
-const sdp = (port: number): string => `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${port} RTP/AVP 0\r\n`;
+const sdp = (port: number): string =>
+  `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${port} RTP/AVP 0\r\n`;
 
-async function confirmedCall(): Promise<{ port: number; caller: UdpSipPeer; callId: string; toTag: string; events: DialogEvent[] }> {
+async function confirmedCall(): Promise<{
+  port: number;
+  caller: UdpSipPeer;
+  callId: string;
+  toTag: string;
+  events: DialogEvent[];
+}> {
   const events: DialogEvent[] = [];
   driver = new BuiltinSignalingDriver({
     sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, transports: ['udp'] }),
@@ -39,7 +46,14 @@ async function confirmedCall(): Promise<{ port: number; caller: UdpSipPeer; call
   const caller = await UdpSipPeer.open();
   peer = caller;
   const callId = `reinvite-${Date.now()}`;
-  caller.send(caller.request('INVITE', { callId, headers: { 'Content-Type': 'application/sdp' }, body: sdp(4000) }), port);
+  caller.send(
+    caller.request('INVITE', {
+      callId,
+      headers: { 'Content-Type': 'application/sdp' },
+      body: sdp(4000),
+    }),
+    port,
+  );
   const ok = await caller.waitFor(callId, /^SIP\/2\.0 200 /);
   const toTag = /\r\nTo: [^\r]*;tag=([^;\r]+)/.exec(ok)?.[1] ?? '';
   caller.send(caller.request('ACK', { callId, toTag }), port);
@@ -62,10 +76,22 @@ describe('when the caller sends a re-INVITE without SDP', () => {
     const offer = await caller.waitFor(callId, /^SIP\/2\.0 200 [\s\S]*CSeq: 2 INVITE/);
     expect(offer).toMatch(/\r\no=callgate \d+ 2 IN IP4 127\.0\.0\.1\r\n/);
     expect(offer).toMatch(/\r\nm=audio 40000 RTP\/AVP 0/);
-    caller.send(caller.request('ACK', { callId, toTag, cseq: 2, headers: { 'Content-Type': 'application/sdp' }, body: sdp(4100) }), port);
+    caller.send(
+      caller.request('ACK', {
+        callId,
+        toTag,
+        cseq: 2,
+        headers: { 'Content-Type': 'application/sdp' },
+        body: sdp(4100),
+      }),
+      port,
+    );
     await waitUntil(() => events.some((event) => event.type === 'reinvite'));
     expect(events.map((event) => event.type)).toEqual(['ack', 'reinvite']);
-    expect(events[1]).toMatchObject({ type: 'reinvite', media: { codec: 'PCMU', remote: { address: '127.0.0.1', port: 4100 } } });
+    expect(events[1]).toMatchObject({
+      type: 'reinvite',
+      media: { codec: 'PCMU', remote: { address: '127.0.0.1', port: 4100 } },
+    });
     expect(caller.messages(callId).filter((text) => text.startsWith('BYE'))).toEqual([]);
   });
 

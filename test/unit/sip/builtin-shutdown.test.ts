@@ -17,7 +17,8 @@ afterEach(() => {
   peer = undefined;
 });
 
-const sdp = (port: number): string => `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${port} RTP/AVP 0\r\n`;
+const sdp = (port: number): string =>
+  `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${port} RTP/AVP 0\r\n`;
 
 describe('when callgate stops while a call is up and the caller never answers the BYE', () => {
   it('should send the BYE with its reason and finish stopping within the bounded wait, not Timer F', async () => {
@@ -37,12 +38,20 @@ describe('when callgate stops while a call is up and the caller never answers th
     const caller = await UdpSipPeer.open();
     peer = caller;
     const callId = `shutdown-${Date.now()}`;
-    caller.send(caller.request('INVITE', { callId, headers: { 'Content-Type': 'application/sdp' }, body: sdp(4000) }), port);
+    caller.send(
+      caller.request('INVITE', {
+        callId,
+        headers: { 'Content-Type': 'application/sdp' },
+        body: sdp(4000),
+      }),
+      port,
+    );
     const ok = await caller.waitFor(callId, /^SIP\/2\.0 200 /);
     const toTag = /\r\nTo: [^\r]*;tag=([^;\r]+)/.exec(ok)?.[1] ?? '';
     caller.send(caller.request('ACK', { callId, toTag }), port);
     const deadline = Date.now() + 2_000;
-    while (!events.some((event) => event.type === 'ack') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (!events.some((event) => event.type === 'ack') && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 5));
 
     const started = Date.now();
     await driver.stop();

@@ -42,10 +42,21 @@ describe('when the application never settles an INVITE', () => {
     const rejected = await peer.waitFor('never-answered', /^SIP\/2\.0 480 /, answerTimeout + 2000);
     expect(Date.now() - started).toBeGreaterThanOrEqual(answerTimeout - 5);
     const toTag = /\r\nTo: [^\r]*;tag=([^;\r]+)/.exec(rejected)?.[1];
-    peer.send(invite.replace(/^INVITE /, 'ACK ').replace('CSeq: 1 INVITE', 'CSeq: 1 ACK').replace('To: <sip:100@127.0.0.1>', `To: <sip:100@127.0.0.1>;tag=${toTag ?? ''}`), port);
+    peer.send(
+      invite
+        .replace(/^INVITE /, 'ACK ')
+        .replace('CSeq: 1 INVITE', 'CSeq: 1 ACK')
+        .replace('To: <sip:100@127.0.0.1>', `To: <sip:100@127.0.0.1>;tag=${toTag ?? ''}`),
+      port,
+    );
     expect(events).toEqual([{ type: 'ended', reason: 'rejected' }]);
     // Timer I (T4) absorbs ACK copies, then the INVITE transaction goes too.
     await new Promise((resolve) => setTimeout(resolve, TIMERS.t4Ms + 100));
-    expect(driver.retainedState()).toEqual({ dialogs: 0, serverTransactions: 0, clientTransactions: 0, pendingInvites: 0 });
+    expect(driver.retainedState()).toEqual({
+      dialogs: 0,
+      serverTransactions: 0,
+      clientTransactions: 0,
+      pendingInvites: 0,
+    });
   });
 });

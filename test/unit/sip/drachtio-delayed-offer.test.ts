@@ -49,16 +49,32 @@ const INVITE_WITHOUT_SDP = [
 ].join('\r\n');
 
 function ack(body: string, contentType = 'application/sdp'): Srf.SrfRequest {
-  return { body, get: (name: string) => (name === 'Content-Type' && body !== '' ? contentType : undefined) } as unknown as Srf.SrfRequest;
+  return {
+    body,
+    get: (name: string) => (name === 'Content-Type' && body !== '' ? contentType : undefined),
+  } as unknown as Srf.SrfRequest;
 }
 
-const ANSWER = 'v=0\r\no=- 1 1 IN IP4 192.0.2.5\r\ns=-\r\nc=IN IP4 192.0.2.5\r\nt=0 0\r\nm=audio 4000 RTP/AVP 8 101\r\na=rtpmap:101 telephone-event/8000\r\n';
+const ANSWER =
+  'v=0\r\no=- 1 1 IN IP4 192.0.2.5\r\ns=-\r\nc=IN IP4 192.0.2.5\r\nt=0 0\r\nm=audio 4000 RTP/AVP 8 101\r\na=rtpmap:101 telephone-event/8000\r\n';
 
-async function delayedCall(): Promise<{ accepted: AcceptResult[]; events: DialogEvent[]; localSdp: string[]; dialog: FakeDialog }> {
+async function delayedCall(): Promise<{
+  accepted: AcceptResult[];
+  events: DialogEvent[];
+  localSdp: string[];
+  dialog: FakeDialog;
+}> {
   const { srf, localSdp, dialogs } = fakeSrf();
   const driver = new DrachtioSignalingDriver({
     sip: sipSchema.parse({ driver: 'drachtio' }),
-    tenants: [tenantSchema.parse({ id: 'acme', numbers: ['100'], agent: 'front-desk', codecs: ['PCMA', 'PCMU'] })],
+    tenants: [
+      tenantSchema.parse({
+        id: 'acme',
+        numbers: ['100'],
+        agent: 'front-desk',
+        codecs: ['PCMA', 'PCMU'],
+      }),
+    ],
     logger: new Logger({ level: 'error', sink: { write: () => undefined } }),
     srf,
   });
@@ -69,8 +85,16 @@ async function delayedCall(): Promise<{ accepted: AcceptResult[]; events: Dialog
     call.dialog.on((event) => events.push(event));
     accepted.push(call.accept({ local: { address: '198.51.100.7', port: 20_000 } }));
   });
-  const req = Object.assign(new EventEmitter(), { raw: INVITE_WITHOUT_SDP, source_address: '192.0.2.5', source_port: 5060, protocol: 'udp' });
-  driver.receiveInvite(req as unknown as Srf.SrfRequest, { send: () => undefined } as unknown as Srf.SrfResponse);
+  const req = Object.assign(new EventEmitter(), {
+    raw: INVITE_WITHOUT_SDP,
+    source_address: '192.0.2.5',
+    source_port: 5060,
+    protocol: 'udp',
+  });
+  driver.receiveInvite(
+    req as unknown as Srf.SrfRequest,
+    { send: () => undefined } as unknown as Srf.SrfResponse,
+  );
   await new Promise((resolve) => setImmediate(resolve));
   const dialog = dialogs[0];
   if (dialog === undefined) throw new Error('createUAS was not called');
@@ -81,13 +105,29 @@ describe('when drachtio hands over an INVITE without SDP', () => {
   it('should send callgate offer in the 200 and settle the media from the ACK answer', async () => {
     const { accepted, events, localSdp, dialog } = await delayedCall();
     expect(localSdp[0]).toContain('\r\nm=audio 20000 RTP/AVP 8 0 101\r\n');
-    expect(accepted).toMatchObject([{ ok: true, answerPending: true, media: { codec: 'PCMA', remote: { address: '192.0.2.5', port: 9 } } }]);
+    expect(accepted).toMatchObject([
+      {
+        ok: true,
+        answerPending: true,
+        media: { codec: 'PCMA', remote: { address: '192.0.2.5', port: 9 } },
+      },
+    ]);
     expect(events).toEqual([]);
     dialog.emit('ack', ack(ANSWER));
     expect(events).toEqual([
       {
         type: 'ack',
-        media: { codec: 'PCMA', payloadType: 8, clockRate: 8000, channels: 1, telephoneEvent: { payloadType: 101, clockRate: 8000 }, ptime: 20, remote: { address: '192.0.2.5', port: 4000 }, direction: 'sendrecv', held: false },
+        media: {
+          codec: 'PCMA',
+          payloadType: 8,
+          clockRate: 8000,
+          channels: 1,
+          telephoneEvent: { payloadType: 101, clockRate: 8000 },
+          ptime: 20,
+          remote: { address: '192.0.2.5', port: 4000 },
+          direction: 'sendrecv',
+          held: false,
+        },
       },
     ]);
     // A later ACK (of a re-INVITE's 200) confirms nothing again.
@@ -98,12 +138,23 @@ describe('when drachtio hands over an INVITE without SDP', () => {
 
   it.each([
     ['no answer', ack(''), 'the ACK carried no SDP answer'],
-    ['a codec callgate did not offer', ack(ANSWER.replace('RTP/AVP 8 101', 'RTP/AVP 18')), 'answered 18, offered 8 0 101'],
-    ['a body that is not SDP', ack('hello', 'text/plain'), 'the ACK body is text/plain, not application/sdp'],
-  ])('should end the call with BYE and a Reason header when the ACK carries %s', async (_what, request, text) => {
-    const { events, dialog } = await delayedCall();
-    dialog.emit('ack', request);
-    expect(dialog.destroyed).toEqual([{ headers: { Reason: `SIP ;cause=488 ;text="${text}"` } }]);
-    expect(events).toEqual([{ type: 'ended', reason: 'rejected' }]);
-  });
+    [
+      'a codec callgate did not offer',
+      ack(ANSWER.replace('RTP/AVP 8 101', 'RTP/AVP 18')),
+      'answered 18, offered 8 0 101',
+    ],
+    [
+      'a body that is not SDP',
+      ack('hello', 'text/plain'),
+      'the ACK body is text/plain, not application/sdp',
+    ],
+  ])(
+    'should end the call with BYE and a Reason header when the ACK carries %s',
+    async (_what, request, text) => {
+      const { events, dialog } = await delayedCall();
+      dialog.emit('ack', request);
+      expect(dialog.destroyed).toEqual([{ headers: { Reason: `SIP ;cause=488 ;text="${text}"` } }]);
+      expect(events).toEqual([{ type: 'ended', reason: 'rejected' }]);
+    },
+  );
 });

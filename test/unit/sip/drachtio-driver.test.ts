@@ -5,14 +5,25 @@ import { Logger } from '../../../config/log.ts';
 import { sipSchema, tenantSchema } from '../../../config/schema.ts';
 import { createSignalingDriver } from '../../../gateway/sip/create-signaling-driver.ts';
 import { DrachtioSignalingDriver } from '../../../gateway/sip/drachtio/drachtio-driver.ts';
-import { MAX_RECONNECT_DELAY_MS, calledNumberOf, drachtioConnection, reconnectDelay, sipfragProgress } from '../../../gateway/sip/drachtio/drachtio-mapping.ts';
+import {
+  MAX_RECONNECT_DELAY_MS,
+  calledNumberOf,
+  drachtioConnection,
+  reconnectDelay,
+  sipfragProgress,
+} from '../../../gateway/sip/drachtio/drachtio-mapping.ts';
 import { BuiltinSignalingDriver } from '../../../gateway/sip/builtin-driver.ts';
 
-const sip = sipSchema.parse({ driver: 'drachtio', drachtio: { host: '127.0.0.1', port: 9022, secretEnv: 'DRACHTIO_SECRET', reconnectMs: 100 } });
+const sip = sipSchema.parse({
+  driver: 'drachtio',
+  drachtio: { host: '127.0.0.1', port: 9022, secretEnv: 'DRACHTIO_SECRET', reconnectMs: 100 },
+});
 
 describe('when the drachtio connection is read from config', () => {
   it('should take host and port from config and the secret from the named variable', () => {
-    expect(drachtioConnection(sip, (name) => (name === 'DRACHTIO_SECRET' ? 'cymru' : undefined))).toEqual({ host: '127.0.0.1', port: 9022, secret: 'cymru' });
+    expect(
+      drachtioConnection(sip, (name) => (name === 'DRACHTIO_SECRET' ? 'cymru' : undefined)),
+    ).toEqual({ host: '127.0.0.1', port: 9022, secret: 'cymru' });
   });
 
   it('should refuse to connect without a secret, naming the variable', () => {
@@ -20,8 +31,15 @@ describe('when the drachtio connection is read from config', () => {
   });
 
   it('should select the driver the config names', () => {
-    expect(createSignalingDriver({ sip, tenants: [] }, new Logger({ level: 'error' }))).toBeInstanceOf(DrachtioSignalingDriver);
-    expect(createSignalingDriver({ sip: sipSchema.parse({}), tenants: [] }, new Logger({ level: 'error' }))).toBeInstanceOf(BuiltinSignalingDriver);
+    expect(
+      createSignalingDriver({ sip, tenants: [] }, new Logger({ level: 'error' })),
+    ).toBeInstanceOf(DrachtioSignalingDriver);
+    expect(
+      createSignalingDriver(
+        { sip: sipSchema.parse({}), tenants: [] },
+        new Logger({ level: 'error' }),
+      ),
+    ).toBeInstanceOf(BuiltinSignalingDriver);
   });
 });
 
@@ -45,7 +63,9 @@ describe('when mapping drachtio messages', () => {
 
 describe('when the drachtio-server connection drops', () => {
   it('should back off by doubling from reconnectMs up to the cap', () => {
-    expect([0, 1, 2, 3].map((attempt) => reconnectDelay(attempt, 100))).toEqual([100, 200, 400, 800]);
+    expect([0, 1, 2, 3].map((attempt) => reconnectDelay(attempt, 100))).toEqual([
+      100, 200, 400, 800,
+    ]);
     expect(reconnectDelay(40, 2000)).toBe(MAX_RECONNECT_DELAY_MS);
   });
 

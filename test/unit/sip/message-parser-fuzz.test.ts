@@ -40,7 +40,8 @@ function mutate(random: () => number, source: Buffer): Buffer {
     case 1:
       return bytes.subarray(0, pick(bytes.length));
     case 2: {
-      for (let i = 0, n = 1 + pick(6); i < n; i++) bytes[pick(bytes.length)] = ALPHABET.charCodeAt(pick(ALPHABET.length));
+      for (let i = 0, n = 1 + pick(6); i < n; i++)
+        bytes[pick(bytes.length)] = ALPHABET.charCodeAt(pick(ALPHABET.length));
       return bytes;
     }
     case 3: {
@@ -52,11 +53,18 @@ function mutate(random: () => number, source: Buffer): Buffer {
     }
     case 4: {
       const at = pick(bytes.length);
-      return Buffer.concat([bytes.subarray(0, at), Buffer.alloc(pick(3000), ALPHABET.charAt(pick(ALPHABET.length))), bytes.subarray(at)]);
+      return Buffer.concat([
+        bytes.subarray(0, at),
+        Buffer.alloc(pick(3000), ALPHABET.charAt(pick(ALPHABET.length))),
+        bytes.subarray(at),
+      ]);
     }
     case 5: {
       const other = Buffer.from(SEEDS[pick(SEEDS.length)] ?? '');
-      return Buffer.concat([bytes.subarray(0, pick(bytes.length)), other.subarray(pick(other.length))]);
+      return Buffer.concat([
+        bytes.subarray(0, pick(bytes.length)),
+        other.subarray(pick(other.length)),
+      ]);
     }
     case 6: {
       const noise = Buffer.alloc(1 + pick(400));
@@ -66,7 +74,10 @@ function mutate(random: () => number, source: Buffer): Buffer {
     default: {
       const text = bytes.toString('latin1');
       const at = pick(text.length);
-      return Buffer.from(`${text.slice(0, at)}${ALPHABET.charAt(pick(ALPHABET.length)).repeat(1 + pick(50))}${text.slice(at)}`, 'latin1');
+      return Buffer.from(
+        `${text.slice(0, at)}${ALPHABET.charAt(pick(ALPHABET.length)).repeat(1 + pick(50))}${text.slice(at)}`,
+        'latin1',
+      );
     }
   }
 }

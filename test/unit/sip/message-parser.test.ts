@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { headerValue, headerValues } from '../../../gateway/sip/header-names.ts';
-import { parseNameAddr, parseUri, parseVia, paramValue } from '../../../gateway/sip/header-parser.ts';
+import {
+  parseNameAddr,
+  parseUri,
+  parseVia,
+  paramValue,
+} from '../../../gateway/sip/header-parser.ts';
 import { parseSipMessage } from '../../../gateway/sip/message-parser.ts';
 import type { SipMessage, SipRequest, SipResponse } from '../../../gateway/sip/message-types.ts';
 
@@ -40,13 +45,23 @@ describe('when parsing a well-formed INVITE', () => {
 
   it('should read the request line, the URI user and its parameters', () => {
     expect(message.method).toBe('INVITE');
-    expect(message.uri).toMatchObject({ scheme: 'sip', user: '+15551234567', host: 'gw.example.com' });
+    expect(message.uri).toMatchObject({
+      scheme: 'sip',
+      user: '+15551234567',
+      host: 'gw.example.com',
+    });
     expect(message.uri.params).toEqual([['transport', 'udp']]);
   });
 
   it('should read Via with branch and an rport flag', () => {
     expect(message.via).toHaveLength(1);
-    expect(message.via[0]).toMatchObject({ transport: 'UDP', host: '10.0.0.1', port: 5070, branch: 'z9hG4bK776asdhds', rport: true });
+    expect(message.via[0]).toMatchObject({
+      transport: 'UDP',
+      host: '10.0.0.1',
+      port: 5070,
+      branch: 'z9hG4bK776asdhds',
+      rport: true,
+    });
   });
 
   it('should read From with display name and tag, To without tag, Call-ID, CSeq and Max-Forwards', () => {
@@ -109,17 +124,34 @@ describe('when list headers carry several comma-separated values', () => {
 
   it('should split them without breaking quoted commas, in order', () => {
     const message = request(text);
-    expect(message.via.map((v) => v.host)).toEqual(['p1.example.com', 'p2.example.com', '10.0.0.1']);
+    expect(message.via.map((v) => v.host)).toEqual([
+      'p1.example.com',
+      'p2.example.com',
+      '10.0.0.1',
+    ]);
     expect(message.via[1]).toMatchObject({ port: 5080, received: '192.0.2.9' });
     expect(message.via[2]?.rport).toBe(5062);
-    expect(headerValues(message.headers, 'Record-Route')).toEqual(['<sip:p1.example.com;lr>', '"Proxy, Two" <sip:p2.example.com;lr>']);
+    expect(headerValues(message.headers, 'Record-Route')).toEqual([
+      '<sip:p1.example.com;lr>',
+      '"Proxy, Two" <sip:p2.example.com;lr>',
+    ]);
   });
 });
 
 describe('when parsing responses', () => {
   it('should read status, reason and the body', () => {
     const message = response(
-      crlf(['SIP/2.0 180 Ringing', 'Via: SIP/2.0/UDP h;branch=z9hG4bKx', 'To: <sip:a@b>;tag=9', 'From: <sip:c@d>;tag=8', 'Call-ID: z', 'CSeq: 5 INVITE', 'Content-Length: 2', '', 'ok']),
+      crlf([
+        'SIP/2.0 180 Ringing',
+        'Via: SIP/2.0/UDP h;branch=z9hG4bKx',
+        'To: <sip:a@b>;tag=9',
+        'From: <sip:c@d>;tag=8',
+        'Call-ID: z',
+        'CSeq: 5 INVITE',
+        'Content-Length: 2',
+        '',
+        'ok',
+      ]),
     );
     expect(message.status).toBe(180);
     expect(message.reason).toBe('Ringing');
@@ -127,7 +159,9 @@ describe('when parsing responses', () => {
   });
 
   it('should refuse a status code outside 100-699', () => {
-    const result = parseSipMessage(crlf(['SIP/2.0 999 Odd', 'Via: SIP/2.0/UDP h;branch=z9hG4bKx', '', '']));
+    const result = parseSipMessage(
+      crlf(['SIP/2.0 999 Odd', 'Via: SIP/2.0/UDP h;branch=z9hG4bKx', '', '']),
+    );
     expect(result.ok).toBe(false);
   });
 });
@@ -135,7 +169,10 @@ describe('when parsing responses', () => {
 describe('when parsing URIs', () => {
   it.each([
     ['sip:alice@example.com', { scheme: 'sip', user: 'alice', host: 'example.com' }],
-    ['sips:alice:secret@example.com:5061;transport=tls', { scheme: 'sips', user: 'alice', password: 'secret', host: 'example.com', port: 5061 }],
+    [
+      'sips:alice:secret@example.com:5061;transport=tls',
+      { scheme: 'sips', user: 'alice', password: 'secret', host: 'example.com', port: 5061 },
+    ],
     ['sip:[2001:db8::10]:5070', { scheme: 'sip', host: '[2001:db8::10]', port: 5070 }],
     ['sip:%2B1555@gw', { scheme: 'sip', user: '+1555', host: 'gw' }],
     ['tel:+1-201-555-0123;phone-context=example.com', { scheme: 'tel', number: '+1-201-555-0123' }],
@@ -170,8 +207,14 @@ describe('when parsing name-addr and addr-spec', () => {
 
   it('should keep URI parameters inside angle brackets with the URI', () => {
     const result = parseNameAddr('Bob <sip:bob@example.com;transport=tcp>;tag=t1;expires=60');
-    expect(result.ok && result.value).toMatchObject({ displayName: 'Bob', uriText: 'sip:bob@example.com;transport=tcp' });
-    expect(result.ok && result.value.params).toEqual([['tag', 't1'], ['expires', '60']]);
+    expect(result.ok && result.value).toMatchObject({
+      displayName: 'Bob',
+      uriText: 'sip:bob@example.com;transport=tcp',
+    });
+    expect(result.ok && result.value.params).toEqual([
+      ['tag', 't1'],
+      ['expires', '60'],
+    ]);
   });
 
   it('should unescape a quoted display name', () => {
@@ -179,24 +222,47 @@ describe('when parsing name-addr and addr-spec', () => {
     expect(result.ok && result.value.displayName).toBe('Say "hi"');
   });
 
-  it.each(['"unterminated <sip:x@y>', '<sip:x@y', '< sip:x@y >', 'sip:x@y, sip:z@w', 'Bell, Alex <sip:x@y>'])('should refuse %s', (text) => {
+  it.each([
+    '"unterminated <sip:x@y>',
+    '<sip:x@y',
+    '< sip:x@y >',
+    'sip:x@y, sip:z@w',
+    'Bell, Alex <sip:x@y>',
+  ])('should refuse %s', (text) => {
     expect(parseNameAddr(text).ok).toBe(false);
   });
 });
 
 describe('when parsing Via', () => {
   it('should accept white space around slashes and the port colon', () => {
-    const result = parseVia('SIP / 2.0 / udp  host.example.com : 5090 ; branch = z9hG4bKq ; received=1.2.3.4');
-    expect(result.ok && result.value).toMatchObject({ transport: 'UDP', host: 'host.example.com', port: 5090, branch: 'z9hG4bKq', received: '1.2.3.4' });
+    const result = parseVia(
+      'SIP / 2.0 / udp  host.example.com : 5090 ; branch = z9hG4bKq ; received=1.2.3.4',
+    );
+    expect(result.ok && result.value).toMatchObject({
+      transport: 'UDP',
+      host: 'host.example.com',
+      port: 5090,
+      branch: 'z9hG4bKq',
+      received: '1.2.3.4',
+    });
   });
 
-  it.each(['SIP/3.0/UDP h', 'SIP/2.0 h', 'SIP/2.0/UDP h;rport=abc', 'SIP/2.0/UDP h:70000', 'SIP/2.0/UDP'])('should refuse %s', (text) => {
+  it.each([
+    'SIP/3.0/UDP h',
+    'SIP/2.0 h',
+    'SIP/2.0/UDP h;rport=abc',
+    'SIP/2.0/UDP h:70000',
+    'SIP/2.0/UDP',
+  ])('should refuse %s', (text) => {
     expect(parseVia(text).ok).toBe(false);
   });
 });
 
 describe('when a request is malformed', () => {
-  const base = (overrides: Record<string, string | null>, startLine = 'INVITE sip:1@gw SIP/2.0'): string => {
+  const base = (
+    overrides: Record<string, string | null>,
+    startLine = 'INVITE sip:1@gw SIP/2.0',
+  ): string => {
     const headers: Record<string, string | null> = {
       Via: 'SIP/2.0/UDP 10.0.0.1;branch=z9hG4bKm',
       To: '<sip:1@gw>',
@@ -208,7 +274,8 @@ describe('when a request is malformed', () => {
       ...overrides,
     };
     const lines = [startLine];
-    for (const [name, value] of Object.entries(headers)) if (value !== null) lines.push(`${name}: ${value}`);
+    for (const [name, value] of Object.entries(headers))
+      if (value !== null) lines.push(`${name}: ${value}`);
     return `${crlf(lines)}\r\n\r\n`;
   };
 
@@ -220,13 +287,38 @@ describe('when a request is malformed', () => {
     ['Max-Forwards above 255', base({ 'Max-Forwards': '300' }), 400, 'Max-Forwards'],
     ['a Content-Length beyond the body', base({ 'Content-Length': '20' }), 400, 'larger than'],
     ['a negative Content-Length', base({ 'Content-Length': '-1' }), 400, 'invalid Content-Length'],
-    ['an unsupported SIP version', base({}, 'INVITE sip:1@gw SIP/7.0'), 505, 'unsupported SIP version'],
-    ['an unknown URI scheme', base({}, 'INVITE nobody:opaque SIP/2.0'), 416, 'unsupported URI scheme'],
-    ['two spaces after the method', base({}, 'INVITE  sip:1@gw SIP/2.0'), 400, 'malformed request line'],
+    [
+      'an unsupported SIP version',
+      base({}, 'INVITE sip:1@gw SIP/7.0'),
+      505,
+      'unsupported SIP version',
+    ],
+    [
+      'an unknown URI scheme',
+      base({}, 'INVITE nobody:opaque SIP/2.0'),
+      416,
+      'unsupported URI scheme',
+    ],
+    [
+      'two spaces after the method',
+      base({}, 'INVITE  sip:1@gw SIP/2.0'),
+      400,
+      'malformed request line',
+    ],
     ['an unterminated quote in From', base({ From: '"Mr. J <sip:a@b>;tag=1' }), 400, 'From'],
-    ['two different To headers', `${base({}).trimEnd()}\r\nTo: <sip:2@gw>\r\n\r\n`, 400, 'more than one To'],
+    [
+      'two different To headers',
+      `${base({}).trimEnd()}\r\nTo: <sip:2@gw>\r\n\r\n`,
+      400,
+      'more than one To',
+    ],
     ['no Via at all', base({ Via: null }), undefined, 'no Via'],
-    ['a header line without colon', `${base({}).trimEnd()}\r\nGarbage line\r\n\r\n`, 400, 'without a name'],
+    [
+      'a header line without colon',
+      `${base({}).trimEnd()}\r\nGarbage line\r\n\r\n`,
+      400,
+      'without a name',
+    ],
   ])('should refuse %s with the right answer', (_what, text, status, reason) => {
     const result = parseSipMessage(text);
     expect(result.ok).toBe(false);

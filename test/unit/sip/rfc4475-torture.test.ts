@@ -55,7 +55,8 @@ m:"Quoted string \\"\\"" <sip:jdrosen@example.com> ; newparam =
 
 `)}${SDP_150}`;
 
-const INTMETH = wire(`!interesting-Method0123456789_*+\`.%indeed'~ sip:1_unusual.URI~(to-be!sure)&isn't+it$/crazy?,/;;*:&it+has=1,weird!*pas$wo~d_too.(doesn't-it)@example.com SIP/2.0
+const INTMETH =
+  wire(`!interesting-Method0123456789_*+\`.%indeed'~ sip:1_unusual.URI~(to-be!sure)&isn't+it$/crazy?,/;;*:&it+has=1,weird!*pas$wo~d_too.(doesn't-it)@example.com SIP/2.0
 Via: SIP/2.0/TCP host1.example.com;branch=z9hG4bK-.!%66*_+\`'~
 To: "BEL:\\\x07 NUL:\\\x00 DEL:\\\x7F" <sip:1_unusual.URI~(to-be!sure)&isn't+it$/crazy?,/;;*@example.com>
 From: token1~\` token2'+_ token3*%!.- <sip:mundane@example.com>;fromParam''~+*_!.-%="работающий";tag=_token~1'+\`*%!-.
@@ -67,7 +68,17 @@ Content-Length: 0
 
 `);
 
-const ESC01_SDP = ['v=0', 'o=mhandley 29739 7272939 IN IP4 192.0.2.1', 's=-', 'c=IN IP4 192.0.2.1', 't=0 0', 'm=audio 49217 RTP/AVP 0 12', 'm=video 3227 RTP/AVP 31', 'a=rtpmap:31 LPC', ''].join('\r\n');
+const ESC01_SDP = [
+  'v=0',
+  'o=mhandley 29739 7272939 IN IP4 192.0.2.1',
+  's=-',
+  'c=IN IP4 192.0.2.1',
+  't=0 0',
+  'm=audio 49217 RTP/AVP 0 12',
+  'm=video 3227 RTP/AVP 31',
+  'a=rtpmap:31 LPC',
+  '',
+].join('\r\n');
 const ESC01 = `${wire(`INVITE sip:sips%3Auser%40example.com@example.net SIP/2.0
 To: sip:%75se%72@example.com
 From: <sip:I%20have%20spaces@example.net>;tag=938
@@ -228,7 +239,9 @@ describe('when parsing the valid torture messages of RFC 4475 section 3.1.1', ()
       ['UDP', '192.168.255.111', 'z9hG4bK30239'],
     ]);
     expect(headerValue(message.headers, 'Subject')).toBe('');
-    expect(headerValue(message.headers, 'NewFangledHeader')).toBe('newfangled value continued newfangled value');
+    expect(headerValue(message.headers, 'NewFangledHeader')).toBe(
+      'newfangled value continued newfangled value',
+    );
     expect(headerValue(message.headers, 'UnknownHeaderWithUnusualValue')).toBe(';;,,;;,;');
     expect(headerValues(message.headers, 'Contact')).toHaveLength(1);
     expect(message.body).toBe(SDP_150);
@@ -236,7 +249,9 @@ describe('when parsing the valid torture messages of RFC 4475 section 3.1.1', ()
 
   it('should read intmeth: a method, URI, branch and tag using every token character', () => {
     const message = parsed(INTMETH);
-    expect(message.kind === 'request' && message.method).toBe("!interesting-Method0123456789_*+`.%indeed'~");
+    expect(message.kind === 'request' && message.method).toBe(
+      "!interesting-Method0123456789_*+`.%indeed'~",
+    );
     expect(message.kind === 'request' && message.uri).toMatchObject({
       user: "1_unusual.URI~(to-be!sure)&isn't+it$/crazy?,/;;*",
       password: "&it+has=1,weird!*pas$wo~d_too.(doesn't-it)",
@@ -252,7 +267,10 @@ describe('when parsing the valid torture messages of RFC 4475 section 3.1.1', ()
 
   it('should read esc01: escapes in the Request-URI user, To, From and Contact parameters', () => {
     const message = parsed(ESC01);
-    expect(message.kind === 'request' && message.uri).toMatchObject({ user: 'sips:user@example.com', host: 'example.net' });
+    expect(message.kind === 'request' && message.uri).toMatchObject({
+      user: 'sips:user@example.com',
+      host: 'example.net',
+    });
     expect(message.to.uri).toMatchObject({ user: 'user' });
     expect(message.from.uri).toMatchObject({ user: 'I have spaces' });
     expect(message.callId).toBe('esc01.239409asdfakjkn23onasd0-3234');
@@ -284,17 +302,29 @@ describe('when parsing the valid torture messages of RFC 4475 section 3.1.1', ()
 
   it('should read semiuri: a ";" inside the user part', () => {
     const message = parsed(SEMIURI);
-    expect(message.kind === 'request' && message.uri).toMatchObject({ user: 'user;par=u@example.net', host: 'example.com', params: [] });
+    expect(message.kind === 'request' && message.uri).toMatchObject({
+      user: 'user;par=u@example.net',
+      host: 'example.com',
+      params: [],
+    });
     expect(headerValues(message.headers, 'Accept')).toHaveLength(6);
   });
 
   it('should read transports: Via with UDP, SCTP, TLS, an unknown transport and TCP', () => {
-    expect(parsed(TRANSPORTS).via.map((via) => via.transport)).toEqual(['UDP', 'SCTP', 'TLS', 'UNKNOWN', 'TCP']);
+    expect(parsed(TRANSPORTS).via.map((via) => via.transport)).toEqual([
+      'UDP',
+      'SCTP',
+      'TLS',
+      'UNKNOWN',
+      'TCP',
+    ]);
   });
 
   it('should read unreason: a reason phrase with symbols and UTF-8', () => {
     const message = parsed(UNREASON);
-    expect(message.kind === 'response' && message.reason).toBe('= 2**3 * 5**2 но сто девяносто девять - простое');
+    expect(message.kind === 'response' && message.reason).toBe(
+      '= 2**3 * 5**2 но сто девяносто девять - простое',
+    );
   });
 
   it('should read noreason: an empty reason phrase', () => {
@@ -308,7 +338,11 @@ describe('when parsing the valid torture messages of RFC 4475 section 3.1.1', ()
   });
 
   it('should read a long request: many Vias, a long Call-ID and a long header', () => {
-    const vias = Array.from({ length: 40 }, (_, i) => `Via: SIP/2.0/TCP sip${i}.example.com:${5060 + i};branch=z9hG4bK${'a'.repeat(40)}${i}`);
+    const vias = Array.from(
+      { length: 40 },
+      (_, i) =>
+        `Via: SIP/2.0/TCP sip${i}.example.com:${5060 + i};branch=z9hG4bK${'a'.repeat(40)}${i}`,
+    );
     const text = wire(
       [
         'INVITE sip:user@example.com SIP/2.0',
@@ -345,27 +379,148 @@ const routingOk = (overrides: Record<string, string> = {}): string[] =>
 
 describe('when parsing the invalid torture messages of RFC 4475 section 3.1.2', () => {
   it.each<[string, string, number | undefined]>([
-    ['badinv01: an unbalanced quote in To of an INVITE', invalid(['INVITE sip:user@example.com SIP/2.0', ...routingOk({ CSeq: '8 INVITE', To: '"Mr. J. User <sip:j.user@example.com>' })]), 400],
-    ['clerr: Content-Length larger than the body', invalid(['INVITE sip:user@example.com SIP/2.0', ...routingOk({ CSeq: '8 INVITE', 'Content-Length': '9999' })]), 400],
-    ['ncl: negative Content-Length', invalid(['INVITE sip:user@example.com SIP/2.0', ...routingOk({ CSeq: '8 INVITE', 'Content-Length': '-999' })]), 400],
-    ['scalar02: CSeq and Max-Forwards out of range', invalid(['REGISTER sip:example.com SIP/2.0', ...routingOk({ CSeq: '36893488147419103232 REGISTER', 'Max-Forwards': '300' })]), 400],
-    ['quotbal: unterminated quoted string in To', invalid(['INVITE sip:user@example.com SIP/2.0', ...routingOk({ CSeq: '8 INVITE', To: '"Mr. J. User <sip:j.user@example.com>' })]), 400],
-    ['ltgtruri: Request-URI inside angle brackets', invalid(['INVITE <sip:user@example.com> SIP/2.0', ...routingOk({ CSeq: '8 INVITE' })]), 400],
-    ['lwsruri: white space inside the Request-URI', invalid(['INVITE sip:user@example.com; lr SIP/2.0', ...routingOk({ CSeq: '8 INVITE' })]), 400],
-    ['lwsstart: several spaces in the request line', invalid(['INVITE  sip:user@example.com  SIP/2.0', ...routingOk({ CSeq: '8 INVITE' })]), 400],
-    ['trws: trailing white space after the version', invalid(['OPTIONS sip:remote-target@example.com SIP/2.0  ', ...routingOk()]), 400],
-    ['escruri: headers in the Request-URI', invalid(['INVITE sip:user@example.com?Route=%3Csip:example.com%3E SIP/2.0', ...routingOk({ CSeq: '8 INVITE' })]), 400],
-    ['badaspec: white space inside <URI>', invalid(['OPTIONS sip:user@example.org SIP/2.0', ...routingOk({ To: '"Watson, Thomas" < sip:t.watson@example.org >' })]), 400],
-    ['baddn: unquoted display name with a comma', invalid(['OPTIONS sip:t.watson@example.org SIP/2.0', ...routingOk({ From: 'Bell, Alexander <sip:a.g.bell@example.com>;tag=43' })]), 400],
-    ['badvers: SIP/7.0', invalid(['OPTIONS sip:t.watson@example.org SIP/7.0', ...routingOk()]), 505],
-    ['mismatch01: CSeq method differs from the method', invalid(['OPTIONS sip:user@example.com SIP/2.0', ...routingOk({ CSeq: '17 INVITE' })]), 400],
-    ['unkscm: unknown Request-URI scheme', invalid(['OPTIONS nobodyKnowsThisScheme:totallyopaquecontent SIP/2.0', ...routingOk()]), 416],
-    ['novelsc: an unknown scheme with dots', invalid(['OPTIONS soap.beep://192.0.2.103:3002 SIP/2.0', ...routingOk()]), 416],
-    ['mcl01: several different Content-Length values', invalid(['OPTIONS sip:user@example.com SIP/2.0', ...routingOk(), 'Content-Length: 3', 'Content-Length: 8'].concat([])), 400],
-    ['multi01: several different To values', invalid(['INVITE sip:user@company.com SIP/2.0', ...routingOk({ CSeq: '8 INVITE' }), 'To: sip:other@company.com']), 400],
-    ['insuf: no Call-ID, From or To', invalid(['INVITE sip:user@example.com SIP/2.0', 'CSeq: 193942 INVITE', 'Via: SIP/2.0/UDP 192.0.2.95;branch=z9hG4bKkdj.insuf', 'Content-Type: application/sdp', 'l: 0']), 400],
+    [
+      'badinv01: an unbalanced quote in To of an INVITE',
+      invalid([
+        'INVITE sip:user@example.com SIP/2.0',
+        ...routingOk({ CSeq: '8 INVITE', To: '"Mr. J. User <sip:j.user@example.com>' }),
+      ]),
+      400,
+    ],
+    [
+      'clerr: Content-Length larger than the body',
+      invalid([
+        'INVITE sip:user@example.com SIP/2.0',
+        ...routingOk({ CSeq: '8 INVITE', 'Content-Length': '9999' }),
+      ]),
+      400,
+    ],
+    [
+      'ncl: negative Content-Length',
+      invalid([
+        'INVITE sip:user@example.com SIP/2.0',
+        ...routingOk({ CSeq: '8 INVITE', 'Content-Length': '-999' }),
+      ]),
+      400,
+    ],
+    [
+      'scalar02: CSeq and Max-Forwards out of range',
+      invalid([
+        'REGISTER sip:example.com SIP/2.0',
+        ...routingOk({ CSeq: '36893488147419103232 REGISTER', 'Max-Forwards': '300' }),
+      ]),
+      400,
+    ],
+    [
+      'quotbal: unterminated quoted string in To',
+      invalid([
+        'INVITE sip:user@example.com SIP/2.0',
+        ...routingOk({ CSeq: '8 INVITE', To: '"Mr. J. User <sip:j.user@example.com>' }),
+      ]),
+      400,
+    ],
+    [
+      'ltgtruri: Request-URI inside angle brackets',
+      invalid(['INVITE <sip:user@example.com> SIP/2.0', ...routingOk({ CSeq: '8 INVITE' })]),
+      400,
+    ],
+    [
+      'lwsruri: white space inside the Request-URI',
+      invalid(['INVITE sip:user@example.com; lr SIP/2.0', ...routingOk({ CSeq: '8 INVITE' })]),
+      400,
+    ],
+    [
+      'lwsstart: several spaces in the request line',
+      invalid(['INVITE  sip:user@example.com  SIP/2.0', ...routingOk({ CSeq: '8 INVITE' })]),
+      400,
+    ],
+    [
+      'trws: trailing white space after the version',
+      invalid(['OPTIONS sip:remote-target@example.com SIP/2.0  ', ...routingOk()]),
+      400,
+    ],
+    [
+      'escruri: headers in the Request-URI',
+      invalid([
+        'INVITE sip:user@example.com?Route=%3Csip:example.com%3E SIP/2.0',
+        ...routingOk({ CSeq: '8 INVITE' }),
+      ]),
+      400,
+    ],
+    [
+      'badaspec: white space inside <URI>',
+      invalid([
+        'OPTIONS sip:user@example.org SIP/2.0',
+        ...routingOk({ To: '"Watson, Thomas" < sip:t.watson@example.org >' }),
+      ]),
+      400,
+    ],
+    [
+      'baddn: unquoted display name with a comma',
+      invalid([
+        'OPTIONS sip:t.watson@example.org SIP/2.0',
+        ...routingOk({ From: 'Bell, Alexander <sip:a.g.bell@example.com>;tag=43' }),
+      ]),
+      400,
+    ],
+    [
+      'badvers: SIP/7.0',
+      invalid(['OPTIONS sip:t.watson@example.org SIP/7.0', ...routingOk()]),
+      505,
+    ],
+    [
+      'mismatch01: CSeq method differs from the method',
+      invalid(['OPTIONS sip:user@example.com SIP/2.0', ...routingOk({ CSeq: '17 INVITE' })]),
+      400,
+    ],
+    [
+      'unkscm: unknown Request-URI scheme',
+      invalid(['OPTIONS nobodyKnowsThisScheme:totallyopaquecontent SIP/2.0', ...routingOk()]),
+      416,
+    ],
+    [
+      'novelsc: an unknown scheme with dots',
+      invalid(['OPTIONS soap.beep://192.0.2.103:3002 SIP/2.0', ...routingOk()]),
+      416,
+    ],
+    [
+      'mcl01: several different Content-Length values',
+      invalid(
+        [
+          'OPTIONS sip:user@example.com SIP/2.0',
+          ...routingOk(),
+          'Content-Length: 3',
+          'Content-Length: 8',
+        ].concat([]),
+      ),
+      400,
+    ],
+    [
+      'multi01: several different To values',
+      invalid([
+        'INVITE sip:user@company.com SIP/2.0',
+        ...routingOk({ CSeq: '8 INVITE' }),
+        'To: sip:other@company.com',
+      ]),
+      400,
+    ],
+    [
+      'insuf: no Call-ID, From or To',
+      invalid([
+        'INVITE sip:user@example.com SIP/2.0',
+        'CSeq: 193942 INVITE',
+        'Via: SIP/2.0/UDP 192.0.2.95;branch=z9hG4bKkdj.insuf',
+        'Content-Type: application/sdp',
+        'l: 0',
+      ]),
+      400,
+    ],
     ['a response with a broken status line', invalid(['SIP/2.0 20 OK', ...routingOk()]), undefined],
-    ['an unreadable topmost Via', invalid(['OPTIONS sip:user@example.com SIP/2.0', ...routingOk({ Via: 'SIP/2.0 nowhere' })]), undefined],
+    [
+      'an unreadable topmost Via',
+      invalid(['OPTIONS sip:user@example.com SIP/2.0', ...routingOk({ Via: 'SIP/2.0 nowhere' })]),
+      undefined,
+    ],
   ])('should refuse %s', (_name, text, status) => {
     const result = parseSipMessage(text);
     expect(result.ok).toBe(false);

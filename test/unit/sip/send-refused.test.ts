@@ -25,26 +25,50 @@ afterEach(async () => {
 });
 
 describe('when a transport is asked to send where no socket can', () => {
-  const udp = (): SipTransport => new UdpTransport({ address: '127.0.0.1', port: 0, receiveBufferBytes: 65_536, onMessage: () => undefined, logger });
-  const tcp = (): SipTransport => new TcpTransport({ address: '127.0.0.1', port: 0, maxHeaderBytes: 4096, maxBodyBytes: 4096, idleTimeoutMs: 5000, onMessage: () => undefined, onDrop: () => undefined, logger });
+  const udp = (): SipTransport =>
+    new UdpTransport({
+      address: '127.0.0.1',
+      port: 0,
+      receiveBufferBytes: 65_536,
+      onMessage: () => undefined,
+      logger,
+    });
+  const tcp = (): SipTransport =>
+    new TcpTransport({
+      address: '127.0.0.1',
+      port: 0,
+      maxHeaderBytes: 4096,
+      maxBodyBytes: 4096,
+      idleTimeoutMs: 5000,
+      onMessage: () => undefined,
+      onDrop: () => undefined,
+      logger,
+    });
 
   it.each([
     ['UDP', udp, 'udp'],
     ['TCP', tcp, 'tcp'],
-  ] as const)('should refuse port 0 and 65536 over %s without throwing', async (_name, make, name) => {
-    const started = make();
-    transport = started;
-    await started.start();
-    for (const port of [0, 65_536, -1]) {
-      expect(started.send(Buffer.from('OPTIONS'), { transport: name, address: '127.0.0.1', port })).toEqual({ ok: false, reason: `unusable port ${port}` });
-    }
-  });
+  ] as const)(
+    'should refuse port 0 and 65536 over %s without throwing',
+    async (_name, make, name) => {
+      const started = make();
+      transport = started;
+      await started.start();
+      for (const port of [0, 65_536, -1]) {
+        expect(
+          started.send(Buffer.from('OPTIONS'), { transport: name, address: '127.0.0.1', port }),
+        ).toEqual({ ok: false, reason: `unusable port ${port}` });
+      }
+    },
+  );
 
   it('should refuse a send on a UDP socket already stopped', async () => {
     const started = udp();
     await started.start();
     await started.stop();
-    expect(started.send(Buffer.from('OPTIONS'), { transport: 'udp', address: '127.0.0.1', port: 5060 })).toMatchObject({ ok: false });
+    expect(
+      started.send(Buffer.from('OPTIONS'), { transport: 'udp', address: '127.0.0.1', port: 5060 }),
+    ).toMatchObject({ ok: false });
   });
 });
 
@@ -52,7 +76,15 @@ describe('when a transaction message is refused by the transport', () => {
   it('should end a client transaction at once with transport-error, and send nothing more', async () => {
     let sent = 0;
     let terminated = 0;
-    const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: false, send: () => (sent++, false), onRetransmit: () => undefined, onTerminated: () => terminated++ });
+    const transaction = new ClientTransaction({
+      invite: false,
+      request: Buffer.from('BYE'),
+      timers,
+      reliable: false,
+      send: () => (sent++, false),
+      onRetransmit: () => undefined,
+      onTerminated: () => terminated++,
+    });
     transaction.start();
     await expect(transaction.outcome).resolves.toEqual({ type: 'transport-error' });
     await sleep(timers.transactionTimeout + 20);
@@ -62,7 +94,15 @@ describe('when a transaction message is refused by the transport', () => {
   it('should end a client transaction whose retransmission is refused', async () => {
     let sent = 0;
     let terminated = 0;
-    const transaction = new ClientTransaction({ invite: true, request: Buffer.from('INVITE'), timers, reliable: false, send: () => ++sent === 1, onRetransmit: () => undefined, onTerminated: () => terminated++ });
+    const transaction = new ClientTransaction({
+      invite: true,
+      request: Buffer.from('INVITE'),
+      timers,
+      reliable: false,
+      send: () => ++sent === 1,
+      onRetransmit: () => undefined,
+      onTerminated: () => terminated++,
+    });
     transaction.start();
     await expect(transaction.outcome).resolves.toEqual({ type: 'transport-error' });
     await sleep(timers.transactionTimeout + 20);
@@ -71,7 +111,13 @@ describe('when a transaction message is refused by the transport', () => {
 
   it('should end a non-INVITE server transaction whose first response is refused (no Timer J left)', async () => {
     let terminated = 0;
-    const transaction = new NonInviteServerTransaction({ timers, reliable: false, send: () => false, onRetransmit: () => undefined, onTerminated: () => terminated++ });
+    const transaction = new NonInviteServerTransaction({
+      timers,
+      reliable: false,
+      send: () => false,
+      onRetransmit: () => undefined,
+      onTerminated: () => terminated++,
+    });
     transaction.respond(200, Buffer.from('200'));
     expect(terminated).toBe(1);
   });
@@ -92,6 +138,12 @@ describe('when a transaction message is refused by the transport', () => {
     });
     transaction.respond(200, Buffer.from('200'));
     await sleep(timers.ackTimeout + 20);
-    expect({ sent, terminated, failures, timeouts, state: transaction.state }).toEqual({ sent: 2, terminated: 1, failures: 1, timeouts: 0, state: 'terminated' });
+    expect({ sent, terminated, failures, timeouts, state: transaction.state }).toEqual({
+      sent: 2,
+      terminated: 1,
+      failures: 1,
+      timeouts: 0,
+      state: 'terminated',
+    });
   });
 });

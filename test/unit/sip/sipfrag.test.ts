@@ -14,9 +14,12 @@ describe('when a REFER NOTIFY carries a sipfrag body', () => {
     expect(sipfragProgress(body)).toEqual(expected);
   });
 
-  it.each([['', 'SIP/2.0 2000 OK', 'HTTP/1.1 200 OK', 'sip/2.0 200 ok']])('should ignore a body that is not a status line: %j', (body) => {
-    expect(sipfragProgress(body)).toBeUndefined();
-  });
+  it.each([['', 'SIP/2.0 2000 OK', 'HTTP/1.1 200 OK', 'sip/2.0 200 ok']])(
+    'should ignore a body that is not a status line: %j',
+    (body) => {
+      expect(sipfragProgress(body)).toBeUndefined();
+    },
+  );
 
   it('should read only the start of a hostile body, quickly', () => {
     const started = performance.now();

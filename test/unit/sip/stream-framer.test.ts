@@ -9,7 +9,8 @@ import { StreamFramer, type FramerOutput } from '../../../gateway/sip/stream-fra
 
 const LIMITS = { maxHeaderBytes: 65_535, maxBodyBytes: 65_535 };
 
-const message = (body: string, lengthHeader = 'Content-Length'): string => `OPTIONS sip:100@127.0.0.1 SIP/2.0\r\nCall-ID: c${body.length}\r\n${lengthHeader}: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+const message = (body: string, lengthHeader = 'Content-Length'): string =>
+  `OPTIONS sip:100@127.0.0.1 SIP/2.0\r\nCall-ID: c${body.length}\r\n${lengthHeader}: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 
 /** Feeds `stream` cut at `cuts` (ascending offsets) and returns everything the framer produced. */
 function frame(stream: Buffer, cuts: readonly number[], limits = LIMITS): FramerOutput[] {
@@ -23,7 +24,8 @@ function frame(stream: Buffer, cuts: readonly number[], limits = LIMITS): Framer
   return out;
 }
 
-const texts = (out: readonly FramerOutput[]): string[] => out.map((o) => (o.type === 'message' ? o.data.toString() : `error:${o.reason}`));
+const texts = (out: readonly FramerOutput[]): string[] =>
+  out.map((o) => (o.type === 'message' ? o.data.toString() : `error:${o.reason}`));
 
 /** A small deterministic generator, so a failing chunking can be replayed. */
 function random(seed: number): () => number {
@@ -39,14 +41,24 @@ describe('when a stream of messages arrives in chunks', () => {
   const stream = Buffer.from(`\r\n\r\n${messages[0]}\r\n${messages[1]}${messages[2]}`);
 
   it('should give the same messages for every single cut point', () => {
-    for (let cut = 0; cut <= stream.length; cut++) expect(texts(frame(stream, [cut]))).toEqual(messages);
+    for (let cut = 0; cut <= stream.length; cut++)
+      expect(texts(frame(stream, [cut]))).toEqual(messages);
   });
 
   it('should give the same messages one byte at a time and for random chunkings', () => {
-    expect(texts(frame(stream, Array.from({ length: stream.length - 1 }, (_, i) => i + 1)))).toEqual(messages);
+    expect(
+      texts(
+        frame(
+          stream,
+          Array.from({ length: stream.length - 1 }, (_, i) => i + 1),
+        ),
+      ),
+    ).toEqual(messages);
     const next = random(7);
     for (let run = 0; run < 200; run++) {
-      const cuts = Array.from({ length: Math.floor(next() * 12) }, () => Math.floor(next() * stream.length)).sort((a, b) => a - b);
+      const cuts = Array.from({ length: Math.floor(next() * 12) }, () =>
+        Math.floor(next() * stream.length),
+      ).sort((a, b) => a - b);
       expect(texts(frame(stream, cuts)), `cuts ${cuts.join(',')}`).toEqual(messages);
     }
   });
@@ -61,24 +73,47 @@ describe('when a stream of messages arrives in chunks', () => {
 
 describe('when a stream breaks a limit or its framing', () => {
   it.each([
-    ['headers longer than the limit without an end', 'INVITE sip:a@b SIP/2.0\r\nX: ' + 'a'.repeat(200), { maxHeaderBytes: 100, maxBodyBytes: 100 }, 'header-too-large'],
-    ['headers longer than the limit with an end', `INVITE sip:a@b SIP/2.0\r\nX: ${'a'.repeat(200)}\r\nContent-Length: 0\r\n\r\n`, { maxHeaderBytes: 100, maxBodyBytes: 100 }, 'header-too-large'],
-    ['a body longer than the limit', 'INVITE sip:a@b SIP/2.0\r\nContent-Length: 101\r\n\r\n', { maxHeaderBytes: 100, maxBodyBytes: 100 }, 'body-too-large'],
-    ['no Content-Length', 'INVITE sip:a@b SIP/2.0\r\nCall-ID: x\r\n\r\n', LIMITS, 'no-content-length'],
-  ])('should report %s once, however it is chunked, and take nothing more', (_name, text, limits, reason) => {
-    const bytes = Buffer.from(text);
-    for (const cuts of [[], Array.from({ length: bytes.length - 1 }, (_, i) => i + 1)]) {
-      const framer = new StreamFramer(limits);
-      const out: FramerOutput[] = [];
-      let from = 0;
-      for (const cut of [...cuts, bytes.length]) {
-        out.push(...framer.push(bytes.subarray(from, cut)));
-        from = cut;
+    [
+      'headers longer than the limit without an end',
+      'INVITE sip:a@b SIP/2.0\r\nX: ' + 'a'.repeat(200),
+      { maxHeaderBytes: 100, maxBodyBytes: 100 },
+      'header-too-large',
+    ],
+    [
+      'headers longer than the limit with an end',
+      `INVITE sip:a@b SIP/2.0\r\nX: ${'a'.repeat(200)}\r\nContent-Length: 0\r\n\r\n`,
+      { maxHeaderBytes: 100, maxBodyBytes: 100 },
+      'header-too-large',
+    ],
+    [
+      'a body longer than the limit',
+      'INVITE sip:a@b SIP/2.0\r\nContent-Length: 101\r\n\r\n',
+      { maxHeaderBytes: 100, maxBodyBytes: 100 },
+      'body-too-large',
+    ],
+    [
+      'no Content-Length',
+      'INVITE sip:a@b SIP/2.0\r\nCall-ID: x\r\n\r\n',
+      LIMITS,
+      'no-content-length',
+    ],
+  ])(
+    'should report %s once, however it is chunked, and take nothing more',
+    (_name, text, limits, reason) => {
+      const bytes = Buffer.from(text);
+      for (const cuts of [[], Array.from({ length: bytes.length - 1 }, (_, i) => i + 1)]) {
+        const framer = new StreamFramer(limits);
+        const out: FramerOutput[] = [];
+        let from = 0;
+        for (const cut of [...cuts, bytes.length]) {
+          out.push(...framer.push(bytes.subarray(from, cut)));
+          from = cut;
+        }
+        expect(texts(out)).toEqual([`error:${reason}`]);
+        expect(framer.push(Buffer.from(message('')))).toEqual([]);
       }
-      expect(texts(out)).toEqual([`error:${reason}`]);
-      expect(framer.push(Buffer.from(message('')))).toEqual([]);
-    }
-  });
+    },
+  );
 });
 
 describe('when a peer trickles a large message one byte per chunk', () => {

@@ -23,7 +23,9 @@ afterEach(() => {
 });
 
 function response(status: number, method = 'BYE'): SipResponse {
-  const parsed = parseSipMessage(`SIP/2.0 ${status} X\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nFrom: <sip:a@b>;tag=1\r\nTo: <sip:c@d>;tag=2\r\nCall-ID: c\r\nCSeq: 2 ${method}\r\nContent-Length: 0\r\n\r\n`);
+  const parsed = parseSipMessage(
+    `SIP/2.0 ${status} X\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nFrom: <sip:a@b>;tag=1\r\nTo: <sip:c@d>;tag=2\r\nCall-ID: c\r\nCSeq: 2 ${method}\r\nContent-Length: 0\r\n\r\n`,
+  );
   if (!parsed.ok || parsed.value.kind !== 'response') throw new Error('fixture');
   return parsed.value;
 }
@@ -68,7 +70,15 @@ describe('when an INVITE server transaction sends 2xx over UDP and no ACK comes'
   it('should stop retransmitting when the dialog reports the ACK', async () => {
     let sent = 0;
     let timeouts = 0;
-    const transaction = new InviteServerTransaction({ timers, reliable: false, send: () => ++sent > 0, onRetransmit: () => undefined, onAckTimeout: () => timeouts++, onTransportError: () => undefined, onTerminated: () => undefined });
+    const transaction = new InviteServerTransaction({
+      timers,
+      reliable: false,
+      send: () => ++sent > 0,
+      onRetransmit: () => undefined,
+      onAckTimeout: () => timeouts++,
+      onTransportError: () => undefined,
+      onTerminated: () => undefined,
+    });
     transaction.respond(200, Buffer.from('200'));
     await sleep(35);
     transaction.acknowledge();
@@ -83,7 +93,15 @@ describe('when an INVITE server transaction sends a non-2xx final response', () 
   it('should retransmit it (Timer G) until the ACK, then absorb for Timer I and terminate', async () => {
     let sent = 0;
     let terminated = false;
-    const transaction = new InviteServerTransaction({ timers, reliable: false, send: () => ++sent > 0, onRetransmit: () => undefined, onAckTimeout: () => undefined, onTransportError: () => undefined, onTerminated: () => (terminated = true) });
+    const transaction = new InviteServerTransaction({
+      timers,
+      reliable: false,
+      send: () => ++sent > 0,
+      onRetransmit: () => undefined,
+      onAckTimeout: () => undefined,
+      onTransportError: () => undefined,
+      onTerminated: () => (terminated = true),
+    });
     transaction.respond(486, Buffer.from('486'));
     await sleep(45);
     expect(sent).toBeGreaterThanOrEqual(3);
@@ -97,7 +115,15 @@ describe('when an INVITE server transaction sends a non-2xx final response', () 
 
   it('should give up after Timer H without an ACK', async () => {
     let terminated = false;
-    const transaction = new InviteServerTransaction({ timers, reliable: true, send: () => true, onRetransmit: () => undefined, onAckTimeout: () => undefined, onTransportError: () => undefined, onTerminated: () => (terminated = true) });
+    const transaction = new InviteServerTransaction({
+      timers,
+      reliable: true,
+      send: () => true,
+      onRetransmit: () => undefined,
+      onAckTimeout: () => undefined,
+      onTransportError: () => undefined,
+      onTerminated: () => (terminated = true),
+    });
     transaction.respond(404, Buffer.from('404'));
     await sleep(timers.timerH + 50);
     expect(terminated).toBe(true);
@@ -105,7 +131,15 @@ describe('when an INVITE server transaction sends a non-2xx final response', () 
 
   it('should answer a retransmitted INVITE with the last response and never twice the application', () => {
     const sent: string[] = [];
-    const transaction = new InviteServerTransaction({ timers, reliable: true, send: (d) => sent.push(d.toString()) > 0, onRetransmit: () => undefined, onAckTimeout: () => undefined, onTransportError: () => undefined, onTerminated: () => undefined });
+    const transaction = new InviteServerTransaction({
+      timers,
+      reliable: true,
+      send: (d) => sent.push(d.toString()) > 0,
+      onRetransmit: () => undefined,
+      onAckTimeout: () => undefined,
+      onTransportError: () => undefined,
+      onTerminated: () => undefined,
+    });
     transaction.respond(100, Buffer.from('100'));
     transaction.receiveRetransmission();
     transaction.respond(180, Buffer.from('180'));
@@ -119,7 +153,13 @@ describe('when a non-INVITE server transaction completes over UDP', () => {
   it('should answer retransmissions from the completed state until Timer J ends it', async () => {
     const sent: string[] = [];
     let terminated = false;
-    const transaction = new NonInviteServerTransaction({ timers, reliable: false, send: (d) => sent.push(d.toString()) > 0, onRetransmit: () => undefined, onTerminated: () => (terminated = true) });
+    const transaction = new NonInviteServerTransaction({
+      timers,
+      reliable: false,
+      send: (d) => sent.push(d.toString()) > 0,
+      onRetransmit: () => undefined,
+      onTerminated: () => (terminated = true),
+    });
     transaction.respond(200, Buffer.from('200'));
     transaction.receiveRetransmission();
     expect(sent).toEqual(['200', '200']);
@@ -132,7 +172,15 @@ describe('when a non-INVITE server transaction completes over UDP', () => {
 describe('when a non-INVITE client transaction gets no answer', () => {
   it('should retransmit (Timer E) and time out after 64*T1 (Timer F)', async () => {
     let sent = 0;
-    const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: false, send: () => ++sent > 0, onRetransmit: () => undefined, onTerminated: () => undefined });
+    const transaction = new ClientTransaction({
+      invite: false,
+      request: Buffer.from('BYE'),
+      timers,
+      reliable: false,
+      send: () => ++sent > 0,
+      onRetransmit: () => undefined,
+      onTerminated: () => undefined,
+    });
     transaction.start();
     await sleep(timers.transactionTimeout + 10);
     expect(await transaction.outcome).toEqual({ type: 'timeout' });
@@ -142,7 +190,15 @@ describe('when a non-INVITE client transaction gets no answer', () => {
 
   it('should send once over TCP and still time out', async () => {
     let sent = 0;
-    const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: true, send: () => ++sent > 0, onRetransmit: () => undefined, onTerminated: () => undefined });
+    const transaction = new ClientTransaction({
+      invite: false,
+      request: Buffer.from('BYE'),
+      timers,
+      reliable: true,
+      send: () => ++sent > 0,
+      onRetransmit: () => undefined,
+      onTerminated: () => undefined,
+    });
     transaction.start();
     await sleep(timers.transactionTimeout + 10);
     expect(await transaction.outcome).toEqual({ type: 'timeout' });
@@ -154,7 +210,15 @@ describe('when a client transaction gets its final response', () => {
   it('should resolve with it, stop retransmitting and absorb late copies for Timer K', async () => {
     let sent = 0;
     let terminated = false;
-    const transaction = new ClientTransaction({ invite: false, request: Buffer.from('BYE'), timers, reliable: false, send: () => ++sent > 0, onRetransmit: () => undefined, onTerminated: () => (terminated = true) });
+    const transaction = new ClientTransaction({
+      invite: false,
+      request: Buffer.from('BYE'),
+      timers,
+      reliable: false,
+      send: () => ++sent > 0,
+      onRetransmit: () => undefined,
+      onTerminated: () => (terminated = true),
+    });
     transaction.start();
     transaction.receiveResponse(response(200));
     const outcome = await transaction.outcome;

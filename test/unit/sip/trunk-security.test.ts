@@ -11,7 +11,10 @@ const tenant = tenantSchema.parse({
   id: 'acme',
   numbers: ['+15550100', '200'],
   agent: 'front-desk',
-  trunk: { allowFrom: ['192.0.2.0/24', '2001:db8::/32'], digest: { realm: 'r', username: 'u', passwordEnv: 'PW' } },
+  trunk: {
+    allowFrom: ['192.0.2.0/24', '2001:db8::/32'],
+    digest: { realm: 'r', username: 'u', passwordEnv: 'PW' },
+  },
 });
 
 function invite(authorization?: string, uri = 'sip:+15550100@gw'): SipRequest {
@@ -23,17 +26,31 @@ function invite(authorization?: string, uri = 'sip:+15550100@gw'): SipRequest {
 
 function answer(challenge: string, password: string, nc = '00000001'): string {
   const nonce = /nonce="([^"]+)"/.exec(challenge)?.[1] ?? '';
-  const fields = { username: 'u', realm: 'r', nonce, uri: 'sip:+15550100@gw', qop: 'auth', nc, cnonce: 'abc' };
+  const fields = {
+    username: 'u',
+    realm: 'r',
+    nonce,
+    uri: 'sip:+15550100@gw',
+    qop: 'auth',
+    nc,
+    cnonce: 'abc',
+  };
   const response = digestResponse(fields, 'INVITE', password);
   return `Digest username="u", realm="r", nonce="${nonce}", uri="sip:+15550100@gw", response="${response}", algorithm=MD5, qop=auth, nc=${nc}, cnonce="abc"`;
 }
 
 describe('when a tenant has an allowlist and digest credentials', () => {
   let now = 1_000_000;
-  const guard = new TrunkGuard([tenant], { nonces: new DigestNonceStore({ lifetimeMs: 30_000, now: () => now }), readSecret: (name) => (name === 'PW' ? 'pw-123456' : undefined) });
+  const guard = new TrunkGuard([tenant], {
+    nonces: new DigestNonceStore({ lifetimeMs: 30_000, now: () => now }),
+    readSecret: (name) => (name === 'PW' ? 'pw-123456' : undefined),
+  });
 
   it('should refuse a source outside the allowlist before any challenge', () => {
-    expect(guard.check(invite(), '198.51.100.1', tenant)).toEqual({ type: 'forbidden', reason: 'source-not-allowed' });
+    expect(guard.check(invite(), '198.51.100.1', tenant)).toEqual({
+      type: 'forbidden',
+      reason: 'source-not-allowed',
+    });
   });
 
   it('should challenge an allowed source without credentials, and accept the right answer once', () => {
@@ -49,8 +66,13 @@ describe('when a tenant has an allowlist and digest credentials', () => {
   it('should refuse a wrong password with 403 material and keep the nonce for a retry', () => {
     const challenge = guard.check(invite(), '2001:db8::5', tenant);
     if (challenge.type !== 'challenge') throw new Error('expected a challenge');
-    expect(guard.check(invite(answer(challenge.header, 'wrong')), '2001:db8::5', tenant)).toEqual({ type: 'forbidden', reason: 'bad-credentials' });
-    expect(guard.check(invite(answer(challenge.header, 'pw-123456')), '2001:db8::5', tenant)).toEqual({ type: 'allow' });
+    expect(guard.check(invite(answer(challenge.header, 'wrong')), '2001:db8::5', tenant)).toEqual({
+      type: 'forbidden',
+      reason: 'bad-credentials',
+    });
+    expect(
+      guard.check(invite(answer(challenge.header, 'pw-123456')), '2001:db8::5', tenant),
+    ).toEqual({ type: 'allow' });
   });
 
   it('should challenge again with stale=true when the nonce expired', () => {
@@ -62,7 +84,11 @@ describe('when a tenant has an allowlist and digest credentials', () => {
   });
 
   it('should parse a digest header with quoted and bare values', () => {
-    expect(parseDigest('Digest username="u", realm="r", nonce="n", uri="sip:x", response="abc", qop=auth, nc=00000001, cnonce="c"')).toMatchObject({ username: 'u', qop: 'auth', nc: '00000001' });
+    expect(
+      parseDigest(
+        'Digest username="u", realm="r", nonce="n", uri="sip:x", response="abc", qop=auth, nc=00000001, cnonce="c"',
+      ),
+    ).toMatchObject({ username: 'u', qop: 'auth', nc: '00000001' });
     expect(parseDigest('Basic dXNlcjpwYXNz')).toBeUndefined();
     expect(parseDigest('Digest username="u"')).toBeUndefined();
   });
@@ -80,7 +106,12 @@ describe('when a source exceeds its rate', () => {
   });
 
   it('should keep at most maxSources buckets under a spoofed flood', () => {
-    const limiter = new SourceRateLimiter({ ratePerSecond: 1, burst: 1, maxSources: 100, now: () => 0 });
+    const limiter = new SourceRateLimiter({
+      ratePerSecond: 1,
+      burst: 1,
+      maxSources: 100,
+      now: () => 0,
+    });
     for (let i = 0; i < 10_000; i++) limiter.take(`10.0.${i >> 8}.${i & 255}`);
     expect(limiter.take('10.0.0.0')).toBe(true);
   });

@@ -16,10 +16,21 @@ afterEach(async () => {
   transport = undefined;
 });
 
-async function open(bytes: number): Promise<{ granted: number | undefined; lines: Array<Record<string, unknown>> }> {
+async function open(
+  bytes: number,
+): Promise<{ granted: number | undefined; lines: Array<Record<string, unknown>> }> {
   const lines: Array<Record<string, unknown>> = [];
-  const logger = new Logger({ level: 'info', sink: { write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) } });
-  transport = new UdpTransport({ address: '127.0.0.1', port: 0, receiveBufferBytes: bytes, onMessage: () => undefined, logger });
+  const logger = new Logger({
+    level: 'info',
+    sink: { write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) },
+  });
+  transport = new UdpTransport({
+    address: '127.0.0.1',
+    port: 0,
+    receiveBufferBytes: bytes,
+    onMessage: () => undefined,
+    logger,
+  });
   await transport.start();
   return { granted: transport.receiveBufferSize(), lines };
 }
@@ -29,7 +40,9 @@ describe.runIf(linux)('when the UDP receive buffer is sized', () => {
     const bytes = Math.min(262_144, rmemMax);
     const { granted, lines } = await open(bytes);
     expect(granted).toBe(bytes);
-    expect(lines).toContainEqual(expect.objectContaining({ level: 'info', msg: 'UDP receive buffer', grantedBytes: bytes }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({ level: 'info', msg: 'UDP receive buffer', grantedBytes: bytes }),
+    );
   });
 
   it('should be capped at net.core.rmem_max above it, with a warning naming the sysctl', async () => {
@@ -37,7 +50,13 @@ describe.runIf(linux)('when the UDP receive buffer is sized', () => {
     const { granted, lines } = await open(bytes);
     expect(granted).toBe(rmemMax);
     expect(lines).toContainEqual(
-      expect.objectContaining({ level: 'warn', requestedBytes: bytes, grantedBytes: rmemMax, rmemMax, fix: `sysctl -w net.core.rmem_max=${bytes}` }),
+      expect.objectContaining({
+        level: 'warn',
+        requestedBytes: bytes,
+        grantedBytes: rmemMax,
+        rmemMax,
+        fix: `sysctl -w net.core.rmem_max=${bytes}`,
+      }),
     );
   });
 });

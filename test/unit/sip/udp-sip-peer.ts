@@ -62,7 +62,9 @@ export class UdpSipPeer {
 
   /** Everything received so far for `callId`, in order (all of it without a Call-ID). */
   messages(callId?: string): string[] {
-    return callId === undefined ? [...this.received] : this.received.filter((text) => text.includes(`\r\nCall-ID: ${callId}\r\n`));
+    return callId === undefined
+      ? [...this.received]
+      : this.received.filter((text) => text.includes(`\r\nCall-ID: ${callId}\r\n`));
   }
 
   /** Waits until a message for `callId` matches `pattern`; returns it. */
@@ -71,7 +73,10 @@ export class UdpSipPeer {
     for (;;) {
       const found = this.messages(callId).find((text) => pattern.test(text));
       if (found !== undefined) return found;
-      if (Date.now() > deadline) throw new Error(`nothing matching ${String(pattern)} for ${callId}; got:\n${this.messages(callId).join('\n---\n')}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `nothing matching ${String(pattern)} for ${callId}; got:\n${this.messages(callId).join('\n---\n')}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
   }

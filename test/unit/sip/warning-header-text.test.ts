@@ -16,20 +16,31 @@ afterEach(async () => {
 });
 
 /** An offer whose m= line carries a lone CR and, after it, what would be a header line. */
-const INJECTING_SDP = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio x\rX-Injected: yes\u0000\r\n';
+const INJECTING_SDP =
+  'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio x\rX-Injected: yes\u0000\r\n';
 
 /** Every line of the head, split the way the most lenient peer would: on CR or LF alone. */
-const headLines = (response: string): string[] => (response.split('\r\n\r\n')[0] ?? '').split(/\r\n|\r|\n/);
+const headLines = (response: string): string[] =>
+  (response.split('\r\n\r\n')[0] ?? '').split(/\r\n|\r|\n/);
 
 describe('when an offer line with control characters is quoted in a 488 Warning', () => {
   it('should keep the Warning on one line and add no header to the INVITE answer', async () => {
     const harness = await startBuiltin();
     h = harness;
     const callId = `warning-invite-${Date.now()}`;
-    harness.peer.send(harness.peer.request('INVITE', { callId, headers: { 'Content-Type': 'application/sdp' }, body: INJECTING_SDP }), harness.port);
+    harness.peer.send(
+      harness.peer.request('INVITE', {
+        callId,
+        headers: { 'Content-Type': 'application/sdp' },
+        body: INJECTING_SDP,
+      }),
+      harness.port,
+    );
     const rejected = await harness.peer.waitFor(callId, /^SIP\/2\.0 488 /);
     expect(headLines(rejected).filter((line) => line.startsWith('X-Injected'))).toEqual([]);
-    expect(headLines(rejected)).toContain(`Warning: 399 callgate "malformed m= line 'm=audio x?X-Injected: yes?'"`);
+    expect(headLines(rejected)).toContain(
+      `Warning: 399 callgate "malformed m= line 'm=audio x?X-Injected: yes?'"`,
+    );
   });
 
   it('should do the same in the answer to a re-INVITE', async () => {
@@ -37,10 +48,21 @@ describe('when an offer line with control characters is quoted in a 488 Warning'
     h = harness;
     const callId = `warning-reinvite-${Date.now()}`;
     const { toTag } = await confirmedCall(harness, callId);
-    harness.peer.send(harness.peer.request('INVITE', { callId, toTag, cseq: 2, headers: { 'Content-Type': 'application/sdp' }, body: INJECTING_SDP }), harness.port);
+    harness.peer.send(
+      harness.peer.request('INVITE', {
+        callId,
+        toTag,
+        cseq: 2,
+        headers: { 'Content-Type': 'application/sdp' },
+        body: INJECTING_SDP,
+      }),
+      harness.port,
+    );
     const rejected = await harness.peer.waitFor(callId, /^SIP\/2\.0 488 /);
     expect(headLines(rejected).filter((line) => line.startsWith('X-Injected'))).toEqual([]);
-    expect(headLines(rejected)).toContain(`Warning: 399 callgate "malformed m= line 'm=audio x?X-Injected: yes?'"`);
+    expect(headLines(rejected)).toContain(
+      `Warning: 399 callgate "malformed m= line 'm=audio x?X-Injected: yes?'"`,
+    );
   });
 });
 
@@ -58,7 +80,15 @@ describe('when a Warning is built from any text', () => {
 
 describe('when a header value or reason phrase reaching the serializer holds a line break', () => {
   it('should write it on one line', () => {
-    const wire = serializeResponse({ status: 400, reason: 'Bad\r\nX-Reason: 1', headers: [{ name: 'Warning', value: '399 x "a\r\nX-Injected: yes"' }] }).toString();
-    expect(headLines(wire)).toEqual(['SIP/2.0 400 Bad  X-Reason: 1', 'Warning: 399 x "a  X-Injected: yes"', 'Content-Length: 0']);
+    const wire = serializeResponse({
+      status: 400,
+      reason: 'Bad\r\nX-Reason: 1',
+      headers: [{ name: 'Warning', value: '399 x "a\r\nX-Injected: yes"' }],
+    }).toString();
+    expect(headLines(wire)).toEqual([
+      'SIP/2.0 400 Bad  X-Reason: 1',
+      'Warning: 399 x "a  X-Injected: yes"',
+      'Content-Length: 0',
+    ]);
   });
 });
