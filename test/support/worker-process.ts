@@ -5,7 +5,7 @@ import { startTs, waitFor, type StartedProcess } from './processes.ts';
 export interface WorkerProcessOptions {
   /** Redis to use instead of the harness's (after a failover, the promoted replica). */
   readonly redisUrl?: string;
-  /** A command that execs node with a changed environment, such as faketime (its clock is then off). */
+  /** A command that execs node in the same process (setpriv, nice); not one that forks (faketime). */
   readonly prefix?: readonly string[];
   readonly env?: NodeJS.ProcessEnv;
 }

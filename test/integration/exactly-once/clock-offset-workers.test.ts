@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOK, booking, startHarness, type Harness } from '../../support/action-harness.ts';
 import { waitFor, type StartedProcess } from '../../support/processes.ts';
+import { LIBFAKETIME } from '../../../bench/chaos/chaos-processes.ts';
 import { startWorkerProcess, stopWorkerProcess } from '../../support/worker-process.ts';
 
 const TENANT = 'tenant-skewed-workers';
@@ -33,8 +34,14 @@ beforeAll(async () => {
     tenant: TENANT,
   });
   // One worker 30 s ahead of this machine's clock, one 30 s behind.
+  // libfaketime preloaded into node itself: the faketime wrapper forks, and a stop would reach
+  // only the wrapper and leave the worker running.
   for (const offset of ['+30s', '-30s'])
-    workers.push(await startWorkerProcess(h, { prefix: ['faketime', '-f', offset] }));
+    workers.push(
+      await startWorkerProcess(h, {
+        env: { LD_PRELOAD: LIBFAKETIME, FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: '1' },
+      }),
+    );
 });
 afterAll(async () => {
   for (const w of workers) await stopWorkerProcess(w);
