@@ -5,7 +5,8 @@
  */
 import type { SessionSnapshot } from './relevance-gate.ts';
 
-export type CallPhase = 'active' | 'hung_up' | 'transferred';
+/** Whether the caller is still on this call, as the gate sees it (the call's own lifecycle is gateway/call/call-phase.ts). */
+export type CallPresence = 'active' | 'hung_up' | 'transferred';
 
 export interface OwnedOperation {
   readonly operationId: string;
@@ -36,7 +37,7 @@ export class AgentSession {
   readonly caller?: string;
   readonly ownerGateway: string;
   activeAgent: string;
-  phase: CallPhase = 'active';
+  phase: CallPresence = 'active';
   callerSpeaking = false;
   /** When the caller last resumed a held call (ms since epoch): commit-to-audible counts from here, not from a commit in the hold. */
   resumedAt: number | undefined;
