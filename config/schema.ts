@@ -98,7 +98,8 @@ export const redisSchema = z.strictObject({
   /** Prefix for every key callgate writes, so several deployments can share one Redis. */
   prefix: safeId.default('callgate'),
   /**
-   * How the "sending" mark of a mutation's attempt is made durable before the request leaves (a
+   * How a mutation's admission is made durable before the caller is told it started (else it is
+   * taken back and answered busy), and the "sending" mark of its attempt before the request leaves (a
    * Redis node lost before it persisted the mark would otherwise let the attempt be sent twice, or
    * be cancelled as never sent): `replica` waits for `replicas` replicas to acknowledge it (WAIT),
    * `fsync` requires the server to run with appendonly yes and appendfsync always (checked), `none`

@@ -86,6 +86,7 @@ export class ActionLayer {
       providers: options.providers,
       schemas: options.schemas,
       log: options.log,
+      durability: config.redis.durability,
     });
     this.cancellation = new Cancellation({
       ledger: this.ledger,
@@ -280,6 +281,7 @@ export class ActionLayer {
     await this.admission.drain();
     await this.ledger.flushOutbox().catch(() => undefined);
     await this.queues.close();
+    await this.ledger.close();
     this.workerConnection?.disconnect();
     this.executionConnection?.disconnect();
     this.producer.disconnect();

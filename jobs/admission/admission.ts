@@ -23,7 +23,7 @@ import {
 import { IdempotencyConflictError } from '../ledger/ledger-errors.ts';
 import { newOperationId } from '../ledger/operation-id.ts';
 import type { ConversationScope, OperationState } from '../ledger/operation.ts';
-import type { OperationLedger } from '../ledger/operation-ledger.ts';
+import type { OperationLedger, SendingDurability } from '../ledger/operation-ledger.ts';
 import type { Provider } from '../providers/provider.ts';
 import {
   executionQueueFor,
@@ -98,7 +98,17 @@ export interface AdmissionOptions {
   readonly now?: () => number;
   /** Where a failed enqueue is reported (the outbox sweep enqueues it later). */
   readonly log?: Logger;
+  /**
+   * How an admitted mutation is made durable before the caller is told it started (config
+   * redis.durability): one that cannot be is taken back and answered busy, so a primary lost
+   * before its replica caught up cannot lose an operation the caller heard had started
+   * (test/integration/exactly-once/admission-durable.test.ts).
+   */
+  readonly durability?: SendingDurability;
 }
+
+/** How soon a caller told busy because Redis could not make the admission durable may ask again. */
+const NOT_DURABLE_RETRY_MS = 1_000;
 
 export class Admission {
   private readonly tenants: ReadonlyMap<string, TenantConfig>;
@@ -189,6 +199,19 @@ export class Admission {
     let decision: AdmissionDecision;
     switch (result.type) {
       case 'admitted': {
+        if (
+          action.kind === 'mutation' &&
+          !(await this.durable({
+            operationId,
+            tenantId: request.tenantId,
+            action: request.action,
+            idempotencyKey,
+            scope: request.scope,
+          }))
+        ) {
+          decision = { type: 'busy', reason: 'not_durable', retryAfterMs: NOT_DURABLE_RETRY_MS };
+          break;
+        }
         this.enqueue(executionQueueFor(action.kind, providerIdempotent), {
           operationId,
           tenantId: request.tenantId,
@@ -227,6 +250,33 @@ export class Admission {
       },
     );
     return decision;
+  }
+
+  /**
+   * Whether the admission is durable, or was made so. One that cannot be is taken back (nothing
+   * admitted, the key free again); one a worker started meanwhile stands, since its worker makes
+   * its own sending mark durable before the request leaves. A take-back that fails (Redis away)
+   * counts as taken back: the caller is told busy, and a repeat finds the operation if it survived.
+   */
+  private async durable(op: Parameters<OperationLedger['withdrawAdmission']>[0]): Promise<boolean> {
+    const { ledger, durability, log } = this.options;
+    if (durability === undefined || durability.mode === 'none') return true;
+    const outcome = await ledger.writesDurable(durability);
+    if (outcome.ok) return true;
+    try {
+      if (!(await ledger.withdrawAdmission(op))) return true;
+      log?.warn('admission taken back: it could not be made durable', {
+        operation_id: op.operationId,
+        reason: outcome.reason,
+      });
+    } catch (error) {
+      log?.warn('admission not durable, and taking it back failed', {
+        operation_id: op.operationId,
+        reason: outcome.reason,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+    return false;
   }
 
   /** Resolves when every enqueue started so far has landed or failed (before closing the queues). */

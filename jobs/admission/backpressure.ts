@@ -10,7 +10,8 @@
  */
 import type { ActionConfig } from '../../config/schema.ts';
 
-export type BusyReason = 'at_capacity' | 'queue_full';
+/** `not_durable`: admitted, but Redis could not make it durable, so it was taken back. */
+export type BusyReason = 'at_capacity' | 'queue_full' | 'not_durable';
 
 export type FullDecision =
   | { readonly type: 'busy'; readonly reason: BusyReason; readonly retryAfterMs: number }

@@ -66,6 +66,10 @@ export class LedgerKeys {
   compensationsInFlight(tenantId: string): string {
     return `${this.tenant(tenantId)}:comp:inflight`;
   }
+  /** A counter written before WAIT, so a WAIT covers every write answered before it (writesDurable). */
+  durabilityProbe(): string {
+    return `${this.prefix}:durability-probe`;
+  }
   /** The result stream a gateway reads for one tenant's operations. */
   results(tenantId: string, gatewayId: string): string {
     return `${this.tenant(tenantId)}:results:${gatewayId}`;

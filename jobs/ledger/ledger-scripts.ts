@@ -24,6 +24,7 @@ export interface LedgerCommands {
   ledgerCompensationLink(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerCompensationSettle(...args: (string | number)[]): Promise<ScriptReply>;
   ledgerRecordDelivery(...args: (string | number)[]): Promise<ScriptReply>;
+  ledgerWithdrawAdmission(...args: (string | number)[]): Promise<ScriptReply>;
 }
 
 function prelude(): string {

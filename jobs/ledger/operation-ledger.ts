@@ -184,6 +184,10 @@ export interface RetryBudgetDecision {
   readonly retries: number;
 }
 
+/** Whether writes were made durable on the configured topology, and why not. */
+export type DurableOutcome =
+  { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
 export class OperationLedger {
   readonly keys: LedgerKeys;
   private readonly redis: Redis & LedgerCommands;
@@ -191,6 +195,11 @@ export class OperationLedger {
   private readonly pendingOutboxClears = new Map<string, string[]>();
   private fsyncChecked: { readonly at: number; readonly problem: string | undefined } | undefined;
   private outboxFlushTimer: NodeJS.Timeout | undefined;
+  /** The connection of durability probes (admission's group commit), made on first need. */
+  private probeConnection: Promise<Redis> | undefined;
+  /** The probe in flight, and the one that waits for it (see `writesDurable`). */
+  private probing: Promise<DurableOutcome> | undefined;
+  private probingNext: Promise<DurableOutcome> | undefined;
 
   constructor(
     redis: Redis,
@@ -715,6 +724,99 @@ export class OperationLedger {
         return problem === undefined ? { ok: true } : { ok: false, reason: problem };
       }
     }
+  }
+
+  /**
+   * Makes every write Redis answered before this call durable, as `makeDurable` does for one
+   * connection, but shared by many callers (a group commit): one probe write and WAIT on a
+   * connection of their own, so a WAIT never holds up the commands of the shared connection.
+   * Callers that arrive while a probe is out share the next one, which starts after it.
+   */
+  async writesDurable(durability: SendingDurability): Promise<DurableOutcome> {
+    if (durability.mode !== 'replica') return this.makeDurable(durability);
+    if (this.probingNext !== undefined) return this.probingNext;
+    if (this.probing === undefined) {
+      const probe = this.probe(durability).finally(() => {
+        if (this.probing === probe) this.probing = undefined;
+      });
+      this.probing = probe;
+      return probe;
+    }
+    const next = this.probing
+      .catch(() => undefined)
+      .then(() => {
+        this.probingNext = undefined;
+        return this.writesDurable(durability);
+      });
+    this.probingNext = next;
+    return next;
+  }
+
+  private async probe(durability: {
+    readonly replicas: number;
+    readonly timeoutMs: number;
+  }): Promise<DurableOutcome> {
+    try {
+      this.probeConnection ??= (async () => {
+        const connection = this.redis.duplicate({ lazyConnect: true });
+        connection.on('error', () => undefined);
+        await connection.connect();
+        return connection;
+      })();
+      const connection = await this.probeConnection;
+      // Written after every write it covers was answered: replicated after them too.
+      await connection.incr(this.keys.durabilityProbe());
+      const acked = Number(
+        await connection.call('WAIT', durability.replicas, durability.timeoutMs),
+      );
+      return acked >= durability.replicas
+        ? { ok: true }
+        : {
+            ok: false,
+            reason: `${acked} of ${durability.replicas} replicas acknowledged within ${durability.timeoutMs} ms`,
+          };
+    } catch (error) {
+      this.probeConnection = undefined;
+      return {
+        ok: false,
+        reason: `the durability probe failed: ${error instanceof Error ? error.message : String(error)}`,
+      };
+    }
+  }
+
+  /**
+   * Takes back an admission that could not be made durable (withdraw-admission-9.lua): true when
+   * it was still ADMITTED with no attempt and is gone, idempotency key included.
+   */
+  async withdrawAdmission(
+    op: Pick<
+      NewOperation,
+      'tenantId' | 'operationId' | 'idempotencyKey' | 'action' | 'scope' | 'coalesceKey'
+    >,
+  ): Promise<boolean> {
+    const k = this.keys;
+    const taken = await this.redis.ledgerWithdrawAdmission(
+      k.operation(op.tenantId, op.operationId),
+      k.history(op.tenantId, op.operationId),
+      k.idempotency(op.tenantId, op.idempotencyKey),
+      k.open(op.tenantId),
+      k.active(op.tenantId, op.action),
+      k.session(op.tenantId, op.scope.sessionId),
+      k.outbox(op.tenantId),
+      k.coalesce(op.tenantId, op.coalesceKey ?? op.idempotencyKey),
+      k.budgetRequests(op.tenantId, op.action),
+      op.operationId,
+    );
+    if (taken !== 1) return false;
+    await this.redis.del(k.tenantOf(op.operationId));
+    return true;
+  }
+
+  /** Closes the durability probes' connection, if one was made. */
+  async close(): Promise<void> {
+    const connection = this.probeConnection;
+    this.probeConnection = undefined;
+    (await connection?.catch(() => undefined))?.disconnect();
   }
 
   private async fsyncProblem(): Promise<string | undefined> {
