@@ -704,17 +704,8 @@ export class OperationLedger {
     switch (durability.mode) {
       case 'none':
         return { ok: true };
-      case 'replica': {
-        const acked = Number(
-          await this.redis.call('WAIT', durability.replicas, durability.timeoutMs),
-        );
-        return acked >= durability.replicas
-          ? { ok: true }
-          : {
-              ok: false,
-              reason: `${acked} of ${durability.replicas} replicas acknowledged the sending mark within ${durability.timeoutMs} ms`,
-            };
-      }
+      case 'replica':
+        return waitForReplicas(this.redis, durability);
       case 'fsync': {
         const now = Date.now();
         if (this.fsyncChecked === undefined || now - this.fsyncChecked.at > FSYNC_CHECK_MS) {
@@ -766,15 +757,7 @@ export class OperationLedger {
       const connection = await this.probeConnection;
       // Written after every write it covers was answered: replicated after them too.
       await connection.incr(this.keys.durabilityProbe());
-      const acked = Number(
-        await connection.call('WAIT', durability.replicas, durability.timeoutMs),
-      );
-      return acked >= durability.replicas
-        ? { ok: true }
-        : {
-            ok: false,
-            reason: `${acked} of ${durability.replicas} replicas acknowledged within ${durability.timeoutMs} ms`,
-          };
+      return await waitForReplicas(connection, durability);
     } catch (error) {
       this.probeConnection = undefined;
       return {
@@ -1054,4 +1037,18 @@ function outOfBandOf(
     if (record) records[channel] = record;
   }
   return Object.keys(records).length === 0 ? undefined : records;
+}
+
+/** WAIT for the connection's writes so far to reach `replicas` replicas within `timeoutMs`. */
+async function waitForReplicas(
+  connection: Redis,
+  durability: { readonly replicas: number; readonly timeoutMs: number },
+): Promise<DurableOutcome> {
+  const acked = Number(await connection.call('WAIT', durability.replicas, durability.timeoutMs));
+  return acked >= durability.replicas
+    ? { ok: true }
+    : {
+        ok: false,
+        reason: `${acked} of ${durability.replicas} replicas acknowledged the writes within ${durability.timeoutMs} ms`,
+      };
 }
