@@ -39,4 +39,5 @@ if (role !== 'worker') {
     sip: `${context.config.sip.listen}:${context.config.sip.udpPort}`,
   });
 }
+context.markStarted();
 context.log.info('callgate ready', { role });

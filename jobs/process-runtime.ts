@@ -26,6 +26,8 @@ export interface ProcessContext {
   onShutdown(name: string, stop: () => Promise<void>): void;
   /** Aborted when shutdown begins: components stop taking new work. */
   readonly draining: AbortSignal;
+  /** Readiness reports "starting" until this is called. */
+  readonly markStarted: () => void;
 }
 
 /** Loads the configuration, or prints every problem and exits 2 (no stack trace). */
@@ -101,7 +103,7 @@ export async function startProcess(role: string): Promise<ProcessContext> {
       log.error('drain limit reached, exiting', { drain_ms: config.gateway.drainMs });
       process.exit(EXIT_STARTUP);
     }, config.gateway.drainMs + 2_000);
-    deadline.unref();
+    // Kept referenced: a stop that awaits a handle already closed must end here, not as an exit 13.
     for (const { name, stop } of stops.reverse()) {
       try {
         await stop();
@@ -140,6 +142,15 @@ export async function startProcess(role: string): Promise<ProcessContext> {
       name: 'http',
       check: async () => (drain.signal.aborted ? 'draining' : undefined),
     });
+    // Not ready until the role's components are up: a probe must not see a half-started process.
+    let started = false;
+    http.addReadinessCheck({
+      name: 'startup',
+      check: async () => (started ? undefined : 'starting'),
+    });
+    const markStarted = () => {
+      started = true;
+    };
     const address = await http.listen(config.http.port, config.http.listen);
     onShutdown('http', () => http.close());
     gauge({
@@ -153,7 +164,16 @@ export async function startProcess(role: string): Promise<ProcessContext> {
       address: `${address.address}:${address.port}`,
       redis: safeRedisUrl(redis.url),
     });
-    return { config, log, redis, http, gatewayId, onShutdown, draining: drain.signal };
+    return {
+      config,
+      log,
+      redis,
+      http,
+      gatewayId,
+      onShutdown,
+      markStarted,
+      draining: drain.signal,
+    };
   } catch (error) {
     const message = isCallgateError(error)
       ? `${error.code}: ${error.message}`

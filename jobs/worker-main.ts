@@ -58,6 +58,7 @@ export async function startActionLayer(
 async function main(): Promise<void> {
   const context = await startProcess('worker');
   await startActionLayer(context, { runWorkers: true });
+  context.markStarted();
   context.log.info('worker ready', { tenants: context.config.tenants.length });
 }
 

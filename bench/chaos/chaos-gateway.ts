@@ -105,6 +105,7 @@ async function main(): Promise<void> {
     await Promise.all(calls);
     journal.close();
   });
+  context.markStarted();
   log.info('chaos gateway ready', { tenants: tenants.length });
   process.send({ type: 'ready' });
 }

@@ -84,6 +84,22 @@ describe('when callgate starts on its embedded defaults', () => {
     proc.child.kill('SIGTERM');
     expect(await proc.exited).toBe(0);
   });
+  it('should not be ready before its gateway started, and exit 0 on a SIGTERM during startup', async () => {
+    const env: NodeJS.ProcessEnv = { ...(await freePorts()), REDIS_URL: testRedisUrl() };
+    const proc = startTs('gateway/main.ts', { env });
+    started.push(proc);
+    await waitFor(
+      async () => (proc.stdout().includes('http listening') ? true : undefined),
+      10_000,
+      'http listening',
+    );
+    const early = await get(env.CALLGATE_HTTP_PORT, '/readyz').catch(() => undefined);
+    // Either still starting (503 naming the startup check) or already fully started.
+    if (early?.status === 200) expect(proc.stdout()).toContain('callgate ready');
+    else if (early !== undefined) expect(early.text).toContain('starting');
+    proc.child.kill('SIGTERM');
+    expect(await proc.exited, proc.output()).toBe(0);
+  });
 });
 
 describe('when callgate cannot start', () => {
