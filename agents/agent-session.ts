@@ -24,7 +24,10 @@ export interface OwnedOperation {
 export interface AgentSessionOptions {
   readonly sessionId: string;
   readonly tenantId: string;
+  /** Who called: the From user, or the asserted identity of a trusted trunk. */
   readonly caller?: string;
+  /** The number dialled (the tenant's number the call came in on). */
+  readonly called?: string;
   readonly ownerGateway: string;
   readonly agent: string;
   /** Whether the caller holds the call now; the call answers it from its phase. */
@@ -35,6 +38,7 @@ export class AgentSession {
   readonly sessionId: string;
   readonly tenantId: string;
   readonly caller?: string;
+  readonly called?: string;
   readonly ownerGateway: string;
   activeAgent: string;
   phase: CallPresence = 'active';
@@ -60,6 +64,7 @@ export class AgentSession {
     this.sessionId = options.sessionId;
     this.tenantId = options.tenantId;
     this.caller = options.caller;
+    this.called = options.called;
     this.ownerGateway = options.ownerGateway;
     this.activeAgent = options.agent;
   }

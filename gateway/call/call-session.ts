@@ -200,6 +200,7 @@ export class CallSession {
       sessionId: this.sessionId,
       tenantId: call.tenant.id,
       caller: call.caller.user ?? call.caller.uri,
+      called: call.calledNumber,
       ownerGateway: options.gatewayId,
       agent: call.agent,
       callerOnHold: () => callerOnHold(this.lifecycle.phase, this.callerHolds),
