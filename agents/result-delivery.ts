@@ -29,7 +29,7 @@ import {
   type DeliveryRecord,
   type Operation,
 } from '../jobs/ledger/operation.ts';
-import type { OperationLedger } from '../jobs/ledger/operation-ledger.ts';
+import type { OperationLedger, SendingDurability } from '../jobs/ledger/operation-ledger.ts';
 import type { OutOfBandQueue } from '../jobs/notify/out-of-band.ts';
 import type { AgentCatalogue } from './agent.ts';
 import type { AgentSession } from './agent-session.ts';
@@ -121,6 +121,9 @@ const PAUSE_WATCH_TICK_MS = 100;
 const RECORD_RETRY_MS = 500;
 const RECORD_RETRY_FOR_MS = 120_000;
 
+/** A write Redis answered that the replicas have not acknowledged yet (redis.durability). */
+class NotDurableYet extends Error {}
+
 export interface ResultDeliveryOptions {
   /** A connection for blocking reads. */
   readonly redis: Redis;
@@ -148,6 +151,12 @@ export interface ResultDeliveryOptions {
    * heartbeatMs); unset: not watched (test/integration/agents/gateway-paused-mid-speech.test.ts).
    */
   readonly pauseSuspectMs?: number;
+  /**
+   * How a record of what the caller already has (spoken, its stream entry settled) is made to
+   * survive the loss of the primary (redis.durability): lost in a failover, the result would look
+   * untold and go out again by message (test/integration/exactly-once/told-record-durable.test.ts).
+   */
+  readonly durability?: SendingDurability;
 }
 
 interface AttachedCall {
@@ -494,12 +503,43 @@ export class ResultDelivery {
     // Still held (and refreshed by the heartbeat) until settled: a settle lost to a Redis outage
     // must not leave the entries to idle into a janitor's hands.
     for (const ref of [...refs]) {
-      await this.untilWritten('settling a stream entry', { operationId }, () =>
+      await this.untilDurable('settling a stream entry', { operationId }, () =>
         settleEntry(this.commands, ref),
       );
       refs.splice(refs.indexOf(ref), 1);
     }
     if (this.unacked.get(key) === held) this.unacked.delete(key);
+  }
+
+  /**
+   * untilWritten, and the write is durable (redis.durability) before it counts: a write the
+   * replicas did not acknowledge is written again, so one a failover dropped is restored. If the
+   * replicas stay away past the retry window, the write stands on the primary alone.
+   */
+  private async untilDurable<T>(
+    what: string,
+    op: Pick<Operation, 'operationId'>,
+    write: () => Promise<T>,
+  ): Promise<T> {
+    const durability = this.options.durability;
+    if (durability === undefined || durability.mode === 'none')
+      return this.untilWritten(what, op, write);
+    let written: { readonly value: T } | undefined;
+    try {
+      return await this.untilWritten(what, op, async () => {
+        written = { value: await write() };
+        const durable = await this.options.ledger.writesDurable(durability);
+        if (!durable.ok) throw new NotDurableYet(durable.reason);
+        return written.value;
+      });
+    } catch (error) {
+      if (written === undefined || !(error instanceof NotDurableYet)) throw error;
+      this.options.log.warn(`${what} is not on any replica; kept on the primary alone`, {
+        operation_id: op.operationId,
+        reason: error.message,
+      });
+      return written.value;
+    }
   }
 
   /**
@@ -825,7 +865,7 @@ export class ResultDelivery {
       commitToAudibleMs: audibleMs,
     };
     // The caller heard it: that must reach the ledger, also when Redis is away right now.
-    await this.untilWritten('the spoken record', op, () =>
+    await this.untilDurable('the spoken record', op, () =>
       this.options.ledger.advanceDelivery(op, spoken, sessionId),
     );
     await this.options.audit.record(

@@ -86,6 +86,7 @@ export async function startCallGateway(
     audit,
     log,
     pauseSuspectMs: config.gateway.deadAfterMs - config.gateway.heartbeatMs,
+    durability: config.redis.durability,
   });
   await delivery.start();
   context.onShutdown('result delivery', () => delivery.stop());

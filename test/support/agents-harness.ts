@@ -2,7 +2,7 @@
  * The agent side over a real action layer: tool runtime, result delivery and janitor, with a
  * conversation port that records what the caller would be told (and can be told to be cut off).
  */
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { AgentCatalogue } from '../../agents/agent.ts';
 import { AgentSession } from '../../agents/agent-session.ts';
 import { AuditLog } from '../../agents/audit.ts';
@@ -15,7 +15,6 @@ import {
 import { SANDBOX_AGENTS } from '../../agents/sandbox/sandbox-agents.ts';
 import { ToolRuntime } from '../../agents/tool-runtime.ts';
 import { quietLog, startHarness, type Harness, type HarnessOptions } from './action-harness.ts';
-import { testRedis } from './redis.ts';
 import type { SinkMessage } from '../../jobs/providers/sandbox/message-sink.ts';
 import { sandboxMessages } from './sandbox-messages.ts';
 
@@ -69,14 +68,16 @@ export async function startAgentsHarness(
 ): Promise<AgentsHarness> {
   const h = await startHarness(options);
   const gatewayId = options.gatewayId ?? 'gw-test';
-  const redis: Redis = testRedis();
+  // The harness's own Redis (a test may give it a primary behind a proxy, or a pair).
+  const connect = () => new Redis(h.config.redis.url ?? '', { maxRetriesPerRequest: null });
+  const redis: Redis = connect();
   const blocking: Redis[] = [];
   const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
   const audit = new AuditLog(redis, h.prefix, quietLog);
   const tenants = new Map(h.config.tenants.map((t) => [t.id, t]));
   const runtime = new ToolRuntime({ catalogue, tenants, actions: h.layer, audit, log: quietLog });
   const makeDelivery = (id: string) => {
-    const connection = testRedis();
+    const connection = connect();
     blocking.push(connection);
     return new ResultDelivery({
       redis: connection,
@@ -88,6 +89,7 @@ export async function startAgentsHarness(
       outOfBand: h.layer.outOfBand,
       audit,
       log: quietLog,
+      durability: h.config.redis.durability,
     });
   };
   const delivery = makeDelivery(gatewayId);
