@@ -350,6 +350,7 @@ class CallgateMedia {
           portMax: PORT_MAX,
           mediaTimeoutMs: 600_000,
           comfortSilence: false,
+          stallCutMs: 2000,
           jitterMinMs: 20,
           jitterMaxMs: 200,
           sockets: this.sockets,

@@ -74,6 +74,13 @@ export const rtpSchema = z.strictObject({
   mediaTimeoutMs: z.int().min(1000).default(30_000),
   /** Send comfort silence between talk spurts instead of no packets. */
   comfortSilence: z.boolean().default(false),
+  /**
+   * A stall of the process this long (paused, starved of CPU) drops what the agent was saying
+   * instead of resuming it mid-word; a result cut so is said again if still due. Below
+   * gateway.deadAfterMs - gateway.heartbeatMs, so a stall that may have let a janitor take a
+   * result over never lets the rest of it play.
+   */
+  stallCutMs: z.int().min(100).max(60_000).default(2_000),
   jitterMinMs: z.int().min(0).default(20),
   jitterMaxMs: z.int().min(20).default(200),
   /**
@@ -413,6 +420,13 @@ export const configSchema = z
         path: ['sandbox', 'url'],
         message:
           'names a sandbox running elsewhere: set sandbox.enabled to false, or drop the url to use the embedded one',
+      });
+    }
+    if (config.rtp.stallCutMs >= config.gateway.deadAfterMs - config.gateway.heartbeatMs) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rtp', 'stallCutMs'],
+        message: `must be below gateway.deadAfterMs - gateway.heartbeatMs (${config.gateway.deadAfterMs - config.gateway.heartbeatMs}): a longer stall may have let a janitor take a result over`,
       });
     }
     if (config.rtp.jitterMinMs > config.rtp.jitterMaxMs) {

@@ -63,6 +63,7 @@ async function main(): Promise<void> {
     audit,
     log,
     pauseSuspectMs: config.gateway.deadAfterMs - config.gateway.heartbeatMs,
+    durability: config.redis.durability,
   });
   await delivery.start();
   context.onShutdown('result delivery', () => delivery.stop());
@@ -94,6 +95,7 @@ async function main(): Promise<void> {
       delivery,
       journal,
       gatewayId,
+      stallCutMs: config.rtp.stallCutMs,
       onError,
     });
     const running = call.run(context.draining).catch((error: unknown) => onError('call', error));

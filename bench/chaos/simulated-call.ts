@@ -32,6 +32,8 @@ export interface SimulatedCallParts {
   readonly delivery: Pick<ResultDelivery, 'attach' | 'onIdle' | 'onCallEnded'>;
   readonly journal: CallJournal;
   readonly gatewayId: string;
+  /** rtp.stallCutMs: a stall this long cuts the speech, as the media does on a real call. */
+  readonly stallCutMs: number;
   readonly onError: (what: string, error: unknown) => void;
 }
 
@@ -124,14 +126,15 @@ export class SimulatedCall implements ConversationPort {
     const firstAudioAt = Date.now();
     let status: SpokenOutcome['status'];
     try {
-      const played = await sleep(
+      const played = await playOut(
         bargeIn ? Math.floor(speakMs / 2) : speakMs,
         stop === undefined ? this.hangUp.signal : AbortSignal.any([this.hangUp.signal, stop]),
+        this.parts.stallCutMs,
       );
       status =
-        stop?.aborted === true
+        stop?.aborted === true || played === 'stalled'
           ? 'cancelled'
-          : !played
+          : played === 'aborted'
             ? 'failed'
             : bargeIn
               ? 'cancelled'
@@ -169,6 +172,26 @@ export class SimulatedCall implements ConversationPort {
       .onIdle(this.plan.sessionId)
       .catch((error: unknown) => this.parts.onError('delivery on idle', error));
   }
+}
+
+/** Audio goes out in frames of this length; a frame that comes a stall late is where the media cuts. */
+const FRAME_MS = 100;
+
+/**
+ * Plays `ms` of speech frame by frame, as the media sends it: a process paused mid-speech resumes
+ * where it was, not at the end, and a stall of `stallCutMs` or more cuts the rest (RtpSession).
+ */
+async function playOut(
+  ms: number,
+  signal: AbortSignal,
+  stallCutMs: number,
+): Promise<'played' | 'aborted' | 'stalled'> {
+  for (let sent = 0; sent < ms; sent += FRAME_MS) {
+    const before = Date.now();
+    if (!(await sleep(Math.min(FRAME_MS, ms - sent), signal))) return 'aborted';
+    if (Date.now() - before - FRAME_MS >= stallCutMs) return 'stalled';
+  }
+  return 'played';
 }
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts. */

@@ -37,6 +37,13 @@ export type CallEvent =
       readonly playedMs: number | undefined;
       readonly droppedMs: number;
     }
+  /** The process stalled (rtp.stallCutMs): what the agent was saying was dropped and truncated. */
+  | {
+      readonly type: 'playout_stalled';
+      readonly gapMs: number;
+      readonly itemId: string;
+      readonly sentMs: number;
+    }
   | {
       readonly type: 'response';
       readonly state: 'created' | 'done';
@@ -126,6 +133,12 @@ export const callEvents = {
     playedMs: number | undefined,
     droppedMs: number,
   ): CallEvent => ({ type: 'barge_in', itemId, playedMs, droppedMs }),
+  playoutStalled: (gapMs: number, itemId: string, sentMs: number): CallEvent => ({
+    type: 'playout_stalled',
+    gapMs,
+    itemId,
+    sentMs,
+  }),
   response: (state: 'created' | 'done', responseId: string, status?: string): CallEvent => ({
     type: 'response',
     state,

@@ -488,7 +488,10 @@ export class CallSession {
   }
 
   private clearPlayout(): PlayoutClearResult | null {
-    const result = this.rtp?.clear() ?? null;
+    return this.playoutCleared(this.rtp?.clear() ?? null);
+  }
+
+  private playoutCleared(result: PlayoutClearResult | null): PlayoutClearResult | null {
     // A result whose audio was still queued (the model is done long before the caller heard it all) is cut.
     this.deliveries.interrupted(result);
     this.playing.clear();
@@ -654,6 +657,28 @@ export class CallSession {
         ),
       );
     }
+  }
+
+  /**
+   * The process stalled with agent audio queued and the media dropped it (rtp.stallCutMs): like a
+   * barge-in without a caller, the response is cancelled and its item truncated at what was sent,
+   * and a result it carried is said again if still due (test/unit/call/playout-stall.test.ts).
+   */
+  private onPlayoutStalled(gapMs: number, cleared: PlayoutClearResult): void {
+    this.log.warn('the process stalled; what the agent was saying is cut', {
+      gap_ms: gapMs,
+      item_id: cleared.itemId,
+      sent_ms: cleared.sentMs,
+    });
+    this.playoutCleared(cleared);
+    const model = this.link.session;
+    const active = this.activeResponseId;
+    if (active !== undefined) {
+      this.silenced.add(active);
+      model?.cancelResponse();
+    }
+    model?.truncate(cleared.itemId, cleared.sentMs);
+    this.emit(callEvents.playoutStalled(gapMs, cleared.itemId, cleared.sentMs));
   }
 
   private idle(): void {
@@ -865,6 +890,9 @@ export class CallSession {
         this.link.renewIfQuiet(false);
         return;
       }
+      case 'playout-stalled':
+        this.onPlayoutStalled(event.gapMs, event.cleared);
+        return;
       case 'media-timeout':
         this.log.warn('no media from the caller', {
           reason: event.reason,

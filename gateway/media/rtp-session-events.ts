@@ -1,5 +1,6 @@
 /** What an RtpSession tells its call, as one discriminated union with small factories. */
 import type { WireCodec } from './audio-format.ts';
+import type { PlayoutClearResult } from './playout.ts';
 import type { DtmfDigit } from './telephone-event.ts';
 import type { RtpSessionStats } from './rtp-session-stats.ts';
 
@@ -36,6 +37,12 @@ export type RtpSessionEvent =
   | { readonly type: 'item-started'; readonly itemId: string }
   /** The last frame of a model output item went out. */
   | { readonly type: 'item-played'; readonly itemId: string; readonly sentMs: number }
+  /** The process stalled this long with agent audio queued: it was dropped (rtp.stallCutMs). */
+  | {
+      readonly type: 'playout-stalled';
+      readonly gapMs: number;
+      readonly cleared: PlayoutClearResult;
+    }
   | {
       readonly type: 'media-timeout';
       readonly reason: MediaTimeoutReason;
@@ -44,6 +51,11 @@ export type RtpSessionEvent =
   | { readonly type: 'closed'; readonly stats: RtpSessionStats };
 
 export const rtpEvents = {
+  playoutStalled: (gapMs: number, cleared: PlayoutClearResult): RtpSessionEvent => ({
+    type: 'playout-stalled',
+    gapMs,
+    cleared,
+  }),
   audio: (audio: Buffer, concealed: boolean): RtpSessionEvent => ({
     type: 'audio',
     audio,

@@ -330,6 +330,7 @@ export class RtpSession {
     // Ticked again without a flush since (a caller other than the scheduler): that tick finishes first.
     if (this.send.hasOutbox) this.flush();
     if (this.afterTickPending) this.afterFlush();
+    this.cutAfterStall(nowMs);
     const skippedBefore = this.schedule.skippedFrames;
     const dueCount = this.schedule.takeDue(nowMs);
     // After a long stall the send side skips frames (the model's audio is delayed), but the caller's
@@ -342,6 +343,19 @@ export class RtpSession {
       for (let index = first; index < first + dueCount; index++)
         this.send.sendFrame(index, this.schedule.dueMsOf(index));
     }
+  }
+
+  /**
+   * After a stall of `rtp.stallCutMs` or more (the process paused or starved), what the agent was
+   * saying is dropped before anything more of it goes out, and the call is told: a sentence
+   * resumed mid-word after seconds of dead air is not heard as one, and during a long stall a
+   * janitor may have taken the result over (test/integration/media/rtp-session-stall-cut.test.ts).
+   */
+  private cutAfterStall(nowMs: number): void {
+    const gapMs = this.tickedAtMs === 0 ? 0 : nowMs - this.tickedAtMs;
+    if (gapMs < this.options.config.stallCutMs) return;
+    const cleared = this.send.clear();
+    if (cleared !== null) this.emit(rtpEvents.playoutStalled(gapMs, cleared));
   }
 
   /**

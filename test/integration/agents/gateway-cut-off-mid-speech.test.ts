@@ -77,6 +77,7 @@ describe('when a live gateway is cut off from Redis while it speaks a result', (
           SPEECH_MS: String(SPEECH_MS),
           CALLGATE__gateway__heartbeatMs: String(HEARTBEAT_MS),
           CALLGATE__gateway__deadAfterMs: String(DEAD_AFTER_MS),
+          CALLGATE__rtp__stallCutMs: '500',
         },
       });
       await waitFor(

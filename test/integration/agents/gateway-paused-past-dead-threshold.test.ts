@@ -81,6 +81,7 @@ describe('when a gateway process is paused past the dead threshold and resumes',
           SPEECH_MS: String(SPEECH_MS),
           CALLGATE__gateway__heartbeatMs: String(HEARTBEAT_MS),
           CALLGATE__gateway__deadAfterMs: String(DEAD_AFTER_MS),
+          CALLGATE__rtp__stallCutMs: '500',
         },
       });
       await waitFor(

@@ -42,6 +42,7 @@ export class RtpSessionHarness {
       portMax: this.portMin + 39,
       mediaTimeoutMs: 5000,
       comfortSilence: false,
+      stallCutMs: 2000,
       jitterMinMs: 20,
       jitterMaxMs: 200,
       sockets: 'auto',

@@ -63,6 +63,7 @@ describe('when a call carries media', () => {
           portMax: PORT_BASE + 9,
           mediaTimeoutMs: 5000,
           comfortSilence: false,
+          stallCutMs: 2000,
           jitterMinMs: 20,
           jitterMaxMs: 200,
           sockets: 'auto',

@@ -29,6 +29,7 @@ function config(overrides: Partial<RtpConfig> = {}): RtpConfig {
     portMax: PORT_BASE + 39,
     mediaTimeoutMs: 5000,
     comfortSilence: false,
+    stallCutMs: 2000,
     jitterMinMs: 20,
     jitterMaxMs: 200,
     sockets: 'auto',

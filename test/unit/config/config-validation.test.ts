@@ -213,6 +213,14 @@ describe('when a configuration breaks a rule', () => {
       'gateway.deadAfterMs: must be at least 3 times gateway.heartbeatMs',
     ],
     [
+      'a stall cut at or past the point a janitor may take results over',
+      (d) => {
+        d.gateway = { heartbeatMs: 500, deadAfterMs: 3000 };
+        d.rtp = { stallCutMs: 2500 };
+      },
+      'rtp.stallCutMs: must be below gateway.deadAfterMs - gateway.heartbeatMs (2500)',
+    ],
+    [
       'a bad allowlist entry',
       (d) => (tenant(d).trunk = { allowFrom: ['10.0.0.0/40'] }),
       'tenants[0].trunk.allowFrom[0]: must be an IPv4 or IPv6',
