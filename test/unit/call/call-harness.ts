@@ -245,6 +245,8 @@ export class FakeModelSession implements RealtimeSession {
   /** As the real session: a handle hears of its response before the call's listeners do. */
   emit(event: RealtimeEvent): void {
     if (event.type === 'response_created') this.activeResponseId = event.responseId;
+    // The real session's sequencer stops before its disconnected goes out.
+    if (event.type === 'disconnected') this.activeResponseId = undefined;
     for (const listener of [...this.listeners]) listener(event);
     if (event.type === 'response_done') {
       if (this.activeResponseId === event.responseId) this.activeResponseId = undefined;
