@@ -32,6 +32,8 @@ export interface AgentSessionOptions {
   readonly agent: string;
   /** Whether the caller holds the call now; the call answers it from its phase. */
   readonly callerOnHold?: () => boolean;
+  /** Whether the model is running a response now; the call asks its model session. */
+  readonly responseActive?: () => boolean;
 }
 
 export class AgentSession {
@@ -45,7 +47,6 @@ export class AgentSession {
   callerSpeaking = false;
   /** When the caller last resumed a held call (ms since epoch): commit-to-audible counts from here, not from a commit in the hold. */
   resumedAt: number | undefined;
-  responseActive = false;
   turnId = 0;
   /** Tools running right now (for the per-call limit). */
   toolsInFlight = 0;
@@ -58,9 +59,11 @@ export class AgentSession {
   readonly mutationTimes: number[] = [];
   readonly abort = new AbortController();
   private readonly holdProbe: () => boolean;
+  private readonly responseProbe: () => boolean;
 
   constructor(options: AgentSessionOptions) {
     this.holdProbe = options.callerOnHold ?? (() => false);
+    this.responseProbe = options.responseActive ?? (() => false);
     this.sessionId = options.sessionId;
     this.tenantId = options.tenantId;
     this.caller = options.caller;
@@ -72,6 +75,11 @@ export class AgentSession {
   /** The caller holds the call: nothing sent reaches them (read from the call's phase). */
   get callerOnHold(): boolean {
     return this.holdProbe();
+  }
+
+  /** The model is speaking (read from the call's model session, the one place that knows). */
+  get responseActive(): boolean {
+    return this.responseProbe();
   }
 
   /** Records an operation the call now owns; returns the operation it supersedes, if any. */

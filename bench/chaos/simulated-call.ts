@@ -57,6 +57,7 @@ export class SimulatedCall implements ConversationPort {
       caller: plan.caller,
       ownerGateway: parts.gatewayId,
       agent: plan.agent,
+      responseActive: () => this.playing > 0,
     });
   }
 
@@ -122,7 +123,6 @@ export class SimulatedCall implements ConversationPort {
     const speakMs = this.random.int(SPEAK_MIN_MS, SPEAK_MAX_MS);
     const bargeIn = this.random.chance(this.plan.bargeInChance);
     this.playing++;
-    this.session.responseActive = true;
     const firstAudioAt = Date.now();
     let status: SpokenOutcome['status'];
     try {
@@ -141,7 +141,6 @@ export class SimulatedCall implements ConversationPort {
               : 'completed';
     } finally {
       this.playing--;
-      this.session.responseActive = this.playing > 0;
     }
     // Durable before delivery hears of it: what the caller heard is recorded even if this process dies next.
     this.parts.journal.append({

@@ -38,6 +38,7 @@ import type {
   PlaybackPosition,
   RealtimeEvent,
   RealtimeSession,
+  ResponseHandle,
   SessionConfig,
 } from '../realtime/realtime-session.ts';
 import { answerOffer, type NegotiatedMedia } from '../sip/sdp-negotiation.ts';
@@ -185,6 +186,8 @@ export class CallSession {
   private toolsRunning = 0;
   /** When the caller's last turn ended and no response has started since (undefined: none owed). */
   private answerOwedSince: number | undefined;
+  /** The response whose response_done is being handled: the model still names it active meanwhile. */
+  private endingResponseId: string | undefined;
 
   constructor(options: CallSessionOptions) {
     this.options = options;
@@ -204,6 +207,7 @@ export class CallSession {
       ownerGateway: options.gatewayId,
       agent: call.agent,
       callerOnHold: () => callerOnHold(this.lifecycle.phase, this.callerHolds),
+      responseActive: () => this.modelResponding(),
     });
     this.lifecycle = new CallPhaseMachine({
       onChange: ({ from, to, cause }) => this.emit(callEvents.phaseChanged(from, to, cause)),
@@ -251,6 +255,7 @@ export class CallSession {
         // Settled by its playout after the response was done: the line may be quiet now.
         if (!this.agent.callerSpeaking && !this.agent.responseActive) this.link.renewIfQuiet(false);
       },
+      offerAgainSoon: () => this.offerAgainSoon(),
     });
     this.teardown = new CallTeardown({
       sessionId: this.sessionId,
@@ -437,7 +442,6 @@ export class CallSession {
    * would hold results until the caller spoke again. Returns how many deliveries were cut.
    */
   private leaveModelSession(): number {
-    this.agent.responseActive = false;
     this.agent.callerSpeaking = false;
     this.answerOwedSince = undefined;
     this.silenced.clear();
@@ -522,6 +526,15 @@ export class CallSession {
   }
 
   /**
+   * Whether the model is running a response, as the gate and the quiet checks see it: asked of the
+   * session, except the one whose response_done is being handled (it is over for the call).
+   */
+  private modelResponding(): boolean {
+    const active = this.activeResponseId;
+    return active !== undefined && active !== this.endingResponseId;
+  }
+
+  /**
    * What the caller heard of an item: the milliseconds handed to the network, read without
    * clearing anything (a finished item reports its whole length, so it is not truncated). The
    * realtime client asks when the caller starts speaking and emits speech_started in the same
@@ -548,7 +561,7 @@ export class CallSession {
         }
         items.add(event.itemId);
         this.playing.add(event.itemId);
-        this.deliveries.byResponse(event.responseId)?.queued(event.itemId);
+        this.deliveries.queued(event.responseId, event.itemId);
         rtp.play(event.itemId, event.audio);
         return;
       }
@@ -564,7 +577,6 @@ export class CallSession {
         return;
       case 'response_created': {
         this.answerOwedSince = undefined;
-        this.agent.responseActive = true;
         // Created after the caller started talking: it was asked for before the barge-in (the
         // server's own responses come after speech stops), and the client cancels it now. Its audio
         // already on the way must not play over the caller.
@@ -572,35 +584,18 @@ export class CallSession {
           this.silenced.add(event.responseId);
           this.unheard.set(event.responseId, new Set());
         }
-        // The response that speaks a result is the one created for its request's tag, never merely
-        // the next one: a response the server started itself may predate the result's message.
-        // A request the model gives up on is reported by its tag (an error) and fails at once.
-        this.deliveries.responseCreated(event.tag, event.responseId);
+        // A result's response knows it is created from its handle, before this event.
         this.emit(callEvents.response('created', event.responseId));
         return;
       }
-      case 'response_done': {
-        for (const item of this.itemsByResponse.get(event.responseId) ?? []) rtp.endItem(item);
-        this.itemsByResponse.delete(event.responseId);
-        for (const item of this.unheard.get(event.responseId) ?? []) model.truncate(item, 0);
-        this.unheard.delete(event.responseId);
-        // A response the caller talked over was not heard whole, however it ended on the model's side.
-        const heard = !this.silenced.delete(event.responseId);
-        if (this.activeResponseId === event.responseId) this.agent.responseActive = false;
-        // Settles only once its audio has also played out (or been cut): see SpokenResponse.
-        this.deliveries
-          .byResponse(event.responseId)
-          ?.done(
-            event.status === 'completed' && heard
-              ? 'completed'
-              : event.status === 'failed' || event.status === 'incomplete'
-                ? 'failed'
-                : 'cancelled',
-          );
-        this.emit(callEvents.response('done', event.responseId, event.status));
-        if (!this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
+      case 'response_done':
+        this.endingResponseId = event.responseId;
+        try {
+          this.onResponseDone(event, model, rtp);
+        } finally {
+          this.endingResponseId = undefined;
+        }
         return;
-      }
       case 'function_call':
         this.toolsRunning++;
         this.toolChain = this.toolChain
@@ -620,25 +615,42 @@ export class CallSession {
       case 'disconnected':
         this.link.onDisconnected(event);
         return;
-      case 'error': {
+      case 'error':
+        // A result's request the model gives up on is refused on its handle (DeliveryPort).
         this.log.debug('model error', {
           code: event.code,
           message: event.message,
           provider_code: event.providerCode,
         });
-        // A result's response that will never be created: not spoken, so it is said again when idle.
-        const dropped = this.deliveries.awaitingResponse(event.tag);
-        if (dropped !== undefined) {
-          dropped.fail();
-          // Said again at the next quiet moment; if the line is quiet already, no event will say
-          // so, so look again shortly (once per drop, so a model that keeps refusing is not hammered).
-          this.offerAgainSoon();
-        }
         return;
-      }
       default:
         return;
     }
+  }
+
+  /** A response is over on the model's side; what it carried settles once its audio played out or was cut. */
+  private onResponseDone(
+    event: Extract<RealtimeEvent, { type: 'response_done' }>,
+    model: RealtimeSession,
+    rtp: CallRtp,
+  ): void {
+    for (const item of this.itemsByResponse.get(event.responseId) ?? []) rtp.endItem(item);
+    this.itemsByResponse.delete(event.responseId);
+    for (const item of this.unheard.get(event.responseId) ?? []) model.truncate(item, 0);
+    this.unheard.delete(event.responseId);
+    // A response the caller talked over was not heard whole, however it ended on the model's side.
+    const heard = !this.silenced.delete(event.responseId);
+    // Settles only once its audio has also played out (or been cut): see SpokenResponse.
+    this.deliveries.done(
+      event.responseId,
+      event.status === 'completed' && heard
+        ? 'completed'
+        : event.status === 'failed' || event.status === 'incomplete'
+          ? 'failed'
+          : 'cancelled',
+    );
+    this.emit(callEvents.response('done', event.responseId, event.status));
+    if (!this.agent.callerSpeaking && !this.agent.responseActive) this.idle();
   }
 
   /** Barge-in: the model's response is cancelled (client or server), playout cleared, item truncated. */
@@ -716,9 +728,9 @@ export class CallSession {
     this.emit(callEvents.toolCall(event.name, event.callId, output.status, operationId));
     // The output goes to the session that asked; a re-opened session never saw the call.
     const current = model === this.link.session && !isEnding(this.lifecycle.phase);
-    if (current) model.sendToolOutput(event.callId, output);
+    const speaking = current ? model.sendToolOutput(event.callId, output) : undefined;
     // An error output carries no read's answer, whatever the tool had found.
-    this.followInlineAnswer(event.callId, current && answered);
+    this.followInlineAnswer(event.callId, answered ? speaking : undefined);
     const after = this.agent.activeAgent;
     if (after !== before && current) {
       this.emit(callEvents.agentChanged(before, after));
@@ -734,18 +746,18 @@ export class CallSession {
 
   /**
    * A read answered in a tool output is told once the response that speaks it played to its end:
-   * the session's first untagged response after the output (the tool turn's follow-up, or the
-   * caller's next turn), one for every output sent before it. An output not sent, or a session
-   * lost or cut first, leaves the read to delivery
-   * (test/scenarios/model-lost-between-read-commit-and-output.test.ts).
+   * the one whose handle the session gave for the output (the tool turn's follow-up, or the
+   * caller's next turn when the turn was cut). An output not sent, or a session lost or cut first,
+   * leaves the read to delivery (test/scenarios/model-lost-between-read-commit-and-output.test.ts).
    */
-  private followInlineAnswer(callId: string, sent: boolean): void {
+  private followInlineAnswer(callId: string, speaking: ResponseHandle | undefined): void {
     const { runtime } = this.options;
     const operationId = runtime.inlineAnswer(this.agent, callId);
     if (operationId === undefined) return;
-    const heard = sent
-      ? this.deliveries.toolOutputResponse(operationId).outcome
-      : Promise.resolve(undefined);
+    const heard =
+      speaking !== undefined
+        ? this.deliveries.toolOutputResponse(operationId, speaking).outcome
+        : Promise.resolve(undefined);
     void heard
       .then((outcome) => runtime.settleInlineAnswer(this.agent, callId, outcome))
       .then(() => {

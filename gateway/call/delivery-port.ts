@@ -1,13 +1,14 @@
 /**
  * The call's side of result delivery: the ConversationPort that speaks a result as one response
  * and resolves on that response's playout outcome (see SpokenResponse), and the results being
- * spoken right now, which the call's model and media events drive (created, queued, sent, done,
- * cut, finished).
+ * spoken right now. Each is bound to the handle the model session gave for its response (created,
+ * or refused); the call's model and media events drive the rest by response and item id (queued,
+ * sent, done, cut, finished).
  */
 import type { Clock, ClockHandle } from '../../config/clock.ts';
 import type { ConversationPort, SpokenOutcome } from '../../agents/result-delivery.ts';
 import type { PlayoutClearResult } from '../media/playout.ts';
-import type { RealtimeSession } from '../realtime/realtime-session.ts';
+import type { RealtimeSession, ResponseHandle } from '../realtime/realtime-session.ts';
 import { SpokenResponse } from './spoken-response.ts';
 
 /**
@@ -31,14 +32,16 @@ export interface DeliveryPortHost {
   cut(responseId: string | undefined): void;
   /** A result's response settled (told or not). */
   settled(operationId: string, outcome: SpokenOutcome): void;
+  /**
+   * A result's response will never be created (the model refused or dropped its request): nothing
+   * else will say the line is quiet, so delivery looks again shortly.
+   */
+  offerAgainSoon(): void;
 }
 
 export class DeliveryPort {
   /** Results being spoken, each a response from its request to the last packet played (or its cut). */
   private readonly speaking: SpokenResponse[] = [];
-  private seq = 0;
-  /** The response to speak the reads answered in tool outputs sent to this model session, until it is created. */
-  private toolOutputSpeech: SpokenResponse | undefined;
 
   constructor(private readonly host: DeliveryPortHost) {}
 
@@ -47,40 +50,16 @@ export class DeliveryPort {
     return this.speaking.length;
   }
 
-  /** The result whose request carried `tag` and whose response has not been created yet. */
-  awaitingResponse(tag: string | undefined): SpokenResponse | undefined {
-    return tag === undefined
-      ? undefined
-      : this.speaking.find((spoken) => spoken.tag === tag && spoken.responseId === undefined);
-  }
-
   /**
-   * A response was created: the one a result's request asked for (by its tag), or, untagged, the
-   * one that speaks the tool outputs sent before it.
+   * The response that will speak a read answered in a tool output: the one whose handle the
+   * session gave for the output, shared by every output that handle answers.
    */
-  responseCreated(tag: string | undefined, responseId: string): void {
-    if (tag !== undefined) {
-      this.awaitingResponse(tag)?.created(responseId);
-      return;
-    }
-    this.toolOutputSpeech?.created(responseId);
-    this.toolOutputSpeech = undefined;
-  }
-
-  /**
-   * The response that will speak a read answered in a tool output: the session's next untagged
-   * response, shared by every output sent before it is created.
-   */
-  toolOutputResponse(operationId: string): SpokenResponse {
-    if (this.toolOutputSpeech !== undefined) return this.toolOutputSpeech;
+  toolOutputResponse(operationId: string, handle: ResponseHandle): SpokenResponse {
+    const shared = this.speaking.find((spoken) => spoken.handle === handle);
+    if (shared !== undefined) return shared;
     const { host } = this;
-    const spoken = new SpokenResponse({
-      operationId,
-      tag: `tool_output:${++this.seq}`,
-      now: () => host.clock.epochMs(),
-    });
+    const spoken = new SpokenResponse({ operationId, handle, now: () => host.clock.epochMs() });
     this.speaking.push(spoken);
-    this.toolOutputSpeech = spoken;
     // As for a spoken result: a hold only delays the playout, so the bound starts again.
     let timer: ClockHandle;
     const expire = (): void => {
@@ -91,15 +70,21 @@ export class DeliveryPort {
     timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
     void spoken.outcome.then(() => {
       host.clock.cancel(timer);
-      if (this.toolOutputSpeech === spoken) this.toolOutputSpeech = undefined;
       const index = this.speaking.indexOf(spoken);
       if (index >= 0) this.speaking.splice(index, 1);
     });
     return spoken;
   }
 
-  byResponse(responseId: string): SpokenResponse | undefined {
-    return this.speaking.find((spoken) => spoken.responseId === responseId);
+  /** Audio of an item of a response went to the playout. */
+  queued(responseId: string, itemId: string): void {
+    for (const spoken of this.speaking) if (spoken.responseId === responseId) spoken.queued(itemId);
+  }
+
+  /** A response is over on the model's side (see SpokenResponse.done). */
+  done(responseId: string, status: SpokenOutcome['status']): void {
+    for (const spoken of [...this.speaking])
+      if (spoken.responseId === responseId) spoken.done(status);
   }
 
   /** The first packet of an item went out. */
@@ -119,7 +104,6 @@ export class DeliveryPort {
 
   /** Every result being spoken fails (session left, call ended); returns how many. */
   failAll(): number {
-    this.toolOutputSpeech = undefined;
     const failed = this.speaking.splice(0);
     for (const spoken of failed) spoken.fail();
     return failed.length;
@@ -139,11 +123,11 @@ export class DeliveryPort {
     const model = host.model();
     if (model === undefined) return { status: 'failed' };
     if (stop?.aborted === true) return { status: 'cancelled' };
-    const spoken = new SpokenResponse({
-      operationId,
-      tag: `deliver:${operationId}:${++this.seq}`,
-      now: () => host.clock.epochMs(),
-    });
+    model.addSystemMessage(message);
+    const handle = model.createResponse();
+    // A closed session's requests are offered again by the call's own re-open or renewal.
+    handle.onRefused((reason) => reason !== 'closed' && host.offerAgainSoon());
+    const spoken = new SpokenResponse({ operationId, handle, now: () => host.clock.epochMs() });
     this.speaking.push(spoken);
     // A hold only delays the playout (the audio waits for the resume): the bound starts again
     // (test/unit/call/call-races.test.ts, "hold then resume").
@@ -163,8 +147,6 @@ export class DeliveryPort {
       },
       { once: true },
     );
-    model.addSystemMessage(message);
-    model.createResponse({ tag: spoken.tag });
     const result = await spoken.outcome;
     host.clock.cancel(timer);
     const index = this.speaking.indexOf(spoken);

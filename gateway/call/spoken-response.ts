@@ -6,9 +6,11 @@
  * a barge-in then leaves the result untold (test/unit/call/spoken-response.test.ts,
  * test/scenarios/barge-in-after-response-done.test.ts).
  *
- * Pure: no I/O and no timers; time comes from the injected clock.
+ * It binds to the ResponseHandle of its request: created gives it the response id, a refused
+ * request fails it at once. Pure: no I/O and no timers; time comes from the injected clock.
  */
 import type { SpokenOutcome } from '../../agents/result-delivery.ts';
+import type { ResponseHandle } from '../realtime/realtime-session.ts';
 
 /** What the caller got of the response so far. */
 export type PlayoutProgress =
@@ -28,8 +30,8 @@ export type PlayoutProgress =
 
 export interface SpokenResponseOptions {
   readonly operationId: string;
-  /** The tag of the request (ResponseRequest.tag): `response_created` carries it back. */
-  readonly tag: string;
+  /** The model's handle of the response asked for to speak it. */
+  readonly handle: ResponseHandle;
   /** Wall clock in ms since epoch (compared with the ledger's commit time). */
   readonly now: () => number;
 }
@@ -41,7 +43,7 @@ interface ItemPlayout {
 
 export class SpokenResponse {
   readonly operationId: string;
-  readonly tag: string;
+  readonly handle: ResponseHandle;
   /** Resolves once: completed only when the caller was sent all of it. */
   readonly outcome: Promise<SpokenOutcome>;
   private readonly now: () => number;
@@ -56,18 +58,16 @@ export class SpokenResponse {
 
   constructor(options: SpokenResponseOptions) {
     this.operationId = options.operationId;
-    this.tag = options.tag;
+    this.handle = options.handle;
     this.now = options.now;
     this.outcome = new Promise((resolve) => (this.resolveOutcome = resolve));
+    options.handle.onCreated((responseId) => (this.id ??= responseId));
+    // Never created (refused, timed out, the session closed first): it will not play.
+    options.handle.onRefused(() => this.fail());
   }
 
   get responseId(): string | undefined {
     return this.id;
-  }
-
-  /** The model started the response asked for (matched by tag). */
-  created(responseId: string): void {
-    this.id ??= responseId;
   }
 
   /** Audio of one of its items went to the playout. */

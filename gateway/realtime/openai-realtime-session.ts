@@ -17,7 +17,8 @@
  *   disconnected is dropped and counted, never buffered.
  *
  * The pieces: the socket and its one close cause (OpenAIRealtimeTransport), which response is
- * active and every running one's bounds (ResponseSequencer, the only place that knows), the
+ * active, every running one's bounds and the handle of each response asked for
+ * (ResponseSequencer, the only place that knows), the
  * session configuration (SessionUpdates), and `dispatchServerEvent`, which routes each server
  * event to one `handleX` below.
  */
@@ -56,10 +57,12 @@ import {
   type RealtimeEventOf,
   type RealtimeEventType,
   type RealtimeSession,
+  type ResponseHandle,
   type ResponseRequest,
   type ResponseStatus,
   type SessionConfig,
 } from './realtime-session.ts';
+import { RequestedResponse } from './response-handle.ts';
 import {
   ResponseSequencer,
   type GiveUpReason,
@@ -200,15 +203,16 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       sendCancel: (responseId) => this.send({ type: 'response.cancel', response_id: responseId }),
       onGiveUp: (responseId, reason, callIds) =>
         this.onResponseGivenUp(responseId, reason, callIds),
-      onCreateTimeout: (dropped) => {
+      onCreateTimeout: () => {
         const timeoutMs = options.responseCreatedTimeoutMs ?? RESPONSE_CREATED_TIMEOUT_MS;
         this.emitError(
           new CallgateError('CALLGATE_ERR_MODEL_TIMEOUT', { what: 'response.create', timeoutMs }),
-          { tag: dropped?.tag },
         );
       },
       onTimerError: (timer, error) =>
         this.logger.error('realtime timer callback threw', { timer, error }),
+      onHandleListenerError: (error) =>
+        this.logger.error('realtime response handle listener threw', { error }),
       ...(options.timer !== undefined && { timer: options.timer }),
       ...(options.responseCreatedTimeoutMs !== undefined && {
         createdTimeoutMs: options.responseCreatedTimeoutMs,
@@ -411,7 +415,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     this.assistantAudio.truncated(itemId);
   }
 
-  sendToolOutput(callId: string, output: unknown): void {
+  sendToolOutput(callId: string, output: unknown): ResponseHandle {
     const text = typeof output === 'string' ? output : JSON.stringify(output ?? null);
     if (
       this.send({
@@ -419,27 +423,27 @@ export class OpenAIRealtimeSession implements RealtimeSession {
         item: { type: 'function_call_output', call_id: callId, output: text },
       }) === undefined
     )
-      return;
-    this.sequencer.onToolOutput(callId);
+      return refusedHandle('not_connected');
+    return this.sequencer.onToolOutput(callId);
   }
 
-  createResponse(request: ResponseRequest = {}): void {
+  createResponse(request: ResponseRequest = {}): ResponseHandle {
     if (this.state !== 'open') {
       this.emitError(
         new CallgateError('CALLGATE_ERR_MODEL_NOT_CONNECTED', { what: 'response.create' }),
-        { tag: request.tag },
       );
-      return;
+      return refusedHandle('not_connected');
     }
-    if (this.sequencer.request(request) === 'refused_full') {
+    const handle = this.sequencer.request(request);
+    if (handle.end?.type === 'refused') {
       this.emitError(
         new CallgateError('CALLGATE_ERR_MODEL_BUSY', {
           limit: this.sequencer.queuedCount,
           what: 'response.create',
         }),
-        { tag: request.tag },
       );
     }
+    return handle;
   }
 
   addSystemMessage(text: string): void {
@@ -604,14 +608,12 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     const causeType = eventId === null ? undefined : this.clientEvents.get(eventId);
     if (code === WIRE_ERROR.activeResponse) {
       if (eventId !== null) {
-        const dropped = this.sequencer.onCreateRefused(eventId);
-        if (dropped !== undefined) {
+        if (this.sequencer.onCreateRefused(eventId) !== undefined) {
           this.emitError(
             new CallgateError('CALLGATE_ERR_MODEL_BUSY', {
               limit: 0,
               what: 'a response that was refused repeatedly',
             }),
-            { tag: dropped.tag },
           );
         }
       }
@@ -643,12 +645,9 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       providerSessionId: this.sessionId,
     });
     this.updates.refused(eventId, rejected);
-    // A create refused for anything but an active response gets no response: its waiter is told.
-    const dropped =
-      causeType === 'response.create' && eventId !== null
-        ? this.sequencer.onCreateFailed(eventId)
-        : undefined;
-    this.emitError(rejected, { providerCode: code, tag: dropped?.tag });
+    // A create refused for anything but an active response gets no response: its handle is refused.
+    if (causeType === 'response.create' && eventId !== null) this.sequencer.onCreateFailed(eventId);
+    this.emitError(rejected, { providerCode: code });
   }
 
   private handleSpeechStarted(event: ServerEventOf<'input_audio_buffer.speech_started'>): void {
@@ -710,16 +709,14 @@ export class OpenAIRealtimeSession implements RealtimeSession {
     // Without an echo from this provider yet, a created while our create is out is ours.
     const ours =
       tag !== undefined ? tag === this.sequencer.pendingCreateTag : !this.providerEchoesMetadata;
-    const { requestTag } = this.sequencer.onResponseCreated(responseId, ours);
-    this.emitter.emit({
-      type: 'response_created',
-      responseId,
-      ...(requestTag !== undefined && { tag: requestTag }),
-    });
+    // The handle it answers is created first: its owner knows the response before its events.
+    this.sequencer.onResponseCreated(responseId, ours);
+    this.emitter.emit({ type: 'response_created', responseId });
   }
 
   private handleAudioDelta(responseId: string, itemId: string, audio: Buffer): void {
     this.assistantAudio.add(itemId, audio.length);
+    this.sequencer.onOutputItem(responseId, itemId);
     this.emitter.emit({ type: 'audio_delta', responseId, itemId, audio });
   }
 
@@ -772,6 +769,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
   private handleFunctionCall(event: ServerEventOf<'response.function_call_arguments.done'>): void {
     const { response_id: responseId, item_id: itemId, call_id: callId, name } = event;
     this.sequencer.onFunctionCall(responseId, callId);
+    this.sequencer.onOutputItem(responseId, itemId);
     let args: unknown;
     try {
       args = JSON.parse(event.arguments);
@@ -817,7 +815,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       callIds,
       ...(reason !== undefined && { reason }),
     });
-    this.sequencer.onResponseDone(response.id, status, callIds);
+    this.sequencer.onResponseDone(response.id, status, callIds, reason);
   }
 
   private handleItemTruncated(event: ServerEventOf<'conversation.item.truncated'>): void {
@@ -941,7 +939,7 @@ export class OpenAIRealtimeSession implements RealtimeSession {
 
   private emitError(
     error: CallgateError,
-    about: { providerCode?: string; callId?: string; tag?: string | undefined } = {},
+    about: { providerCode?: string; callId?: string } = {},
   ): void {
     this.emitter.emit({
       type: 'error',
@@ -949,7 +947,6 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       message: error.message,
       ...(about.providerCode !== undefined && { providerCode: about.providerCode }),
       ...(about.callId !== undefined && { callId: about.callId }),
-      ...(about.tag !== undefined && { tag: about.tag }),
     });
   }
 
@@ -965,6 +962,13 @@ export class OpenAIRealtimeSession implements RealtimeSession {
       for (const type of types) offs.push(this.emitter.on(type, finish));
     });
   }
+}
+
+/** The handle of a request that never reached the sequencer. */
+function refusedHandle(reason: 'not_connected'): ResponseHandle {
+  const handle = new RequestedResponse();
+  handle.markRefused(reason);
+  return handle;
 }
 
 function rawText(data: RawData): string {

@@ -55,12 +55,6 @@ export interface SessionConfig {
 export interface ResponseRequest {
   /** Instructions for this response only (e.g. "tell the caller the booking is confirmed"). */
   instructions?: string;
-  /**
-   * The caller's name for this response: `response_created` carries it back when the provider
-   * echoes response metadata (OpenAI and the simulator do), so the response that answers this
-   * request is told apart from the follow-up of a tool turn or one the server started itself.
-   */
-  tag?: string;
 }
 
 /** Reports how much of an assistant item the caller has actually heard (the media layer knows). */
@@ -121,7 +115,7 @@ export type RealtimeEvent =
       name: string;
       arguments: unknown;
     }
-  | { type: 'response_created'; responseId: string; tag?: string }
+  | { type: 'response_created'; responseId: string }
   | {
       type: 'response_done';
       responseId: string;
@@ -138,22 +132,58 @@ export type RealtimeEvent =
   | { type: 'item_truncated'; itemId: string; audioEndMs: number }
   /** The provider's session limit is near: re-open with a context summary at the next pause. */
   | { type: 'session_expiring'; remainingMs: number }
-  /**
-   * `tag` names a ResponseRequest this error gave up on: no response will be created for it
-   * (refused while busy or too often, not connected, or never answered).
-   */
-  | {
-      type: 'error';
-      code: ErrorCode;
-      message: string;
-      providerCode?: string;
-      callId?: string;
-      tag?: string;
-    }
+  | { type: 'error'; code: ErrorCode; message: string; providerCode?: string; callId?: string }
   | { type: 'disconnected'; reason: DisconnectReason; detail: string; closeCode?: number };
 
 export type RealtimeEventType = RealtimeEvent['type'];
 export type RealtimeEventOf<T extends RealtimeEventType> = Extract<RealtimeEvent, { type: T }>;
+
+// ---- the response handle ---------------------------------------------------------------------
+
+/** Why a response asked for was never created. */
+export type RefusalReason =
+  /** The session was not connected when it was asked for. */
+  | 'not_connected'
+  /** Too many requests were waiting already. */
+  | 'busy'
+  /** The provider refused the create (invalid, or while busy too often). */
+  | 'refused'
+  /** The provider never answered the create. */
+  | 'timeout'
+  /** The session closed first. */
+  | 'closed';
+
+/** How a response asked for ended: exactly one of these, once. */
+export type ResponseEnd =
+  | {
+      readonly type: 'done';
+      readonly responseId: string;
+      readonly status: ResponseStatus;
+      /** As on `response_done`, or `closed` when the session closed while it ran. */
+      readonly reason?: string;
+    }
+  | { readonly type: 'refused'; readonly reason: RefusalReason };
+
+/**
+ * One response asked of the model, from the request to its end on the model's side: created
+ * (with its id), each output item, then done, or refused when it was never created. Settles
+ * exactly once. A listener added after the fact is called at once with what already happened.
+ * Playout is the call's business (gateway/call/spoken-response.ts binds to a handle).
+ */
+export interface ResponseHandle {
+  /** Known once the provider created the response. */
+  readonly responseId: string | undefined;
+  /** Output items of the response so far, in order. */
+  readonly items: readonly string[];
+  /** How it ended; undefined while it is asked for or running. */
+  readonly end: ResponseEnd | undefined;
+  /** Resolves with `end`, once. */
+  readonly ended: Promise<ResponseEnd>;
+  onCreated(listener: (responseId: string) => void): () => void;
+  onItem(listener: (itemId: string) => void): () => void;
+  onDone(listener: (end: Extract<ResponseEnd, { type: 'done' }>) => void): () => void;
+  onRefused(listener: (reason: RefusalReason) => void): () => void;
+}
 
 // ---- the session -----------------------------------------------------------------------------
 
@@ -180,10 +210,15 @@ export interface RealtimeSession {
   cancelAndWait(timeoutMs: number): Promise<void>;
   /** Cuts an assistant item at what the caller actually heard. */
   truncate(itemId: string, playedMs: number): void;
-  /** The result of a function call; see README for when the follow-up response is created. */
-  sendToolOutput(callId: string, output: unknown): void;
+  /**
+   * The result of a function call; see README for when the follow-up response is created. Returns
+   * the handle of the response that speaks it: the tool turn's follow-up, shared by every output
+   * of the turn, or, when the turn gets none (it was cut), the next response the model starts by
+   * itself (the caller's next turn).
+   */
+  sendToolOutput(callId: string, output: unknown): ResponseHandle;
   /** Asks for a response; queued while another response is active. */
-  createResponse(request?: ResponseRequest): void;
+  createResponse(request?: ResponseRequest): ResponseHandle;
   /** Adds context the model should know (a DTMF digit, an operation result, a handoff note). */
   addSystemMessage(text: string): void;
   /** Tells the model the caller pressed a key; the model answers in a response. */

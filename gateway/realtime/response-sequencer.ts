@@ -11,13 +11,18 @@
  * (conversation_already_has_active_response), and one follow-up per tool output produces exactly
  * that refusal. The server may also start responses on its own (server VAD), so "active" is what
  * the server says, not only what we asked for.
+ *
+ * Each request gets a ResponseHandle, settled here exactly once: created, its items, done, or
+ * refused (test/unit/realtime/response-handle.test.ts). The create's metadata tag stays between
+ * the sequencer and the wire: it tells our response.created from the server's own.
  */
 import {
   MonotonicMediaTimer,
   type MediaTimer,
   type MediaTimerHandle,
 } from '../media/media-timer.ts';
-import type { ResponseRequest, ResponseStatus } from './realtime-session.ts';
+import type { RefusalReason, ResponseRequest, ResponseStatus } from './realtime-session.ts';
+import { RequestedResponse } from './response-handle.ts';
 
 /** An unanswered response.create is forgotten after this, so the queue cannot stall forever. */
 export const RESPONSE_CREATED_TIMEOUT_MS = 10_000;
@@ -46,10 +51,12 @@ export interface ResponseSequencerOptions {
    * response_done it would have had. The sequencer still counts it active during this call.
    */
   onGiveUp?: (responseId: string, reason: GiveUpReason, callIds: readonly string[]) => void;
-  /** Our create had no response.created within its bound; `dropped` is the request given up on. */
-  onCreateTimeout?: (dropped: ResponseRequest | undefined) => void;
+  /** Our create had no response.created within its bound; `dropped` is the handle given up on. */
+  onCreateTimeout?: (dropped: RequestedResponse | undefined) => void;
   /** A timer's callback threw: reported, never left to end the process. */
   onTimerError?: (what: string, error: unknown) => void;
+  /** A listener of a response handle threw: reported, never left to break the sequencer. */
+  onHandleListenerError?: (error: unknown) => void;
   /** Create again after the follow-up of a tool turn is due (the seed's auto-respond). */
   autoRespondToTools?: boolean;
   /** Requests waiting beyond this are refused, so a stuck model cannot grow memory. */
@@ -65,6 +72,7 @@ export interface ResponseSequencerOptions {
 
 interface QueuedRequest {
   request: ResponseRequest;
+  handle: RequestedResponse;
   attempts: number;
 }
 
@@ -72,13 +80,15 @@ interface ToolTurn {
   callIds: string[];
   done: boolean;
   status?: ResponseStatus;
+  /** The handle of the response that speaks its outputs, given out with the first output. */
+  followUp?: RequestedResponse;
 }
 
 /** Our create on the wire with no response.created of ours yet. */
 interface PendingCreate {
   eventId: string;
   createTag: string;
-  request: ResponseRequest;
+  handle: RequestedResponse;
   timeout: MediaTimerHandle;
 }
 
@@ -88,9 +98,9 @@ interface LiveResponse {
   stall: MediaTimerHandle;
   /** Function calls it dispatched so far, given on its give-up. */
   callIds: string[];
+  /** The handles it answers (a request of ours, or tool outputs waiting for a response). */
+  handles: RequestedResponse[];
 }
-
-export type EnqueueResult = 'queued' | 'refused_full';
 
 /** How many tool turns are remembered; older ones are forgotten (their follow-up is long due). */
 const MAX_TOOL_TURNS = 32;
@@ -139,6 +149,11 @@ export class ResponseSequencer {
   private readonly toolTurns = new Map<string, ToolTurn>();
   private readonly callToResponse = new Map<string, string>();
   private readonly outputs = new Set<string>();
+  /**
+   * Handles of tool outputs whose turn gets no follow-up (it was cut, or follow-ups are off):
+   * the next response the server starts by itself speaks them.
+   */
+  private unclaimed: RequestedResponse[] = [];
 
   constructor(private readonly io: ResponseSequencerOptions) {
     this.timer = io.timer ?? new MonotonicMediaTimer();
@@ -181,11 +196,16 @@ export class ResponseSequencer {
     return this.live.has(responseId) || this.finished.has(responseId);
   }
 
-  request(request: ResponseRequest): EnqueueResult {
-    if (this.queue.length >= this.options.maxQueued) return 'refused_full';
-    this.queue.push({ request, attempts: 0 });
-    this.pump();
-    return 'queued';
+  /** Queues a request; its handle is refused at once when the queue is full (`busy`) or stopped. */
+  request(request: ResponseRequest): RequestedResponse {
+    const handle = this.newHandle();
+    if (this.stopped) handle.markRefused('closed');
+    else if (this.queue.length >= this.options.maxQueued) handle.markRefused('busy');
+    else {
+      this.queue.push({ request, handle, attempts: 0 });
+      this.pump();
+    }
+    return handle;
   }
 
   /** Any server event: every running response shows the server still works on it. */
@@ -197,10 +217,10 @@ export class ResponseSequencer {
    * A response started. `ours` is false when the provider tagged it as not answering our pending
    * create (the server started one on its own at the same moment): that response is now the
    * active one, and our create stays out to be refused and queued again (onCreateRefused); a
-   * cancel asked for our create is not applied to the server's response.
-   * Returns the tag of the request it answers, when it is ours.
+   * cancel asked for our create is not applied to the server's response. Its handle is created:
+   * our create's, or, for a response the server started itself, those of unclaimed tool outputs.
    */
-  onResponseCreated(responseId: string, ours = true): { requestTag?: string } {
+  onResponseCreated(responseId: string, ours = true): void {
     const answered = ours ? this.takePending() : undefined;
     if (!ours && this.active?.createEventId !== undefined) {
       this.active = { responseId, foreign: true };
@@ -211,8 +231,17 @@ export class ResponseSequencer {
     }
     // After `active` names it: a response given up to make room must not free the sequencer for
     // a create while this one runs.
-    this.watch(responseId);
-    return answered?.request.tag !== undefined ? { requestTag: answered.request.tag } : {};
+    const live = this.watch(responseId);
+    const handles = answered !== undefined ? [answered.handle] : this.takeUnclaimed();
+    live.handles.push(...handles);
+    for (const handle of handles) handle.markCreated(responseId);
+  }
+
+  /** An output item of a response appeared (its first audio, or a function call). */
+  onOutputItem(responseId: string, itemId: string): void {
+    const handles = this.live.get(responseId)?.handles;
+    if (handles === undefined) return;
+    for (const handle of handles) handle.markItem(itemId);
   }
 
   onFunctionCall(responseId: string, callId: string): void {
@@ -231,10 +260,18 @@ export class ResponseSequencer {
     return this.live.has(responseId);
   }
 
-  /** The response is done: its stall bound ends, and the next create may go out. */
-  onResponseDone(responseId: string, status: ResponseStatus, callIds: readonly string[]): void {
+  /** The response is done: its stall bound ends, its handles are done, and the next create may go out. */
+  onResponseDone(
+    responseId: string,
+    status: ResponseStatus,
+    callIds: readonly string[],
+    reason?: string,
+  ): void {
     const live = this.live.get(responseId);
-    if (live !== undefined) this.forgetLive(responseId, live);
+    if (live !== undefined) {
+      this.forgetLive(responseId, live);
+      for (const handle of live.handles) handle.markDone(status, reason);
+    }
     if (this.active?.responseId === responseId) {
       // Our create, if one was out, was answered by this response, unless the response was the
       // server's own: then our create's refusal is still to come and puts it back in the queue.
@@ -251,23 +288,29 @@ export class ResponseSequencer {
     this.pump();
   }
 
-  onToolOutput(callId: string): void {
+  /**
+   * An output went out. Returns the handle of the response that speaks it: its turn's follow-up
+   * (one for every output of the turn), or the next response the server starts itself.
+   */
+  onToolOutput(callId: string): RequestedResponse {
     const responseId = this.callToResponse.get(callId);
+    const turn = responseId === undefined ? undefined : this.toolTurns.get(responseId);
     // An output for a call no tool turn knows (forgotten, or never announced) settles nothing.
-    if (responseId === undefined) return;
+    if (responseId === undefined || turn === undefined) return this.unclaimedHandle();
     this.outputs.add(callId);
-    const turn = this.toolTurns.get(responseId);
-    if (turn !== undefined) this.settleTurn(responseId, turn);
+    const handle = (turn.followUp ??= this.newHandle());
+    this.settleTurn(responseId, turn);
     this.pump();
+    return handle;
   }
 
   /**
    * The server refused one of our creates because a response is active. The request goes back to
    * the front of the queue and waits for that response to finish; not a failure. With no response
    * in sight, the queue is tried again after `refusedRetryMs`.
-   * Returns the request when it was dropped after too many attempts (it will get no response).
+   * Returns the handle (refused) when it was dropped after too many attempts.
    */
-  onCreateRefused(eventId: string): ResponseRequest | undefined {
+  onCreateRefused(eventId: string): RequestedResponse | undefined {
     if (this.pending?.eventId === eventId) this.takePending();
     const dropped = this.requeueRefused(eventId);
     if (!this.isActive) this.scheduleRetry();
@@ -276,12 +319,16 @@ export class ResponseSequencer {
 
   /**
    * The create was never answered (bounded by its timeout) or was rejected as invalid: stop
-   * waiting for it. Returns the request given up on, which will get no response.
+   * waiting for it. Returns the handle given up on (refused, unless it was created meanwhile).
    */
-  onCreateFailed(eventId: string): ResponseRequest | undefined {
+  onCreateFailed(
+    eventId: string,
+    reason: RefusalReason = 'refused',
+  ): RequestedResponse | undefined {
     if (this.pending?.eventId === eventId) this.takePending();
     if (this.lastCreate?.eventId !== eventId) return undefined;
-    const dropped = this.lastCreate.queued.request;
+    const dropped = this.lastCreate.queued.handle;
+    dropped.markRefused(reason);
     this.lastCreate = undefined;
     if (this.active?.createEventId === eventId) this.active = undefined;
     this.pump();
@@ -324,9 +371,20 @@ export class ResponseSequencer {
     this.pump();
   }
 
-  /** Disconnected: nothing more goes out, nothing is waiting, no timer is left. */
+  /**
+   * Disconnected: nothing more goes out, nothing is waiting, no timer is left. Every handle still
+   * open settles: refused when it was not created, done as failed when it ran.
+   */
   stop(): void {
     this.stopped = true;
+    const open = new Set<RequestedResponse>([
+      ...this.queue.map((queued) => queued.handle),
+      ...(this.lastCreate !== undefined ? [this.lastCreate.queued.handle] : []),
+      ...(this.pending !== undefined ? [this.pending.handle] : []),
+      ...[...this.live.values()].flatMap((live) => live.handles),
+      ...[...this.toolTurns.values()].flatMap((turn) => turn.followUp ?? []),
+      ...this.unclaimed,
+    ]);
     this.queue.length = 0;
     this.active = undefined;
     this.lastCreate = undefined;
@@ -338,9 +396,38 @@ export class ResponseSequencer {
     this.toolTurns.clear();
     this.callToResponse.clear();
     this.outputs.clear();
+    this.unclaimed = [];
+    for (const handle of open) handle.markClosed();
   }
 
-  private requeueRefused(eventId: string): ResponseRequest | undefined {
+  private newHandle(): RequestedResponse {
+    const report = this.io.onHandleListenerError;
+    return new RequestedResponse(report === undefined ? {} : { onListenerError: report });
+  }
+
+  /** The handle the next response the server starts itself answers, shared while it waits. */
+  private unclaimedHandle(): RequestedResponse {
+    const waiting = this.unclaimed.at(-1);
+    if (waiting !== undefined) return waiting;
+    const handle = this.newHandle();
+    this.claimLater(handle);
+    return handle;
+  }
+
+  private claimLater(handle: RequestedResponse): void {
+    if (this.unclaimed.includes(handle)) return;
+    this.unclaimed.push(handle);
+    // Bounded like tool turns: one waiting this long for a response is not going to get one.
+    if (this.unclaimed.length > MAX_TOOL_TURNS) this.unclaimed.shift()?.markRefused('timeout');
+  }
+
+  private takeUnclaimed(): RequestedResponse[] {
+    const handles = this.unclaimed;
+    this.unclaimed = [];
+    return handles;
+  }
+
+  private requeueRefused(eventId: string): RequestedResponse | undefined {
     if (this.lastCreate?.eventId !== eventId) return undefined;
     const { queued } = this.lastCreate;
     this.lastCreate = undefined;
@@ -352,7 +439,10 @@ export class ResponseSequencer {
       // that response like any other, however often the caller speaks.
       this.active = undefined;
       queued.attempts += 1;
-      if (queued.attempts >= this.options.maxAttempts) return queued.request;
+      if (queued.attempts >= this.options.maxAttempts) {
+        queued.handle.markRefused('refused');
+        return queued.handle;
+      }
     }
     this.queue.unshift(queued);
     return undefined;
@@ -377,14 +467,16 @@ export class ResponseSequencer {
     return pending;
   }
 
-  private watch(responseId: string): void {
+  private watch(responseId: string): LiveResponse {
     if (this.live.size >= TRACKED_LIVE_RESPONSES) {
       const oldest = this.live.keys().next().value;
       if (oldest !== undefined) this.giveUp(oldest, 'superseded');
     }
     const watchedAt = this.timer.now();
     const stall = this.scheduleStallCheck(responseId, this.options.stallTimeoutMs);
-    this.live.set(responseId, { watchedAt, stall, callIds: [] });
+    const live: LiveResponse = { watchedAt, stall, callIds: [], handles: [] };
+    this.live.set(responseId, live);
+    return live;
   }
 
   private scheduleStallCheck(responseId: string, delayMs: number): MediaTimerHandle {
@@ -418,6 +510,7 @@ export class ResponseSequencer {
     this.io.sendCancel(responseId);
     try {
       this.io.onGiveUp?.(responseId, reason, live.callIds);
+      for (const handle of live.handles) handle.markDone('failed', reason);
     } finally {
       // Freed whatever the port did: a throwing listener must not stall every later response.
       this.onResponseStalled(responseId);
@@ -441,7 +534,9 @@ export class ResponseSequencer {
       this.toolTurns.set(responseId, turn);
       if (this.toolTurns.size > MAX_TOOL_TURNS) {
         const oldest = this.toolTurns.keys().next().value;
+        const forgotten = oldest === undefined ? undefined : this.toolTurns.get(oldest);
         if (oldest !== undefined) this.forgetTurn(oldest);
+        if (forgotten?.followUp !== undefined) this.claimLater(forgotten.followUp);
       }
     }
     return turn;
@@ -454,7 +549,9 @@ export class ResponseSequencer {
     // A cancelled or failed dispatching response is not followed up: the caller barged in, and
     // the next turn's response sees the outputs in the conversation anyway.
     if (turn.status === 'completed' && this.options.autoRespondToTools) {
-      this.queue.unshift({ request: {}, attempts: 0 });
+      this.queue.unshift({ request: {}, handle: turn.followUp ?? this.newHandle(), attempts: 0 });
+    } else if (turn.followUp !== undefined) {
+      this.claimLater(turn.followUp);
     }
   }
 
@@ -478,12 +575,12 @@ export class ResponseSequencer {
     this.takePending();
     const timeout = this.timer.schedule(
       this.guarded('response.created timeout', () => {
-        const dropped = this.onCreateFailed(eventId);
+        const dropped = this.onCreateFailed(eventId, 'timeout');
         this.io.onCreateTimeout?.(dropped);
       }),
       this.options.createdTimeoutMs,
     );
-    this.pending = { eventId, createTag, request: next.request, timeout };
+    this.pending = { eventId, createTag, handle: next.handle, timeout };
   }
 
   /** A timer's callback that cannot throw: an exception there would end the whole gateway. */

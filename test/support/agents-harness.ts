@@ -58,7 +58,12 @@ export interface AgentsHarness {
   readonly catalogue: AgentCatalogue;
   readonly gatewayId: string;
   /** A new call with its recording port, attached to delivery. */
-  call(tenantId: string, agent?: string): { session: AgentSession; port: RecordingPort };
+  /** `responseActive` answers whether the model is speaking on the call (never, by default). */
+  call(
+    tenantId: string,
+    agent?: string,
+    probes?: { responseActive?: () => boolean },
+  ): { session: AgentSession; port: RecordingPort };
   janitor(gatewayId: string): Janitor;
   close(): Promise<void>;
 }
@@ -103,7 +108,7 @@ export async function startAgentsHarness(
     audit,
     catalogue,
     gatewayId,
-    call: (tenantId, agent = 'reservations') => {
+    call: (tenantId, agent = 'reservations', probes = {}) => {
       calls++;
       const session = new AgentSession({
         sessionId: `call-${Date.now()}-${calls}`,
@@ -111,6 +116,7 @@ export async function startAgentsHarness(
         caller: '+15550100',
         ownerGateway: gatewayId,
         agent,
+        ...probes,
       });
       const port = new RecordingPort();
       delivery.attach(session, port);

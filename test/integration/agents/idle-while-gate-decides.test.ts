@@ -20,8 +20,8 @@ afterAll(async () => a.close());
 
 describe('when the agent stops talking while the gate decides to speak a result when idle', () => {
   it('should tell the result once the call is idle, with no further idle signal', async () => {
-    const { session, port } = a.call(TENANT);
-    session.responseActive = true;
+    let responding = true;
+    const { session, port } = a.call(TENANT, undefined, { responseActive: () => responding });
     // The response ends while the decision is recorded: after the gate's snapshot, before delivery acts on it.
     const record = a.audit.record.bind(a.audit);
     a.audit.record = async (sessionId: string, event: AuditEvent, turnId?: number) => {
@@ -30,7 +30,7 @@ describe('when the agent stops talking while the gate decides to speak a result 
         event.type === 'gate_decision' &&
         event.decision === 'speak_when_idle'
       )
-        session.responseActive = false;
+        responding = false;
       return record(sessionId, event, turnId);
     };
     const output = await a.runtime.handle(session, {

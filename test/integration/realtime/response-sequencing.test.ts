@@ -206,12 +206,8 @@ describe('when the server starts a response of its own while our create is on th
       logger: quietLogger,
     });
     const created: string[] = [];
-    const tags: (string | undefined)[] = [];
     const done: string[] = [];
-    client.on('response_created', (event) => {
-      created.push(event.responseId);
-      tags.push(event.tag);
-    });
+    client.on('response_created', (event) => created.push(event.responseId));
     client.on('response_done', (event) => done.push(event.responseId));
     try {
       await client.connect();
@@ -219,7 +215,7 @@ describe('when the server starts a response of its own while our create is on th
       client.createResponse({ instructions: 'first' });
       await waitFor('the first response', () => created.includes('resp_1'));
       await waitFor('the first response done', () => done.includes('resp_1'));
-      client.createResponse({ instructions: 'second', tag: 'deliver:op_2:1' });
+      const second = client.createResponse({ instructions: 'second' });
       // The caller barges in before our create is answered: the cancel is meant for our response only.
       client.cancelResponse();
       await waitFor('our request sent again and created', () => created.includes('resp_3'), 5_000);
@@ -233,8 +229,8 @@ describe('when the server starts a response of its own while our create is on th
       // Each create carries its own tag, and the server response was never mistaken for one.
       expect(new Set(creates.map((e) => e.response?.metadata?.callgate_create)).size).toBe(3);
       expect(created).toEqual(['resp_1', 'resp_server', 'resp_3']);
-      // The server's response, created while our tagged request was out, does not carry its tag.
-      expect(tags).toEqual([undefined, undefined, 'deliver:op_2:1']);
+      // The server's response, created while our request was out, does not answer its handle.
+      expect(second.responseId).toBe('resp_3');
     } finally {
       await client.close();
       for (const socket of server.clients) socket.terminate();
@@ -243,23 +239,24 @@ describe('when the server starts a response of its own while our create is on th
   });
 });
 
-describe('when responses are asked for with tags', () => {
-  it('should carry each tag back on its own response_created, and none on an untagged one', async () => {
+describe('when several responses are asked for', () => {
+  it('should give each its own handle, created with its own response and done once', async () => {
     harness = await startHarness({ simulator: { speechSpeed: 20 } });
     const { client, events } = harness;
-    client.createResponse({ tag: 'deliver:op_1:1' });
-    client.createResponse();
-    client.createResponse({ tag: 'deliver:op_2:2' });
+    const handles = [client.createResponse(), client.createResponse(), client.createResponse()];
     await waitFor('three responses', () => eventsOf(events, 'response_done').length === 3, 20_000);
-    expect(eventsOf(events, 'response_created').map((e) => e.tag)).toEqual([
-      'deliver:op_1:1',
-      undefined,
-      'deliver:op_2:2',
-    ]);
+    const ends = await Promise.all(handles.map((handle) => handle.ended));
+    const created = eventsOf(events, 'response_created').map((e) => e.responseId);
+    expect(handles.map((handle) => handle.responseId)).toEqual(created);
+    expect(ends).toEqual(
+      created.map((responseId) => ({ type: 'done', responseId, status: 'completed' })),
+    );
+    // Each handle saw the audio item of its own response.
+    for (const handle of handles) expect(handle.items).toHaveLength(1);
   });
 });
 
-describe('when a tagged request will get no response', () => {
+describe('when a request will get no response', () => {
   /** A provider that answers every response.create with `reply`, or not at all. */
   async function provider(
     reply: 'refuse_active' | 'reject_invalid' | 'silence',
@@ -309,12 +306,12 @@ describe('when a tagged request will get no response', () => {
   }
 
   const cases = [
-    { reply: 'refuse_active', code: 'CALLGATE_ERR_MODEL_BUSY', creates: 3 },
-    { reply: 'reject_invalid', code: 'CALLGATE_ERR_MODEL_REJECTED', creates: 1 },
-    { reply: 'silence', code: 'CALLGATE_ERR_MODEL_TIMEOUT', creates: 1 },
+    { reply: 'refuse_active', code: 'CALLGATE_ERR_MODEL_BUSY', reason: 'refused', creates: 3 },
+    { reply: 'reject_invalid', code: 'CALLGATE_ERR_MODEL_REJECTED', reason: 'refused', creates: 1 },
+    { reply: 'silence', code: 'CALLGATE_ERR_MODEL_TIMEOUT', reason: 'timeout', creates: 1 },
   ] as const;
-  for (const { reply, code, creates } of cases) {
-    it(`should name the request in the error when the provider's answer is ${reply}`, async () => {
+  for (const { reply, code, reason, creates } of cases) {
+    it(`should refuse the request's handle when the provider's answer is ${reply}`, async () => {
       const fake = await provider(reply);
       const client = new OpenAIRealtimeSession({
         url: `ws://127.0.0.1:${fake.port}/v1/realtime`,
@@ -322,19 +319,14 @@ describe('when a tagged request will get no response', () => {
         logger: quietLogger,
         responseCreatedTimeoutMs: 300,
       });
-      const errors: { code: string; tag?: string }[] = [];
+      const errors: { code: string }[] = [];
       client.on('error', (event) => errors.push(event));
       try {
         await client.connect();
-        client.createResponse({ tag: 'deliver:op_9:1' });
-        await waitFor(
-          'the request given up on',
-          () => errors.some((e) => e.tag !== undefined),
-          5_000,
-        );
-        expect(errors.filter((e) => e.tag !== undefined)).toEqual([
-          expect.objectContaining({ code, tag: 'deliver:op_9:1' }),
-        ]);
+        const handle = client.createResponse();
+        await waitFor('the request given up on', () => handle.end !== undefined, 5_000);
+        expect(handle.end).toEqual({ type: 'refused', reason });
+        expect(errors).toEqual([expect.objectContaining({ code })]);
         expect(fake.creates()).toBe(creates);
         // Given up on means given up: nothing more goes out for it.
         await new Promise((resolve) => setTimeout(resolve, 400));
@@ -346,7 +338,7 @@ describe('when a tagged request will get no response', () => {
     });
   }
 
-  it('should name the request when it is refused for lack of room in the queue', async () => {
+  it('should refuse the request at once when the queue has no room for it', async () => {
     const fake = await provider('silence');
     const client = new OpenAIRealtimeSession({
       url: `ws://127.0.0.1:${fake.port}/v1/realtime`,
@@ -354,15 +346,18 @@ describe('when a tagged request will get no response', () => {
       logger: quietLogger,
       responseCreatedTimeoutMs: 30_000,
     });
-    const errors: { code: string; tag?: string }[] = [];
+    const errors: { code: string }[] = [];
     client.on('error', (event) => errors.push(event));
     try {
       await client.connect();
       // One create out and unanswered, eight waiting: the tenth has no room.
-      for (let i = 1; i <= 10; i++) client.createResponse({ tag: `t${i}` });
-      expect(errors).toEqual([
-        expect.objectContaining({ code: 'CALLGATE_ERR_MODEL_BUSY', tag: 't10' }),
+      const handles = Array.from({ length: 10 }, () => client.createResponse());
+      expect(handles.map((handle) => handle.end?.type)).toEqual([
+        ...Array<undefined>(9).fill(undefined),
+        'refused',
       ]);
+      expect(handles[9]?.end).toEqual({ type: 'refused', reason: 'busy' });
+      expect(errors).toEqual([expect.objectContaining({ code: 'CALLGATE_ERR_MODEL_BUSY' })]);
     } finally {
       await client.close();
       await fake.close();

@@ -58,8 +58,8 @@ describe('when a response speaks, dispatches a call and then goes silent', () =>
       { responseStallTimeoutMs: 200 },
     );
     const c = call;
-    c.client.createResponse();
-    c.client.createResponse({ tag: 'next' });
+    const first = c.client.createResponse();
+    const next = c.client.createResponse();
     const done = await waitFor(
       'the stalled response released',
       () => eventsOf(c.events, 'response_done')[0],
@@ -72,7 +72,15 @@ describe('when a response speaks, dispatches a call and then goes silent', () =>
       reason: 'stalled',
       callIds: ['call_1'],
     });
+    // The handle ends with its response, as the call layer was told.
+    expect(await first.ended).toEqual({
+      type: 'done',
+      responseId: 'resp_1',
+      status: 'failed',
+      reason: 'stalled',
+    });
     await waitFor('the queued response done', () => eventsOf(c.events, 'response_done')[1]);
+    expect(await next.ended).toMatchObject({ type: 'done', status: 'completed' });
     expect(c.events.map((e) => e.type)).toEqual([
       'response_created',
       'audio_delta',

@@ -9,7 +9,7 @@ describe('when the model finished streaming a result and the caller barges in wh
     await settle();
     await h.clock.advance(200);
     // Realtime models stream faster than real time: 8 s of audio are done after 100 ms.
-    model.speak('resp_1', 'item_1', 8_000, model.lastTag);
+    model.speak('resp_1', 'item_1', 8_000, model.lastHandle);
     await h.clock.advance(100);
     model.done('resp_1');
     await settle();
@@ -36,7 +36,7 @@ describe('when the model finished streaming a result and the caller barges in wh
     const model = h.model();
     const result = h.speak('op_1');
     await settle();
-    model.speak('resp_1', 'item_1', 8_000, model.lastTag);
+    model.speak('resp_1', 'item_1', 8_000, model.lastHandle);
     model.done('resp_1');
     h.rtp.send(7_980);
     await h.clock.advance(7_980);

@@ -7,10 +7,10 @@ describe('when the caller barges in before the result response is done', () => {
     const model = h.model();
     const result = h.speak('op_1');
     await settle();
-    const tag = model.lastTag;
-    expect(tag).toBeDefined();
+    const handle = model.lastHandle;
+    expect(handle).toBeDefined();
     await h.clock.advance(300);
-    model.speak('resp_1', 'item_1', 4_000, tag);
+    model.speak('resp_1', 'item_1', 4_000, handle);
     h.rtp.send(1_200);
     await h.clock.advance(1_200);
 

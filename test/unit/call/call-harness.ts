@@ -20,8 +20,10 @@ import type { RtpSessionEvent } from '../../../gateway/media/rtp-session-events.
 import type {
   RealtimeEvent,
   RealtimeSession,
+  ResponseHandle,
   ResponseRequest,
 } from '../../../gateway/realtime/realtime-session.ts';
+import { RequestedResponse } from '../../../gateway/realtime/response-handle.ts';
 import { buildOffer, type NegotiatedMedia } from '../../../gateway/sip/sdp-negotiation.ts';
 import type {
   DialogEvent,
@@ -179,9 +181,19 @@ export class FakeRtp implements CallRtp {
   }
 }
 
-/** One model session: records what the call asked of it; the test sends its events. */
+/**
+ * One model session: records what the call asked of it; the test sends its events. Each request
+ * gets a handle as the sequencer gives one: created by `speak`, done by `done`, refused by
+ * `refuse`, settled on close.
+ */
 export class FakeModelSession implements RealtimeSession {
   readonly requests: ResponseRequest[] = [];
+  /** The handle of each request, in order (the greeting's first). */
+  readonly handles: RequestedResponse[] = [];
+  /** The handle the tool outputs sent so far are spoken by, until a response takes it. */
+  toolOutputHandle: RequestedResponse | undefined;
+  /** Handles whose response was created. */
+  private readonly running: RequestedResponse[] = [];
   readonly systemMessages: string[] = [];
   readonly truncated: { readonly itemId: string; readonly playedMs: number }[] = [];
   readonly audio: Buffer[] = [];
@@ -202,9 +214,16 @@ export class FakeModelSession implements RealtimeSession {
   truncate(itemId: string, playedMs: number): void {
     this.truncated.push({ itemId, playedMs });
   }
-  sendToolOutput(): void {}
-  createResponse(request?: ResponseRequest): void {
+  sendToolOutput(): ResponseHandle {
+    this.toolOutputHandle ??= new RequestedResponse();
+    return this.toolOutputHandle;
+  }
+  createResponse(request?: ResponseRequest): ResponseHandle {
+    const handle = new RequestedResponse();
     this.requests.push(request ?? {});
+    this.handles.push(handle);
+    if (this.closed) handle.markRefused('not_connected');
+    return handle;
   }
   addSystemMessage(text: string): void {
     this.systemMessages.push(text);
@@ -212,6 +231,8 @@ export class FakeModelSession implements RealtimeSession {
   sendDtmf(): void {}
   async close(): Promise<void> {
     this.closed = true;
+    const open = [...this.handles, ...this.running, this.toolOutputHandle];
+    for (const handle of open) handle?.markClosed();
   }
   on(): () => void {
     return () => undefined;
@@ -221,26 +242,45 @@ export class FakeModelSession implements RealtimeSession {
     return () => this.listeners.delete(listener);
   }
 
+  /** As the real session: a handle hears of its response before the call's listeners do. */
   emit(event: RealtimeEvent): void {
     if (event.type === 'response_created') this.activeResponseId = event.responseId;
+    // The real session's sequencer stops before its disconnected goes out.
+    if (event.type === 'disconnected') this.activeResponseId = undefined;
     for (const listener of [...this.listeners]) listener(event);
-    if (event.type === 'response_done' && this.activeResponseId === event.responseId)
-      this.activeResponseId = undefined;
+    if (event.type === 'response_done') {
+      if (this.activeResponseId === event.responseId) this.activeResponseId = undefined;
+      for (const handle of this.handlesOf(event.responseId)) handle.markDone(event.status);
+    }
   }
 
-  /** The tag of the last response asked for with one (a result's). */
-  get lastTag(): string | undefined {
-    return this.requests.findLast((request) => request.tag !== undefined)?.tag;
+  /** The handle of the last response asked for (a result's, once one was asked to be spoken). */
+  get lastHandle(): RequestedResponse | undefined {
+    return this.handles.at(-1);
   }
 
-  /** The model starts the response for `tag` and streams `ms` of audio of one item for it. */
-  speak(responseId: string, itemId: string, ms: number, tag?: string): void {
-    this.emit({ type: 'response_created', responseId, ...(tag !== undefined && { tag }) });
+  /**
+   * The model starts a response and streams `ms` of audio of one item for it: the one `handle`
+   * asked for, or, without one, a response of its own (which speaks tool outputs sent before).
+   */
+  speak(responseId: string, itemId: string, ms: number, handle?: RequestedResponse): void {
+    const answers = handle ?? this.toolOutputHandle;
+    if (handle === undefined) this.toolOutputHandle = undefined;
+    if (answers !== undefined) {
+      answers.markCreated(responseId);
+      this.running.push(answers);
+    }
+    this.emit({ type: 'response_created', responseId });
+    answers?.markItem(itemId);
     this.emit({ type: 'audio_delta', responseId, itemId, audio: Buffer.alloc(ms * 8) });
   }
 
   done(responseId: string, status: 'completed' | 'cancelled' = 'completed'): void {
     this.emit({ type: 'response_done', responseId, status, callIds: [] });
+  }
+
+  private handlesOf(responseId: string): RequestedResponse[] {
+    return this.running.filter((handle) => handle.responseId === responseId);
   }
 }
 

@@ -7,17 +7,17 @@ describe('when the same result is asked to be spoken again while its first respo
     const model = h.model();
     const first = h.speak('op_1');
     await settle();
-    const firstTag = model.lastTag;
-    model.speak('resp_1', 'item_1', 2_000, firstTag);
+    const firstHandle = model.lastHandle;
+    model.speak('resp_1', 'item_1', 2_000, firstHandle);
     model.done('resp_1');
     h.rtp.send(500);
     await h.clock.advance(500);
 
     const duplicate = h.speak('op_1');
     await settle();
-    const duplicateTag = model.lastTag;
-    expect(duplicateTag).not.toBe(firstTag);
-    model.speak('resp_2', 'item_2', 2_000, duplicateTag);
+    const duplicateHandle = model.lastHandle;
+    expect(duplicateHandle).not.toBe(firstHandle);
+    model.speak('resp_2', 'item_2', 2_000, duplicateHandle);
     model.done('resp_2');
 
     h.rtp.sendAll();

@@ -7,7 +7,7 @@ describe('when the caller hangs up from a hold while a result waits in the playo
     const model = h.model();
     const result = h.speak('op_1');
     await settle();
-    model.speak('resp_1', 'item_1', 2_000, model.lastTag);
+    model.speak('resp_1', 'item_1', 2_000, model.lastHandle);
     model.done('resp_1');
     h.dialog.reinviteFromCaller('inactive');
     await settle();

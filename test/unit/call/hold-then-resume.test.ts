@@ -9,7 +9,7 @@ describe('when the caller holds the call while a result is being spoken, and res
     expect(h.call.phase).toBe('live');
     const result = h.speak('op_1');
     await settle();
-    model.speak('resp_1', 'item_1', 2_000, model.lastTag);
+    model.speak('resp_1', 'item_1', 2_000, model.lastHandle);
     model.done('resp_1');
     h.rtp.send(500);
     await h.clock.advance(500);

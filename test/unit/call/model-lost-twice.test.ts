@@ -10,7 +10,7 @@ describe('when the model session is lost a second time while a result plays', ()
     const second = h.model();
     const result = h.speak('op_1');
     await settle();
-    second.speak('resp_1', 'item_1', 3_000, second.lastTag);
+    second.speak('resp_1', 'item_1', 3_000, second.lastHandle);
     second.done('resp_1');
     h.rtp.send(1_000);
     await h.clock.advance(1_000);

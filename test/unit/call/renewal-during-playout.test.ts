@@ -7,7 +7,7 @@ describe('when the model session is about to expire while a result plays', () =>
     const old = h.model();
     const result = h.speak('op_1');
     await settle();
-    old.speak('resp_1', 'item_1', 2_000, old.lastTag);
+    old.speak('resp_1', 'item_1', 2_000, old.lastHandle);
     old.done('resp_1');
     h.rtp.send(500);
     old.emit({ type: 'session_expiring', remainingMs: 120_000 });
@@ -43,7 +43,7 @@ describe('when the model session is about to expire while a result plays', () =>
     const old = h.model();
     const result = h.speak('op_1');
     await settle();
-    old.speak('resp_1', 'item_1', 60_000, old.lastTag);
+    old.speak('resp_1', 'item_1', 60_000, old.lastHandle);
     old.done('resp_1');
     h.rtp.send(1_000);
     // Forced halfway through a short warning: after 20 s.
@@ -71,8 +71,9 @@ describe('when the model session is about to expire while a result plays', () =>
     // What is said now goes to the new session.
     h.speak('op_1');
     await settle();
-    expect(h.model().lastTag).toBeDefined();
-    expect(old.requests.filter((r) => r.tag !== undefined)).toHaveLength(1);
+    expect(h.model().systemMessages).toEqual(['result of op_1']);
+    expect(h.model().lastHandle).toBeDefined();
+    expect(old.systemMessages.filter((m) => m === 'result of op_1')).toHaveLength(1);
     expect(h.errors).toEqual([]);
   });
 });

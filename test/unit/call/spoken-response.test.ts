@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SpokenOutcome } from '../../../agents/result-delivery.ts';
 import { SpokenResponse } from '../../../gateway/call/spoken-response.ts';
+import { RequestedResponse } from '../../../gateway/realtime/response-handle.ts';
 
 function manualClock(start = 1_000): { now: () => number; advance: (ms: number) => void } {
   let at = start;
@@ -16,8 +17,9 @@ async function outcomeNow(spoken: SpokenResponse): Promise<SpokenOutcome | 'pend
 }
 
 function streamed(clock: { now: () => number }): SpokenResponse {
-  const spoken = new SpokenResponse({ operationId: 'op_1', tag: 'deliver:op_1:1', now: clock.now });
-  spoken.created('resp_1');
+  const handle = new RequestedResponse();
+  const spoken = new SpokenResponse({ operationId: 'op_1', handle, now: clock.now });
+  handle.markCreated('resp_1');
   spoken.queued('item_1');
   return spoken;
 }
@@ -144,5 +146,21 @@ describe('when a packet of an item of another response goes out', () => {
       firstAudioAt: 1_100,
       heardMs: 700,
     });
+  });
+});
+
+describe('when the request for a result response is refused', () => {
+  it('should settle failed at once, with nothing heard', async () => {
+    const handle = new RequestedResponse();
+    const spoken = new SpokenResponse({ operationId: 'op_1', handle, now: () => 1_000 });
+    handle.markRefused('busy');
+    expect(await outcomeNow(spoken)).toEqual({ status: 'failed', heardMs: 0 });
+  });
+
+  it('should settle failed when bound to a handle already refused', async () => {
+    const handle = new RequestedResponse();
+    handle.markRefused('not_connected');
+    const spoken = new SpokenResponse({ operationId: 'op_1', handle, now: () => 1_000 });
+    expect(await outcomeNow(spoken)).toEqual({ status: 'failed', heardMs: 0 });
   });
 });

@@ -6,7 +6,7 @@ import {
   ResponseSequencer,
   type GiveUpReason,
 } from '../../../gateway/realtime/response-sequencer.ts';
-import type { ResponseRequest } from '../../../gateway/realtime/realtime-session.ts';
+import type { ResponseHandle } from '../../../gateway/realtime/realtime-session.ts';
 import { FakeMediaTimer } from '../media/fake-media-timer.ts';
 
 interface GiveUp {
@@ -22,7 +22,7 @@ function harness() {
   const wire: string[] = [];
   const tags: string[] = [];
   const givenUp: GiveUp[] = [];
-  const timedOut: (ResponseRequest | undefined)[] = [];
+  const timedOut: (ResponseHandle | undefined)[] = [];
   const timerErrors: string[] = [];
   let n = 0;
   const sequencer: ResponseSequencer = new ResponseSequencer({
@@ -45,20 +45,22 @@ function harness() {
 describe('when our create gets no response.created', () => {
   it('should give it up at its bound, hand the request back once, and send the next one', () => {
     const { clock, sequencer, wire, timedOut } = harness();
-    sequencer.request({ tag: 'a' });
-    sequencer.request({ tag: 'b' });
+    const a = sequencer.request({ instructions: 'a' });
+    sequencer.request({ instructions: 'b' });
     clock.advance(RESPONSE_CREATED_TIMEOUT_MS - 1);
     expect(timedOut).toEqual([]);
     clock.advance(1);
-    expect(timedOut).toEqual([{ tag: 'a' }]);
+    expect(timedOut).toEqual([a]);
+    expect(a.end).toEqual({ type: 'refused', reason: 'timeout' });
     expect(wire).toEqual(['create:1', 'create:2']);
     expect(sequencer.awaitingCreated).toBe(true);
   });
 
   it('should not time out a create its response.created answered', () => {
     const { clock, sequencer, timedOut } = harness();
-    sequencer.request({ tag: 'a' });
-    expect(sequencer.onResponseCreated('r1')).toEqual({ requestTag: 'a' });
+    const a = sequencer.request({ instructions: 'a' });
+    sequencer.onResponseCreated('r1');
+    expect(a.responseId).toBe('r1');
     clock.advance(RESPONSE_CREATED_TIMEOUT_MS * 2);
     expect(timedOut).toEqual([]);
     expect(sequencer.activeResponseId).toBe('r1');
@@ -66,11 +68,12 @@ describe('when our create gets no response.created', () => {
 
   it('should keep waiting for our own created while the server runs a response of its own', () => {
     const { clock, sequencer, tags, timedOut } = harness();
-    sequencer.request({ tag: 'ours' });
-    expect(sequencer.onResponseCreated('r_server', false)).toEqual({});
+    const ours = sequencer.request({ instructions: 'ours' });
+    sequencer.onResponseCreated('r_server', false);
+    expect(ours.responseId).toBeUndefined();
     expect(sequencer.pendingCreateTag).toBe(tags[0]);
     clock.advance(RESPONSE_CREATED_TIMEOUT_MS);
-    expect(timedOut).toEqual([{ tag: 'ours' }]);
+    expect(timedOut).toEqual([ours]);
     expect(sequencer.pendingCreateTag).toBeUndefined();
     // The server's response is still the active one.
     expect(sequencer.activeResponseId).toBe('r_server');
@@ -94,7 +97,7 @@ describe('when a running response goes silent', () => {
     sequencer.request({});
     sequencer.onResponseCreated('r1');
     sequencer.onFunctionCall('r1', 'call_a');
-    sequencer.request({ tag: 'next' });
+    sequencer.request({ instructions: 'next' });
     clock.advance(RESPONSE_STALL_TIMEOUT_MS - 1);
     expect(givenUp).toEqual([]);
     clock.advance(1);

@@ -47,10 +47,10 @@ describe('when several responses are requested at once', () => {
 
   it('should refuse requests beyond the queue bound', () => {
     const { sequencer } = harness({ maxQueued: 2 });
-    expect(sequencer.request({})).toBe('queued');
-    expect(sequencer.request({})).toBe('queued');
-    expect(sequencer.request({})).toBe('queued');
-    expect(sequencer.request({})).toBe('refused_full');
+    expect(sequencer.request({}).end).toBeUndefined();
+    expect(sequencer.request({}).end).toBeUndefined();
+    expect(sequencer.request({}).end).toBeUndefined();
+    expect(sequencer.request({}).end).toEqual({ type: 'refused', reason: 'busy' });
   });
 });
 
@@ -78,21 +78,22 @@ describe('when the server started a response on its own', () => {
 
   it('should drop a request refused too many times, and give it back so its owner can be told', () => {
     const { sequencer } = harness();
-    sequencer.request({ tag: 'deliver:op_1:1' });
+    const handle = sequencer.request({ instructions: 'op_1' });
     expect(sequencer.onCreateRefused('ev1')).toBeUndefined();
     sequencer.retry();
     expect(sequencer.onCreateRefused('ev2')).toBeUndefined();
     sequencer.retry();
-    expect(sequencer.onCreateRefused('ev3')).toEqual({ tag: 'deliver:op_1:1' });
+    expect(sequencer.onCreateRefused('ev3')).toBe(handle);
+    expect(handle.end).toEqual({ type: 'refused', reason: 'refused' });
     expect(sequencer.isActive).toBe(false);
     expect(sequencer.queuedCount).toBe(0);
   });
 
   it('should give up a create that failed, hand it back once, and send the next request', () => {
     const { sequencer, wire } = harness();
-    sequencer.request({ tag: 'a' });
-    sequencer.request({ tag: 'b' });
-    expect(sequencer.onCreateFailed('ev1')).toEqual({ tag: 'a' });
+    const a = sequencer.request({ instructions: 'a' });
+    sequencer.request({ instructions: 'b' });
+    expect(sequencer.onCreateFailed('ev1')).toBe(a);
     expect(wire).toEqual(['create:1', 'create:2']);
     // A late answer about the first create changes nothing.
     expect(sequencer.onCreateFailed('ev1')).toBeUndefined();
@@ -102,7 +103,7 @@ describe('when the server started a response on its own', () => {
 
   it('should not give up a request refused because of responses the server started, however many', () => {
     const { sequencer, wire } = harness();
-    sequencer.request({ tag: 'deliver:op_1:1' });
+    sequencer.request({ instructions: 'op_1' });
     for (let n = 1; n <= 6; n++) {
       // The caller spoke again: the server's own response is seen, then our create is refused.
       sequencer.onResponseCreated(`r_server_${n}`, false);
