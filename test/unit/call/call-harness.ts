@@ -166,6 +166,12 @@ export class FakeRtp implements CallRtp {
     }
   }
 
+  /** The process stalled `gapMs` with audio queued: the media drops it all, as RtpSession does. */
+  stall(gapMs: number): void {
+    const cleared = this.clear();
+    if (cleared !== null) this.emit({ type: 'playout-stalled', gapMs, cleared });
+  }
+
   /** Sends the head item to its end. */
   sendAll(): void {
     const item = this.items[0];
@@ -209,7 +215,11 @@ export class FakeModelSession implements RealtimeSession {
   }
   commitAudio(): void {}
   clearAudio(): void {}
-  cancelResponse(): void {}
+  /** How many times the call cancelled the active response. */
+  cancels = 0;
+  cancelResponse(): void {
+    this.cancels++;
+  }
   async cancelAndWait(): Promise<void> {}
   truncate(itemId: string, playedMs: number): void {
     this.truncated.push({ itemId, playedMs });
