@@ -121,6 +121,9 @@ const PAUSE_WATCH_TICK_MS = 100;
 const RECORD_RETRY_MS = 500;
 const RECORD_RETRY_FOR_MS = 120_000;
 
+/** Writes again the record that the caller heard a result (forward only: a repeat changes nothing). */
+type ToldRecord = () => Promise<unknown>;
+
 /** A write Redis answered that the replicas have not acknowledged yet (redis.durability). */
 class NotDurableYet extends Error {}
 
@@ -496,19 +499,22 @@ export class ResultDelivery {
    * The session's caller has the result: every stream entry still held for it there is
    * acknowledged (fenced: one a janitor took over is the janitor's to settle).
    */
-  private async settle(sessionId: string, operationId: string): Promise<void> {
+  private async settle(sessionId: string, operationId: string, told?: ToldRecord): Promise<void> {
     const key = unackedKey(sessionId, operationId);
     const held = this.unacked.get(key);
-    const refs = held?.refs ?? [];
+    const refs = [...(held?.refs ?? [])];
     // Still held (and refreshed by the heartbeat) until settled: a settle lost to a Redis outage
-    // must not leave the entries to idle into a janitor's hands.
-    for (const ref of [...refs]) {
-      await this.untilDurable('settling a stream entry', { operationId }, () =>
-        settleEntry(this.commands, ref),
-      );
-      refs.splice(refs.indexOf(ref), 1);
-    }
-    if (this.unacked.get(key) === held) this.unacked.delete(key);
+    // must not leave the entries to idle into a janitor's hands. The record of what the caller
+    // heard goes again with them while a replica has not acknowledged both (one a failover
+    // dropped is restored: test/integration/exactly-once/told-record-durable.test.ts).
+    await this.untilDurable('settling a stream entry', { operationId }, async () => {
+      if (told !== undefined) await told();
+      for (const ref of refs) await settleEntry(this.commands, ref);
+    });
+    if (held !== undefined)
+      for (const ref of refs)
+        if (held.refs.includes(ref)) held.refs.splice(held.refs.indexOf(ref), 1);
+    if (this.unacked.get(key) === held && held?.refs.length === 0) this.unacked.delete(key);
   }
 
   /**
@@ -723,7 +729,7 @@ export class ResultDelivery {
       case 'route_to_active_agent':
         if (call && !(reasons.includes('caller_speaking') || reasons.includes('response_active'))) {
           const spoken = this.speak(op, sessionId, call, reasons).then(async (told) => {
-            if (told) await this.settle(sessionId, op.operationId);
+            if (told) await this.settle(sessionId, op.operationId, told);
           });
           if (awaitSpeech) await spoken;
           else
@@ -781,14 +787,14 @@ export class ResultDelivery {
     });
   }
 
-  /** Speaks a result; true when the caller heard it to the end. */
+  /** Speaks a result; when the caller heard it to the end, the record that says so (written once already). */
   private async speak(
     op: Operation,
     sessionId: string,
     call: AttachedCall,
     reasons: readonly string[],
-  ): Promise<boolean> {
-    if (call.speaking.has(op.operationId)) return false;
+  ): Promise<ToldRecord | undefined> {
+    if (call.speaking.has(op.operationId)) return undefined;
     const stop = new AbortController();
     let ended: () => void = () => undefined;
     call.speaking.set(op.operationId, {
@@ -798,7 +804,7 @@ export class ResultDelivery {
     if (!(await this.owns(sessionId, op.operationId))) {
       call.speaking.delete(op.operationId);
       ended();
-      return false;
+      return undefined;
     }
     let outcome: SpokenOutcome;
     try {
@@ -838,7 +844,7 @@ export class ResultDelivery {
         },
         call.session.turnId,
       );
-      return false;
+      return undefined;
     }
     if (owned) owned.told = true;
     // A result that waited out a hold is measured from the resume: the wait was the caller's.
@@ -864,10 +870,10 @@ export class ResultDelivery {
       delivered: true,
       commitToAudibleMs: audibleMs,
     };
-    // The caller heard it: that must reach the ledger, also when Redis is away right now.
-    await this.untilDurable('the spoken record', op, () =>
-      this.options.ledger.advanceDelivery(op, spoken, sessionId),
-    );
+    // The caller heard it: that must reach the ledger, also when Redis is away right now. Made
+    // durable together with the settling of its entries (settle), so one wait covers both.
+    const record = () => this.options.ledger.advanceDelivery(op, spoken, sessionId);
+    await this.untilWritten('the spoken record', op, record);
     await this.options.audit.record(
       sessionId,
       {
@@ -879,7 +885,7 @@ export class ResultDelivery {
       },
       call.session.turnId,
     );
-    return true;
+    return record;
   }
 
   /**
