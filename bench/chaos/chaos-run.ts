@@ -37,6 +37,7 @@ import {
   type CheckResult,
   type Invariant,
   type LedgerView,
+  type TimeWindow,
 } from './checker.ts';
 import { FaultProxy } from './fault-proxy.ts';
 import { planFaults, type FaultKind, type ScheduledFault } from './fault-schedule.ts';
@@ -80,6 +81,8 @@ export interface ChaosReport {
 }
 
 const PREFIX = 'chaos';
+/** After a Redis fault ends, clients need up to this long to reconnect (ioredis retry backoff). */
+const REDIS_RECONNECT_MS = 1_000;
 const TENANTS: readonly TenantPlan[] = [
   { tenantId: 'chaos-a' },
   { tenantId: 'chaos-b', confirmAbove: 0 },
@@ -145,6 +148,9 @@ class ChaosRun {
   private readonly replacing = new Set<string>();
   private readonly faults = {} as Record<FaultKind, number>;
   private readonly skipped: Record<string, number> = {};
+  /** When Redis was away, for the checker (see REDIS_RECONNECT_MS). */
+  private readonly ledgerOutages: TimeWindow[] = [];
+  private readonly gatewayKills: { gatewayId: string; at: number }[] = [];
   private calls = 0;
   private supervisor: NodeJS.Timeout | undefined;
 
@@ -232,7 +238,16 @@ class ChaosRun {
       settledAfterMs,
       settleTimedOut: !settled,
       unexpectedExits: this.pool.unexpectedExits,
-      result: check({ ...gathered, intents: planner.intents, limits: this.limits() }),
+      result: check({
+        ...gathered,
+        intents: planner.intents,
+        limits: this.limits(),
+        ledgerOutages: this.ledgerOutages,
+        gatewayKills: this.gatewayKills,
+        gatewayClockOffsets: Object.fromEntries(
+          (this.pool?.processes() ?? []).map((proc) => [proc.name, proc.clockOffsetMs]),
+        ),
+      }),
       ...(this.options.keep === true && { runDir: this.dir }),
     };
     return report;
@@ -384,6 +399,16 @@ class ChaosRun {
     });
   }
 
+  /** Runs a Redis fault and notes the window clients could not reach Redis. */
+  private async redisAway(fault: () => Promise<void> | undefined): Promise<void> {
+    const start = Date.now();
+    try {
+      await fault();
+    } finally {
+      this.ledgerOutages.push({ start, end: Date.now() + REDIS_RECONNECT_MS });
+    }
+  }
+
   /** Makes one fault and, for faults with a duration, ends it again. False when it could not be made. */
   private async inject(fault: ScheduledFault): Promise<boolean> {
     const pool = this.pool as ProcessPool;
@@ -394,6 +419,7 @@ class ChaosRun {
         const proc = this.slots[role][fault.slot];
         if (!proc || !isRunning(proc) || this.replacing.has(`${role}${fault.slot}`)) return false;
         this.replacing.add(`${role}${fault.slot}`);
+        if (role === 'gateway') this.gatewayKills.push({ gatewayId: proc.name, at: Date.now() });
         await pool.kill(proc);
         this.slots[role][fault.slot] = pool.start(role, fault.slot);
         this.replacing.delete(`${role}${fault.slot}`);
@@ -430,10 +456,10 @@ class ChaosRun {
         }
       }
       case 'redis_failover':
-        await this.redis?.failover();
+        await this.redisAway(() => this.redis?.failover());
         return true;
       case 'redis_restart':
-        await this.redis?.restartPrimary(fault.durationMs);
+        await this.redisAway(() => this.redis?.restartPrimary(fault.durationMs));
         return true;
       case 'webhook_outage':
         await this.webhook.stop();
@@ -680,6 +706,11 @@ export function formatReport(report: ChaosReport): string {
     );
     for (const example of report.result.examples[name]) lines.push(`      e.g. ${example}`);
   }
+  const toldTwice = report.result.toldTwiceLedgerUnreachable;
+  lines.push(
+    `not violations: heard, then sent again because the gateway died with Redis away: ${toldTwice.count}`,
+    ...toldTwice.examples.map((example) => `      e.g. ${example}`),
+  );
   if (report.runDir !== undefined) lines.push(`run directory kept: ${report.runDir}`);
   return lines.join('\n');
 }

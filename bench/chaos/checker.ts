@@ -56,6 +56,17 @@ export interface CheckInput {
   readonly ledger: readonly LedgerView[];
   readonly sms: readonly SinkMessage[];
   readonly webhooks: readonly ReceivedWebhook[];
+  /** When Redis could not be reached (a failover or a restart, until clients could reconnect). */
+  readonly ledgerOutages?: readonly TimeWindow[];
+  /** Gateways killed with SIGKILL, and when (the run's clock). */
+  readonly gatewayKills?: readonly { readonly gatewayId: string; readonly at: number }[];
+  /** Each gateway's clock offset (libfaketime), to read its journal's times on the run's clock. */
+  readonly gatewayClockOffsets?: Readonly<Record<string, number>>;
+}
+
+export interface TimeWindow {
+  readonly start: number;
+  readonly end: number;
 }
 
 export interface CheckResult {
@@ -64,7 +75,17 @@ export interface CheckResult {
   readonly causes: Record<string, number>;
   /** A few examples per invariant, to start a reproduction from. */
   readonly examples: Record<Invariant, string[]>;
+  /**
+   * Results heard and also sent out of band where no gateway could have known better: the caller
+   * heard the result's end while Redis was away (or just as it went), and the gateway was killed
+   * before Redis was back, so nothing could record that the caller had it. callgate then sends it
+   * again by message rather than risk the caller never getting it. Counted, not a violation.
+   */
+  readonly toldTwiceLedgerUnreachable: { readonly count: number; readonly examples: string[] };
 }
+
+/** A write in flight when Redis went away is lost with it: a result heard this long before counts as heard during the outage. */
+const OUTAGE_LEAD_MS = 1_000;
 
 /** Actions whose results are owed to the caller, by the intent kind they serve. */
 const INTENT_ACTIONS = new Set(['refund', 'book_table']);
@@ -190,6 +211,31 @@ export function check(input: CheckInput): CheckResult {
   }
 
   // Deliveries: heard to the end on a call, and messages received out of band.
+  const toldTwice = { count: 0, examples: [] as string[] };
+  const gatewayOfSession = new Map<string, string>();
+  for (const entry of input.journal)
+    if (entry.type === 'call_started') gatewayOfSession.set(entry.sessionId, entry.gatewayId);
+  /** The caller heard it to the end within an outage that lasted until its gateway was killed. */
+  const heardWithLedgerAway = (operationId: string): boolean =>
+    input.journal.some((entry) => {
+      if (
+        entry.type !== 'result_played' ||
+        entry.operationId !== operationId ||
+        entry.status !== 'completed'
+      )
+        return false;
+      const gatewayId = gatewayOfSession.get(entry.sessionId) ?? '';
+      const heardAt = entry.at - (input.gatewayClockOffsets?.[gatewayId] ?? 0);
+      const killedAt = (input.gatewayKills ?? [])
+        .filter((kill) => kill.gatewayId === gatewayId && kill.at >= heardAt)
+        .map((kill) => kill.at)
+        .sort((a, b) => a - b)[0];
+      if (killedAt === undefined) return false;
+      return (input.ledgerOutages ?? []).some(
+        (outage) =>
+          outage.start <= Math.min(heardAt + OUTAGE_LEAD_MS, killedAt) && outage.end >= killedAt,
+      );
+    });
   const heard = new Map<string, number>();
   for (const entry of input.journal) {
     if (entry.type === 'result_played' && entry.status === 'completed')
@@ -230,7 +276,13 @@ export function check(input: CheckInput): CheckResult {
         'still_open',
         `${op.operationId} (${op.action}) still ${op.state} after settling`,
       );
-    if (total > 1)
+    if (total > 1 && voice > 0 && outOfBand > 0 && heardWithLedgerAway(op.operationId)) {
+      toldTwice.count++;
+      if (toldTwice.examples.length < MAX_EXAMPLES)
+        toldTwice.examples.push(
+          `${op.operationId} (${op.action}) heard, then the gateway died with Redis away: sent out of band too`,
+        );
+    } else if (total > 1)
       violate(
         'delivered_more_than_once',
         voice > 0 && outOfBand > 0
@@ -262,7 +314,7 @@ export function check(input: CheckInput): CheckResult {
         `${entry.operationId} (${entry.intentId}) answered started, missing from the ledger`,
       );
   }
-  return { violations, causes, examples };
+  return { violations, causes, examples, toldTwiceLedgerUnreachable: toldTwice };
 }
 
 function isSettled(op: Operation): boolean {

@@ -284,3 +284,66 @@ describe('when one operation made two refunds and two operations made one each',
     });
   });
 });
+
+describe('when a result was heard and also sent out of band', () => {
+  const sent = {
+    seq: 1,
+    channel: 'sms' as const,
+    idempotencyKey: 'oob_op_a',
+    operationId: 'op_a',
+    body: {},
+    at: 0,
+    deliveries: 1,
+  };
+  const base: CheckInput = {
+    intents: [INTENT],
+    journal: [
+      { type: 'call_started', at: 0, sessionId: 'call-1', tenantId: TENANT, gatewayId: 'gw-0-1' },
+      { ...heard('op_a'), at: 10_000 },
+    ],
+    effects: [effect('op_a')],
+    concurrency: { tenants: {} },
+    limits: [],
+    ledger: [view('op_a', 'COMMITTED')],
+    sms: [sent],
+    webhooks: [],
+  };
+
+  it('should count it a violation when the gateway could still have recorded it', () => {
+    // Killed with Redis reachable, or Redis away only after the gateway had seconds to write.
+    for (const extra of [
+      { gatewayKills: [{ gatewayId: 'gw-0-1', at: 11_000 }] },
+      {
+        gatewayKills: [{ gatewayId: 'gw-0-1', at: 16_000 }],
+        ledgerOutages: [{ start: 15_000, end: 20_000 }],
+      },
+      {
+        gatewayKills: [{ gatewayId: 'gw-0-1', at: 12_000 }],
+        ledgerOutages: [{ start: 9_000, end: 11_000 }],
+      },
+    ]) {
+      const result = check({ ...base, ...extra });
+      expect(result.violations.delivered_more_than_once).toBe(1);
+      expect(result.toldTwiceLedgerUnreachable.count).toBe(0);
+    }
+  });
+
+  it('should count it apart when Redis was away from the moment it was heard until the gateway died', () => {
+    const result = check({
+      ...base,
+      gatewayKills: [{ gatewayId: 'gw-0-1', at: 12_000 }],
+      ledgerOutages: [{ start: 10_500, end: 14_000 }],
+    });
+    expect(result.violations.delivered_more_than_once).toBe(0);
+    expect(result.toldTwiceLedgerUnreachable.count).toBe(1);
+    // The same on a gateway whose clock ran 2 s ahead: its journal's times are read back on the run's clock.
+    const ahead = check({
+      ...base,
+      journal: [base.journal[0] as JournalEntry, { ...heard('op_a'), at: 12_000 }],
+      gatewayKills: [{ gatewayId: 'gw-0-1', at: 12_000 }],
+      ledgerOutages: [{ start: 10_500, end: 14_000 }],
+      gatewayClockOffsets: { 'gw-0-1': 2_000 },
+    });
+    expect(ahead.toldTwiceLedgerUnreachable.count).toBe(1);
+  });
+});
