@@ -38,15 +38,16 @@ export interface AgentSessionOptions {
 }
 
 /**
- * What is known of the call an operation or a plugin acts for: who called, whether a trusted trunk
- * vouched for that, the number dialled, the tenant and the session.
+ * What is known of the call a plugin acts for: who called, whether a trusted trunk vouched for
+ * that, the number dialled, the tenant and the session (named as templates name them:
+ * `{call.caller}`, `{call.tenant}`).
  */
 export interface CallFacts {
   readonly caller?: string;
   readonly callerVerified: boolean;
   readonly called?: string;
-  readonly tenantId: string;
-  readonly sessionId: string;
+  readonly tenant: string;
+  readonly session: string;
 }
 
 export class AgentSession {
@@ -86,14 +87,14 @@ export class AgentSession {
     this.activeAgent = options.agent;
   }
 
-  /** What plugins and templates may know of the call. */
+  /** What plugins may know of the call. */
   get call(): CallFacts {
     return {
       caller: this.caller,
       callerVerified: this.callerVerified,
       called: this.called,
-      tenantId: this.tenantId,
-      sessionId: this.sessionId,
+      tenant: this.tenantId,
+      session: this.sessionId,
     };
   }
 
