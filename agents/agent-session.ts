@@ -3,6 +3,7 @@
  * belong to the call, not to the agent that started them), what each was for, what the caller has
  * been told, and what the conversation is doing right now. The gate reads snapshots of it.
  */
+import type { ConversationScope } from '../jobs/ledger/operation.ts';
 import type { SessionSnapshot } from './relevance-gate.ts';
 
 /** Whether the caller is still on this call, as the gate sees it (the call's own lifecycle is gateway/call/call-phase.ts). */
@@ -26,6 +27,8 @@ export interface AgentSessionOptions {
   readonly tenantId: string;
   /** Who called: the From user, or the asserted identity of a trusted trunk. */
   readonly caller?: string;
+  /** True only when a trunk the tenant trusts asserted the caller (gateway/sip/caller-identity.ts). */
+  readonly callerVerified?: boolean;
   /** The number dialled (the tenant's number the call came in on). */
   readonly called?: string;
   readonly ownerGateway: string;
@@ -36,10 +39,24 @@ export interface AgentSessionOptions {
   readonly responseActive?: () => boolean;
 }
 
+/**
+ * What is known of the call a plugin acts for: who called, whether a trusted trunk vouched for
+ * that, the number dialled, the tenant and the session (named as templates name them:
+ * `{call.caller}`, `{call.tenant}`).
+ */
+export interface CallFacts {
+  readonly caller?: string;
+  readonly callerVerified: boolean;
+  readonly called?: string;
+  readonly tenant: string;
+  readonly session: string;
+}
+
 export class AgentSession {
   readonly sessionId: string;
   readonly tenantId: string;
   readonly caller?: string;
+  readonly callerVerified: boolean;
   readonly called?: string;
   readonly ownerGateway: string;
   activeAgent: string;
@@ -67,9 +84,35 @@ export class AgentSession {
     this.sessionId = options.sessionId;
     this.tenantId = options.tenantId;
     this.caller = options.caller;
+    this.callerVerified = options.callerVerified ?? false;
     this.called = options.called;
     this.ownerGateway = options.ownerGateway;
     this.activeAgent = options.agent;
+  }
+
+  /** What plugins may know of the call. */
+  get call(): CallFacts {
+    return {
+      caller: this.caller,
+      callerVerified: this.callerVerified,
+      called: this.called,
+      tenant: this.tenantId,
+      session: this.sessionId,
+    };
+  }
+
+  /** The call facts every operation of this call records (jobs/ledger/operation.ts). */
+  get operationScope(): Pick<
+    ConversationScope,
+    'sessionId' | 'ownerGateway' | 'caller' | 'callerVerified' | 'called'
+  > {
+    return {
+      sessionId: this.sessionId,
+      ownerGateway: this.ownerGateway,
+      caller: this.caller,
+      callerVerified: this.callerVerified,
+      called: this.called,
+    };
   }
 
   /** The caller holds the call: nothing sent reaches them (read from the call's phase). */

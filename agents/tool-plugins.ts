@@ -5,10 +5,12 @@
  */
 import type { ActionConfig, TenantConfig } from '../config/schema.ts';
 import type { ToolDefinition, ToolOutput } from './agent.ts';
-import type { AgentSession } from './agent-session.ts';
+import type { AgentSession, CallFacts } from './agent-session.ts';
 
 export interface PluginContext {
   readonly session: AgentSession;
+  /** Who called (verified or not), the number dialled, the tenant and the session. */
+  readonly call: CallFacts;
   readonly tenant: TenantConfig;
   readonly tool: ToolDefinition;
   readonly args: Readonly<Record<string, unknown>>;

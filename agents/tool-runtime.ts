@@ -165,7 +165,15 @@ export class ToolRuntime {
     }
     const args = parsed.data as Record<string, unknown>;
     const action = tool.action === undefined ? undefined : tenant.actions[tool.action];
-    const context: PluginContext = { session, tenant, tool, args, action, now: this.now() };
+    const context: PluginContext = {
+      session,
+      call: session.call,
+      tenant,
+      tool,
+      args,
+      action,
+      now: this.now(),
+    };
     for (const plugin of this.before) {
       let verdict;
       try {
@@ -225,9 +233,7 @@ export class ToolRuntime {
         message: 'This tool is not available on this line.',
       };
     const scope = {
-      sessionId: session.sessionId,
-      ownerGateway: session.ownerGateway,
-      caller: session.caller,
+      ...session.operationScope,
       agent: session.activeAgent,
       turnId: String(session.turnId),
       providerCallId: call.callId,
@@ -506,9 +512,7 @@ export class ToolRuntime {
         args: tool.compensation.args(op.result),
         intentFields: compensationTool?.intent,
         scope: {
-          sessionId: session.sessionId,
-          ownerGateway: session.ownerGateway,
-          caller: session.caller,
+          ...session.operationScope,
           agent: session.activeAgent,
           turnId: String(session.turnId),
         },

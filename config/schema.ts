@@ -238,17 +238,32 @@ export const actionSchema = z.strictObject({
   }),
 });
 
-export const trunkSchema = z.strictObject({
-  /** Source addresses allowed to send INVITEs for this tenant's numbers; empty: any source. */
-  allowFrom: z.array(cidr).default([]),
-  digest: z
-    .strictObject({
-      realm: z.string().min(1),
-      username: z.string().min(1),
-      passwordEnv: envName,
-    })
-    .optional(),
-});
+export const trunkSchema = z
+  .strictObject({
+    /** Source addresses allowed to send INVITEs for this tenant's numbers; empty: any source. */
+    allowFrom: z.array(cidr).default([]),
+    digest: z
+      .strictObject({
+        realm: z.string().min(1),
+        username: z.string().min(1),
+        passwordEnv: envName,
+      })
+      .optional(),
+    /**
+     * The trunk is a trust domain (RFC 3325): its P-Asserted-Identity names the caller, who then
+     * counts as verified (gateway/sip/caller-identity.ts). Off: the caller is From's user.
+     */
+    trustAssertedIdentity: z.boolean().default(false),
+  })
+  .superRefine((trunk, ctx) => {
+    // Anyone could assert any number to a trunk that neither checks addresses nor authenticates.
+    if (trunk.trustAssertedIdentity && trunk.allowFrom.length === 0 && trunk.digest === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['trustAssertedIdentity'],
+        message: 'needs allowFrom or digest: an identity is trusted only from a known trunk',
+      });
+  });
 
 /** What an HTTP SMS template may name; each is filled from the out-of-band message. */
 export const SMS_TEMPLATE_FIELDS = [
@@ -309,7 +324,7 @@ export const tenantSchema = z.strictObject({
     .min(1),
   /** The agent that answers this tenant's calls. */
   agent: safeId,
-  trunk: trunkSchema.default({ allowFrom: [] }),
+  trunk: trunkSchema.default({ allowFrom: [], trustAssertedIdentity: false }),
   /** SIP URI a call is transferred to when the caller asks for a human. */
   transferTarget: z
     .string()
@@ -587,6 +602,7 @@ export type Config = z.infer<typeof configSchema>;
 export type SipConfig = Config['sip'];
 export type RtpConfig = Config['rtp'];
 export type TenantConfig = z.infer<typeof tenantSchema>;
+export type TrunkConfig = z.infer<typeof trunkSchema>;
 export type ActionConfig = z.infer<typeof actionSchema>;
 export type RetryConfig = z.infer<typeof retrySchema>;
 export type WorkerConfig = Config['worker'];

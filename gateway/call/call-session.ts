@@ -202,7 +202,8 @@ export class CallSession {
     this.agent = new AgentSession({
       sessionId: this.sessionId,
       tenantId: call.tenant.id,
-      caller: call.caller.user ?? call.caller.uri,
+      caller: call.identity.caller,
+      callerVerified: call.identity.verified,
       called: call.calledNumber,
       ownerGateway: options.gatewayId,
       agent: call.agent,
@@ -364,7 +365,7 @@ export class CallSession {
         sessionId: this.sessionId,
         tenantId: call.tenant.id,
         sipCallId: call.callId,
-        caller: call.caller.user ?? call.caller.uri,
+        caller: call.identity.caller,
         calledNumber: call.calledNumber,
         agent: call.agent,
         startedAt: this.clock.epochMs(),

@@ -9,6 +9,7 @@ import { rootLogger, type Logger } from '../../config/log.ts';
 import type { SipConfig, TenantConfig } from '../../config/schema.ts';
 import { CallRouter } from './call-router.ts';
 import { BuiltinInboundCall } from './builtin-inbound-call.ts';
+import { identifyCaller } from './caller-identity.ts';
 import { ClientTransaction, type ClientOutcome } from './client-transaction.ts';
 import { DigestNonceStore, NONCE_LIFETIME_MS } from './digest-nonce-store.ts';
 import { headerValue, headerValues } from './header-names.ts';
@@ -456,6 +457,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       request,
       dialog,
       calledNumber: number,
+      identity: identifyCaller(request, route.tenant, this.logger),
       tenant: route.tenant,
       agent: route.agent,
       offer,

@@ -1,5 +1,6 @@
 /** An inbound call as the built-in stack hands it to the application. */
 import type { TenantConfig } from '../../config/schema.ts';
+import type { CallerIdentity } from './caller-identity.ts';
 import type { LocalMediaAddress } from './local-media.ts';
 import type { SipHeader, SipRequest } from './message-types.ts';
 import type { SdpSession } from './sdp-types.ts';
@@ -12,6 +13,7 @@ export interface BuiltinInboundCallOptions {
   readonly request: SipRequest;
   readonly dialog: SipDialog;
   readonly calledNumber: string;
+  readonly identity: CallerIdentity;
   readonly tenant: TenantConfig;
   readonly agent: string;
   readonly offer: SdpSession | undefined;
@@ -22,6 +24,7 @@ export interface BuiltinInboundCallOptions {
 export class BuiltinInboundCall implements InboundCall {
   readonly callId: string;
   readonly caller: { readonly uri: string; readonly user?: string; readonly displayName?: string };
+  readonly identity: CallerIdentity;
   readonly calledNumber: string;
   readonly tenant: TenantConfig;
   readonly agent: string;
@@ -44,6 +47,7 @@ export class BuiltinInboundCall implements InboundCall {
       ...(user !== undefined ? { user } : {}),
       ...(from.displayName !== undefined ? { displayName: from.displayName } : {}),
     };
+    this.identity = options.identity;
     this.calledNumber = options.calledNumber;
     this.tenant = options.tenant;
     this.agent = options.agent;

@@ -79,7 +79,11 @@ const KNOWN = [
 const CANONICAL = new Map<string, string>(KNOWN.map((name) => [name.toLowerCase(), name]));
 for (const [short, long] of Object.entries(COMPACT)) CANONICAL.set(short, long);
 
-/** Headers whose grammar is `#(element)`: several values may share one line, comma separated. */
+/**
+ * Headers whose grammar is `#(element)`: several values may share one line, comma separated.
+ * P-Asserted-Identity is one too, but caller-identity.ts splits it: a malformed one is ignored,
+ * not a reason to refuse the INVITE (test/unit/sip/caller-identity.test.ts).
+ */
 const LIST_HEADERS = new Set([
   'Via',
   'Contact',
@@ -95,7 +99,6 @@ const LIST_HEADERS = new Set([
   'Accept-Language',
   'Allow-Events',
   'Content-Encoding',
-  'P-Asserted-Identity',
 ]);
 
 /** Headers that may appear at most once; a second, different value makes the request malformed. */

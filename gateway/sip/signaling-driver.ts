@@ -4,6 +4,7 @@
  * and follows each dialog through typed events.
  */
 import type { TenantConfig } from '../../config/schema.ts';
+import type { CallerIdentity } from './caller-identity.ts';
 import type { LocalMediaAddress } from './local-media.ts';
 import type { SipHeader } from './message-types.ts';
 import type { NegotiatedMedia } from './sdp-negotiation.ts';
@@ -92,7 +93,10 @@ export type AcceptResult =
 
 export interface InboundCall {
   readonly callId: string;
+  /** The From header's address. */
   readonly caller: { readonly uri: string; readonly user?: string; readonly displayName?: string };
+  /** Who the call is attributed to: a trusted trunk's asserted identity, else From (caller-identity.ts). */
+  readonly identity: CallerIdentity;
   readonly calledNumber: string;
   readonly tenant: TenantConfig;
   readonly agent: string;

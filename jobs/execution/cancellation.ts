@@ -26,7 +26,7 @@ import {
 } from '../ledger/ledger-errors.ts';
 import { operationLogFields, type Operation, type OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
-import type { CancelResult, Provider } from '../providers/provider.ts';
+import { callContextOf, type CancelResult, type Provider } from '../providers/provider.ts';
 import type { OperationQueues } from '../queues/operation-queues.ts';
 import { executionQueueOf } from './operation-executor.ts';
 
@@ -189,6 +189,7 @@ export class CancelProcessor {
         idempotencyKey: op.idempotencyKey,
         tenantId: op.tenantId,
         operation: op.providerOperation,
+        call: callContextOf(op),
         signal: AbortSignal.timeout(CANCEL_CALL_TIMEOUT_MS),
       });
     } catch (error) {

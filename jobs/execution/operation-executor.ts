@@ -31,6 +31,7 @@ import type {
   TransitionOutcome,
 } from '../ledger/operation-ledger.ts';
 import {
+  callContextOf,
   ProviderOutcomeUnknownError,
   ProviderUnreachableError,
   type Provider,
@@ -465,6 +466,7 @@ export class OperationExecutor {
         idempotencyKey: op.idempotencyKey,
         tenantId: op.tenantId,
         operation: op.providerOperation,
+        call: callContextOf(op),
         attemptTokens: op.attemptTokens.filter((t) => t !== op.attemptToken),
         signal,
       });
@@ -867,6 +869,7 @@ async function executeUntilDeadline(
       tenantId: op.tenantId,
       operation: op.providerOperation,
       params: op.params,
+      call: callContextOf(op),
       signal: controller.signal,
     });
   } finally {

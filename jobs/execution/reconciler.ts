@@ -24,7 +24,7 @@ import { IllegalTransitionError, StaleAttemptError } from '../ledger/ledger-erro
 import { leaseHolder } from '../ledger/keys.ts';
 import { operationLogFields, type Operation, type OperationState } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
-import type { LookupResult, Provider } from '../providers/provider.ts';
+import { callContextOf, type LookupResult, type Provider } from '../providers/provider.ts';
 import type { OperationQueues } from '../queues/operation-queues.ts';
 import { errorJson, executionQueueOf } from './operation-executor.ts';
 import { decideRetry } from './retry-policy.ts';
@@ -77,6 +77,7 @@ export class Reconciler {
         idempotencyKey: op.idempotencyKey,
         tenantId: op.tenantId,
         operation: op.providerOperation,
+        call: callContextOf(op),
         signal: AbortSignal.timeout(this.options.maxBackoffMs),
       });
     } catch (error) {
@@ -147,6 +148,7 @@ export class Reconciler {
         idempotencyKey: op.idempotencyKey,
         tenantId: op.tenantId,
         operation: op.providerOperation,
+        call: callContextOf(op),
         attemptTokens: op.attemptTokens,
         signal: AbortSignal.timeout(this.options.maxBackoffMs),
       });

@@ -950,6 +950,8 @@ function toFields(op: NewOperation): Record<string, string> {
   };
   const optional: [string, string | undefined][] = [
     ['caller', op.scope.caller],
+    ['caller_verified', flag(op.scope.callerVerified)],
+    ['called', op.scope.called],
     ['agent', op.scope.agent],
     ['turn_id', op.scope.turnId],
     ['provider_call_id', op.scope.providerCallId],
@@ -960,6 +962,10 @@ function toFields(op: NewOperation): Record<string, string> {
   ];
   for (const [name, value] of optional) if (value !== undefined) fields[name] = value;
   return fields;
+}
+
+function flag(value: boolean | undefined): string | undefined {
+  return value === undefined ? undefined : value ? '1' : '0';
 }
 
 function num(value: string | undefined): number | undefined {
@@ -990,6 +996,8 @@ function fromHash(h: Record<string, string>): Operation {
       sessionId: h.session_id ?? '',
       ownerGateway: h.owner_gateway ?? '',
       caller: h.caller,
+      callerVerified: h.caller_verified === undefined ? undefined : h.caller_verified === '1',
+      called: h.called,
       agent: h.agent,
       turnId: h.turn_id,
       providerCallId: h.provider_call_id,

@@ -139,7 +139,12 @@ export interface OperationError {
 /** Where in the conversation the operation came from. */
 export interface ConversationScope {
   readonly sessionId: string;
+  /** Who called (a number or SIP user); see `callerVerified`. */
   readonly caller?: string;
+  /** True only when a trunk the tenant trusts asserted the caller (P-Asserted-Identity). */
+  readonly callerVerified?: boolean;
+  /** The number dialled. */
+  readonly called?: string;
   readonly agent?: string;
   readonly turnId?: string;
   /** The model's call id for the tool call: recorded, never used for deduplication. */

@@ -1,8 +1,7 @@
 /**
- * A system of record reached over HTTP, by a small convention:
+ * A system of record reached over HTTP, by a small convention (docs/http-provider.md):
  *
- *   POST {baseUrl}/{operation}                 JSON params; headers Idempotency-Key,
- *                                              X-Callgate-Operation-Id, X-Callgate-Tenant-Id
+ *   POST {baseUrl}/{operation}                 JSON params
  *   GET  {baseUrl}/operations/{operationId}    lookup for reconciliation
  *   POST {baseUrl}/operations/{operationId}/cancel   when supportsCancel
  *   POST {baseUrl}/operations/{operationId}/void     when supportsVoid: JSON
@@ -10,12 +9,18 @@
  *        X-Callgate-Attempt-Token is one of them, and answers { status: voided | committed |
  *        processing } (committed with the result when one of them took effect)
  *
- * Every execute carries X-Callgate-Attempt-Token, the attempt's random fence token.
+ * Every request of an operation (execute, lookup, cancel, void) carries Idempotency-Key,
+ * X-Callgate-Operation-Id, X-Callgate-Tenant-Id, and the call it was asked for in:
+ * X-Callgate-Caller, X-Callgate-Caller-Verified (true | false), X-Callgate-Called,
+ * X-Callgate-Session-Id, each left out when unknown or not plausible (./call-headers.ts), so the
+ * system of record can authorize by caller. Every execute also carries X-Callgate-Attempt-Token,
+ * the attempt's random fence token.
  *
  * Answers are classified by ./provider-answer.ts, transport failures by ./provider-http-client.ts.
  * Lookup never throws: a provider that cannot be asked "cannot say now" (status unknown).
  */
 import { counter, histogram, SLOW_SECONDS_BUCKETS } from '../../config/metrics.ts';
+import { callHeaders } from './call-headers.ts';
 import { cancelAnswer, executeAnswer, lookupAnswer, voidAnswer } from './provider-answer.ts';
 import { ProviderHttpClient } from './provider-http-client.ts';
 import {
@@ -203,6 +208,7 @@ export class HttpProvider implements Provider {
       'idempotency-key': request.idempotencyKey,
       [OPERATION_ID_HEADER]: request.operationId,
       [TENANT_ID_HEADER]: request.tenantId,
+      ...callHeaders(request.call),
     };
   }
 

@@ -9,6 +9,25 @@
  *                                          and the provider does not honour idempotency keys;
  *                                          a retry (with the same key) otherwise
  */
+import type { Operation } from '../ledger/operation.ts';
+
+/**
+ * The call an operation was asked for in, as admission recorded it on the operation: every request
+ * of the operation carries it, so a system of record can authorize by caller without the call.
+ */
+export interface ProviderCallContext {
+  readonly sessionId?: string;
+  readonly caller?: string;
+  /** True only when a trunk the tenant trusts asserted the caller. */
+  readonly callerVerified?: boolean;
+  readonly called?: string;
+}
+
+/** The call context of `op`, for its provider requests. */
+export function callContextOf(op: Pick<Operation, 'scope'>): ProviderCallContext {
+  const { sessionId, caller, callerVerified, called } = op.scope;
+  return { sessionId, caller, callerVerified, called };
+}
 
 export interface ProviderRequest {
   /** Our operation id: the provider records it as its reference, so `lookup` can find it. */
@@ -24,6 +43,8 @@ export interface ProviderRequest {
   /** The operation name at the provider (`book`, `cancel`, `refund`, `availability`, ...). */
   readonly operation: string;
   readonly params: Readonly<Record<string, unknown>>;
+  /** Who the operation is for (X-Callgate-Caller and friends, see call-headers.ts). */
+  readonly call?: ProviderCallContext;
   /** Aborted when the job's deadline passes or the worker shuts down. */
   readonly signal: AbortSignal;
 }

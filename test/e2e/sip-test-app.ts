@@ -3,13 +3,15 @@
  * call with an SDP answer and records every call and dialog event in order.
  */
 import { Logger } from '../../config/log.ts';
-import { sipSchema, tenantSchema, type TenantConfig } from '../../config/schema.ts';
+import type { z } from 'zod';
+import { sipSchema, tenantSchema } from '../../config/schema.ts';
 import { BuiltinSignalingDriver } from '../../gateway/sip/builtin-driver.ts';
 import type { DialogEvent, InboundCall } from '../../gateway/sip/signaling-driver.ts';
 import type { SipTimerOptions } from '../../gateway/sip/sip-timers.ts';
 
 export interface TestAppOptions {
-  readonly tenants?: readonly Partial<TenantConfig>[];
+  /** Tenants as written in a configuration (defaults filled in by the schema). */
+  readonly tenants?: readonly z.input<typeof tenantSchema>[];
   readonly timers?: SipTimerOptions;
   readonly secrets?: Readonly<Record<string, string>>;
   /** What to do with each call; answering at once by default. */

@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { rootLogger, type Logger } from '../../../config/log.ts';
 import type { SipConfig, TenantConfig } from '../../../config/schema.ts';
 import { CallRouter } from '../call-router.ts';
+import { identifyCaller } from '../caller-identity.ts';
 import { headerValue } from '../header-names.ts';
 import { mediaType } from '../info-body.ts';
 import { parseSipMessage } from '../message-parser.ts';
@@ -194,6 +195,7 @@ export class DrachtioSignalingDriver implements SignalingDriver {
         ...(callerUser !== undefined ? { user: callerUser } : {}),
         ...(from.displayName !== undefined ? { displayName: from.displayName } : {}),
       },
+      identity: identifyCaller(request, route.tenant, this.logger),
       calledNumber: number,
       tenant: route.tenant,
       agent: route.agent,

@@ -428,6 +428,7 @@ export async function startCall(): Promise<CallHarness> {
   const inbound: InboundCall = {
     callId: dialog.callId,
     caller: { uri: 'sip:+15550111@example.test', user: '+15550111' },
+    identity: { caller: '+15550111', verified: false },
     calledNumber: '+15550100',
     tenant,
     agent: 'concierge',
