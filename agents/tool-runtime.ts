@@ -16,7 +16,7 @@ import type { ActionLayer, CompensationDecision } from '../jobs/action-layer.ts'
 import type { AdmissionDecision } from '../jobs/admission/admission.ts';
 import { IdempotencyConflictError } from '../jobs/ledger/ledger-errors.ts';
 import type { Operation } from '../jobs/ledger/operation.ts';
-import type { AgentCatalogue, ToolDefinition, ToolOutput } from './agent.ts';
+import { callFacts, type AgentCatalogue, type ToolDefinition, type ToolOutput } from './agent.ts';
 import type { AgentSession } from './agent-session.ts';
 import type { AuditLog } from './audit.ts';
 import type { SpokenOutcome } from './result-delivery.ts';
@@ -232,7 +232,7 @@ export class ToolRuntime {
       turnId: String(session.turnId),
       providerCallId: call.callId,
       responseId: call.responseId,
-      goal: tool.goal?.(args),
+      goal: tool.goal?.(args, callFacts(session)),
     };
     let decision: AdmissionDecision;
     try {
@@ -410,7 +410,7 @@ export class ToolRuntime {
       }
       case 'started': {
         session.mutationTimes.push(this.now());
-        const goal = tool.goal?.(args);
+        const goal = tool.goal?.(args, callFacts(session));
         const superseded = session.own({
           operationId: decision.operationId,
           action: tool.action ?? tool.name,
@@ -503,7 +503,7 @@ export class ToolRuntime {
     try {
       const decision = await this.options.actions.compensate(op, {
         action,
-        args: tool.compensation.args(op.result),
+        args: tool.compensation.args(op.result, { args: op.params, call: callFacts(session) }),
         intentFields: compensationTool?.intent,
         scope: {
           sessionId: session.sessionId,
