@@ -206,7 +206,8 @@ function duplicates(names: readonly string[], at: Path, what: string): AgentsIss
 }
 
 function toolIssues(tool: AgentToolConfig, at: Path): AgentsIssue[] {
-  if (tool.parameters === undefined) return [];
+  // A handoff tool's parameters are made per agent (refused in its own shape check).
+  if (tool.parameters === undefined || tool.control === 'handoff') return [];
   const schemaProblems = toolSchemaIssues(tool.parameters).map((problem) => ({
     path: [...at, 'parameters', ...problem.path],
     message: problem.message,
