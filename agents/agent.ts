@@ -6,6 +6,7 @@
  * (agent-config.ts); nothing in callgate's code defines an agent of its own.
  */
 import type { ZodObject, ZodRawShape, z } from 'zod';
+import type { ControlTool } from '../config/agents-schema.ts';
 import type { AgentSession } from './agent-session.ts';
 
 /** What a control tool answers; serialised to JSON for the model. */
@@ -74,11 +75,7 @@ export interface ToolDefinition<S extends ZodRawShape = ZodRawShape> {
   /** The amount (in the action's unit) for limits and confirmation. */
   readonly amount?: (args: z.infer<ZodObject<S>>) => number;
   /** A control tool: run by the runtime with the session it belongs to. */
-  readonly control?: 'operation_status' | 'cancel_operation' | 'transfer_to_human' | 'handoff';
-}
-
-export function tool<S extends ZodRawShape>(definition: ToolDefinition<S>): ToolDefinition {
-  return definition as unknown as ToolDefinition;
+  readonly control?: ControlTool;
 }
 
 export interface AgentDefinition {
