@@ -238,7 +238,7 @@ export class ToolRuntime {
       turnId: String(session.turnId),
       providerCallId: call.callId,
       responseId: call.responseId,
-      goal: tool.goal?.(args),
+      goal: tool.goal?.(args, session.call),
     };
     let decision: AdmissionDecision;
     try {
@@ -416,7 +416,7 @@ export class ToolRuntime {
       }
       case 'started': {
         session.mutationTimes.push(this.now());
-        const goal = tool.goal?.(args);
+        const goal = tool.goal?.(args, session.call);
         const superseded = session.own({
           operationId: decision.operationId,
           action: tool.action ?? tool.name,
@@ -509,7 +509,7 @@ export class ToolRuntime {
     try {
       const decision = await this.options.actions.compensate(op, {
         action,
-        args: tool.compensation.args(op.result),
+        args: tool.compensation.args(op.result, { args: op.params, call: session.call }),
         intentFields: compensationTool?.intent,
         scope: {
           ...session.operationScope,

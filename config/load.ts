@@ -4,6 +4,7 @@
  * decide how to stop (the entry points print the list and exit 2).
  */
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { z } from 'zod';
@@ -30,6 +31,8 @@ export interface LoadOptions {
   path?: string;
   /** Use this document instead of reading a file (tests). */
   document?: unknown;
+  /** Where an inline document's relative paths (instructionsFile) start; the working directory by default. */
+  baseDir?: string;
 }
 
 /**
@@ -52,13 +55,51 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const document =
     options.document !== undefined ? structuredClone(options.document) : readDocument(path);
   const overrideProblems = applyEnvOverrides(document, env);
+  const baseDir =
+    options.document !== undefined ? (options.baseDir ?? process.cwd()) : dirname(resolve(path));
+  const instructions = readInstructionFiles(document, baseDir);
   const result = configSchema.safeParse(document);
   const problems = [
     ...overrideProblems,
     ...(result.success ? [] : formatIssues(result.error.issues)),
+    ...instructions.problems,
   ];
   if (problems.length > 0 || !result.success) throw new ConfigError(source, problems);
+  for (const [index, text] of instructions.texts) {
+    const agent = result.data.agents?.list[index];
+    if (agent !== undefined) agent.instructions = text;
+  }
   return result.data;
+}
+
+/**
+ * Reads each agent's `instructionsFile` (relative to the configuration file), so a missing file is
+ * listed with every other problem; the texts become the agents' instructions once the document
+ * is valid.
+ */
+function readInstructionFiles(
+  document: unknown,
+  baseDir: string,
+): { texts: Map<number, string>; problems: string[] } {
+  const texts = new Map<number, string>();
+  const problems: string[] = [];
+  const list = (document as { agents?: { list?: unknown } } | undefined)?.agents?.list;
+  if (!Array.isArray(list)) return { texts, problems };
+  list.forEach((agent: unknown, i) => {
+    const file = (agent as { instructionsFile?: unknown } | null)?.instructionsFile;
+    if (typeof file !== 'string' || file === '') return;
+    const at = `agents.list[${i}].instructionsFile`;
+    try {
+      const text = readFileSync(resolve(baseDir, file), 'utf8').trim();
+      if (text === '') problems.push(`${at}: ${file} is empty`);
+      else texts.set(i, text);
+    } catch (error) {
+      problems.push(
+        `${at}: cannot read ${resolve(baseDir, file)}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+      );
+    }
+  });
+  return { texts, problems };
 }
 
 /** Validates a document without reading files or the environment. */

@@ -6,6 +6,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { agentsIssues, agentsSchema } from './agents-schema.ts';
 
 /** Ports: 0 means "any free port", which tests and the embedded sandbox use. */
 const port = z.int().min(0).max(65535);
@@ -322,8 +323,10 @@ export const tenantSchema = z.strictObject({
         .regex(/^\+?[0-9*#]{1,32}$/, 'must be a dialable number (digits, optional leading +)'),
     )
     .min(1),
-  /** The agent that answers this tenant's calls. */
+  /** The agent that answers this tenant's calls (a name in `agents.list`). */
   agent: safeId,
+  /** The realtime model of this tenant's calls, unless its agent names one; defaults to model.openai.model. */
+  model: z.string().min(1).optional(),
   trunk: trunkSchema.default({ allowFrom: [], trustAssertedIdentity: false }),
   /** SIP URI a call is transferred to when the caller asks for a human. */
   transferTarget: z
@@ -413,8 +416,15 @@ export const configSchema = z
     worker: workerSchema.default(workerSchema.parse({})),
     providers: z.record(safeId, providerSchema).default({}),
     tenants: z.array(tenantSchema).default([]),
+    /**
+     * Agents and their tools. A configuration without it runs workers only: a gateway refuses to
+     * start while a tenant names an agent it does not have.
+     */
+    agents: agentsSchema.optional(),
   })
   .superRefine((config, ctx) => {
+    for (const issue of agentsIssues(config))
+      ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
     if (config.rtp.portMin > config.rtp.portMax) {
       ctx.addIssue({
         code: 'custom',

@@ -8,12 +8,12 @@
  *   CALLGATE_CONFIG, REDIS_URL, CALLGATE_GATEWAY_ID   as for any callgate process
  *   CHAOS_JOURNAL_DIR                                 where the journal file goes
  */
-import { AgentCatalogue } from '../../agents/agent.ts';
+import { agentCatalogue } from '../../agents/agent-config.ts';
 import { AuditLog } from '../../agents/audit.ts';
 import { Janitor } from '../../agents/janitor.ts';
 import { ResultDelivery } from '../../agents/result-delivery.ts';
-import { SANDBOX_AGENTS } from '../../agents/sandbox/sandbox-agents.ts';
 import { ToolRuntime } from '../../agents/tool-runtime.ts';
+import { EXAMPLE_CONFIG_PATH, loadConfig } from '../../config/load.ts';
 import { startProcess } from '../../jobs/process-runtime.ts';
 import { connect } from '../../jobs/redis/connection.ts';
 import { startActionLayer } from '../../jobs/worker-main.ts';
@@ -43,7 +43,8 @@ async function main(): Promise<void> {
     redis.disconnect();
     blocking.disconnect();
   });
-  const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
+  // The run's configuration carries only the actions it drives; its calls are the example's agents.
+  const catalogue = agentCatalogue(loadConfig({ path: EXAMPLE_CONFIG_PATH, env: {} }));
   const audit = new AuditLog(redis, config.redis.prefix, log);
   const runtime = new ToolRuntime({
     catalogue,

@@ -216,8 +216,12 @@ export class CallSession {
       onRefused: ({ from, to, cause }) =>
         this.log.error('call phase change refused', { from, to, cause }),
     });
+    const entry = options.catalogue.get(call.agent);
+    const realtimeModel = entry?.model ?? call.tenant.model;
     this.link = new ModelLink({
       model: options.model,
+      ...(realtimeModel !== undefined && { realtimeModel }),
+      ...(entry?.greeting !== undefined && { greeting: entry.greeting }),
       agent: this.agent,
       phase: this.lifecycle,
       clock: this.clock,
@@ -408,12 +412,15 @@ export class CallSession {
       name: tool.name,
       description: tool.description,
       parameters: tool.parameters,
+      ...(tool.jsonSchema !== undefined && { jsonSchema: tool.jsonSchema }),
     }));
     return {
       instructions:
         context === undefined
           ? (agent?.instructions ?? '')
           : `${agent?.instructions ?? ''}\n\n${context}`,
+      // Agents one call can reach share a voice (checked at load): a session cannot change it.
+      ...(agent?.voice !== undefined && { voice: agent.voice }),
       tools,
       inputFormat: this.modelFormat,
       outputFormat: this.modelFormat,
@@ -776,7 +783,9 @@ export class CallSession {
   private control(): CallControl {
     return {
       transfer: async () => {
-        const target = this.options.call.tenant.transferTarget;
+        const target =
+          this.options.catalogue.get(this.agent.activeAgent)?.transferTarget ??
+          this.options.call.tenant.transferTarget;
         if (target === undefined) return { ok: false, detail: 'no transfer target configured' };
         const outcome = await this.options.call.dialog.transfer(target).catch((error: unknown) => ({
           type: 'failed' as const,

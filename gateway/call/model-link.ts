@@ -13,6 +13,7 @@ import type {
   PlaybackPosition,
   RealtimeEvent,
   RealtimeSession,
+  ResponseRequest,
   SessionConfig,
 } from '../realtime/realtime-session.ts';
 import { callEvents, type CallEvent } from './call-events.ts';
@@ -44,6 +45,10 @@ export interface ModelLinkHost {
   readonly log: Logger;
   readonly signal: AbortSignal;
   readonly playback: PlaybackPosition;
+  /** The realtime model of the call (its entry agent's or its tenant's); unset, the configured default. */
+  readonly realtimeModel?: string;
+  /** What the entry agent says first; unset, the model opens the conversation. */
+  readonly greeting?: string;
   /** An event of the session serving the call. */
   onEvent(event: RealtimeEvent): void;
   sessionConfig(agentName: string, context?: string): SessionConfig;
@@ -65,6 +70,16 @@ export interface ModelLinkHost {
   /** When the call was answered (monotonic ms), for the model-ready metric. */
   answeredAt(): number | undefined;
   emit(event: CallEvent): void;
+}
+
+/**
+ * The response that speaks a configured greeting: a real model follows the instruction, and the
+ * simulator says the quoted line (test/unit/call/call-greeting.test.ts).
+ */
+export function greetingResponse(greeting: string): ResponseRequest {
+  return {
+    instructions: `Greet the caller with exactly these words, and nothing else: "${greeting}"`,
+  };
 }
 
 interface Renewal {
@@ -113,6 +128,7 @@ export class ModelLink {
       playback: host.playback,
       signal: host.signal,
       logger: host.log,
+      ...(host.realtimeModel !== undefined && { model: host.realtimeModel }),
     });
     this.current = session;
     session.onAny((event) => {
@@ -145,7 +161,10 @@ export class ModelLink {
       // The caller already heard the apology prompt; a real model reads this as an instruction, the simulator speaks it.
       session.addSystemMessage('I am back with you.');
     }
-    session.createResponse();
+    // A greeting is the call's first words, once: a re-opened session goes on where the call was.
+    if (!reopen && host.greeting !== undefined)
+      session.createResponse(greetingResponse(host.greeting));
+    else session.createResponse();
     if (reopen) host.reopened();
     return true;
   }
@@ -262,6 +281,7 @@ export class ModelLink {
       playback: host.playback,
       signal: host.signal,
       logger: host.log,
+      ...(host.realtimeModel !== undefined && { model: host.realtimeModel }),
     });
     session.onAny((event) => {
       if (session === this.current) host.onEvent(event);

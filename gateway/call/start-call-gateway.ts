@@ -5,12 +5,14 @@
  * stop with the process, so shutdown runs in reverse: calls end first (BYE, results out of band),
  * then signaling, the registry, the janitor, delivery, the model and the Redis connections.
  */
-import { AgentCatalogue } from '../../agents/agent.ts';
+import type { AgentCatalogue } from '../../agents/agent.ts';
+import { agentCatalogue } from '../../agents/agent-config.ts';
 import { AuditLog } from '../../agents/audit.ts';
 import { Janitor } from '../../agents/janitor.ts';
 import { ResultDelivery } from '../../agents/result-delivery.ts';
-import { SANDBOX_AGENTS } from '../../agents/sandbox/sandbox-agents.ts';
 import { ToolRuntime } from '../../agents/tool-runtime.ts';
+import { ConfigError } from '../../config/load.ts';
+import type { Config } from '../../config/schema.ts';
 import type { ActionLayer } from '../../jobs/action-layer.ts';
 import type { ProcessContext } from '../../jobs/process-runtime.ts';
 import { connect } from '../../jobs/redis/connection.ts';
@@ -40,6 +42,7 @@ export async function startCallGateway(
   const { config, log, gatewayId, http } = context;
   const prefix = config.redis.prefix;
   const tenants = config.tenants.map((t) => t.id);
+  const catalogue = callCatalogue(config);
 
   const redis = await connect(context.redis.url, 'producer');
   // Result delivery blocks on XREADGROUP: a connection of its own, waiting for Redis forever.
@@ -66,7 +69,6 @@ export async function startCallGateway(
       reason: rtpSockets.fallbackReason,
     });
 
-  const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
   const audit = new AuditLog(redis, prefix, log);
   const runtime = new ToolRuntime({
     catalogue,
@@ -149,4 +151,22 @@ export async function startCallGateway(
     rtp_sockets: rtpSockets.engine,
   });
   return { driver, calls, model };
+}
+
+/**
+ * The agents of the configuration. A configuration with an `agents` section was checked against
+ * its tenants at load; one without it (a worker's) has none, so a tenant that names an agent stops
+ * the gateway here rather than failing each of its calls.
+ */
+function callCatalogue(config: Config): AgentCatalogue {
+  const catalogue = agentCatalogue(config);
+  const missing = config.tenants.flatMap((tenant, t) =>
+    tenant.mediaTest === undefined && catalogue.get(tenant.agent) === undefined
+      ? [
+          `tenants[${t}].agent: unknown agent ${tenant.agent} (the configuration has no agents section)`,
+        ]
+      : [],
+  );
+  if (missing.length > 0) throw new ConfigError('agents', missing);
+  return catalogue;
 }

@@ -23,7 +23,10 @@ export interface RealtimeModelOptions {
 export type SessionOptions = Omit<
   OpenAIRealtimeSessionOptions,
   'url' | 'model' | 'apiKey' | 'voice'
->;
+> & {
+  /** The call's realtime model (its agent's or its tenant's); unset, model.openai.model. */
+  readonly model?: string;
+};
 
 export class RealtimeModel {
   private constructor(
@@ -86,10 +89,11 @@ export class RealtimeModel {
 
   /** A new, not yet connected session for one call. */
   openSession(options: SessionOptions = {}): OpenAIRealtimeSession {
+    const { model, ...session } = options;
     return new OpenAIRealtimeSession({
-      ...options,
+      ...session,
       url: this.url,
-      model: this.model,
+      model: model ?? this.model,
       voice: this.voice,
       ...(this.apiKey !== undefined && { apiKey: this.apiKey }),
     });

@@ -35,6 +35,8 @@ export interface RealtimeTool {
   description: string;
   /** Arguments schema; sent to the model as JSON schema. */
   parameters: ZodType;
+  /** The JSON Schema the tool was declared with: sent as it is instead of one made from `parameters`. */
+  jsonSchema?: Readonly<Record<string, unknown>>;
 }
 
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };

@@ -60,12 +60,14 @@ export function turnDetectionToWire(turn: TurnDetection): TurnDetectionWire {
   };
 }
 
-/** Tool arguments as JSON schema; `$schema` is dropped because the provider does not take it. */
+/**
+ * Tool arguments as JSON schema: the one the tool was declared with, as written (checked at load
+ * against what function calling takes), else made from its zod schema; `$schema` is dropped
+ * because the provider does not take it.
+ */
 export function toolToWire(tool: RealtimeTool): FunctionToolWire {
-  const schema = z.toJSONSchema(tool.parameters, { io: 'input', unrepresentable: 'any' }) as Record<
-    string,
-    unknown
-  >;
+  const schema =
+    tool.jsonSchema ?? z.toJSONSchema(tool.parameters, { io: 'input', unrepresentable: 'any' });
   const { $schema: _dropped, ...parameters } = schema;
   return { type: 'function', name: tool.name, description: tool.description, parameters };
 }

@@ -5,11 +5,13 @@
  * spoken on the same call, once.
  */
 import { describe, expect, it } from 'vitest';
-import { concierge } from '../../agents/sandbox/sandbox-agents.ts';
+import { exampleAgent } from '../support/example-agents.ts';
 import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { startInProcessGateway } from './in-process-gateway.ts';
 import { placeCall } from './place-call.ts';
+
+const concierge = exampleAgent('concierge');
 
 const SCRIPT = {
   name: 'handoff-before-result',

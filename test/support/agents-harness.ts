@@ -3,7 +3,7 @@
  * conversation port that records what the caller would be told (and can be told to be cut off).
  */
 import { Redis } from 'ioredis';
-import { AgentCatalogue } from '../../agents/agent.ts';
+import type { AgentCatalogue } from '../../agents/agent.ts';
 import { AgentSession } from '../../agents/agent-session.ts';
 import { AuditLog } from '../../agents/audit.ts';
 import { Janitor } from '../../agents/janitor.ts';
@@ -12,9 +12,9 @@ import {
   type ConversationPort,
   type SpokenOutcome,
 } from '../../agents/result-delivery.ts';
-import { SANDBOX_AGENTS } from '../../agents/sandbox/sandbox-agents.ts';
 import { ToolRuntime } from '../../agents/tool-runtime.ts';
 import { quietLog, startHarness, type Harness, type HarnessOptions } from './action-harness.ts';
+import { exampleCatalogue } from './example-agents.ts';
 import type { SinkMessage } from '../../jobs/providers/sandbox/message-sink.ts';
 import { sandboxMessages } from './sandbox-messages.ts';
 
@@ -77,7 +77,7 @@ export async function startAgentsHarness(
   const connect = () => new Redis(h.config.redis.url ?? '', { maxRetriesPerRequest: null });
   const redis: Redis = connect();
   const blocking: Redis[] = [];
-  const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
+  const catalogue = exampleCatalogue();
   const audit = new AuditLog(redis, h.prefix, quietLog);
   const tenants = new Map(h.config.tenants.map((t) => [t.id, t]));
   const runtime = new ToolRuntime({ catalogue, tenants, actions: h.layer, audit, log: quietLog });

@@ -340,7 +340,7 @@ export class SimulatorSession {
           });
           return;
         }
-        this.startResponse('client', responseMetadata(event));
+        this.startResponse('client', responseMetadata(event), responseInstructions(event));
         return;
       case 'response.cancel':
         if (
@@ -830,7 +830,7 @@ export class SimulatorSession {
 
   // ---- responses ---------------------------------------------------------------------------
 
-  private plan(): PlannedResponse {
+  private plan(instructions?: string): PlannedResponse {
     const wasGreeted = this.greeted;
     this.greeted = true;
     if (this.pendingStep !== undefined) {
@@ -861,16 +861,20 @@ export class SimulatorSession {
         ),
       };
     }
+    // The simulator does not follow instructions; a line they quote is said as written (a greeting).
+    const quoted = instructions === undefined ? undefined : quotedLine(instructions);
+    if (quoted !== undefined) return { say: quoted };
     return { say: wasGreeted ? this.options.script.fallback : this.options.script.greeting };
   }
 
   private startResponse(
     trigger: ResponseRecord['trigger'],
     metadata: Record<string, string> | null = null,
+    instructions?: string,
   ): void {
     const active: ActiveResponse = { id: this.id('resp'), abort: new AbortController(), metadata };
     this.active = active;
-    const planned = this.plan();
+    const planned = this.plan(instructions);
     this.emit({
       type: 'response.created',
       event_id: this.id('event'),
@@ -1276,4 +1280,18 @@ function responseMetadata(event: ClientEvent): Record<string, string> | null {
     (entry): entry is [string, string] => typeof entry[1] === 'string',
   );
   return entries.length === 0 ? null : Object.fromEntries(entries.slice(0, 16));
+}
+
+/** The instructions of a response.create, if any. */
+function responseInstructions(event: ClientEvent): string | undefined {
+  const instructions = (event as { response?: { instructions?: unknown } }).response?.instructions;
+  return typeof instructions === 'string' ? instructions : undefined;
+}
+
+/** The text between the first and the last double quote of instructions that quote a line to say. */
+function quotedLine(instructions: string): string | undefined {
+  const first = instructions.indexOf('"');
+  const last = instructions.lastIndexOf('"');
+  if (first < 0 || last <= first + 1) return undefined;
+  return instructions.slice(first + 1, last);
 }

@@ -8,7 +8,6 @@
  * `at` (ms, the host's clock).
  */
 import { Redis } from 'ioredis';
-import { AgentCatalogue } from '../../../agents/agent.ts';
 import { AgentSession } from '../../../agents/agent-session.ts';
 import { AuditLog } from '../../../agents/audit.ts';
 import { Janitor } from '../../../agents/janitor.ts';
@@ -17,11 +16,11 @@ import {
   type ConversationPort,
   type SpokenOutcome,
 } from '../../../agents/result-delivery.ts';
-import { SANDBOX_AGENTS } from '../../../agents/sandbox/sandbox-agents.ts';
 import { loadConfig } from '../../../config/load.ts';
 import { Logger } from '../../../config/log.ts';
 import { ActionLayer } from '../../../jobs/action-layer.ts';
 import { createProviders } from '../../../jobs/providers/registry.ts';
+import { exampleCatalogue } from '../../support/example-agents.ts';
 
 const gatewayId = process.env.GATEWAY_ID ?? 'gw-paused';
 const speechMs = Number(process.env.SPEECH_MS ?? '1000');
@@ -38,7 +37,8 @@ const layer = await ActionLayer.open({ config, redisUrl, log, providers: createP
 const shared = new Redis(redisUrl, { maxRetriesPerRequest: null });
 const blocking = new Redis(redisUrl, { maxRetriesPerRequest: null });
 const tenants = config.tenants.map((t) => t.id);
-const catalogue = new AgentCatalogue(SANDBOX_AGENTS);
+// The harness's configuration carries the test's actions only: calls are answered by the example's agents.
+const catalogue = exampleCatalogue();
 const delivery = new ResultDelivery({
   redis: blocking,
   commands: shared,

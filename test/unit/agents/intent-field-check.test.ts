@@ -1,16 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { AgentCatalogue } from '../../../agents/agent.ts';
-import { SANDBOX_AGENTS } from '../../../agents/sandbox/sandbox-agents.ts';
 import { ToolRuntime, type ToolRuntimeOptions } from '../../../agents/tool-runtime.ts';
 import { isCallgateError } from '../../../config/errors.ts';
 import { EXAMPLE_CONFIG_PATH, loadConfig, parseConfig } from '../../../config/load.ts';
 import { Logger } from '../../../config/log.ts';
 import { quietLog } from '../../support/action-harness.ts';
+import { exampleCatalogue } from '../../support/example-agents.ts';
 
-/** A runtime over the sandbox agents and `tenants`; nothing is admitted, so no action layer is needed. */
+/** A runtime over the example's agents and `tenants`; nothing is admitted, so no action layer is needed. */
 function runtimeFor(config: ReturnType<typeof parseConfig>, log = quietLog): ToolRuntime {
   return new ToolRuntime({
-    catalogue: new AgentCatalogue(SANDBOX_AGENTS),
+    catalogue: exampleCatalogue(),
     tenants: new Map(config.tenants.map((t) => [t.id, t])),
     actions: {} as ToolRuntimeOptions['actions'],
     audit: {} as ToolRuntimeOptions['audit'],

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AgentCatalogue, tool } from '../../../agents/agent.ts';
+import { AgentCatalogue, type ToolDefinition } from '../../../agents/agent.ts';
 import { AgentSession, type CallFacts } from '../../../agents/agent-session.ts';
 import type { BeforeToolPlugin } from '../../../agents/tool-plugins.ts';
 import { ToolRuntime, type ToolRuntimeOptions } from '../../../agents/tool-runtime.ts';
@@ -26,12 +26,12 @@ const catalogue = new AgentCatalogue([
     name: 'front-desk',
     instructions: 'Move appointments.',
     tools: [
-      tool({
+      {
         name: 'move_appointment',
         description: 'Move the caller’s appointment to another day.',
         parameters: z.object({ day: z.string() }),
         action: 'move_appointment',
-      }),
+      } as ToolDefinition,
     ],
     reveals: ['move_appointment'],
     handoffs: [],

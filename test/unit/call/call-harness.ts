@@ -7,21 +7,23 @@
 import type { Clock, ClockHandle } from '../../../config/clock.ts';
 import { Logger } from '../../../config/log.ts';
 import { rtpSchema, tenantSchema } from '../../../config/schema.ts';
-import { AgentCatalogue } from '../../../agents/agent.ts';
+import { exampleCatalogue } from '../../support/example-agents.ts';
+import type { AgentCatalogue } from '../../../agents/agent.ts';
 import type { AgentSession } from '../../../agents/agent-session.ts';
 import type { ConversationPort, SpokenOutcome } from '../../../agents/result-delivery.ts';
-import { SANDBOX_AGENTS } from '../../../agents/sandbox/sandbox-agents.ts';
 import { CallSession, type CallRtp } from '../../../gateway/call/call-session.ts';
 import type { CallEvent } from '../../../gateway/call/call-events.ts';
 import type { PlayoutScheduler } from '../../../gateway/media/playout-scheduler.ts';
 import type { PlayoutClearResult } from '../../../gateway/media/playout.ts';
 import type { RtpPortAllocator } from '../../../gateway/media/rtp-port-allocator.ts';
 import type { RtpSessionEvent } from '../../../gateway/media/rtp-session-events.ts';
+import type { SessionOptions } from '../../../gateway/realtime/realtime-model.ts';
 import type {
   RealtimeEvent,
   RealtimeSession,
   ResponseHandle,
   ResponseRequest,
+  SessionConfig,
 } from '../../../gateway/realtime/realtime-session.ts';
 import { RequestedResponse } from '../../../gateway/realtime/response-handle.ts';
 import { buildOffer, type NegotiatedMedia } from '../../../gateway/sip/sdp-negotiation.ts';
@@ -203,13 +205,19 @@ export class FakeModelSession implements RealtimeSession {
   readonly systemMessages: string[] = [];
   readonly truncated: { readonly itemId: string; readonly playedMs: number }[] = [];
   readonly audio: Buffer[] = [];
+  /** Each configuration the call gave the session, in order. */
+  readonly configurations: SessionConfig[] = [];
+  /** What the call opened the session with (its model). */
+  openedWith: SessionOptions | undefined;
   closed = false;
   /** As the sequencer answers it: from response_created until the listeners of its response_done ran. */
   activeResponseId: string | undefined;
   private readonly listeners = new Set<(event: RealtimeEvent) => void>();
 
   async connect(): Promise<void> {}
-  async configure(): Promise<void> {}
+  async configure(config: SessionConfig): Promise<void> {
+    this.configurations.push(config);
+  }
   sendAudio(audio: Buffer): void {
     this.audio.push(audio);
   }
@@ -415,8 +423,13 @@ export interface CallHarness {
   gateSeesHold(): boolean;
 }
 
+export interface StartCallOptions {
+  /** The agents the call is answered with (the example's by default); the entry agent is concierge. */
+  readonly catalogue?: AgentCatalogue;
+}
+
 /** Answers a call and opens its model; resolves once the call is live. */
-export async function startCall(): Promise<CallHarness> {
+export async function startCall(options: StartCallOptions = {}): Promise<CallHarness> {
   const clock = new ManualClock();
   const rtp = new FakeRtp();
   const dialog = new FakeDialog();
@@ -451,13 +464,14 @@ export async function startCall(): Promise<CallHarness> {
       open: async () => rtp,
     },
     model: {
-      openSession: () => {
+      openSession: (opened: SessionOptions) => {
         const session = new FakeModelSession();
+        session.openedWith = opened;
         sessions.push(session);
         return session;
       },
     },
-    catalogue: new AgentCatalogue(SANDBOX_AGENTS),
+    catalogue: options.catalogue ?? exampleCatalogue(),
     runtime: {
       handle: async () => ({ status: 'ok' }),
       toolsFor: () => [],

@@ -22,7 +22,7 @@ describe('when a folder imports across the layers gateway -> agents -> jobs -> c
     ['jobs/ledger/keys.ts', "import type { Agent } from '../../agents/agent.ts';"],
     ['jobs/ledger/keys.ts', "export * from '../../agents/agent.ts';"],
     ['agents/agent.ts', "import '../gateway/call/call-session.ts';"],
-    ['agents/sandbox/common-tools.ts', "import { x } from '../../gateway/main.ts';"],
+    ['agents/agent-config.ts', "import { x } from '../gateway/main.ts';"],
     ['config/log.ts', "import { ActionLayer } from '../jobs/action-layer.ts';"],
     ['config/log.ts', "import { Agent } from '../agents/agent.ts';"],
     ['gateway/main.ts', "import { startRedis } from '../test/support/redis.ts';"],
