@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AgentCatalogue, type ToolDefinition } from '../../../agents/agent.ts';
+import { AgentCatalogue } from '../../../agents/agent.ts';
 import { AgentSession, type CallFacts } from '../../../agents/agent-session.ts';
 import type { BeforeToolPlugin } from '../../../agents/tool-plugins.ts';
 import { ToolRuntime, type ToolRuntimeOptions } from '../../../agents/tool-runtime.ts';
@@ -31,7 +31,7 @@ const catalogue = new AgentCatalogue([
         description: 'Move the caller’s appointment to another day.',
         parameters: z.object({ day: z.string() }),
         action: 'move_appointment',
-      } as ToolDefinition,
+      },
     ],
     reveals: ['move_appointment'],
     handoffs: [],
