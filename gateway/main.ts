@@ -2,7 +2,8 @@
  * callgate's entry point. `npm start` runs the gateway and the worker in one process on the
  * embedded defaults; `--role gateway` or `--role worker` (or CALLGATE_ROLE) runs one of them.
  */
-import { startProcess } from '../jobs/process-runtime.ts';
+import { ConfigError } from '../config/load.ts';
+import { EXIT_CONFIG, startProcess } from '../jobs/process-runtime.ts';
 import { startActionLayer } from '../jobs/worker-main.ts';
 import { startCallGateway } from './call/start-call-gateway.ts';
 import { applyGatewayNice } from './process-priority.ts';
@@ -30,7 +31,11 @@ if (role !== 'worker') {
     // A shutdown that began during startup closes what the gateway was starting on: not an error.
     if (!context.draining.aborted) {
       // A SIP port in use or a model that cannot start: one clear line, then the normal shutdown.
-      context.log.error('gateway could not start', { error });
+      // A configuration the gateway cannot run (no agents for a tenant) exits 2, as at load.
+      if (error instanceof ConfigError) {
+        process.stderr.write(`callgate: ${error.message}\n`);
+        process.exitCode = EXIT_CONFIG;
+      } else context.log.error('gateway could not start', { error });
       process.kill(process.pid, 'SIGTERM');
     }
     await new Promise(() => undefined);

@@ -113,7 +113,8 @@ export async function startProcess(role: string): Promise<ProcessContext> {
     }
     clearTimeout(deadline);
     log.info('stopped');
-    process.exit(0);
+    // A start refused for its configuration has set its exit code (2) before shutting down.
+    process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -24,6 +24,7 @@ import type { OutOfBandQueue } from './out-of-band.ts';
 import { OutOfBandRedrive, type OutOfBandRedriveSettings } from './out-of-band-redrive.ts';
 import { OutOfBandRecords } from './out-of-band-records.ts';
 import { WebhookSender } from './webhook-sender.ts';
+import { closeWorker } from '../queues/close-worker.ts';
 
 /** Sends at once per worker process: sends wait on receivers, not on CPU. */
 const SEND_CONCURRENCY = 8;
@@ -147,6 +148,6 @@ export class OutOfBandWorker {
 
   async close(): Promise<void> {
     await this.redrive.stop();
-    await this.worker?.close();
+    if (this.worker !== undefined) await closeWorker(this.worker);
   }
 }

@@ -23,6 +23,7 @@ import {
   type OperationJobData,
   type ReconcileJobData,
 } from './operation-queues.ts';
+import { closeWorker } from './close-worker.ts';
 
 export interface OperationWorkersOptions {
   readonly connection: Redis;
@@ -119,7 +120,7 @@ export class OperationWorkers {
 
   /** Stops taking jobs; running attempts finish (bounded by the caller's drain limit). */
   async close(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.close()));
+    await Promise.all(this.workers.map((w) => closeWorker(w)));
     this.abort.abort();
   }
 }

@@ -134,6 +134,31 @@ describe('when callgate cannot start', () => {
     expect(stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('should exit 2 when the gateway has no agent for a tenant, and leave no redis-server', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'callgate-config-'));
+    const path = join(dir, 'no-agents.yaml');
+    writeFileSync(path, 'tenants:\n  - { id: clinic, numbers: ["2000"], agent: front_desk }\n');
+    const proc = startTs('gateway/main.ts', {
+      env: { ...(await freePorts()), CALLGATE_CONFIG: path },
+    });
+    started.push(proc);
+    expect(await proc.exited, proc.output()).toBe(2);
+    expect(proc.stderr()).toContain(
+      'tenants[0].agent: unknown agent front_desk (the configuration has no agents section)',
+    );
+    const redisLine = proc
+      .stdout()
+      .split('\n')
+      .find((line) => line.includes('started a private redis-server'));
+    const redisPid = (JSON.parse(redisLine ?? '{}') as { pid?: number }).pid;
+    if (redisPid !== undefined)
+      await waitFor(
+        async () => (isAlive(redisPid) ? undefined : true),
+        5_000,
+        'redis-server to exit',
+      );
+  });
+
   it('should exit non-zero naming an unreachable REDIS_URL without its password, not hang', async () => {
     const deadPort = await freeLoopbackPort();
     const proc = startTs('gateway/main.ts', {
