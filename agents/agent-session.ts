@@ -4,6 +4,7 @@
  * been told, and what the conversation is doing right now. The gate reads snapshots of it.
  */
 import type { ConversationScope } from '../jobs/ledger/operation.ts';
+import type { AgentCatalogue } from './agent.ts';
 import type { SessionSnapshot } from './relevance-gate.ts';
 
 /** Whether the caller is still on this call, as the gate sees it (the call's own lifecycle is gateway/call/call-phase.ts). */
@@ -33,6 +34,10 @@ export interface AgentSessionOptions {
   readonly called?: string;
   readonly ownerGateway: string;
   readonly agent: string;
+  /** The agents this call runs with to its end (a reload changes them for later calls only). */
+  readonly catalogue?: AgentCatalogue;
+  /** Their release (agents/agent-versions.ts), recorded on every operation the call starts. */
+  readonly agentVersion?: string;
   /** Whether the caller holds the call now; the call answers it from its phase. */
   readonly callerOnHold?: () => boolean;
   /** Whether the model is running a response now; the call asks its model session. */
@@ -59,6 +64,8 @@ export class AgentSession {
   readonly callerVerified: boolean;
   readonly called?: string;
   readonly ownerGateway: string;
+  readonly catalogue?: AgentCatalogue;
+  readonly agentVersion?: string;
   activeAgent: string;
   phase: CallPresence = 'active';
   callerSpeaking = false;
@@ -88,6 +95,8 @@ export class AgentSession {
     this.called = options.called;
     this.ownerGateway = options.ownerGateway;
     this.activeAgent = options.agent;
+    this.catalogue = options.catalogue;
+    this.agentVersion = options.agentVersion;
   }
 
   /** What plugins may know of the call. */
@@ -104,7 +113,7 @@ export class AgentSession {
   /** The call facts every operation of this call records (jobs/ledger/operation.ts). */
   get operationScope(): Pick<
     ConversationScope,
-    'sessionId' | 'ownerGateway' | 'caller' | 'callerVerified' | 'called'
+    'sessionId' | 'ownerGateway' | 'caller' | 'callerVerified' | 'called' | 'agentVersion'
   > {
     return {
       sessionId: this.sessionId,
@@ -112,6 +121,7 @@ export class AgentSession {
       caller: this.caller,
       callerVerified: this.callerVerified,
       called: this.called,
+      ...(this.agentVersion !== undefined && { agentVersion: this.agentVersion }),
     };
   }
 

@@ -646,8 +646,9 @@ export class ResultDelivery {
         superseded: false,
       };
     }
+    const catalogue = call.session.catalogue ?? this.options.catalogue;
     const snapshot = call.session.snapshot(op.operationId, (agent, action) =>
-      this.options.catalogue.mayReveal(agent, action),
+      catalogue.mayReveal(agent, action),
     );
     // Being spoken is not told (it may be cut): a second event meanwhile waits, as for any response.
     return {

@@ -93,9 +93,14 @@ export class ToolRuntime {
     this.now = options.now ?? Date.now;
   }
 
-  /** The tools the active agent offers the model. */
-  toolsFor(agent: string): readonly ToolDefinition[] {
-    return this.options.catalogue.get(agent)?.tools ?? [];
+  /** The tools an agent offers the model, in the agents release the call runs with. */
+  toolsFor(agent: string, session?: AgentSession): readonly ToolDefinition[] {
+    return this.catalogueOf(session).get(agent)?.tools ?? [];
+  }
+
+  /** A call keeps the agents it started with; a reload gives later calls new ones. */
+  private catalogueOf(session: AgentSession | undefined): AgentCatalogue {
+    return session?.catalogue ?? this.options.catalogue;
   }
 
   async handle(session: AgentSession, call: ToolCall, control?: CallControl): Promise<ToolOutput> {
@@ -135,7 +140,7 @@ export class ToolRuntime {
     control: CallControl | undefined,
   ): Promise<ToolOutput> {
     const tenant = this.options.tenants.get(session.tenantId);
-    const tool = this.toolsFor(session.activeAgent).find((t) => t.name === call.name);
+    const tool = this.toolsFor(session.activeAgent, session).find((t) => t.name === call.name);
     if (!tenant || !tool) {
       return {
         status: 'error',
@@ -500,11 +505,15 @@ export class ToolRuntime {
     because: string,
   ): Promise<CompensationDecision['type'] | 'refused' | undefined> {
     const owned = session.operations.get(operationId);
-    const tool = owned ? this.toolsFor(owned.agent).find((t) => t.name === owned.tool) : undefined;
+    const tool = owned
+      ? this.toolsFor(owned.agent, session).find((t) => t.name === owned.tool)
+      : undefined;
     const op = await this.options.actions.ledger.get(session.tenantId, operationId);
     if (!tool?.compensation || !op?.result) return undefined;
     const action = tool.compensation.action;
-    const compensationTool = this.toolsFor(session.activeAgent).find((t) => t.action === action);
+    const compensationTool = this.toolsFor(session.activeAgent, session).find(
+      (t) => t.action === action,
+    );
     let outcome: CompensationDecision['type'] | 'refused';
     try {
       const decision = await this.options.actions.compensate(op, {
@@ -549,7 +558,8 @@ export class ToolRuntime {
     args: Record<string, unknown>,
     control: CallControl | undefined,
   ): Promise<ToolOutput> {
-    const { actions, catalogue, audit } = this.options;
+    const { actions, audit } = this.options;
+    const catalogue = this.catalogueOf(session);
     const isRead = (action: string): boolean =>
       this.options.tenants.get(session.tenantId)?.actions[action]?.kind === 'read';
     switch (kind) {

@@ -3,6 +3,7 @@
  * gateway drains it refuses new calls with 503 (a trunk tries another gateway); at stop it ends
  * the calls it still holds, each with BYE, their pending results going out of band.
  */
+import type { AgentRelease } from '../../agents/agent-versions.ts';
 import type { Logger } from '../../config/log.ts';
 import { MediaTestEndpoint } from '../media/media-test-endpoint.ts';
 import type { InboundCall, SignalingDriver } from '../sip/signaling-driver.ts';
@@ -10,6 +11,11 @@ import type { CallEvent } from './call-events.ts';
 import { CallSession, type CallSessionOptions } from './call-session.ts';
 
 export type CallAcceptorOptions = Omit<CallSessionOptions, 'call' | 'sessionId'> & {
+  /**
+   * The agents a call starting now gets (a reload changes them for later calls); `catalogue` when
+   * unset.
+   */
+  readonly agents?: () => AgentRelease;
   /** Aborted when the process starts draining. */
   readonly draining?: AbortSignal;
   /** Sees every event of every call (tests, metrics). */
@@ -47,7 +53,16 @@ export class CallAcceptor {
       });
       return;
     }
-    const session = new CallSession({ ...this.options, call, log: this.log });
+    const release = this.options.agents?.();
+    const session = new CallSession({
+      ...this.options,
+      ...(release !== undefined && {
+        catalogue: release.catalogue,
+        agentVersion: release.version,
+      }),
+      call,
+      log: this.log,
+    });
     const onEvent = this.options.onEvent;
     session.on((event) => {
       onEvent?.(session, event);

@@ -25,6 +25,8 @@ export interface CallRecord {
   readonly caller: string;
   readonly calledNumber: string;
   readonly agent: string;
+  /** The agents release the call runs with (agents/agent-versions.ts). */
+  readonly agentVersion?: string;
   readonly ownerGateway: string;
   readonly startedAt: number;
   readonly heartbeatAt?: number;
@@ -94,6 +96,7 @@ export class CallRegistry {
         caller: record.caller,
         called_number: record.calledNumber,
         agent: record.agent,
+        ...(record.agentVersion !== undefined && { agent_version: record.agentVersion }),
         owner_gateway: this.options.gatewayId,
         started_at: String(record.startedAt),
         heartbeat_at: String(now),
@@ -183,6 +186,7 @@ function toRecord(hash: Readonly<Record<string, string>>): CallRecord | undefine
     caller: hash.caller ?? '',
     calledNumber: hash.called_number ?? '',
     agent: hash.agent ?? '',
+    ...(hash.agent_version !== undefined && { agentVersion: hash.agent_version }),
     ownerGateway: hash.owner_gateway ?? '',
     startedAt: Number(hash.started_at ?? 0),
     ...(hash.heartbeat_at !== undefined && { heartbeatAt: number(hash.heartbeat_at) }),

@@ -111,7 +111,10 @@ export interface CallSessionOptions {
   readonly media: CallMedia;
   /** Opens model sessions (RealtimeModel). */
   readonly model: ModelPort;
+  /** The agents of this call, kept to its end. */
   readonly catalogue: AgentCatalogue;
+  /** Their release, recorded on the call and its operations (agents/agent-versions.ts). */
+  readonly agentVersion?: string;
   readonly runtime: Pick<
     ToolRuntime,
     'handle' | 'toolsFor' | 'inlineAnswer' | 'settleInlineAnswer'
@@ -207,6 +210,8 @@ export class CallSession {
       called: call.calledNumber,
       ownerGateway: options.gatewayId,
       agent: call.agent,
+      catalogue: options.catalogue,
+      ...(options.agentVersion !== undefined && { agentVersion: options.agentVersion }),
       callerOnHold: () => callerOnHold(this.lifecycle.phase, this.callerHolds),
       responseActive: () => this.modelResponding(),
     });
@@ -372,6 +377,9 @@ export class CallSession {
         caller: call.identity.caller,
         calledNumber: call.calledNumber,
         agent: call.agent,
+        ...(this.options.agentVersion !== undefined && {
+          agentVersion: this.options.agentVersion,
+        }),
         startedAt: this.clock.epochMs(),
       })
       .catch((error: unknown) => this.log.warn('session registry entry failed', { error }));
@@ -408,7 +416,7 @@ export class CallSession {
 
   private sessionConfig(agentName: string, context?: string): SessionConfig {
     const agent = this.options.catalogue.get(agentName);
-    const tools = this.options.runtime.toolsFor(agentName).map((tool) => ({
+    const tools = this.options.runtime.toolsFor(agentName, this.agent).map((tool) => ({
       name: tool.name,
       description: tool.description,
       parameters: tool.parameters,

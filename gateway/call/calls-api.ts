@@ -33,6 +33,7 @@ function callView(record: CallRecord): Record<string, unknown> {
     caller: record.caller,
     called_number: record.calledNumber,
     agent: record.agent,
+    agent_version: record.agentVersion,
     owner_gateway: record.ownerGateway,
     state: record.state,
     started_at: record.startedAt,

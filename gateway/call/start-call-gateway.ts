@@ -5,14 +5,12 @@
  * stop with the process, so shutdown runs in reverse: calls end first (BYE, results out of band),
  * then signaling, the registry, the janitor, delivery, the model and the Redis connections.
  */
-import type { AgentCatalogue } from '../../agents/agent.ts';
-import { agentCatalogue } from '../../agents/agent-config.ts';
+import { AgentReleases } from '../../agents/agent-versions.ts';
 import { AuditLog } from '../../agents/audit.ts';
 import { Janitor } from '../../agents/janitor.ts';
 import { ResultDelivery } from '../../agents/result-delivery.ts';
 import { ToolRuntime } from '../../agents/tool-runtime.ts';
-import { ConfigError } from '../../config/load.ts';
-import type { Config } from '../../config/schema.ts';
+import { ConfigError, loadConfig } from '../../config/load.ts';
 import type { ActionLayer } from '../../jobs/action-layer.ts';
 import type { ProcessContext } from '../../jobs/process-runtime.ts';
 import { connect } from '../../jobs/redis/connection.ts';
@@ -24,6 +22,7 @@ import { RtpPortAllocator } from '../media/rtp-port-allocator.ts';
 import { RealtimeModel } from '../realtime/realtime-model.ts';
 import { createSignalingDriver } from '../sip/create-signaling-driver.ts';
 import type { SignalingDriver } from '../sip/signaling-driver.ts';
+import { missingEntryAgents, reloadAgents } from './agent-reload.ts';
 import { CallAcceptor } from './call-acceptor.ts';
 import { CallPrompts } from './call-prompts.ts';
 import { CallRegistry } from './call-registry.ts';
@@ -42,7 +41,11 @@ export async function startCallGateway(
   const { config, log, gatewayId, http } = context;
   const prefix = config.redis.prefix;
   const tenants = config.tenants.map((t) => t.id);
-  const catalogue = callCatalogue(config);
+  // A configuration without agents (a worker's) has none for the tenants: the gateway stops here.
+  const missing = missingEntryAgents(config);
+  if (missing.length > 0) throw new ConfigError('agents', missing);
+  const releases = new AgentReleases(config);
+  const catalogue = releases.current.catalogue;
 
   const redis = await connect(context.redis.url, 'producer');
   // Result delivery blocks on XREADGROUP: a connection of its own, waiting for Redis forever.
@@ -131,6 +134,7 @@ export async function startCallGateway(
     media: { config: config.rtp, ports, scheduler, timer },
     model,
     catalogue,
+    agents: () => releases.current,
     runtime,
     delivery,
     ledger: layer.ledger,
@@ -141,6 +145,17 @@ export async function startCallGateway(
     draining: context.draining,
   });
   calls.listen(driver);
+  const reload = (cause: string) =>
+    reloadAgents({ releases, running: config, load: () => loadConfig(), log }, cause);
+  const onHangup = () => void reload('SIGHUP');
+  process.on('SIGHUP', onHangup);
+  context.onShutdown('agent reload', async () => {
+    process.off('SIGHUP', onHangup);
+  });
+  http.route('POST', '/v1/admin/reload', async () => {
+    const outcome = reload('operator');
+    return { status: outcome.status === 'refused' ? 422 : 200, body: outcome };
+  });
   await driver.start();
   context.onShutdown('sip', () => driver.stop());
   context.onShutdown('calls', () => calls.stop());
@@ -149,24 +164,7 @@ export async function startCallGateway(
     model: model.provider,
     rtp: `${config.rtp.listen}:${config.rtp.portMin}-${config.rtp.portMax}`,
     rtp_sockets: rtpSockets.engine,
+    agents_version: releases.current.version,
   });
   return { driver, calls, model };
-}
-
-/**
- * The agents of the configuration. A configuration with an `agents` section was checked against
- * its tenants at load; one without it (a worker's) has none, so a tenant that names an agent stops
- * the gateway here rather than failing each of its calls.
- */
-function callCatalogue(config: Config): AgentCatalogue {
-  const catalogue = agentCatalogue(config);
-  const missing = config.tenants.flatMap((tenant, t) =>
-    tenant.mediaTest === undefined && catalogue.get(tenant.agent) === undefined
-      ? [
-          `tenants[${t}].agent: unknown agent ${tenant.agent} (the configuration has no agents section)`,
-        ]
-      : [],
-  );
-  if (missing.length > 0) throw new ConfigError('agents', missing);
-  return catalogue;
 }

@@ -123,6 +123,7 @@ function view(op: Operation): Record<string, unknown> {
     provider_call_id: op.scope.providerCallId,
     response_id: op.scope.responseId,
     agent: op.scope.agent,
+    agent_version: op.scope.agentVersion,
     goal: op.scope.goal,
     owner_gateway: op.scope.ownerGateway,
     result: op.result,

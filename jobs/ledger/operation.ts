@@ -146,6 +146,8 @@ export interface ConversationScope {
   /** The number dialled. */
   readonly called?: string;
   readonly agent?: string;
+  /** The agents release the call ran under (agents/agent-versions.ts): what it was told and offered. */
+  readonly agentVersion?: string;
   readonly turnId?: string;
   /** The model's call id for the tool call: recorded, never used for deduplication. */
   readonly providerCallId?: string;
