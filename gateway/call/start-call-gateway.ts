@@ -5,13 +5,13 @@
  * stop with the process, so shutdown runs in reverse: calls end first (BYE, results out of band),
  * then signaling, the registry, the janitor, delivery, the model and the Redis connections.
  */
-import type { AgentCatalogue } from '../../agents/agent.ts';
-import { agentCatalogue } from '../../agents/agent-config.ts';
+import { loadCallAgents, type CallAgents } from '../../agents/agent-module.ts';
 import { AuditLog } from '../../agents/audit.ts';
 import { Janitor } from '../../agents/janitor.ts';
 import { ResultDelivery } from '../../agents/result-delivery.ts';
 import { ToolRuntime } from '../../agents/tool-runtime.ts';
 import { ConfigError } from '../../config/load.ts';
+import type { Logger } from '../../config/log.ts';
 import type { Config } from '../../config/schema.ts';
 import type { ActionLayer } from '../../jobs/action-layer.ts';
 import type { ProcessContext } from '../../jobs/process-runtime.ts';
@@ -35,14 +35,16 @@ export interface CallGateway {
   readonly model: RealtimeModel;
 }
 
+/** `agents`: read before the process started (gateway/main.ts); unset, read here. */
 export async function startCallGateway(
   context: ProcessContext,
   layer: ActionLayer,
+  agents?: CallAgents,
 ): Promise<CallGateway> {
   const { config, log, gatewayId, http } = context;
   const prefix = config.redis.prefix;
   const tenants = config.tenants.map((t) => t.id);
-  const catalogue = callCatalogue(config);
+  const { catalogue, before, after } = agents ?? (await callAgents(config, log));
 
   const redis = await connect(context.redis.url, 'producer');
   // Result delivery blocks on XREADGROUP: a connection of its own, waiting for Redis forever.
@@ -76,6 +78,8 @@ export async function startCallGateway(
     actions: layer,
     audit,
     log,
+    before,
+    after,
   });
   const delivery = new ResultDelivery({
     redis: blocking,
@@ -153,12 +157,15 @@ export async function startCallGateway(
 }
 
 /**
- * The agents of the configuration. A configuration with an `agents` section was checked against
- * its tenants at load; one without it (a worker's) has none, so a tenant that names an agent stops
- * the gateway here rather than failing each of its calls.
+ * The agents of the configuration and of its module, with their plugins. A configuration with an
+ * `agents` section was checked against its tenants at load, and with its module here; one without
+ * it (a worker's) has none, so a tenant that names an agent stops the gateway here rather than
+ * failing each of its calls.
+ * @throws ConfigError listing every problem.
  */
-function callCatalogue(config: Config): AgentCatalogue {
-  const catalogue = agentCatalogue(config);
+export async function callAgents(config: Config, log: Logger): Promise<CallAgents> {
+  const agents = await loadCallAgents(config, { log });
+  const { catalogue } = agents;
   const missing = config.tenants.flatMap((tenant, t) =>
     tenant.mediaTest === undefined && catalogue.get(tenant.agent) === undefined
       ? [
@@ -167,5 +174,5 @@ function callCatalogue(config: Config): AgentCatalogue {
       : [],
   );
   if (missing.length > 0) throw new ConfigError('agents', missing);
-  return catalogue;
+  return agents;
 }
