@@ -140,8 +140,12 @@ function readAgents(list: unknown, read: ReadExports): void {
       }
       return tools.get(value)?.view.name;
     });
+    // The schema would offer instructionsFile, which is the configuration's.
+    if (entry.instructions === undefined)
+      read.issues.push({ path: [...at, 'instructions'], message: 'must be set' });
     const view = agentSchema.safeParse({
       ...entry,
+      instructions: entry.instructions ?? '(unset)',
       tools: names.filter((name) => name !== undefined),
     });
     if (view.success) read.agents.push({ view: view.data, at });
@@ -181,7 +185,8 @@ function readTool(
     withoutUndefined({
       name: spec.name,
       description: spec.description,
-      parameters: parameters.jsonSchema,
+      // Parameters already refused are not also missing.
+      parameters: parameters.problem === undefined ? parameters.jsonSchema : {},
       action: spec.action,
       control: spec.control,
       intent: spec.intent,

@@ -1,10 +1,9 @@
 /**
  * A module's plugins (agents/public-api.ts) as the tool runtime runs them. Both directions fail
- * closed: a `before` that throws or answers anything but a verdict refuses the tool (the runtime
- * refuses on a throw; test/integration/agents/module-plugin-fails-closed.test.ts), an `after` that
- * throws or returns no output hides the output but its status and operation id
- * (test/unit/agents/module-plugins.test.ts). Plugins see a copy of the arguments: what they do to
- * it changes nothing that is admitted.
+ * closed (test/integration/agents/module-plugin-fails-closed.test.ts): a `before` that throws or
+ * answers anything but a verdict refuses the tool (the runtime refuses on a throw), an `after`
+ * that throws or returns no output hides the output but its status and operation id. Plugins see
+ * a copy of the arguments: what they do to it changes nothing that is admitted.
  */
 import type { Logger } from '../config/log.ts';
 import { callFacts, type ToolOutput } from './agent.ts';
