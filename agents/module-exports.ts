@@ -143,8 +143,9 @@ function readAgents(list: unknown, read: ReadExports): void {
     // The schema would offer instructionsFile, which is the configuration's.
     if (entry.instructions === undefined)
       read.issues.push({ path: [...at, 'instructions'], message: 'must be set' });
+    const { instructionsFile: _refused, ...spec } = entry;
     const view = agentSchema.safeParse({
-      ...entry,
+      ...spec,
       instructions: entry.instructions ?? '(unset)',
       tools: names.filter((name) => name !== undefined),
     });

@@ -248,7 +248,7 @@ describe('when the module exports something invalid', () => {
               handoff: [],
             },
             42,
-            { name: 'nurse', tools: [] },
+            { name: 'nurse', instructionsFile: 'nurse.md' },
           ],
           plugins: [
             { name: 'audit' },
@@ -265,6 +265,9 @@ describe('when the module exports something invalid', () => {
       at('agents[1].tools[2]: must be a tool (tool({ name, ... }))'),
       at('agents[1].handoff: unknown key'),
       at('agents[2]: must be an agent (defineAgent({ name, ... }))'),
+      at(
+        'agents[3].instructionsFile: is for the configuration; a module reads its own files into instructions',
+      ),
       at('agents[3].instructions: must be set'),
       at('plugins[0]: a plugin needs a before or an after function'),
       at("plugins[1].name: limits is a plugin of callgate's own"),
