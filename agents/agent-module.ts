@@ -168,7 +168,7 @@ function withCode(definition: ToolDefinition, tool: ModuleTool): ToolDefinition 
     ...(tool.zod !== undefined && { parameters: tool.zod }),
     ...(goal !== undefined && {
       goal: (args: Readonly<Record<string, unknown>>, call: CallFacts) =>
-        checked(goal(args, call), 'string', `goal of tool ${name}`),
+        aString(goal(args, call), `goal of tool ${name}`),
     }),
     ...(compensation !== undefined && {
       compensation: {
@@ -176,16 +176,12 @@ function withCode(definition: ToolDefinition, tool: ModuleTool): ToolDefinition 
         args: (result, source) =>
           compensation.args === undefined
             ? {}
-            : checked(
-                compensation.args(result, source),
-                'object',
-                `compensation.args of tool ${name}`,
-              ),
+            : aRecord(compensation.args(result, source), `compensation.args of tool ${name}`),
       },
     }),
     ...(amount !== undefined && {
       amount: (args: Readonly<Record<string, unknown>>) =>
-        checked(amount(args), 'number', `amount of tool ${name}`),
+        aNumber(amount(args), `amount of tool ${name}`),
     }),
   };
 }
@@ -195,21 +191,21 @@ function withCode(definition: ToolDefinition, tool: ModuleTool): ToolDefinition 
  * @throws Error otherwise: before admission that is a tool error (nothing admitted), in a
  * plugin's check a refusal.
  */
-function checked<T extends 'string' | 'number' | 'object'>(
-  value: unknown,
-  type: T,
-  what: string,
-): T extends 'string' ? string : T extends 'number' ? number : Record<string, unknown> {
-  const ok =
-    type === 'number'
-      ? typeof value === 'number' && Number.isFinite(value)
-      : type === 'object'
-        ? isRecord(value)
-        : typeof value === 'string';
-  if (!ok) throw new Error(`${what} returned ${String(value)}, not a ${type}`);
-  return value as T extends 'string'
-    ? string
-    : T extends 'number'
-      ? number
-      : Record<string, unknown>;
+function aString(value: unknown, what: string): string {
+  if (typeof value === 'string') return value;
+  throw notA('string', value, what);
+}
+
+function aNumber(value: unknown, what: string): number {
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  throw notA('number', value, what);
+}
+
+function aRecord(value: unknown, what: string): Record<string, unknown> {
+  if (isRecord(value)) return value;
+  throw notA('mapping of arguments', value, what);
+}
+
+function notA(type: string, value: unknown, what: string): Error {
+  return new Error(`${what} returned ${String(value)}, not a ${type}`);
 }

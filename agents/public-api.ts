@@ -29,9 +29,11 @@
  * ];
  * ```
  *
- * - Exports: `agents` and `plugins` (arrays), or a default export `{ agents, plugins }`. Module
- *   agents join the configuration's (`agents.list`); a name may be defined once. Handoffs and
- *   tenants' entry agents may name agents of either.
+ * - Exports: `agents` and `plugins` (arrays), or a default export `{ agents, plugins }`
+ *   (`satisfies AgentModuleExports`). Module agents join the configuration's (`agents.list`); a
+ *   name may be defined once. Handoffs and tenants' entry agents may name agents of either.
+ * - A goal, compensation or amount function that throws (or returns the wrong type) fails the
+ *   tool call before anything is admitted.
  * - Checked when the gateway starts, as the configuration is: names, JSON Schemas (a zod object is
  *   converted; what function calling does not take is refused), intent fields, the tenants'
  *   actions. A module that throws, is missing or exports something invalid stops the start with

@@ -40,7 +40,7 @@ beforeAll(async () => {
 afterAll(async () => a.close());
 
 /** A runtime whose agents and plugins come from a module exporting `plugins`. */
-function runtimeWith(plugins: readonly Plugin[]): ToolRuntime {
+function runtimeWith(plugins: readonly Plugin[], tools = [reserve]): ToolRuntime {
   const config = parseConfig({
     providers: { bookings: { type: 'sandbox', service: 'bookings' } },
     tenants: [{ id: TENANT, numbers: ['7300'], agent: 'host', actions: { book_table: BOOK } }],
@@ -49,7 +49,7 @@ function runtimeWith(plugins: readonly Plugin[]): ToolRuntime {
   const agents = readAgentModule(
     MODULE,
     {
-      agents: [defineAgent({ name: 'host', instructions: 'Reserve tables.', tools: [reserve] })],
+      agents: [defineAgent({ name: 'host', instructions: 'Reserve tables.', tools })],
       plugins,
     },
     config,
@@ -187,6 +187,28 @@ describe('when an after-tool plugin of the module throws', () => {
       error: 'output_withheld',
     });
     expect(output.message).toMatch(/cannot be shown; its status \(started\) stands/);
+  });
+});
+
+describe('when a goal function of the module throws', () => {
+  it('should fail the tool call before admission: nothing admitted', async () => {
+    const runtime = runtimeWith(
+      [],
+      [
+        tool({
+          name: 'reserve',
+          description: 'Reserve a table.',
+          parameters: reserve.parameters ?? {},
+          action: 'book_table',
+          goal: () => {
+            throw new Error('no calendar for this restaurant');
+          },
+        }),
+      ],
+    );
+    const session = a.call(TENANT, 'host').session;
+    await expect(reserveTable(runtime, session)).rejects.toThrow('no calendar for this restaurant');
+    expect(await admitted(session)).toHaveLength(0);
   });
 });
 
