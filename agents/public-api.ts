@@ -32,8 +32,9 @@
  * - Exports: `agents` and `plugins` (arrays), or a default export `{ agents, plugins }`
  *   (`satisfies AgentModuleExports`). Module agents join the configuration's (`agents.list`); a
  *   name may be defined once. Handoffs and tenants' entry agents may name agents of either.
- * - A goal, compensation or amount function that throws (or returns the wrong type) fails the
- *   tool call before anything is admitted.
+ * - A goal or amount function that throws (or returns the wrong type) stops the tool call before
+ *   anything is admitted; a compensation's `args` that throws leaves the superseded result as it
+ *   is (the undo is recorded as refused).
  * - Checked when the gateway starts, as the configuration is: names, JSON Schemas (a zod object is
  *   converted; what function calling does not take is refused), intent fields, the tenants'
  *   actions. A module that throws, is missing or exports something invalid stops the start with
