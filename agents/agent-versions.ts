@@ -6,6 +6,7 @@
  * gateway (test/unit/agents/agent-versions.test.ts).
  */
 import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Config } from '../config/schema.ts';
 import { agentCatalogue } from './agent-config.ts';
 import type { AgentCatalogue } from './agent.ts';
@@ -16,21 +17,26 @@ export interface AgentRelease {
 }
 
 export function agentVersion(config: Pick<Config, 'agents'>): string {
-  const digest = createHash('sha256')
-    .update(canonicalJson(config.agents ?? null))
-    .digest('hex');
-  return `av_${digest.slice(0, 12)}`;
+  const digest = createHash('sha256').update(canonicalJson(config.agents ?? null));
+  // A module's agents are code: its source is part of the version.
+  const module = config.agents?.module;
+  if (module !== undefined && existsSync(module)) digest.update(readFileSync(module));
+  return `av_${digest.digest('hex').slice(0, 12)}`;
 }
 
-export function agentRelease(config: Pick<Config, 'agents'>): AgentRelease {
-  return { version: agentVersion(config), catalogue: agentCatalogue(config) };
+/** The release of `config`'s agents, compiled (with its module's, if any) into `catalogue`. */
+export function agentRelease(
+  config: Pick<Config, 'agents'>,
+  catalogue: AgentCatalogue = agentCatalogue(config),
+): AgentRelease {
+  return { version: agentVersion(config), catalogue };
 }
 
 export class AgentReleases {
   private release: AgentRelease;
 
-  constructor(config: Pick<Config, 'agents'>) {
-    this.release = agentRelease(config);
+  constructor(release: AgentRelease) {
+    this.release = release;
   }
 
   /** The release a call starting now gets. */
@@ -38,13 +44,9 @@ export class AgentReleases {
     return this.release;
   }
 
-  /** New calls get `config`'s agents; returns the release they replace. */
-  replace(config: Pick<Config, 'agents'>): {
-    readonly previous: AgentRelease;
-    readonly next: AgentRelease;
-  } {
+  /** New calls get `next` (unless it is the same version); returns the release they replace. */
+  replace(next: AgentRelease): { readonly previous: AgentRelease; readonly next: AgentRelease } {
     const previous = this.release;
-    const next = agentRelease(config);
     if (next.version !== previous.version) this.release = next;
     return { previous, next: this.release };
   }

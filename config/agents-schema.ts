@@ -144,6 +144,15 @@ export const agentSchema = z
 export const agentsSchema = z.strictObject({
   tools: z.array(agentToolSchema).default([]),
   list: z.array(agentSchema).default([]),
+  /**
+   * A TypeScript or JavaScript module exporting more agents and plugins (agents/public-api.ts),
+   * relative to the configuration file; load.ts makes it absolute. Imported when a gateway starts
+   * (agents/agent-module.ts), so agents it defines are checked there, with these.
+   */
+  module: z
+    .string()
+    .regex(/\.(ts|mts|js|mjs)$/, 'must name a .ts, .mts, .js or .mjs file')
+    .optional(),
 });
 
 export type AgentsConfig = z.infer<typeof agentsSchema>;
@@ -163,10 +172,16 @@ export function templatePlaceholders(text: string): string[] {
   );
 }
 
-/** Everything that ties the agents to each other and to the tenants, with paths from the root. */
+/**
+ * Everything that ties the agents to each other and to the tenants, with paths from the root.
+ * While `agents.module` is unread, an agent name or revealed action found nowhere may be the
+ * module's: those checks wait for the module, which runs them all again with its agents added
+ * (agents/agent-module.ts; test/unit/agents/agent-module.test.ts).
+ */
 export function agentsIssues(config: Pick<Config, 'agents' | 'tenants' | 'model'>): AgentsIssue[] {
   const agents = config.agents;
   if (agents === undefined) return [];
+  const moduleUnread = agents.module !== undefined;
   const tools = new Map(agents.tools.map((tool) => [tool.name, tool]));
   const byName = new Map(agents.list.map((agent) => [agent.name, agent]));
   return [
@@ -182,10 +197,10 @@ export function agentsIssues(config: Pick<Config, 'agents' | 'tenants' | 'model'
     ),
     ...agents.tools.flatMap((tool, i) => toolIssues(tool, ['agents', 'tools', i])),
     ...agents.list.flatMap((agent, i) =>
-      agentIssues(agent, ['agents', 'list', i], tools, byName, agents.tools),
+      agentIssues(agent, ['agents', 'list', i], tools, byName, agents.tools, moduleUnread),
     ),
     ...config.tenants.flatMap((tenant, t) =>
-      tenantIssues(tenant, ['tenants', t], config, tools, byName),
+      tenantIssues(tenant, ['tenants', t], config, tools, byName, moduleUnread),
     ),
   ];
 }
@@ -280,6 +295,7 @@ function agentIssues(
   tools: ReadonlyMap<string, AgentToolConfig>,
   agents: ReadonlyMap<string, AgentConfig>,
   allTools: readonly AgentToolConfig[],
+  moduleUnread: boolean,
 ): AgentsIssue[] {
   const issues: AgentsIssue[] = [];
   const seen = new Set<string>();
@@ -300,12 +316,13 @@ function agentIssues(
       });
   });
   agent.handoffs.forEach((handoff, h) => {
-    if (!agents.has(handoff.agent))
-      issues.push({
-        path: [...at, 'handoffs', h, 'agent'],
-        message: `unknown agent ${handoff.agent} (agents.list has: ${[...agents.keys()].join(', ')})`,
-      });
-    else if (handoff.agent === agent.name)
+    if (!agents.has(handoff.agent)) {
+      if (!moduleUnread)
+        issues.push({
+          path: [...at, 'handoffs', h, 'agent'],
+          message: `unknown agent ${handoff.agent} (agents.list has: ${[...agents.keys()].join(', ')})`,
+        });
+    } else if (handoff.agent === agent.name)
       issues.push({
         path: [...at, 'handoffs', h, 'agent'],
         message: 'an agent cannot hand off to itself',
@@ -317,7 +334,7 @@ function agentIssues(
       .filter((a) => a !== undefined),
   );
   agent.reveals.forEach((action, r) => {
-    if (!actions.has(action))
+    if (!actions.has(action) && !moduleUnread)
       issues.push({
         path: [...at, 'reveals', r],
         message: `no tool runs an action ${action} (tools run: ${[...actions].join(', ') || 'none'})`,
@@ -346,16 +363,19 @@ function tenantIssues(
   config: Pick<Config, 'model'>,
   tools: ReadonlyMap<string, AgentToolConfig>,
   agents: ReadonlyMap<string, AgentConfig>,
+  moduleUnread: boolean,
 ): AgentsIssue[] {
   // A media-test line never reaches an agent.
   if (tenant.mediaTest !== undefined) return [];
   if (!agents.has(tenant.agent))
-    return [
-      {
-        path: [...at, 'agent'],
-        message: `unknown agent ${tenant.agent} (agents.list has: ${[...agents.keys()].join(', ') || 'none'})`,
-      },
-    ];
+    return moduleUnread
+      ? []
+      : [
+          {
+            path: [...at, 'agent'],
+            message: `unknown agent ${tenant.agent} (agents.list has: ${[...agents.keys()].join(', ') || 'none'})`,
+          },
+        ];
   const reached = reachableAgents(tenant.agent, agents);
   return [
     ...actionIssues(tenant, at, reached, tools, agents),

@@ -31,7 +31,7 @@ export interface LoadOptions {
   path?: string;
   /** Use this document instead of reading a file (tests). */
   document?: unknown;
-  /** Where an inline document's relative paths (instructionsFile) start; the working directory by default. */
+  /** Where an inline document's relative paths (instructionsFile, agents.module) start; the working directory by default. */
   baseDir?: string;
 }
 
@@ -69,6 +69,9 @@ export function loadConfig(options: LoadOptions = {}): Config {
     const agent = result.data.agents?.list[index];
     if (agent !== undefined) agent.instructions = text;
   }
+  // Imported later, by a gateway (agents/agent-module.ts): from wherever it starts, the same file.
+  if (result.data.agents?.module !== undefined)
+    result.data.agents.module = resolve(baseDir, result.data.agents.module);
   return result.data;
 }
 
@@ -201,7 +204,8 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[]): string[] {
   });
 }
 
-function formatPath(path: readonly PropertyKey[]): string {
+/** `tenants[1].actions.refund`: a path as problems name it. */
+export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const segment of path) {
     if (typeof segment === 'number') out += `[${segment}]`;

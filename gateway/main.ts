@@ -2,10 +2,10 @@
  * callgate's entry point. `npm start` runs the gateway and the worker in one process on the
  * embedded defaults; `--role gateway` or `--role worker` (or CALLGATE_ROLE) runs one of them.
  */
-import { ConfigError } from '../config/load.ts';
-import { EXIT_CONFIG, startProcess } from '../jobs/process-runtime.ts';
+import type { CallAgents } from '../agents/agent-module.ts';
+import { startProcess } from '../jobs/process-runtime.ts';
 import { startActionLayer } from '../jobs/worker-main.ts';
-import { startCallGateway } from './call/start-call-gateway.ts';
+import { callAgents, startCallGateway } from './call/start-call-gateway.ts';
 import { applyGatewayNice } from './process-priority.ts';
 
 type Role = 'all' | 'gateway' | 'worker';
@@ -20,22 +20,26 @@ function parseRole(argv: readonly string[], env: NodeJS.ProcessEnv): Role {
 }
 
 const role = parseRole(process.argv.slice(2), process.env);
-const context = await startProcess(role);
+let agents: CallAgents | undefined;
+// A gateway's agent module is read before anything starts: a bad one exits 2 like a bad file.
+const context = await startProcess(role, {
+  ...(role !== 'worker' && {
+    prepare: async (config, log) => {
+      agents = await callAgents(config, log);
+    },
+  }),
+});
 const layer = await startActionLayer(context, { runWorkers: role !== 'gateway' });
 if (role !== 'worker') {
   // After Redis (a private redis-server is a child process) and before the listeners open.
   applyGatewayNice(context.config.gateway.nice, context.log);
   try {
-    await startCallGateway(context, layer);
+    await startCallGateway(context, layer, agents);
   } catch (error) {
     // A shutdown that began during startup closes what the gateway was starting on: not an error.
     if (!context.draining.aborted) {
       // A SIP port in use or a model that cannot start: one clear line, then the normal shutdown.
-      // A configuration the gateway cannot run (no agents for a tenant) exits 2, as at load.
-      if (error instanceof ConfigError) {
-        process.stderr.write(`callgate: ${error.message}\n`);
-        process.exitCode = EXIT_CONFIG;
-      } else context.log.error('gateway could not start', { error });
+      context.log.error('gateway could not start', { error });
       process.kill(process.pid, 'SIGTERM');
     }
     await new Promise(() => undefined);

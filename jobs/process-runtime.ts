@@ -43,6 +43,31 @@ export function loadConfigOrExit(): Config {
   }
 }
 
+export interface StartProcessOptions {
+  /**
+   * Runs once the configuration is loaded, before Redis, HTTP or signal handling start: what else
+   * the role reads to be configured (a gateway's agent module). A ConfigError it throws stops the
+   * process as a bad configuration file does: every problem printed, exit 2.
+   */
+  readonly prepare?: (config: Config, log: Logger) => Promise<void>;
+}
+
+async function prepareOrExit(
+  config: Config,
+  log: Logger,
+  prepare: StartProcessOptions['prepare'],
+): Promise<void> {
+  try {
+    await prepare?.(config, log);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`callgate: ${error.message}\n`);
+      process.exit(EXIT_CONFIG);
+    }
+    throw error;
+  }
+}
+
 /** Reads secrets named by the configuration so the logger can scrub them everywhere. */
 function registerConfiguredSecrets(config: Config): void {
   registerSecret(process.env[config.model.openai.apiKeyEnv]);
@@ -71,7 +96,10 @@ function registerConfiguredSecrets(config: Config): void {
  * Starts the shared parts of a process. Failures here (Redis unreachable, port taken) print one
  * clear line and exit non-zero instead of hanging or dumping a stack.
  */
-export async function startProcess(role: string): Promise<ProcessContext> {
+export async function startProcess(
+  role: string,
+  options: StartProcessOptions = {},
+): Promise<ProcessContext> {
   const config = loadConfigOrExit();
   registerConfiguredSecrets(config);
   const gatewayId =
@@ -81,6 +109,7 @@ export async function startProcess(role: string): Promise<ProcessContext> {
       .replace(/[^a-z0-9-]/g, '-')}-${process.pid}`;
   const log = new Logger({ level: config.log.level, fields: { role, gateway_id: gatewayId } });
   setRootLogger(log);
+  await prepareOrExit(config, log, options.prepare);
   collectProcessMetrics();
 
   const stops: { name: string; stop: () => Promise<void> }[] = [];

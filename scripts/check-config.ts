@@ -16,7 +16,7 @@ if (
   process.stderr.write('usage: npm run check -- --config FILE [--json]\n');
   process.exit(2);
 }
-const report = checkConfig(path);
+const report = await checkConfig(path);
 process.stdout.write(
   argv.includes('--json') ? `${JSON.stringify(report, null, 2)}\n` : formatCheckReport(report),
 );

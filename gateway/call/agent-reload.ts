@@ -4,9 +4,12 @@
  * become the release new calls get. Calls in progress keep theirs. An invalid configuration is
  * refused with every problem listed, and the running release stays. Other sections apply only at
  * the next start: a reload that finds them changed says which (test/e2e/agents-reload.test.ts).
+ * A module's agents are imported afresh; its plugins, which run around every call's tools, change
+ * only at the next start.
  */
-import type { AgentReleases } from '../../agents/agent-versions.ts';
-import { agentCatalogue } from '../../agents/agent-config.ts';
+import type { CallAgents } from '../../agents/agent-module.ts';
+import type { AgentCatalogue } from '../../agents/agent.ts';
+import { agentRelease, type AgentReleases } from '../../agents/agent-versions.ts';
 import { agentsIssues } from '../../config/agents-schema.ts';
 import type { Logger } from '../../config/log.ts';
 import { counter } from '../../config/metrics.ts';
@@ -30,6 +33,8 @@ export interface AgentReloadOptions {
   readonly running: Config;
   /** Reads and validates the configuration file again (throws ConfigError). */
   readonly load: () => Config;
+  /** Compiles its agents, its module's imported afresh (throws ConfigError). */
+  readonly compile: (config: Config) => Promise<CallAgents>;
   readonly log: Logger;
 }
 
@@ -43,8 +48,7 @@ const reloads = counter<'outcome'>({
  * Tenants whose entry agent the configuration does not define; a configuration without agents (a
  * worker's) has none to offer.
  */
-export function missingEntryAgents(config: Config): string[] {
-  const catalogue = agentCatalogue(config);
+export function missingEntryAgents(config: Config, catalogue: AgentCatalogue): string[] {
   return config.tenants.flatMap((tenant, t) =>
     tenant.mediaTest === undefined && catalogue.get(tenant.agent) === undefined
       ? [
@@ -54,12 +58,17 @@ export function missingEntryAgents(config: Config): string[] {
   );
 }
 
-export function reloadAgents(options: AgentReloadOptions, cause: string): ReloadOutcome {
+export async function reloadAgents(
+  options: AgentReloadOptions,
+  cause: string,
+): Promise<ReloadOutcome> {
   const { releases, running, log } = options;
   const current = releases.current.version;
   let next: Config;
+  let compiled: CallAgents;
   try {
     next = options.load();
+    compiled = await options.compile(next);
   } catch (error) {
     const problems =
       error instanceof ConfigError
@@ -71,11 +80,11 @@ export function reloadAgents(options: AgentReloadOptions, cause: string): Reload
   const against: Config = { ...running, agents: next.agents };
   const problems = [
     ...agentsIssues(against).map((issue) => `${issue.path.join('.')}: ${issue.message}`),
-    ...missingEntryAgents(against),
+    ...missingEntryAgents(against, compiled.catalogue),
   ];
   if (problems.length > 0) return refused(log, cause, current, problems);
   const restartNeeded = changedSections(running, next);
-  const { previous, next: release } = releases.replace(next);
+  const { previous, next: release } = releases.replace(agentRelease(next, compiled.catalogue));
   const status = release.version === previous.version ? 'unchanged' : 'reloaded';
   reloads.inc({ outcome: status });
   log.info(status === 'reloaded' ? 'agents reloaded for new calls' : 'agents unchanged', {

@@ -5,12 +5,15 @@
  * stop with the process, so shutdown runs in reverse: calls end first (BYE, results out of band),
  * then signaling, the registry, the janitor, delivery, the model and the Redis connections.
  */
-import { AgentReleases } from '../../agents/agent-versions.ts';
+import { loadCallAgents, type CallAgents } from '../../agents/agent-module.ts';
+import { agentRelease, AgentReleases } from '../../agents/agent-versions.ts';
 import { AuditLog } from '../../agents/audit.ts';
 import { Janitor } from '../../agents/janitor.ts';
 import { ResultDelivery } from '../../agents/result-delivery.ts';
 import { ToolRuntime } from '../../agents/tool-runtime.ts';
 import { ConfigError, loadConfig } from '../../config/load.ts';
+import type { Logger } from '../../config/log.ts';
+import type { Config } from '../../config/schema.ts';
 import type { ActionLayer } from '../../jobs/action-layer.ts';
 import type { ProcessContext } from '../../jobs/process-runtime.ts';
 import { connect } from '../../jobs/redis/connection.ts';
@@ -34,17 +37,18 @@ export interface CallGateway {
   readonly model: RealtimeModel;
 }
 
+/** `agents`: read before the process started (gateway/main.ts); unset, read here. */
 export async function startCallGateway(
   context: ProcessContext,
   layer: ActionLayer,
+  agents?: CallAgents,
 ): Promise<CallGateway> {
   const { config, log, gatewayId, http } = context;
   const prefix = config.redis.prefix;
   const tenants = config.tenants.map((t) => t.id);
-  // A configuration without agents (a worker's) has none for the tenants: the gateway stops here.
-  const missing = missingEntryAgents(config);
-  if (missing.length > 0) throw new ConfigError('agents', missing);
-  const releases = new AgentReleases(config);
+  const loaded = agents ?? (await callAgents(config, log));
+  const { before, after } = loaded;
+  const releases = new AgentReleases(agentRelease(config, loaded.catalogue));
   const catalogue = releases.current.catalogue;
 
   const redis = await connect(context.redis.url, 'producer');
@@ -79,6 +83,8 @@ export async function startCallGateway(
     actions: layer,
     audit,
     log,
+    before,
+    after,
   });
   const delivery = new ResultDelivery({
     redis: blocking,
@@ -146,14 +152,23 @@ export async function startCallGateway(
   });
   calls.listen(driver);
   const reload = (cause: string) =>
-    reloadAgents({ releases, running: config, load: () => loadConfig(), log }, cause);
+    reloadAgents(
+      {
+        releases,
+        running: config,
+        load: () => loadConfig(),
+        compile: (next) => callAgents(next, log, { fresh: true }),
+        log,
+      },
+      cause,
+    );
   const onHangup = () => void reload('SIGHUP');
   process.on('SIGHUP', onHangup);
   context.onShutdown('agent reload', async () => {
     process.off('SIGHUP', onHangup);
   });
   http.route('POST', '/v1/admin/reload', async () => {
-    const outcome = reload('operator');
+    const outcome = await reload('operator');
     return { status: outcome.status === 'refused' ? 422 : 200, body: outcome };
   });
   await driver.start();
@@ -167,4 +182,22 @@ export async function startCallGateway(
     agents_version: releases.current.version,
   });
   return { driver, calls, model };
+}
+
+/**
+ * The agents of the configuration and of its module, with their plugins. A configuration with an
+ * `agents` section was checked against its tenants at load, and with its module here; one without
+ * it (a worker's) has none, so a tenant that names an agent stops the gateway here rather than
+ * failing each of its calls.
+ * @throws ConfigError listing every problem.
+ */
+export async function callAgents(
+  config: Config,
+  log: Logger,
+  options: { readonly fresh?: boolean } = {},
+): Promise<CallAgents> {
+  const agents = await loadCallAgents(config, { log, ...options });
+  const missing = missingEntryAgents(config, agents.catalogue);
+  if (missing.length > 0) throw new ConfigError('agents', missing);
+  return agents;
 }

@@ -4,8 +4,9 @@
  * tools as they go on the wire. Secrets are not read, only whether the variables they name are set
  * where the check runs (a warning: production sets them elsewhere).
  */
-import { agentCatalogue } from '../../agents/agent-config.ts';
+import { loadCallAgents } from '../../agents/agent-module.ts';
 import { agentVersion } from '../../agents/agent-versions.ts';
+import type { AgentCatalogue } from '../../agents/agent.ts';
 import { ConfigError, loadConfig } from '../../config/load.ts';
 import type { Config } from '../../config/schema.ts';
 import { toolToWire } from '../realtime/session-config-wire.ts';
@@ -29,10 +30,16 @@ export type CheckReport =
       readonly agents: readonly AgentView[];
     };
 
-export function checkConfig(path: string, env: NodeJS.ProcessEnv = process.env): CheckReport {
+export async function checkConfig(
+  path: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<CheckReport> {
   let config: Config;
+  let catalogue: AgentCatalogue;
   try {
     config = loadConfig({ path, env });
+    // The module too, if the configuration names one: its agents are checked with the others.
+    catalogue = (await loadCallAgents(config)).catalogue;
   } catch (error) {
     if (error instanceof ConfigError)
       return { valid: false, source: path, problems: error.problems };
@@ -42,7 +49,6 @@ export function checkConfig(path: string, env: NodeJS.ProcessEnv = process.env):
       problems: [error instanceof Error ? error.message : String(error)],
     };
   }
-  const catalogue = agentCatalogue(config);
   const agents = catalogue.names().map((name) => ({
     name,
     entryOf: config.tenants.filter((t) => t.agent === name).map((t) => t.id),

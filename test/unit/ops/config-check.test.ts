@@ -8,8 +8,8 @@ import { toolToWire } from '../../../gateway/realtime/session-config-wire.ts';
 import { EXAMPLE_CONFIG_PATH, loadConfig } from '../../../config/load.ts';
 
 describe('when a configuration is checked without starting anything', () => {
-  it('should list the tools of each agent exactly as they go to the model', () => {
-    const report = checkConfig(EXAMPLE_CONFIG_PATH, { OPENAI_API_KEY: 'set' });
+  it('should list the tools of each agent exactly as they go to the model', async () => {
+    const report = await checkConfig(EXAMPLE_CONFIG_PATH, { OPENAI_API_KEY: 'set' });
     if (!report.valid) throw new Error(report.problems.join('\n'));
     const catalogue = agentCatalogue(loadConfig({ path: EXAMPLE_CONFIG_PATH, env: {} }));
     const billing = report.agents.find((a) => a.name === 'billing');
@@ -19,7 +19,7 @@ describe('when a configuration is checked without starting anything', () => {
     expect(formatCheckReport(report)).toContain(`is valid (agents version ${report.agentVersion})`);
   });
 
-  it('should list every problem by path, and warn of secrets not set', () => {
+  it('should list every problem by path, and warn of secrets not set', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'callgate-check-'));
     const path = join(dir, 'bad.yaml');
     writeFileSync(
@@ -33,7 +33,7 @@ describe('when a configuration is checked without starting anything', () => {
         '    - { name: front, instructions: hi, tools: [t, missing_tool], reveals: [], handoffs: [{ agent: ghost, description: g }] }',
       ].join('\n'),
     );
-    const report = checkConfig(path, {});
+    const report = await checkConfig(path, {});
     expect(report.valid).toBe(false);
     if (report.valid) return;
     const text = report.problems.join('\n');
@@ -42,7 +42,7 @@ describe('when a configuration is checked without starting anything', () => {
     expect(text).toContain('missing_tool');
     expect(formatCheckReport(report)).toContain('is not valid');
 
-    const ok = checkConfig(EXAMPLE_CONFIG_PATH, {});
+    const ok = await checkConfig(EXAMPLE_CONFIG_PATH, {});
     expect(ok.valid && ok.warnings).toEqual([
       'model.openai.apiKeyEnv: names OPENAI_API_KEY, which is not set here (the local simulator answers instead)',
     ]);
