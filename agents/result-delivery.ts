@@ -81,7 +81,7 @@ const READ_COUNT = 50;
 const BLOCK_MS = 500;
 
 export interface SpokenOutcome {
-  /** `completed`: the caller was sent the response to its last packet; else they did not hear it whole. */
+  /** `completed`: the caller was sent all of it but its tail (TOLD_TAIL_MS); else not heard. */
   readonly status: 'completed' | 'cancelled' | 'failed';
   readonly responseId?: string;
   /** When the first packet of the response's audio was sent to the caller (ms since epoch). */

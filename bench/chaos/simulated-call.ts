@@ -1,8 +1,9 @@
 /**
  * One simulated call in a chaos gateway: an AgentSession that asks for its plan's tools through the
  * real tool runtime, and a conversation port that plays results to the "caller" and journals what
- * was heard. A result counts as heard when its playout finished uncut (the port's deliver resolves
- * completed), the same rule the real call session follows; a barge-in or the hang-up cuts it.
+ * was heard. A result counts as heard once its essential part played uncut (all but its last
+ * TOLD_TAIL_MS: the port's deliver resolves completed there while the tail plays on), the same rule
+ * the real call session follows; a barge-in, a stall or the hang-up before that point cuts it.
  */
 import { AgentSession } from '../../agents/agent-session.ts';
 import type {
@@ -11,6 +12,7 @@ import type {
   SpokenOutcome,
 } from '../../agents/result-delivery.ts';
 import { toolError, type ToolRuntime } from '../../agents/tool-runtime.ts';
+import { TOLD_TAIL_MS } from '../../gateway/call/spoken-response.ts';
 import type { CallPlan } from './call-plan.ts';
 import type { CallJournal } from './journal.ts';
 import { SeededRandom } from './seeded-random.ts';
@@ -124,24 +126,18 @@ export class SimulatedCall implements ConversationPort {
     const bargeIn = this.random.chance(this.plan.bargeInChance);
     this.playing++;
     const firstAudioAt = Date.now();
-    let status: SpokenOutcome['status'];
-    try {
-      const played = await playOut(
-        bargeIn ? Math.floor(speakMs / 2) : speakMs,
-        stop === undefined ? this.hangUp.signal : AbortSignal.any([this.hangUp.signal, stop]),
-        this.parts.stallCutMs,
-      );
-      status =
-        stop?.aborted === true || played === 'stalled'
+    const playout = playOut(speakMs, {
+      signal: stop === undefined ? this.hangUp.signal : AbortSignal.any([this.hangUp.signal, stop]),
+      stallCutMs: this.parts.stallCutMs,
+      ...(bargeIn && { bargeInAtMs: Math.floor(speakMs / 2) }),
+    });
+    const essential = await playout.essential;
+    const status: SpokenOutcome['status'] =
+      essential === 'played'
+        ? 'completed'
+        : stop?.aborted === true || essential === 'stalled' || essential === 'barged_in'
           ? 'cancelled'
-          : played === 'aborted'
-            ? 'failed'
-            : bargeIn
-              ? 'cancelled'
-              : 'completed';
-    } finally {
-      this.playing--;
-    }
+          : 'failed';
     // Durable before delivery hears of it: what the caller heard is recorded even if this process dies next.
     this.parts.journal.append({
       type: 'result_played',
@@ -150,17 +146,23 @@ export class SimulatedCall implements ConversationPort {
       operationId: result.operationId,
       status,
     });
-    if (status === 'cancelled') {
-      this.session.callerSpeaking = true;
-      setTimeout(() => {
-        this.session.callerSpeaking = false;
-        this.offerHeld();
-      }, BARGE_IN_TALK_MS).unref();
-    } else {
+    // The response stays active until the tail has played (or been cut), after deliver resolved.
+    void playout.ended.then((end) => {
+      this.playing--;
+      if (end === 'barged_in' || status === 'cancelled') this.callerTalksOver();
       // The response ended and the line is quiet: the call session goes idle here (response done).
-      setImmediate(() => this.offerHeld());
-    }
+      else setImmediate(() => this.offerHeld());
+    });
     return { status, responseId, firstAudioAt };
+  }
+
+  /** The caller barged in: they talk for a while, then the line is quiet again. */
+  private callerTalksOver(): void {
+    this.session.callerSpeaking = true;
+    setTimeout(() => {
+      this.session.callerSpeaking = false;
+      this.offerHeld();
+    }, BARGE_IN_TALK_MS).unref();
   }
 
   /** The line is quiet: results held for later are offered again. */
@@ -176,21 +178,48 @@ export class SimulatedCall implements ConversationPort {
 /** Audio goes out in frames of this length; a frame that comes a stall late is where the media cuts. */
 const FRAME_MS = 100;
 
+/** How a playout stopped: to its end, the hang-up or a stop, a stall, or the caller talking over it. */
+type PlayoutEnd = 'played' | 'aborted' | 'stalled' | 'barged_in';
+
+interface PlayoutOptions {
+  readonly signal: AbortSignal;
+  readonly stallCutMs: number;
+  /** The caller talks over the speech once this much of it has played. */
+  readonly bargeInAtMs?: number;
+}
+
+interface SimulatedPlayout {
+  /** `played` once all but the last TOLD_TAIL_MS went out, else how it stopped before that. */
+  readonly essential: Promise<PlayoutEnd>;
+  /** How the whole playout stopped, tail included. */
+  readonly ended: Promise<PlayoutEnd>;
+}
+
 /**
  * Plays `ms` of speech frame by frame, as the media sends it: a process paused mid-speech resumes
  * where it was, not at the end, and a stall of `stallCutMs` or more cuts the rest (RtpSession).
+ * Its essential part is played once the frames sent cover all but the last TOLD_TAIL_MS (at least
+ * one frame); a cut after that point cuts only the tail.
  */
-async function playOut(
-  ms: number,
-  signal: AbortSignal,
-  stallCutMs: number,
-): Promise<'played' | 'aborted' | 'stalled'> {
-  for (let sent = 0; sent < ms; sent += FRAME_MS) {
-    const before = Date.now();
-    if (!(await sleep(Math.min(FRAME_MS, ms - sent), signal))) return 'aborted';
-    if (Date.now() - before - FRAME_MS >= stallCutMs) return 'stalled';
-  }
-  return 'played';
+function playOut(ms: number, options: PlayoutOptions): SimulatedPlayout {
+  let reachEssential: (end: PlayoutEnd) => void = () => undefined;
+  const essential = new Promise<PlayoutEnd>((resolve) => (reachEssential = resolve));
+  const essentialMs = Math.max(0, ms - TOLD_TAIL_MS);
+  const ended = (async (): Promise<PlayoutEnd> => {
+    const stopAtMs = Math.min(ms, options.bargeInAtMs ?? ms);
+    for (let sent = 0; sent < stopAtMs;) {
+      const frameMs = Math.min(FRAME_MS, stopAtMs - sent);
+      const before = Date.now();
+      if (!(await sleep(frameMs, options.signal))) return 'aborted';
+      if (Date.now() - before - FRAME_MS >= options.stallCutMs) return 'stalled';
+      sent += frameMs;
+      if (sent >= essentialMs) reachEssential('played');
+    }
+    return stopAtMs < ms ? 'barged_in' : 'played';
+  })();
+  // A promise settles once: a cut after the essential end leaves it played.
+  void ended.then(reachEssential);
+  return { essential, ended };
 }
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts. */

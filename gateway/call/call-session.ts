@@ -41,6 +41,7 @@ import type {
   ResponseHandle,
   SessionConfig,
 } from '../realtime/realtime-session.ts';
+import { bytesPerMs } from '../realtime/realtime-session.ts';
 import { answerOffer, type NegotiatedMedia } from '../sip/sdp-negotiation.ts';
 import type { DialogEndReason, DialogEvent, InboundCall } from '../sip/signaling-driver.ts';
 import { AudioUplink } from './audio-uplink.ts';
@@ -256,6 +257,7 @@ export class CallSession {
       model: () => this.link.session,
       ending: () => isEnding(this.lifecycle.phase),
       callerOnHold: () => this.agent.callerOnHold,
+      playedMs: (itemId) => this.rtp?.playedMs(itemId),
       cut: (responseId) => {
         if (responseId !== undefined) this.silenced.add(responseId);
         this.clearPlayout();
@@ -577,7 +579,11 @@ export class CallSession {
         }
         items.add(event.itemId);
         this.playing.add(event.itemId);
-        this.deliveries.queued(event.responseId, event.itemId);
+        this.deliveries.queued(
+          event.responseId,
+          event.itemId,
+          event.audio.length / bytesPerMs(this.modelFormat),
+        );
         rtp.play(event.itemId, event.audio);
         return;
       }

@@ -3,10 +3,13 @@
  * and resolves on that response's playout outcome (see SpokenResponse), and the results being
  * spoken right now. Each is bound to the handle the model session gave for its response (created,
  * or refused); the call's model and media events drive the rest by response and item id (queued,
- * sent, done, cut, finished).
+ * sent, done, cut, finished). Once a result's essential end is known (SpokenResponse.essentialEnd),
+ * a timer on the call's clock looks at the playout when it is due and tells the result if that much
+ * went out, else looks again when the rest can have gone out (a hold pauses the playout).
  */
 import type { Clock, ClockHandle } from '../../config/clock.ts';
 import type { ConversationPort, SpokenOutcome } from '../../agents/result-delivery.ts';
+import { FRAME_MS } from '../media/audio-format.ts';
 import type { PlayoutClearResult } from '../media/playout.ts';
 import type { RealtimeSession, ResponseHandle } from '../realtime/realtime-session.ts';
 import { SpokenResponse } from './spoken-response.ts';
@@ -28,6 +31,8 @@ export interface DeliveryPortHost {
   ending(): boolean;
   /** The caller holds the call: the playout waits for the resume. */
   callerOnHold(): boolean;
+  /** Milliseconds of an item handed to the network so far (RtpSession.playedMs). */
+  playedMs(itemId: string): number | undefined;
   /** Cuts what is playing as a barge-in does; the response's late audio is not played. */
   cut(responseId: string | undefined): void;
   /** A result's response settled (told or not). */
@@ -42,6 +47,8 @@ export interface DeliveryPortHost {
 export class DeliveryPort {
   /** Results being spoken, each a response from its request to the last packet played (or its cut). */
   private readonly speaking: SpokenResponse[] = [];
+  /** The pending look at the playout of each result whose essential end is known. */
+  private readonly essentialChecks = new Map<SpokenResponse, ClockHandle>();
 
   constructor(private readonly host: DeliveryPortHost) {}
 
@@ -70,26 +77,32 @@ export class DeliveryPort {
     timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
     void spoken.outcome.then(() => {
       host.clock.cancel(timer);
-      const index = this.speaking.indexOf(spoken);
-      if (index >= 0) this.speaking.splice(index, 1);
+      this.untrack(spoken);
     });
     return spoken;
   }
 
-  /** Audio of an item of a response went to the playout. */
-  queued(responseId: string, itemId: string): void {
-    for (const spoken of this.speaking) if (spoken.responseId === responseId) spoken.queued(itemId);
+  /** `ms` of audio of an item of a response went to the playout. */
+  queued(responseId: string, itemId: string, ms: number): void {
+    for (const spoken of this.speaking)
+      if (spoken.responseId === responseId) spoken.queued(itemId, ms);
   }
 
   /** A response is over on the model's side (see SpokenResponse.done). */
   done(responseId: string, status: SpokenOutcome['status']): void {
-    for (const spoken of [...this.speaking])
-      if (spoken.responseId === responseId) spoken.done(status);
+    for (const spoken of [...this.speaking]) {
+      if (spoken.responseId !== responseId) continue;
+      spoken.done(status);
+      this.watchEssentialEnd(spoken);
+    }
   }
 
   /** The first packet of an item went out. */
   itemSent(itemId: string): void {
-    for (const spoken of this.speaking) spoken.sent(itemId);
+    for (const spoken of [...this.speaking]) {
+      spoken.sent(itemId);
+      this.watchEssentialEnd(spoken);
+    }
   }
 
   /** The last packet of an item went out. */
@@ -105,7 +118,10 @@ export class DeliveryPort {
   /** Every result being spoken fails (session left, call ended); returns how many. */
   failAll(): number {
     const failed = this.speaking.splice(0);
-    for (const spoken of failed) spoken.fail();
+    for (const spoken of failed) {
+      spoken.fail();
+      this.untrack(spoken);
+    }
     return failed.length;
   }
 
@@ -149,9 +165,39 @@ export class DeliveryPort {
     );
     const result = await spoken.outcome;
     host.clock.cancel(timer);
-    const index = this.speaking.indexOf(spoken);
-    if (index >= 0) this.speaking.splice(index, 1);
+    this.untrack(spoken);
     host.settled(operationId, result);
     return result;
+  }
+
+  /**
+   * Once its essential end is known, tells the result when that much of its last item went out:
+   * looks at the playout now, and again when the rest can have gone out in real time, so a
+   * paused playout (hold) only delays it and a look is never later than the essential end by
+   * more than a packet (test/unit/call/told-at-essential-end.test.ts).
+   */
+  private watchEssentialEnd(spoken: SpokenResponse): void {
+    if (this.essentialChecks.has(spoken)) return;
+    const end = spoken.essentialEnd;
+    if (end === undefined) return;
+    const { clock } = this.host;
+    const look = (): void => {
+      this.essentialChecks.delete(spoken);
+      const sentMs = this.host.playedMs(end.itemId) ?? 0;
+      spoken.progressed(end.itemId, sentMs);
+      if (spoken.essentialEnd === undefined) return;
+      const dueInMs = Math.max(FRAME_MS, end.atMs - sentMs);
+      this.essentialChecks.set(spoken, clock.schedule(look, dueInMs));
+    };
+    look();
+  }
+
+  /** A result is no longer being spoken: it leaves the list and its pending look is dropped. */
+  private untrack(spoken: SpokenResponse): void {
+    const index = this.speaking.indexOf(spoken);
+    if (index >= 0) this.speaking.splice(index, 1);
+    const check = this.essentialChecks.get(spoken);
+    if (check !== undefined) this.host.clock.cancel(check);
+    this.essentialChecks.delete(spoken);
   }
 }

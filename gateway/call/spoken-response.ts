@@ -6,11 +6,27 @@
  * a barge-in then leaves the result untold (test/unit/call/spoken-response.test.ts,
  * test/scenarios/barge-in-after-response-done.test.ts).
  *
+ * A result is told once its essential part went out: all but the last `TOLD_TAIL_MS` of its last
+ * item, known once the model is done (the lengths are final) and that item's first packet went
+ * out. A cut before that point leaves it untold; a cut inside the tail does not
+ * (test/unit/call/told-at-essential-end.test.ts).
+ *
  * It binds to the ResponseHandle of its request: created gives it the response id, a refused
- * request fails it at once. Pure: no I/O and no timers; time comes from the injected clock.
+ * request fails it at once. Pure: no I/O and no timers; time comes from the injected clock, and
+ * the delivery port says how far the last item has gone out (`progressed`).
  */
 import type { SpokenOutcome } from '../../agents/result-delivery.ts';
 import type { ResponseHandle } from '../realtime/realtime-session.ts';
+
+/**
+ * The end of a spoken result the caller may miss and still have heard it. Speech synthesis ends
+ * in trailing silence and breath, so a caller who heard all but the last 200 ms heard the words.
+ * Telling the result this much before its last packet lets its record be durable (a replica WAIT
+ * included) before the caller hears the end: a gateway killed in those last moments no longer
+ * leaves a result heard in full that the ledger says is untold, which another gateway's janitor
+ * would then send by SMS (bench/chaos/). Must stay above the record's write and wait (a few ms).
+ */
+export const TOLD_TAIL_MS = 200;
 
 /** What the caller got of the response so far. */
 export type PlayoutProgress =
@@ -28,6 +44,12 @@ export type PlayoutProgress =
   /** The last packet of every item it streamed went out. */
   | { readonly type: 'finished'; readonly heardMs: number };
 
+/** Where the essential part of a response ends: `atMs` into its last item. */
+export interface EssentialEnd {
+  readonly itemId: string;
+  readonly atMs: number;
+}
+
 export interface SpokenResponseOptions {
   readonly operationId: string;
   /** The model's handle of the response asked for to speak it. */
@@ -37,6 +59,10 @@ export interface SpokenResponseOptions {
 }
 
 interface ItemPlayout {
+  /** Milliseconds of its audio queued so far: its length once the response is done. */
+  lengthMs: number;
+  /** Its first packet went out. */
+  started: boolean;
   sentMs: number;
   finished: boolean;
 }
@@ -44,7 +70,7 @@ interface ItemPlayout {
 export class SpokenResponse {
   readonly operationId: string;
   readonly handle: ResponseHandle;
-  /** Resolves once: completed only when the caller was sent all of it. */
+  /** Resolves once: completed only when the caller was sent its essential part. */
   readonly outcome: Promise<SpokenOutcome>;
   private readonly now: () => number;
   private id: string | undefined;
@@ -70,15 +96,42 @@ export class SpokenResponse {
     return this.id;
   }
 
-  /** Audio of one of its items went to the playout. */
-  queued(itemId: string): void {
-    if (this.result === undefined && !this.items.has(itemId))
-      this.items.set(itemId, { sentMs: 0, finished: false });
+  /** `ms` of audio of one of its items went to the playout. */
+  queued(itemId: string, ms: number): void {
+    if (this.result !== undefined) return;
+    const item = this.items.get(itemId);
+    if (item !== undefined) item.lengthMs += ms;
+    else this.items.set(itemId, { lengthMs: ms, started: false, sentMs: 0, finished: false });
   }
 
   /** The first packet of an item went out: the first audio the caller can hear (commit-to-audible). */
   sent(itemId: string): void {
-    if (this.items.has(itemId)) this.firstSentAt ??= this.now();
+    const item = this.items.get(itemId);
+    if (item === undefined) return;
+    item.started = true;
+    this.firstSentAt ??= this.now();
+  }
+
+  /**
+   * Where its essential part ends, once that can be known: the model is done with it as completed
+   * and the first packet of its last item went out. Undefined before, and once it has settled or
+   * been cut. Its last item's first packet plus `atMs` is the essential end on the call's clock.
+   */
+  get essentialEnd(): EssentialEnd | undefined {
+    if (this.result !== undefined || this.interruption !== undefined) return undefined;
+    if (this.modelStatus !== 'completed') return undefined;
+    const last = [...this.items.entries()].at(-1);
+    if (last === undefined || !last[1].started) return undefined;
+    return { itemId: last[0], atMs: Math.max(0, last[1].lengthMs - TOLD_TAIL_MS) };
+  }
+
+  /** `sentMs` of an item have gone out: told once that covers its essential part. */
+  progressed(itemId: string, sentMs: number): void {
+    const item = this.items.get(itemId);
+    if (item === undefined || item.finished || this.result !== undefined) return;
+    item.sentMs = Math.max(item.sentMs, sentMs);
+    const end = this.essentialEnd;
+    if (end?.itemId === itemId && item.sentMs >= end.atMs) this.settle('completed');
   }
 
   /** The last packet of an item went out. */
@@ -134,7 +187,8 @@ export class SpokenResponse {
 
   /**
    * Settles once both ends are known: the model's (done) and the caller's (every item sent, or
-   * cut). A response cut before it is done settles at its done, as the model's cancel follows.
+   * cut; the essential part sent settles it through `progressed`). A response cut before it is
+   * done settles at its done, as the model's cancel follows.
    */
   private settleIfKnown(): void {
     if (this.result !== undefined || this.modelStatus === undefined) return;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { TOLD_TAIL_MS } from '../../../gateway/call/spoken-response.ts';
 import { EPOCH_MS, settle, startCall } from './call-harness.ts';
 
 describe('when the model finished streaming a result and the caller barges in while it still plays', () => {
@@ -31,26 +32,47 @@ describe('when the model finished streaming a result and the caller barges in wh
     expect(h.errors).toEqual([]);
   });
 
-  it('should report the result told only once its last packet went out, not at response_done', async () => {
+  it('should report the result told when the caller barges in inside its last TOLD_TAIL_MS', async () => {
     const h = await startCall();
     const model = h.model();
     const result = h.speak('op_1');
     await settle();
     model.speak('resp_1', 'item_1', 8_000, model.lastHandle);
     model.done('resp_1');
-    h.rtp.send(7_980);
-    await h.clock.advance(7_980);
-    expect(result.outcome).toBeUndefined();
+    await h.play(7_900);
+    model.emit({ type: 'speech_started', itemId: 'user_1', audioStartMs: 0 });
+    await settle();
 
-    h.rtp.sendAll();
-    await h.clock.advance(20);
     expect(result.outcome).toEqual({
       status: 'completed',
       responseId: 'resp_1',
       firstAudioAt: EPOCH_MS,
-      heardMs: 8_000,
+      heardMs: 8_000 - TOLD_TAIL_MS,
     });
-    expect(result.settledAt).toBe(7_980);
+    expect(result.settledAt).toBe(8_000 - TOLD_TAIL_MS);
+    expect(h.events).toContainEqual(expect.objectContaining({ type: 'barge_in', playedMs: 7_900 }));
+    expect(h.errors).toEqual([]);
+  });
+
+  it('should report the result not told when the caller barges in 1 ms before its essential end', async () => {
+    const h = await startCall();
+    const model = h.model();
+    const result = h.speak('op_1');
+    await settle();
+    model.speak('resp_1', 'item_1', 8_000, model.lastHandle);
+    model.done('resp_1');
+    await h.play(8_000 - TOLD_TAIL_MS - 1);
+    expect(result.outcome).toBeUndefined();
+    model.emit({ type: 'speech_started', itemId: 'user_1', audioStartMs: 0 });
+    await h.clock.advance(1_000);
+
+    expect(result.outcome).toEqual({
+      status: 'cancelled',
+      responseId: 'resp_1',
+      firstAudioAt: EPOCH_MS,
+      heardMs: 7_799,
+    });
+    expect(result.settledAt).toBe(7_799);
     expect(h.errors).toEqual([]);
   });
 });

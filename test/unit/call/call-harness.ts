@@ -34,6 +34,9 @@ import type {
   SignalingDialog,
 } from '../../../gateway/sip/signaling-driver.ts';
 
+/** One RTP packet of audio. */
+const PACKET_MS = 20;
+
 /** Wall-clock time of the manual clock's zero. */
 export const EPOCH_MS = 1_800_000_000_000;
 
@@ -419,6 +422,8 @@ export interface CallHarness {
   model(): FakeModelSession;
   /** Asks the call to speak a result, as delivery does after the gate said speak. */
   speak(operationId: string): Speaking;
+  /** `ms` of packets go out in 20 ms frames while the clock moves with them, as the media paces them. */
+  play(ms: number): Promise<void>;
   /** Whether the gate's snapshot of the call says the caller holds it. */
   gateSeesHold(): boolean;
 }
@@ -528,6 +533,13 @@ export async function startCall(options: StartCallOptions = {}): Promise<CallHar
         speaking.settledAt = clock.now();
       });
       return speaking;
+    },
+    play: async (ms) => {
+      for (let played = 0; played < ms; played += PACKET_MS) {
+        const step = Math.min(PACKET_MS, ms - played);
+        rtp.send(step);
+        await clock.advance(step);
+      }
     },
     gateSeesHold: () => call.agent.snapshot('op_none', () => true).callerOnHold,
   };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SpokenOutcome } from '../../../agents/result-delivery.ts';
-import { SpokenResponse } from '../../../gateway/call/spoken-response.ts';
+import { SpokenResponse, TOLD_TAIL_MS } from '../../../gateway/call/spoken-response.ts';
 import { RequestedResponse } from '../../../gateway/realtime/response-handle.ts';
 
 function manualClock(start = 1_000): { now: () => number; advance: (ms: number) => void } {
@@ -20,7 +20,7 @@ function streamed(clock: { now: () => number }): SpokenResponse {
   const handle = new RequestedResponse();
   const spoken = new SpokenResponse({ operationId: 'op_1', handle, now: clock.now });
   handle.markCreated('resp_1');
-  spoken.queued('item_1');
+  spoken.queued('item_1', 8_000);
   return spoken;
 }
 
@@ -162,5 +162,62 @@ describe('when the request for a result response is refused', () => {
     handle.markRefused('not_connected');
     const spoken = new SpokenResponse({ operationId: 'op_1', handle, now: () => 1_000 });
     expect(await outcomeNow(spoken)).toEqual({ status: 'failed', heardMs: 0 });
+  });
+});
+
+describe('when the essential part of a result (all but its last TOLD_TAIL_MS) has gone out', () => {
+  it('should know its essential end only once the model is done and the last item started', () => {
+    const spoken = streamed(manualClock());
+    expect(spoken.essentialEnd).toBeUndefined();
+    spoken.done('completed');
+    expect(spoken.essentialEnd).toBeUndefined();
+    spoken.sent('item_1');
+    expect(spoken.essentialEnd).toEqual({ itemId: 'item_1', atMs: 8_000 - TOLD_TAIL_MS });
+  });
+
+  it('should settle completed at the essential end, with what was sent', async () => {
+    const spoken = streamed(manualClock());
+    spoken.sent('item_1');
+    spoken.done('completed');
+    spoken.progressed('item_1', 8_000 - TOLD_TAIL_MS - 1);
+    expect(await outcomeNow(spoken)).toBe('pending');
+    spoken.progressed('item_1', 8_000 - TOLD_TAIL_MS);
+    expect(await outcomeNow(spoken)).toMatchObject({ status: 'completed', heardMs: 7_800 });
+    // The tail cut afterwards changes nothing.
+    spoken.interrupted({ itemId: 'item_1', sentMs: 7_900 });
+    expect((await spoken.outcome).status).toBe('completed');
+  });
+
+  it('should not settle on progress before the model is done, nor after a cut', async () => {
+    const early = streamed(manualClock());
+    early.sent('item_1');
+    early.progressed('item_1', 7_900);
+    expect(await outcomeNow(early)).toBe('pending');
+
+    const cut = streamed(manualClock());
+    cut.sent('item_1');
+    cut.done('completed');
+    cut.interrupted({ itemId: 'item_1', sentMs: 7_799 });
+    expect(cut.essentialEnd).toBeUndefined();
+    cut.progressed('item_1', 7_900);
+    expect(await outcomeNow(cut)).toMatchObject({ status: 'cancelled', heardMs: 7_799 });
+  });
+
+  it('should place the essential end in the last item, at 0 ms when it is shorter than the tail', () => {
+    const spoken = streamed(manualClock());
+    spoken.queued('item_2', 150);
+    spoken.done('completed');
+    spoken.sent('item_1');
+    expect(spoken.essentialEnd).toBeUndefined();
+    spoken.finished('item_1', 8_000);
+    spoken.sent('item_2');
+    expect(spoken.essentialEnd).toEqual({ itemId: 'item_2', atMs: 0 });
+  });
+
+  it('should have no essential end when the model ended it cancelled', () => {
+    const spoken = streamed(manualClock());
+    spoken.sent('item_1');
+    spoken.done('cancelled');
+    expect(spoken.essentialEnd).toBeUndefined();
   });
 });
