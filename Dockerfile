@@ -37,4 +37,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
 # A fixed 16 MB young generation (V8's own maximum, reserved from the start): with the default,
 # resizing one, the audio paths' short-lived garbage drove bursts of full collections (5-20 ms
 # each) into the media and realtime latency tails. Not settable through NODE_OPTIONS.
-CMD ["node", "--enable-source-maps", "--min-semi-space-size=16", "--max-semi-space-size=16", "dist/gateway/main.js"]
+# `production`: an agents module's `import ... from 'callgate'` resolves to the built public API
+# (package.json exports); in the image a module is JavaScript (.js or .mjs).
+CMD ["node", "--enable-source-maps", "--conditions=production", "--min-semi-space-size=16", "--max-semi-space-size=16", "dist/gateway/main.js"]
