@@ -64,22 +64,9 @@ export class DeliveryPort {
   toolOutputResponse(operationId: string, handle: ResponseHandle): SpokenResponse {
     const shared = this.speaking.find((spoken) => spoken.handle === handle);
     if (shared !== undefined) return shared;
-    const { host } = this;
-    const spoken = new SpokenResponse({ operationId, handle, now: () => host.clock.epochMs() });
-    this.speaking.push(spoken);
-    // As for a spoken result: a hold only delays the playout, so the bound starts again.
-    let timer: ClockHandle;
-    const expire = (): void => {
-      if (host.callerOnHold() && !host.ending())
-        timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
-      else spoken.fail();
-    };
-    timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
-    void spoken.outcome.then(() => {
-      host.clock.cancel(timer);
-      this.untrack(spoken);
-    });
-    return spoken;
+    return this.track(
+      new SpokenResponse({ operationId, handle, now: () => this.host.clock.epochMs() }),
+    );
   }
 
   /** `ms` of audio of an item of a response went to the playout. */
@@ -143,17 +130,9 @@ export class DeliveryPort {
     const handle = model.createResponse();
     // A closed session's requests are offered again by the call's own re-open or renewal.
     handle.onRefused((reason) => reason !== 'closed' && host.offerAgainSoon());
-    const spoken = new SpokenResponse({ operationId, handle, now: () => host.clock.epochMs() });
-    this.speaking.push(spoken);
-    // A hold only delays the playout (the audio waits for the resume): the bound starts again
-    // (test/unit/call/call-races.test.ts, "hold then resume").
-    let timer: ClockHandle;
-    const expire = (): void => {
-      if (host.callerOnHold() && !host.ending())
-        timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
-      else spoken.fail();
-    };
-    timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
+    const spoken = this.track(
+      new SpokenResponse({ operationId, handle, now: () => host.clock.epochMs() }),
+    );
     // Cut as a barge-in cuts (its audio silenced, the playout cleared), and not told.
     stop?.addEventListener(
       'abort',
@@ -164,8 +143,6 @@ export class DeliveryPort {
       { once: true },
     );
     const result = await spoken.outcome;
-    host.clock.cancel(timer);
-    this.untrack(spoken);
     host.settled(operationId, result);
     return result;
   }
@@ -193,6 +170,28 @@ export class DeliveryPort {
   }
 
   /** A result is no longer being spoken: it leaves the list and its pending look is dropped. */
+  /**
+   * Follows a result being spoken until its outcome, which comes within DELIVERY_TIMEOUT_MS. A hold
+   * only delays the playout (the audio waits for the resume): the bound starts again
+   * (test/unit/call/hold-then-resume.test.ts).
+   */
+  private track(spoken: SpokenResponse): SpokenResponse {
+    const { host } = this;
+    this.speaking.push(spoken);
+    let timer: ClockHandle;
+    const expire = (): void => {
+      if (host.callerOnHold() && !host.ending())
+        timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
+      else spoken.fail();
+    };
+    timer = host.clock.schedule(expire, DELIVERY_TIMEOUT_MS);
+    void spoken.outcome.then(() => {
+      host.clock.cancel(timer);
+      this.untrack(spoken);
+    });
+    return spoken;
+  }
+
   private untrack(spoken: SpokenResponse): void {
     const index = this.speaking.indexOf(spoken);
     if (index >= 0) this.speaking.splice(index, 1);
