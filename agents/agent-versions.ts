@@ -8,7 +8,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import type { Config } from '../config/schema.ts';
-import { agentCatalogue } from './agent-config.ts';
 import type { AgentCatalogue } from './agent.ts';
 
 export interface AgentRelease {
@@ -27,7 +26,7 @@ export function agentVersion(config: Pick<Config, 'agents'>): string {
 /** The release of `config`'s agents, compiled (with its module's, if any) into `catalogue`. */
 export function agentRelease(
   config: Pick<Config, 'agents'>,
-  catalogue: AgentCatalogue = agentCatalogue(config),
+  catalogue: AgentCatalogue,
 ): AgentRelease {
   return { version: agentVersion(config), catalogue };
 }

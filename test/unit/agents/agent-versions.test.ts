@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { agentCatalogue } from '../../../agents/agent-config.ts';
 import { agentRelease, agentVersion, AgentReleases } from '../../../agents/agent-versions.ts';
 import { EXAMPLE_CONFIG_PATH, loadConfig } from '../../../config/load.ts';
 
@@ -21,18 +22,18 @@ describe('when the agents of a configuration are versioned', () => {
   });
 
   it('should hand new calls the new release and leave the one a call holds as it was', () => {
-    const releases = new AgentReleases(agentRelease(config));
+    const releases = new AgentReleases(agentRelease(config, agentCatalogue(config)));
     const held = releases.current;
     const agents = config.agents;
     if (agents === undefined) throw new Error('the example has agents');
     const fewer = { agents: { ...agents, list: agents.list.filter((a) => a.name !== 'billing') } };
-    const { previous, next } = releases.replace(agentRelease(fewer));
+    const { previous, next } = releases.replace(agentRelease(fewer, agentCatalogue(fewer)));
     expect(previous).toBe(held);
     expect(next.version).not.toBe(held.version);
     expect(releases.current).toBe(next);
     expect(held.catalogue.get('billing')).toBeDefined();
     expect(releases.current.catalogue.get('billing')).toBeUndefined();
     // The same agents again: nothing changes.
-    expect(releases.replace(agentRelease(fewer)).next).toBe(next);
+    expect(releases.replace(agentRelease(fewer, agentCatalogue(fewer))).next).toBe(next);
   });
 });
