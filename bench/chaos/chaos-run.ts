@@ -14,6 +14,7 @@ import { stringify } from 'yaml';
 import { Logger } from '../../config/log.ts';
 import { LedgerKeys } from '../../jobs/ledger/keys.ts';
 import { OperationLedger } from '../../jobs/ledger/operation-ledger.ts';
+import type { HistoryEntry, Operation } from '../../jobs/ledger/operation.ts';
 import { NOTIFY_QUEUE } from '../../jobs/notify/out-of-band-message.ts';
 import { bullPrefix } from '../../jobs/queues/operation-queues.ts';
 import type {
@@ -358,6 +359,7 @@ class ChaosRun {
         tenantId: t.tenantId,
         providerOperation,
         maxConcurrent: 2,
+        leaseBoundMs: TIMINGS.providerTimeoutMs + TIMINGS.reconcileGraceMs,
       })),
     );
   }
@@ -619,7 +621,9 @@ class ChaosRun {
           const operation = await ledger.get(tenant.tenantId, id);
           if (!operation) continue;
           const stuck = (await ledger.rawField(operation, 'reconcile_stuck')) === '1';
+          const history = await ledger.history(tenant.tenantId, id);
           views.push({
+            attemptSentAt: attemptSendTimes(operation, history),
             operation,
             reconcileStuck: stuck,
             countedUnknown: unknown.has(id),
@@ -641,6 +645,20 @@ class ChaosRun {
       redis.disconnect();
     }
   }
+}
+
+/** Each attempt's token and when it was marked sending (its RUNNING entry in the history). */
+function attemptSendTimes(
+  operation: Operation,
+  history: readonly HistoryEntry[],
+): Record<string, number> {
+  const sentAt: Record<string, number> = {};
+  for (const entry of history) {
+    const token = operation.attemptTokens[entry.attempt - 1];
+    if (entry.state === 'RUNNING' && token !== undefined && sentAt[token] === undefined)
+      sentAt[token] = entry.at;
+  }
+  return sentAt;
 }
 
 /** Operation ids under `<prefix>:{t:<tenant>}:op:` (the hashes, not their history lists). */
@@ -710,6 +728,11 @@ export function formatReport(report: ChaosReport): string {
   lines.push(
     `not violations: heard, then sent again because the gateway died with Redis away: ${toldTwice.count}`,
     ...toldTwice.examples.map((example) => `      e.g. ${example}`),
+  );
+  const heldPast = report.result.heldPastLeaseBound;
+  lines.push(
+    `not violations: above a limit only by a request held on its way past its lease bound: ${heldPast.count}`,
+    ...heldPast.examples.map((example) => `      e.g. ${example}`),
   );
   if (report.runDir !== undefined) lines.push(`run directory kept: ${report.runDir}`);
   return lines.join('\n');

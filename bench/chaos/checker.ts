@@ -6,7 +6,9 @@
  */
 import type { Operation } from '../../jobs/ledger/operation.ts';
 import type {
+  ConcurrencyOverlap,
   ConcurrencyReport,
+  InProgressRequest,
   SandboxEffect,
 } from '../../jobs/providers/sandbox/effect-journal.ts';
 import type { SinkMessage } from '../../jobs/providers/sandbox/message-sink.ts';
@@ -38,6 +40,8 @@ export interface LedgerView {
   readonly countedUnknown: boolean;
   /** Its out-of-band message was given up (the notify job failed for good, or the record says so). */
   readonly outOfBandGaveUp: boolean;
+  /** When each attempt (by its attempt token) was marked sending, on the ledger's clock. */
+  readonly attemptSentAt?: Readonly<Record<string, number>>;
 }
 
 export interface ActionLimit {
@@ -45,6 +49,12 @@ export interface ActionLimit {
   /** The provider operation the sandbox reports under (refund, book, cancel_booking). */
   readonly providerOperation: string;
   readonly maxConcurrent: number;
+  /**
+   * How long after its send an attempt whose outcome is unknown holds its lease at least: the
+   * provider timeout plus the reconcile grace (docs/architecture.md, "Leases until the outcome is settled"). A request that reaches
+   * the provider later than this is outside what the lease can count.
+   */
+  readonly leaseBoundMs?: number;
 }
 
 export interface CheckInput {
@@ -82,6 +92,12 @@ export interface CheckResult {
    * again by message rather than risk the caller never getting it. Counted, not a violation.
    */
   readonly toldTwiceLedgerUnreachable: { readonly count: number; readonly examples: string[] };
+  /**
+   * Requests that began above an action's limit only because a request held on its way (a proxy,
+   * a paused worker) reached the provider after its attempt's lease bound had passed and before
+   * reconciliation voided it: the documented bound of the lease, counted apart from violations.
+   */
+  readonly heldPastLeaseBound: { readonly count: number; readonly examples: string[] };
 }
 
 /** A write in flight when Redis went away is lost with it: a result heard this long before counts as heard during the outage. */
@@ -172,29 +188,47 @@ export function check(input: CheckInput): CheckResult {
   }
 
   // Provider concurrency above the action's limit.
+  const sentAtByToken = new Map<string, number>();
+  for (const view of input.ledger)
+    for (const [token, at] of Object.entries(view.attemptSentAt ?? {}))
+      sentAtByToken.set(token, at);
+  const heldPast = { count: 0, examples: [] as string[] };
   for (const limit of input.limits) {
-    const entered =
-      input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.entered ?? {};
+    const perOperation =
+      input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation];
     let above = 0;
-    for (const [level, count] of Object.entries(entered))
+    for (const [level, count] of Object.entries(perOperation?.entered ?? {}))
       if (Number(level) > limit.maxConcurrent) above += count;
-    if (above > 0) {
-      const max =
-        input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.max ?? 0;
-      const overlaps =
-        input.concurrency.tenants[limit.tenantId]?.operations[limit.providerOperation]?.overlaps ??
-        [];
-      // With the requests in progress at the first overlap above the limit: which operations and attempts.
-      const first = overlaps.find((o) => o.inProgress.length > limit.maxConcurrent);
+    if (above === 0) continue;
+    const overlapsAbove = (perOperation?.overlaps ?? []).filter(
+      (o) => o.inProgress.length > limit.maxConcurrent,
+    );
+    const unexplained: ConcurrencyOverlap[] = [];
+    for (const overlap of overlapsAbove) {
+      const late = overlap.inProgress.filter((r) =>
+        arrivedPastLeaseBound(r, sentAtByToken, limit.leaseBoundMs),
+      );
+      if (late.length > 0 && overlap.inProgress.length - late.length <= limit.maxConcurrent) {
+        heldPast.count += 1;
+        if (heldPast.examples.length < MAX_EXAMPLES)
+          heldPast.examples.push(
+            `${limit.tenantId} ${limit.providerOperation} at ${overlap.at}: ${late.map((r) => describeRequest(r, sentAtByToken)).join(', ')}`,
+          );
+      } else unexplained.push(overlap);
+    }
+    // Overlaps not kept by the sandbox cannot be explained: they count.
+    const violating = above - (overlapsAbove.length - unexplained.length);
+    if (violating > 0) {
+      const first = unexplained[0];
       const detail =
         first === undefined
           ? ''
-          : `; at ${first.at}: ${first.inProgress.map((r) => `${r.reference ?? '?'} attempt ${(r.attemptToken ?? '?').slice(0, 8)} since ${r.since}`).join(', ')}`;
+          : `; at ${first.at}: ${first.inProgress.map((r) => describeRequest(r, sentAtByToken)).join(', ')}`;
       violate(
         'provider_concurrency',
         limit.providerOperation,
-        `${limit.tenantId} ${limit.providerOperation}: ${above} requests began above maxConcurrent ${limit.maxConcurrent} (max ${max})${detail}`,
-        above,
+        `${limit.tenantId} ${limit.providerOperation}: ${violating} requests began above maxConcurrent ${limit.maxConcurrent} (max ${perOperation?.max ?? 0})${detail}`,
+        violating,
       );
     }
   }
@@ -314,7 +348,13 @@ export function check(input: CheckInput): CheckResult {
         `${entry.operationId} (${entry.intentId}) answered started, missing from the ledger`,
       );
   }
-  return { violations, causes, examples, toldTwiceLedgerUnreachable: toldTwice };
+  return {
+    violations,
+    causes,
+    examples,
+    toldTwiceLedgerUnreachable: toldTwice,
+    heldPastLeaseBound: heldPast,
+  };
 }
 
 function isSettled(op: Operation): boolean {
@@ -359,4 +399,26 @@ function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   const list = map.get(key);
   if (list) list.push(value);
   else map.set(key, [value]);
+}
+
+/** The request reached the provider later after its send than its attempt's lease is bound to last. */
+function arrivedPastLeaseBound(
+  request: InProgressRequest,
+  sentAtByToken: ReadonlyMap<string, number>,
+  leaseBoundMs: number | undefined,
+): boolean {
+  if (leaseBoundMs === undefined || request.attemptToken === undefined) return false;
+  const sentAt = sentAtByToken.get(request.attemptToken);
+  return sentAt !== undefined && Date.parse(request.since) > sentAt + leaseBoundMs;
+}
+
+function describeRequest(
+  request: InProgressRequest,
+  sentAtByToken: ReadonlyMap<string, number>,
+): string {
+  const sentAt =
+    request.attemptToken === undefined ? undefined : sentAtByToken.get(request.attemptToken);
+  const late =
+    sentAt === undefined ? '' : ` (${Date.parse(request.since) - sentAt} ms after its send)`;
+  return `${request.reference ?? '?'} attempt ${(request.attemptToken ?? '?').slice(0, 8)} since ${request.since}${late}`;
 }

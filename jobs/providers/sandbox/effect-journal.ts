@@ -29,7 +29,11 @@ export interface ConcurrencyLevel {
  */
 export interface OperationConcurrency extends ConcurrencyLevel {
   entered: Record<string, number>;
-  /** The requests in progress each time one began beside another (the first OVERLAPS_KEPT), to tell why. */
+  /**
+   * The requests in progress each time one began beside another, to tell why: the first
+   * OVERLAPS_KEPT at each level, so the rare overlaps above an action's limit are never crowded
+   * out by the many at or below it.
+   */
   overlaps?: ConcurrencyOverlap[];
 }
 
@@ -59,6 +63,8 @@ export class EffectJournal {
   private requests = new Map<string, number>();
   private concurrency: ConcurrencyReport = { tenants: {} };
   private inProgress: Record<string, Set<InProgressRequest>> = {};
+  /** Overlaps kept so far per tenant, operation and level (see OperationConcurrency.overlaps). */
+  private overlapsKept = new Map<string, number>();
 
   commit(effect: Omit<SandboxEffect, 'seq' | 'at'>): SandboxEffect {
     // Spelled out: a spread that adds properties takes V8's slow path, several µs per request.
@@ -129,9 +135,14 @@ export class EffectJournal {
     };
     const running = (this.inProgress[`${tenant}\u0000${operation}`] ??= new Set());
     running.add(inProgress);
-    const overlaps = (perOperation.overlaps ??= []);
-    if (running.size > 1 && overlaps.length < OVERLAPS_KEPT)
-      overlaps.push({ at: inProgress.since, inProgress: [...running] });
+    if (running.size > 1) {
+      const levelKey = `${tenant}\u0000${operation}\u0000${running.size}`;
+      const kept = this.overlapsKept.get(levelKey) ?? 0;
+      if (kept < OVERLAPS_KEPT) {
+        this.overlapsKept.set(levelKey, kept + 1);
+        (perOperation.overlaps ??= []).push({ at: inProgress.since, inProgress: [...running] });
+      }
+    }
     let ended = false;
     return () => {
       if (ended) return;
@@ -152,5 +163,6 @@ export class EffectJournal {
     // Requests still in flight keep their own level objects; a fresh report starts from zero.
     this.concurrency = { tenants: {} };
     this.inProgress = {};
+    this.overlapsKept = new Map();
   }
 }

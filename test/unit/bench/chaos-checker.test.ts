@@ -13,7 +13,10 @@ import {
 import type { IntentPlan } from '../../../bench/chaos/call-plan.ts';
 import type { JournalEntry } from '../../../bench/chaos/journal.ts';
 import type { Operation, OperationState } from '../../../jobs/ledger/operation.ts';
-import type { SandboxEffect } from '../../../jobs/providers/sandbox/effect-journal.ts';
+import {
+  EffectJournal,
+  type SandboxEffect,
+} from '../../../jobs/providers/sandbox/effect-journal.ts';
 
 const TENANT = 'chaos-a';
 const INTENT: IntentPlan = {
@@ -347,3 +350,85 @@ describe('when a result was heard and also sent out of band', () => {
     expect(ahead.toldTwiceLedgerUnreachable.count).toBe(1);
   });
 });
+
+describe('when a request held on its way reaches the provider after its lease bound', () => {
+  const LIMIT = { tenantId: TENANT, providerOperation: 'refund', maxConcurrent: 2 };
+  const BOUND_MS = 5_500;
+
+  /** Three refunds in progress at once at the sandbox; the last one's attempt was sent `lateByMs` earlier. */
+  function threeAtOnce(lateByMs: number, extraAbove = 0): Partial<CheckInput> {
+    const journal = new EffectJournal();
+    journal.begin(TENANT, 'refund', { reference: 'op_a', attemptToken: 'tok_a' });
+    journal.begin(TENANT, 'refund', { reference: 'op_b', attemptToken: 'tok_b' });
+    journal.begin(TENANT, 'refund', { reference: 'op_c', attemptToken: 'tok_c1' });
+    const report = journal.concurrencyReport();
+    const refund = report.tenants[TENANT]?.operations.refund;
+    if (refund === undefined) throw new Error('no refund concurrency recorded');
+    refund.entered['3'] = (refund.entered['3'] ?? 0) + extraAbove;
+    const arrivedAt = Date.parse(refund.overlaps?.at(-1)?.at ?? '');
+    const sent = (id: string, token: string, at: number) =>
+      view(id, 'COMMITTED', { attemptSentAt: { [token]: at } });
+    return {
+      concurrency: report,
+      limits: [{ ...LIMIT, leaseBoundMs: BOUND_MS }],
+      ledger: [
+        sent('op_a', 'tok_a', arrivedAt - 100),
+        sent('op_b', 'tok_b', arrivedAt - 50),
+        sent('op_c', 'tok_c1', arrivedAt - lateByMs),
+      ],
+      intents: [],
+    };
+  }
+
+  it('should count it apart when it arrived later than the bound after its send', () => {
+    const result = check({ ...baseInput(), ...threeAtOnce(7_200) });
+    expect(result.violations.provider_concurrency).toBe(0);
+    expect(result.heldPastLeaseBound.count).toBe(1);
+    expect(result.heldPastLeaseBound.examples[0]).toContain('op_c');
+  });
+
+  it('should count a violation when every request in progress was within its bound', () => {
+    const result = check({ ...baseInput(), ...threeAtOnce(4_000) });
+    expect(result.violations.provider_concurrency).toBe(1);
+    expect(result.heldPastLeaseBound.count).toBe(0);
+  });
+
+  it('should count a violation for a request above the limit the sandbox kept no overlap of', () => {
+    const result = check({ ...baseInput(), ...threeAtOnce(7_200, 1) });
+    expect(result.violations.provider_concurrency).toBe(1);
+    expect(result.heldPastLeaseBound.count).toBe(1);
+  });
+});
+
+describe('when the sandbox keeps the overlaps of a busy action', () => {
+  it('should keep those above the limit however many came at or below it', () => {
+    const journal = new EffectJournal();
+    const ends: (() => void)[] = [];
+    // 300 overlaps at level 2 fill the level's quota; one at level 3 is still kept.
+    for (let i = 0; i < 300; i++) {
+      const first = journal.begin(TENANT, 'refund', { reference: `op_${i}` });
+      journal.begin(TENANT, 'refund', { reference: `op_${i}b` })();
+      first();
+    }
+    ends.push(journal.begin(TENANT, 'refund', { reference: 'x1' }));
+    ends.push(journal.begin(TENANT, 'refund', { reference: 'x2' }));
+    ends.push(journal.begin(TENANT, 'refund', { reference: 'x3' }));
+    const overlaps = journal.concurrencyReport().tenants[TENANT]?.operations.refund?.overlaps ?? [];
+    expect(overlaps.filter((o) => o.inProgress.length === 2)).toHaveLength(200);
+    expect(overlaps.filter((o) => o.inProgress.length === 3)).toHaveLength(1);
+    for (const end of ends) end();
+  });
+});
+
+function baseInput(): CheckInput {
+  return {
+    intents: [],
+    journal: [],
+    effects: [],
+    concurrency: { tenants: {} },
+    limits: [],
+    ledger: [],
+    sms: [],
+    webhooks: [],
+  };
+}
