@@ -69,6 +69,9 @@ export class RedisPair {
 
   /** The primary stops cleanly (AOF flushed) and is down for `downMs`, then starts again on its port and data. */
   async restartPrimary(downMs: number): Promise<void> {
+    // A clean stop is one whose AOF is whole: a rewrite still running (after a replica's full sync,
+    // slow on a loaded machine) would leave it without its base and the restart without the data.
+    await waitForAofSettled(this.primary.port);
     await stopNode(this.primary, 'SIGTERM');
     this.proxy.cutAll();
     await new Promise((resolve) => setTimeout(resolve, downMs));
@@ -144,6 +147,16 @@ async function waitForPing(port: number): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`redis-server on port ${port} did not answer within ${START_TIMEOUT_MS} ms`);
+}
+
+/** Until no AOF rewrite runs or is scheduled (bounded: a stop past the bound is then not clean). */
+async function waitForAofSettled(port: number): Promise<void> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    const info = await redisCli(port, 'INFO', 'persistence');
+    if (/aof_rewrite_in_progress:0/.test(info) && /aof_rewrite_scheduled:0/.test(info)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 async function waitForSync(port: number): Promise<void> {
