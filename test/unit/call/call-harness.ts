@@ -122,6 +122,7 @@ export class FakeRtp implements CallRtp {
   }
   setHold(): void {}
   setCodec(): void {}
+  setSrtp(): void {}
   injectDigit(): void {}
 
   /** 8 bytes per ms (G.711). */
