@@ -65,8 +65,12 @@ function parseLifetime(text: string): number | undefined {
 function sessionParamRefusal(param: string): string | undefined {
   if (/^WSH=\d{1,9}$/.test(param)) return undefined;
   if (param === 'KDR=0') return undefined;
-  const name = param.split('=')[0] ?? '';
-  return `session parameter ${name.slice(0, 24)} is not supported`;
+  return `session parameter ${quotable(param.split('=')[0] ?? '')} is not supported`;
+}
+
+/** A name from the line, for a refusal: only what looks like a name, never base64 key material. */
+function quotable(name: string): string {
+  return /^[A-Z][A-Z0-9_]{0,39}$/.test(name) ? name : '(unreadable)';
 }
 
 /** Parses the value of one `a=crypto:` attribute (what follows the colon). */
@@ -74,7 +78,7 @@ export function parseCryptoAttribute(value: string): SdpCryptoParseResult {
   const fields = value.trim().split(/[ \t]+/);
   const [tagText = '', suiteName = '', keyParams = '', ...sessionParams] = fields;
   if (!/^\d{1,9}$/.test(tagText) || Number(tagText) > MAX_TAG) return refuse('bad crypto tag');
-  if (!isSuite(suiteName)) return refuse(`unknown crypto suite ${suiteName.slice(0, 32)}`);
+  if (!isSuite(suiteName)) return refuse(`unknown crypto suite ${quotable(suiteName)}`);
   if (keyParams.includes(';')) return refuse('more than one master key');
   if (!keyParams.startsWith('inline:')) return refuse('key method is not inline');
   const [keyText = '', ...extras] = keyParams.slice('inline:'.length).split('|');
@@ -108,12 +112,4 @@ export function parseCryptoAttribute(value: string): SdpCryptoParseResult {
 /** The value of callgate's `a=crypto:` attribute: tag, suite, inline key, nothing else. */
 export function formatCryptoAttribute(crypto: SdpCrypto): string {
   return `${crypto.tag} ${crypto.suite} inline:${Buffer.from(crypto.keySalt).toString('base64')}`;
-}
-
-/**
- * Text a log or a Warning may carry for a line that holds key material: the tag and the suite,
- * never the key.
- */
-export function describeCrypto(crypto: Pick<SdpCrypto, 'tag' | 'suite'>): string {
-  return `${crypto.tag} ${crypto.suite}`;
 }
