@@ -253,11 +253,6 @@ export class RtpSession {
     }
   }
 
-  /** Whether the media is SRTP now. */
-  get secure(): boolean {
-    return this.srtp !== undefined;
-  }
-
   /** Hold (sendonly/inactive from the far end): no media timeout while it lasts. */
   setHold(onHold: boolean): void {
     this.onHold = onHold;
@@ -537,7 +532,7 @@ export class RtpSession {
         const srtp = this.srtp;
         if (srtp === undefined) return sockets.sendRtp(packet, to);
         if (srtp === 'refused' || Array.isArray(packet)) return;
-        const plain = packet as Buffer;
+        const plain = packet;
         // Built before the keys came, with no room for the tag: not sent.
         if (!withRoom.has(plain)) return;
         const whole = Buffer.from(plain.buffer, plain.byteOffset, plain.length + srtp.trailerBytes);

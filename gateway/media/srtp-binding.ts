@@ -31,7 +31,7 @@ export interface SrtpBinding {
 /** libsrtp statuses (srtp_err_status_t) the media layer tells apart. */
 export const SRTP_STATUS = { authFail: 7, replayFail: 9, replayOld: 10 } as const;
 
-export const SRTP_MODULE_PATH = fileURLToPath(
+const SRTP_MODULE_PATH = fileURLToPath(
   new URL('./native/build/Release/srtp_binding.node', import.meta.url),
 );
 
@@ -48,8 +48,7 @@ function load(): SrtpBinding | Error {
     if (!existsSync(SRTP_MODULE_PATH))
       throw new Error(`${SRTP_MODULE_PATH} is not built (npm run build:native)`);
     const binding = createRequire(import.meta.url)(SRTP_MODULE_PATH) as
-      | SrtpBinding
-      | { readonly available: false };
+      SrtpBinding | { readonly available: false };
     if (!binding.available)
       throw new Error('the SRTP module was built without libsrtp2 (install libsrtp2-dev, rebuild)');
     return binding;

@@ -11,7 +11,8 @@
  */
 import { loadSrtpBinding, SRTP_STATUS, type SrtpBinding, type SrtpHandle } from './srtp-binding.ts';
 
-export type SrtpSuiteName = 'AES_CM_128_HMAC_SHA1_80' | 'AES_CM_128_HMAC_SHA1_32' | 'AEAD_AES_128_GCM';
+export type SrtpSuiteName =
+  'AES_CM_128_HMAC_SHA1_80' | 'AES_CM_128_HMAC_SHA1_32' | 'AEAD_AES_128_GCM';
 
 /** The SRTP suite and keys of a call (the SDP negotiation's NegotiatedSrtp). */
 export interface SrtpKeys {

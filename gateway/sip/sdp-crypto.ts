@@ -57,7 +57,8 @@ function decodeBase64(text: string): Uint8Array | undefined {
 
 function parseLifetime(text: string): number | undefined {
   const power = /^2\^(\d{1,2})$/.exec(text);
-  const value = power !== null ? 2 ** Number(power[1]) : /^\d{1,15}$/.test(text) ? Number(text) : NaN;
+  const value =
+    power !== null ? 2 ** Number(power[1]) : /^\d{1,15}$/.test(text) ? Number(text) : NaN;
   return Number.isFinite(value) && value >= 1 && value <= MAX_LIFETIME ? value : undefined;
 }
 

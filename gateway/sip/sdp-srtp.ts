@@ -43,7 +43,7 @@ function isActiveAudio(media: SdpMedia, protocol: string): boolean {
 }
 
 /** The crypto lines of a stream, parsed; refused ones carry why. */
-export function cryptoLines(media: SdpMedia): Array<ReturnType<typeof parseCryptoAttribute>> {
+function cryptoLines(media: SdpMedia): Array<ReturnType<typeof parseCryptoAttribute>> {
   return media.attributes
     .filter(([name, value]) => name === 'crypto' && value !== null)
     .map(([, value]) => parseCryptoAttribute(value ?? ''));
@@ -79,12 +79,20 @@ export function chooseAudioStream(media: readonly SdpMedia[], mode: SrtpMode): A
     if (index >= 0) return { ok: true, index };
   }
   if (refusals.length > 0)
-    return { ok: false, reason: 'no-common-codec', detail: `no usable a=crypto: ${refusals.join('; ')}` };
+    return {
+      ok: false,
+      reason: 'no-common-codec',
+      detail: `no usable a=crypto: ${refusals.join('; ')}`,
+    };
   const hasAudio = media.some((m) => m.type === 'audio' && m.port !== 0);
   if (hasAudio && mode === 'required')
     return { ok: false, reason: 'srtp-required', detail: SRTP_REQUIRED_WARNING };
   return hasAudio
-    ? { ok: false, reason: 'no-common-codec', detail: `no audio stream over ${mode === 'off' ? AVP : `${AVP} or ${SAVP}`}` }
+    ? {
+        ok: false,
+        reason: 'no-common-codec',
+        detail: `no audio stream over ${mode === 'off' ? AVP : `${AVP} or ${SAVP}`}`,
+      }
     : { ok: false, reason: 'bad-sdp', detail: 'the offer has no active audio stream' };
 }
 
@@ -95,7 +103,10 @@ export function answerCrypto(
 ): { readonly attribute: SdpAttribute; readonly srtp: NegotiatedSrtp } {
   const localKey = newKey(SRTP_KEY_SALT_BYTES[offered.suite]);
   return {
-    attribute: ['crypto', formatCryptoAttribute({ tag: offered.tag, suite: offered.suite, keySalt: localKey })],
+    attribute: [
+      'crypto',
+      formatCryptoAttribute({ tag: offered.tag, suite: offered.suite, keySalt: localKey }),
+    ],
     srtp: { suite: offered.suite, localKey, remoteKey: offered.keySalt },
   };
 }
@@ -120,7 +131,9 @@ export function offerProtocol(mode: SrtpMode): string {
 export function acceptAnswerCrypto(
   offered: SdpMedia,
   answered: SdpMedia,
-): { readonly ok: true; readonly srtp?: NegotiatedSrtp } | { readonly ok: false; readonly detail: string } {
+):
+  | { readonly ok: true; readonly srtp?: NegotiatedSrtp }
+  | { readonly ok: false; readonly detail: string } {
   if (offered.protocol.toUpperCase() !== SAVP) return { ok: true };
   const lines = cryptoLines(answered);
   const line = lines[0];
@@ -142,5 +155,7 @@ export function acceptAnswerCrypto(
 export function provisionalSrtp(offered: SdpMedia | undefined): NegotiatedSrtp | undefined {
   if (offered === undefined || offered.protocol.toUpperCase() !== SAVP) return undefined;
   const first = cryptoLines(offered)[0];
-  return first?.ok === true ? { suite: first.value.suite, localKey: first.value.keySalt } : undefined;
+  return first?.ok === true
+    ? { suite: first.value.suite, localKey: first.value.keySalt }
+    : undefined;
 }

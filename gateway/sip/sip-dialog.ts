@@ -284,7 +284,9 @@ export class SipDialog implements SignalingDialog {
     if (this.current !== 'early' || this.options.transaction.answered) return;
     this.respondInvite(this.options.transaction, this.options.invite, status, {
       ...(reason !== undefined && { reason }),
-      ...(warning !== undefined && { headers: [{ name: 'Warning', value: warningValue(warning) }] }),
+      ...(warning !== undefined && {
+        headers: [{ name: 'Warning', value: warningValue(warning) }],
+      }),
     });
     this.end('rejected');
   }

@@ -142,7 +142,13 @@ function rtpTo(datagrams: readonly CapturedDatagram[], toCallgate: boolean): Cap
   return datagrams.filter((d) => {
     const port = toCallgate ? d.destinationPort : d.sourcePort;
     const pt = (d.data[1] ?? 0) & 0x7f;
-    return port >= RTP_PORT_MIN && port <= RTP_PORT_MAX && port % 2 === 0 && pt === 0 && d.data.length >= 172;
+    return (
+      port >= RTP_PORT_MIN &&
+      port <= RTP_PORT_MAX &&
+      port % 2 === 0 &&
+      pt === 0 &&
+      d.data.length >= 172
+    );
   });
 }
 
@@ -157,7 +163,11 @@ describe.runIf(HAVE_BARESIP || process.env.CI === 'true')(
           await startCallgate({
             script: { name: 'e2e-srtp', greeting: 'Hello.', fallback: 'Sorry?' },
             overrides: (config) => {
-              config.rtp = { ...(config.rtp as Record<string, unknown>), portMin: RTP_PORT_MIN, portMax: RTP_PORT_MAX };
+              config.rtp = {
+                ...(config.rtp as Record<string, unknown>),
+                portMin: RTP_PORT_MIN,
+                portMax: RTP_PORT_MAX,
+              };
               (config.tenants as Array<Record<string, unknown>>).push({
                 id: 'srtp-echo',
                 numbers: [SRTP_NUMBER],
@@ -172,7 +182,10 @@ describe.runIf(HAVE_BARESIP || process.env.CI === 'true')(
         const dir = mkdtempSync(join(tmpdir(), 'callgate-baresip-srtp-'));
         own({ close: () => rmSync(dir, { recursive: true, force: true }) });
         writeFileSync(join(dir, 'tone.wav'), toneWav(30));
-        writeFileSync(join(dir, 'accounts'), '<sip:caller@127.0.0.1>;regint=0;mediaenc=srtp-mand\n');
+        writeFileSync(
+          join(dir, 'accounts'),
+          '<sip:caller@127.0.0.1>;regint=0;mediaenc=srtp-mand\n',
+        );
         const capture = await WireCapture.start(RTP_PORT_MIN, RTP_PORT_MAX);
         own({ close: () => capture.kill() });
         const { phone, control, output, exited } = await startPhone(dir);
@@ -225,9 +238,13 @@ describe.runIf(HAVE_BARESIP || process.env.CI === 'true')(
         const recording = readdirSync(dir).find((name) => name.endsWith('-dec.wav'));
         expect(recording, `baresip's recording in ${dir}`).toBeDefined();
         const wav = readWavFile(readFileSync(join(dir, recording ?? '')));
-        expect(toneSeconds(wav?.data ?? Buffer.alloc(0), wav?.sampleRate ?? 8000)).toBeGreaterThan(3);
+        expect(toneSeconds(wav?.data ?? Buffer.alloc(0), wav?.sampleRate ?? 8000)).toBeGreaterThan(
+          3,
+        );
         const metrics = await (await fetch(`${cg.httpUrl}/metrics`)).text();
-        expect(metrics).not.toMatch(/callgate_rtp_srtp_dropped_total\{reason="srtp-auth"[^}]*\} [1-9]/);
+        expect(metrics).not.toMatch(
+          /callgate_rtp_srtp_dropped_total\{reason="srtp-auth"[^}]*\} [1-9]/,
+        );
 
         // A plain RTP/AVP offer to the same number: 488 with the Warning.
         const plain = await runSipp({

@@ -9,7 +9,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { registry } from '../../../config/metrics.ts';
 import { parseRtpPacket, serializeRtpPacket } from '../../../gateway/media/rtp-packet.ts';
 import { serializeRtcpReport } from '../../../gateway/media/rtcp-packet.ts';
-import { SrtpTransform, type SrtpKeys, type SrtpSuiteName } from '../../../gateway/media/srtp-transform.ts';
+import {
+  SrtpTransform,
+  type SrtpKeys,
+  type SrtpSuiteName,
+} from '../../../gateway/media/srtp-transform.ts';
 import { audioEvents, audioPayload, RtpSessionHarness } from './rtp-session-harness.ts';
 import { sleep, waitFor, type RtpPeer } from './rtp-peer.ts';
 
@@ -29,7 +33,12 @@ function keyPair(suite: SrtpSuiteName): { callgate: SrtpKeys; peer: SrtpKeys } {
 }
 
 /** An SRTP packet from the peer: RTP protected with the peer's key. */
-function protectedPacket(peerSrtp: SrtpTransform, seq: number, payload: Buffer, ssrc = 0x5eed): Buffer {
+function protectedPacket(
+  peerSrtp: SrtpTransform,
+  seq: number,
+  payload: Buffer,
+  ssrc = 0x5eed,
+): Buffer {
   const plain = serializeRtpPacket({
     payloadType: 0,
     marker: seq === 1,
@@ -43,7 +52,13 @@ function protectedPacket(peerSrtp: SrtpTransform, seq: number, payload: Buffer, 
   return buffer.subarray(0, peerSrtp.protectRtp(buffer, plain.length));
 }
 
-async function sendStream(peer: RtpPeer, port: number, srtp: SrtpTransform, from: number, count: number): Promise<void> {
+async function sendStream(
+  peer: RtpPeer,
+  port: number,
+  srtp: SrtpTransform,
+  from: number,
+  count: number,
+): Promise<void> {
   for (let seq = from; seq < from + count; seq++) {
     peer.sendRaw(protectedPacket(srtp, seq, audioPayload(seq)), port);
     await sleep(20);
@@ -52,41 +67,46 @@ async function sendStream(peer: RtpPeer, port: number, srtp: SrtpTransform, from
 
 async function srtpDrops(reason: string): Promise<number> {
   const metric = await registry.getSingleMetric('callgate_rtp_srtp_dropped_total')?.get();
-  return metric?.values.find((v) => v.labels.reason === reason && v.labels.packet === 'rtp')?.value ?? 0;
+  return (
+    metric?.values.find((v) => v.labels.reason === reason && v.labels.packet === 'rtp')?.value ?? 0
+  );
 }
 
 describe.each(['native', 'node'] as const)('on %s RTP sockets with SRTP', (sockets) => {
-  describe.each<SrtpSuiteName>(['AES_CM_128_HMAC_SHA1_80', 'AES_CM_128_HMAC_SHA1_32', 'AEAD_AES_128_GCM'])(
-    'when both ends use %s',
-    (suite) => {
-      it('should hear the caller and send the model audio encrypted both ways', async () => {
-        const keys = keyPair(suite);
-        const { session, peer, events } = await harness.start({ srtp: keys.callgate }, { sockets });
-        const peerSrtp = new SrtpTransform(keys.peer);
-        await sendStream(peer, session.localPort, peerSrtp, 1, 10);
-        await waitFor(() => audioEvents(events).length >= 8);
-        // The model gets the caller's plain audio: payload bytes are the sequence numbers.
-        expect(audioEvents(events)[0]?.[0]).toBe(1);
-        expect(session.stats().dropped).toEqual({});
+  describe.each<SrtpSuiteName>([
+    'AES_CM_128_HMAC_SHA1_80',
+    'AES_CM_128_HMAC_SHA1_32',
+    'AEAD_AES_128_GCM',
+  ])('when both ends use %s', (suite) => {
+    it('should hear the caller and send the model audio encrypted both ways', async () => {
+      const keys = keyPair(suite);
+      const { session, peer, events } = await harness.start({ srtp: keys.callgate }, { sockets });
+      const peerSrtp = new SrtpTransform(keys.peer);
+      await sendStream(peer, session.localPort, peerSrtp, 1, 10);
+      await waitFor(() => audioEvents(events).length >= 8);
+      // The model gets the caller's plain audio: payload bytes are the sequence numbers.
+      expect(audioEvents(events)[0]?.[0]).toBe(1);
+      expect(session.stats().dropped).toEqual({});
 
-        const speech = Buffer.alloc(160 * 10, 0x2a);
-        session.play('item-1', speech);
-        session.endItem('item-1');
-        await waitFor(() => peer.received.length >= 10);
-        const wire = peer.received.slice(0, 10);
-        for (const { data } of wire) {
-          // On the wire: not the plain payload, and the tag after it.
-          expect(data.subarray(12, 172).equals(Buffer.alloc(160, 0x2a))).toBe(false);
-          expect(data.length).toBe(172 + (suite === 'AES_CM_128_HMAC_SHA1_32' ? 4 : suite === 'AEAD_AES_128_GCM' ? 16 : 10));
-          const plain = peerSrtp.unprotectRtp(Buffer.from(data));
-          expect(typeof plain).not.toBe('string');
-          const parsed = parseRtpPacket(plain as Buffer);
-          expect(parsed.ok && parsed.packet.payload.equals(Buffer.alloc(160, 0x2a))).toBe(true);
-        }
-        peerSrtp.dispose();
-      });
-    },
-  );
+      const speech = Buffer.alloc(160 * 10, 0x2a);
+      session.play('item-1', speech);
+      session.endItem('item-1');
+      await waitFor(() => peer.received.length >= 10);
+      const wire = peer.received.slice(0, 10);
+      for (const { data } of wire) {
+        // On the wire: not the plain payload, and the tag after it.
+        expect(data.subarray(12, 172).equals(Buffer.alloc(160, 0x2a))).toBe(false);
+        expect(data.length).toBe(
+          172 + (suite === 'AES_CM_128_HMAC_SHA1_32' ? 4 : suite === 'AEAD_AES_128_GCM' ? 16 : 10),
+        );
+        const plain = peerSrtp.unprotectRtp(Buffer.from(data));
+        expect(typeof plain).not.toBe('string');
+        const parsed = parseRtpPacket(plain as Buffer);
+        expect(parsed.ok && parsed.packet.payload.equals(Buffer.alloc(160, 0x2a))).toBe(true);
+      }
+      peerSrtp.dispose();
+    });
+  });
 
   describe('when a packet is tampered with or replayed', () => {
     it('should drop and count it, and the model never hears it', async () => {
@@ -105,7 +125,17 @@ describe.each(['native', 'node'] as const)('on %s RTP sockets with SRTP', (socke
       await sleep(20);
       peer.sendRaw(replayed, session.localPort);
       // A plain RTP packet carries no valid tag either.
-      peer.send({ payloadType: 0, marker: false, sequenceNumber: 8, timestamp: 1280, ssrc: 0x5eed, payload: audioPayload(0xcc) }, session.localPort);
+      peer.send(
+        {
+          payloadType: 0,
+          marker: false,
+          sequenceNumber: 8,
+          timestamp: 1280,
+          ssrc: 0x5eed,
+          payload: audioPayload(0xcc),
+        },
+        session.localPort,
+      );
       await sendStream(peer, session.localPort, peerSrtp, 9, 5);
       await waitFor(() => audioEvents(events).length >= 10);
       await sleep(100);
@@ -124,7 +154,10 @@ describe.each(['native', 'node'] as const)('on %s RTP sockets with SRTP', (socke
   describe('when the far end sends SRTCP and callgate reports', () => {
     it('should read the protected reports and protect its own', async () => {
       const keys = keyPair('AES_CM_128_HMAC_SHA1_80');
-      const { session, peer } = await harness.start({ srtp: keys.callgate, rtcpIntervalMs: 200 }, { sockets });
+      const { session, peer } = await harness.start(
+        { srtp: keys.callgate, rtcpIntervalMs: 200 },
+        { sockets },
+      );
       const peerSrtp = new SrtpTransform(keys.peer);
       await sendStream(peer, session.localPort, peerSrtp, 1, 5);
       const report = serializeRtcpReport({ ssrc: 0x5eed, cname: 'peer' });
@@ -132,7 +165,10 @@ describe.each(['native', 'node'] as const)('on %s RTP sockets with SRTP', (socke
       if (secured === undefined) throw new Error('SRTCP protect failed');
       peer.sendRaw(secured, session.localPort + 1);
       await waitFor(() => session.stats().rtcpIn === 1);
-      await waitFor(() => peer.received.some(({ data }) => data[1] === 200 || data[1] === 201), 5000);
+      await waitFor(
+        () => peer.received.some(({ data }) => data[1] === 200 || data[1] === 201),
+        5000,
+      );
       const rtcp = peer.received.find(({ data }) => data[1] === 200 || data[1] === 201);
       const plain = peerSrtp.unprotectRtcp(Buffer.from(rtcp?.data ?? Buffer.alloc(0)));
       expect(typeof plain).not.toBe('string');
@@ -149,7 +185,11 @@ describe.each(['native', 'node'] as const)('on %s RTP sockets with SRTP', (socke
       const oldPeer = new SrtpTransform(first.peer);
       await sendStream(peer, session.localPort, oldPeer, 1, 5);
       const second = keyPair('AES_CM_128_HMAC_SHA1_32');
-      const sameSuite = { ...second, callgate: { ...second.callgate, suite: first.callgate.suite }, peer: { ...second.peer, suite: first.callgate.suite } };
+      const sameSuite = {
+        ...second,
+        callgate: { ...second.callgate, suite: first.callgate.suite },
+        peer: { ...second.peer, suite: first.callgate.suite },
+      };
       session.setSrtp(sameSuite.callgate);
       // In flight before the far end saw the answer: its old key still authenticates.
       await sendStream(peer, session.localPort, oldPeer, 6, 2);
@@ -165,7 +205,9 @@ describe.each(['native', 'node'] as const)('on %s RTP sockets with SRTP', (socke
       session.play('after-rekey', Buffer.alloc(160 * 3, 0x33));
       session.endItem('after-rekey');
       await waitFor(() => peer.received.length >= 3);
-      const plain = newPeer.unprotectRtp(Buffer.from(peer.received[peer.received.length - 1]?.data ?? Buffer.alloc(0)));
+      const plain = newPeer.unprotectRtp(
+        Buffer.from(peer.received[peer.received.length - 1]?.data ?? Buffer.alloc(0)),
+      );
       expect(typeof plain).not.toBe('string');
       oldPeer.dispose();
       newPeer.dispose();

@@ -31,7 +31,14 @@ function sdp(...lines: string[]): SdpSession {
 }
 
 const answer = (offer: SdpSession, srtp: SrtpMode, masterKey = countingKeys()) =>
-  answerOffer(offer, { preference: ['PCMU'], local, sessionId: '1', sessionVersion: 1, srtp, masterKey });
+  answerOffer(offer, {
+    preference: ['PCMU'],
+    local,
+    sessionId: '1',
+    sessionVersion: 1,
+    srtp,
+    masterKey,
+  });
 
 const savp = sdp('m=audio 4000 RTP/SAVP 0 101', 'a=rtpmap:101 telephone-event/8000', crypto80);
 const avp = sdp('m=audio 4000 RTP/AVP 0');
@@ -63,7 +70,9 @@ describe('when a tenant answers by its srtp mode', () => {
     const result = answer(savp, 'required');
     if (!result.ok) throw new Error(result.detail);
     const lines = result.answer.media[0]?.attributes.filter(([name]) => name === 'crypto') ?? [];
-    expect(lines).toEqual([['crypto', `1 AES_CM_128_HMAC_SHA1_80 inline:${Buffer.alloc(30, 1).toString('base64')}`]]);
+    expect(lines).toEqual([
+      ['crypto', `1 AES_CM_128_HMAC_SHA1_80 inline:${Buffer.alloc(30, 1).toString('base64')}`],
+    ]);
     expect(result.media.srtp).toEqual({
       suite: 'AES_CM_128_HMAC_SHA1_80',
       localKey: Buffer.alloc(30, 1),
@@ -75,7 +84,11 @@ describe('when a tenant answers by its srtp mode', () => {
     const keys = countingKeys();
     const first = answer(savp, 'optional', keys);
     const second = answer(savp, 'optional', keys);
-    expect(first.ok && second.ok && Buffer.compare(first.media.srtp!.localKey, second.media.srtp!.localKey)).not.toBe(0);
+    expect(
+      first.ok &&
+        second.ok &&
+        Buffer.compare(first.media.srtp!.localKey, second.media.srtp!.localKey),
+    ).not.toBe(0);
   });
 
   it('should take the first crypto line it can run, in the offerer order', () => {
@@ -96,7 +109,10 @@ describe('when a tenant answers by its srtp mode', () => {
   it('should refuse an RTP/SAVP offer whose crypto lines it cannot run, saying why but not the key', () => {
     const offer = sdp('m=audio 4000 RTP/SAVP 0', `${crypto80}|2^20|1:4`);
     const result = answer(offer, 'required');
-    expect(result).toMatchObject({ ok: false, reason: 'no-common-codec', detail: expect.stringMatching(/MKI/) });
+    expect(result.ok ? undefined : [result.reason, result.detail]).toEqual([
+      'no-common-codec',
+      expect.stringMatching(/MKI/) as unknown,
+    ]);
     expect(!result.ok && result.detail).not.toContain(theirKey.toString('base64'));
   });
 
@@ -131,14 +147,27 @@ describe('when a tenant answers by its srtp mode', () => {
 
 describe('when callgate offers for a delayed offer', () => {
   const offer = (srtp: SrtpMode): SdpSession =>
-    buildOffer({ preference: ['PCMU'], local, sessionId: '9', sessionVersion: 1, srtp, masterKey: countingKeys() });
+    buildOffer({
+      preference: ['PCMU'],
+      local,
+      sessionId: '9',
+      sessionVersion: 1,
+      srtp,
+      masterKey: countingKeys(),
+    });
 
   it('should offer RTP/SAVP with a crypto line per suite, each with its own key, when required', () => {
     const text = serializeSdp(offer('required'));
     expect(text).toContain('m=audio 20000 RTP/SAVP 0 101\r\n');
-    expect(text).toContain(`a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:${Buffer.alloc(30, 1).toString('base64')}\r\n`);
-    expect(text).toContain(`a=crypto:2 AES_CM_128_HMAC_SHA1_32 inline:${Buffer.alloc(30, 2).toString('base64')}\r\n`);
-    expect(text).toContain(`a=crypto:3 AEAD_AES_128_GCM inline:${Buffer.alloc(28, 3).toString('base64')}\r\n`);
+    expect(text).toContain(
+      `a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:${Buffer.alloc(30, 1).toString('base64')}\r\n`,
+    );
+    expect(text).toContain(
+      `a=crypto:2 AES_CM_128_HMAC_SHA1_32 inline:${Buffer.alloc(30, 2).toString('base64')}\r\n`,
+    );
+    expect(text).toContain(
+      `a=crypto:3 AEAD_AES_128_GCM inline:${Buffer.alloc(28, 3).toString('base64')}\r\n`,
+    );
   });
 
   it.each<SrtpMode>(['off', 'optional'])('should offer plain RTP/AVP when SRTP is %s', (mode) => {
@@ -149,7 +178,10 @@ describe('when callgate offers for a delayed offer', () => {
 
   it('should settle the keys of the tag the answer chose', () => {
     const own = offer('required');
-    const theirs = sdp('m=audio 4000 RTP/SAVP 0', crypto80.replace('crypto:1 AES_CM_128_HMAC_SHA1_80', 'crypto:2 AES_CM_128_HMAC_SHA1_32'));
+    const theirs = sdp(
+      'm=audio 4000 RTP/SAVP 0',
+      crypto80.replace('crypto:1 AES_CM_128_HMAC_SHA1_80', 'crypto:2 AES_CM_128_HMAC_SHA1_32'),
+    );
     const settled = acceptAnswer(own, theirs);
     expect(settled.ok && settled.media.srtp).toEqual({
       suite: 'AES_CM_128_HMAC_SHA1_32',
@@ -160,14 +192,26 @@ describe('when callgate offers for a delayed offer', () => {
 
   it.each<[string, string[], RegExp]>([
     ['no crypto line', ['m=audio 4000 RTP/SAVP 0'], /no a=crypto/],
-    ['a tag not offered', ['m=audio 4000 RTP/SAVP 0', crypto80.replace('crypto:1', 'crypto:9')], /tag 9 was not offered/],
-    ['a suite other than the tag', ['m=audio 4000 RTP/SAVP 0', crypto80.replace('crypto:1', 'crypto:3')], /not offered/],
+    [
+      'a tag not offered',
+      ['m=audio 4000 RTP/SAVP 0', crypto80.replace('crypto:1', 'crypto:9')],
+      /tag 9 was not offered/,
+    ],
+    [
+      'a suite other than the tag',
+      ['m=audio 4000 RTP/SAVP 0', crypto80.replace('crypto:1', 'crypto:3')],
+      /not offered/,
+    ],
     ['two crypto lines', ['m=audio 4000 RTP/SAVP 0', crypto80, crypto80], /more than one/],
-    ['a bad key', ['m=audio 4000 RTP/SAVP 0', 'a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:AAAA'], /bad a=crypto/],
+    [
+      'a bad key',
+      ['m=audio 4000 RTP/SAVP 0', 'a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:AAAA'],
+      /bad a=crypto/,
+    ],
     ['a plain answer', ['m=audio 4000 RTP/AVP 0'], /RTP\/AVP/],
   ])('should refuse an answer with %s', (_what, lines, detail) => {
     const settled = acceptAnswer(offer('required'), sdp(...lines));
-    expect(settled).toMatchObject({ ok: false, detail: expect.stringMatching(detail) });
+    expect(settled.ok ? undefined : settled.detail).toMatch(detail);
   });
 
   it('should hold only callgate own key until the answer comes', () => {
