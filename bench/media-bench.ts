@@ -67,8 +67,9 @@ const LOAD_SLOTS = 10;
 const DRAIN_MS = 600;
 const LATENESS_BINS = 201;
 const OPUS_PT = 111;
-const PORT_MIN = 52000;
-const PORT_MAX = 55999;
+/** The sessions' ports (--port-min: another run on the machine may hold the default range). */
+const PORT_MIN = Number(argument('port-min', '52000'));
+const PORT_MAX = PORT_MIN + 3999;
 const LOAD_SSRC = 1000;
 
 interface StartLoad {
