@@ -226,11 +226,13 @@ static void export_value(napi_env env, napi_value exports, const char *name, nap
   napi_set_named_property(env, exports, name, value);
 }
 
+#ifdef CALLGATE_HAVE_LIBSRTP
 static void export_function(napi_env env, napi_value exports, const char *name, napi_callback cb) {
   napi_value fn;
   napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, NULL, &fn);
   export_value(env, exports, name, fn);
 }
+#endif
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_value flag;
