@@ -5,13 +5,15 @@
  *   - callgate: one RtpSession per call (passthrough to a local sink: the caller's audio is
  *     played back as a model item through the paced playout and the shared PlayoutScheduler), or
  *   - baseline: a bare Node dgram relay with one shared 20 ms timer (what Node itself can do),
+ *   - srtp: callgate with SRTP (AES_CM_128_HMAC_SHA1_80 through libsrtp2) both ways; the callers
+ *     send protected packets (one key for all, protected once per frame) and count what comes back,
  * for PCMU end to end and for Opus on the wire with PCMU on the model side (decode, resample,
  * encode on every frame). Printed per run: loss (from the first packet), and after the warm-up
  * (the streams' first seconds: every session's first packets, unoptimized code, a heap growing
  * to hold the calls) p50/p99 playout lateness (measured at each send against its slot on the
  * 20 ms grid), CPU per call and per packet, collector pauses and event-loop delay.
  *
- *   npx tsx bench/media-bench.ts [--calls 250,500,1000] [--seconds 10] [--warmup 2] [--codecs pcmu,opus] [--impls baseline,callgate]
+ *   npx tsx bench/media-bench.ts [--calls 250,500,1000] [--seconds 10] [--warmup 2] [--codecs pcmu,opus] [--impls baseline,callgate,srtp]
  *                                [--slots 10] [--slot-capacity 100]   (callgate's send slots, for experiments)
  *                                [--rtp-sockets auto|native|node]   (callgate's RTP sockets, rtp.sockets: native module or dgram)
  *                                [--load-sockets native|node]   (the callers' sockets; native when the module is built)
@@ -20,6 +22,7 @@
  *                                [--nice N]   (this process's main thread at that nice value, as gateway.nice sets the gateway's)
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
@@ -37,6 +40,7 @@ import { PlayoutScheduler } from '../gateway/media/playout-scheduler.ts';
 import { parseRtpPacket, serializeRtpPacket } from '../gateway/media/rtp-packet.ts';
 import { RtpPortAllocator } from '../gateway/media/rtp-port-allocator.ts';
 import { LATENESS_BIN_MS, RtpSession } from '../gateway/media/rtp-session.ts';
+import { SrtpTransform, type SrtpKeys } from '../gateway/media/srtp-transform.ts';
 import { argument } from './args.ts';
 import { placeProcesses } from './pin.ts';
 
@@ -54,7 +58,7 @@ interface RunOptions {
   /** The callers' sockets in the load process: native (callgate's module) or dgram. */
   readonly loadNative: boolean;
 }
-type Impl = 'baseline' | 'callgate';
+type Impl = 'baseline' | 'callgate' | 'srtp';
 
 const FRAME_MS = 20;
 /** The load spreads its callers over the frame like real, unsynchronized phones. */
@@ -63,8 +67,9 @@ const LOAD_SLOTS = 10;
 const DRAIN_MS = 600;
 const LATENESS_BINS = 201;
 const OPUS_PT = 111;
-const PORT_MIN = 52000;
-const PORT_MAX = 55999;
+/** The sessions' ports (--port-min: another run on the machine may hold the default range). */
+const PORT_MIN = Number(argument('port-min', '52000'));
+const PORT_MAX = PORT_MIN + 3999;
 const LOAD_SSRC = 1000;
 
 interface StartLoad {
@@ -78,6 +83,8 @@ interface StartLoad {
   /** Streams run this long before the measured window (see WARMUP in main). */
   readonly warmupSeconds: number;
   readonly seconds: number;
+  /** SRTP master key and salt the callers protect with (the srtp impl), as bytes. */
+  readonly srtpKey?: number[];
 }
 /** One caller's socket in the load process. */
 interface Caller {
@@ -107,6 +114,16 @@ function toneFrames(count: number, rate: number, samples: number): Int16Array[] 
   );
 }
 
+const BENCH_SUITE = 'AES_CM_128_HMAC_SHA1_80';
+
+/** The packet as the callers send it: protected once per frame for all of them when SRTP is on. */
+function protect(srtp: SrtpTransform | undefined, packet: Buffer): Buffer {
+  if (srtp === undefined) return packet;
+  const buffer = Buffer.alloc(packet.length + srtp.trailerBytes);
+  packet.copy(buffer);
+  return buffer.subarray(0, srtp.protectRtp(buffer, packet.length));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Load process: N callers.
 
@@ -124,15 +141,22 @@ async function runLoad(): Promise<void> {
             })();
       // Every caller sends the same packet for a frame (the SSRC included: each RtpSession latches
       // its own caller by address and port), built once per frame instead of once per caller.
+      const srtp =
+        raw.srtpKey === undefined
+          ? undefined
+          : new SrtpTransform({ suite: BENCH_SUITE, localKey: Buffer.from(raw.srtpKey) });
       const framePacket = (frame: number) =>
-        serializeRtpPacket({
-          payloadType: pt,
-          marker: frame === 0,
-          sequenceNumber: frame,
-          timestamp: frame * (pt === 0 ? 160 : 960),
-          ssrc: LOAD_SSRC,
-          payload: payloads[frame % payloads.length] as Buffer,
-        });
+        protect(
+          srtp,
+          serializeRtpPacket({
+            payloadType: pt,
+            marker: frame === 0,
+            sequenceNumber: frame,
+            timestamp: frame * (pt === 0 ? 160 : 960),
+            ssrc: LOAD_SSRC,
+            payload: payloads[frame % payloads.length] as Buffer,
+          }),
+        );
       const sockets: Caller[] = [];
       let received = 0;
       const native = raw.nativeSockets ? nativeRtpSockets() : undefined;
@@ -336,6 +360,7 @@ class CallgateMedia {
   constructor(
     private readonly codec: Codec,
     { scheduling, sockets }: RunOptions,
+    private readonly srtp?: SrtpKeys,
   ) {
     this.sockets = sockets;
     this.scheduler = new PlayoutScheduler({ timer: this.timer, ...scheduling });
@@ -361,6 +386,7 @@ class CallgateMedia {
         codec: this.codec === 'pcmu' ? PCMU : wireCodec('opus', OPUS_PT),
         model: { encoding: 'pcmu' },
         logger: this.logger,
+        ...(this.srtp !== undefined && { srtp: this.srtp }),
       });
       // The local sink: count what the model would get, and play it back as the model's answer.
       session.on((event) => {
@@ -437,7 +463,12 @@ async function runOnce(
   seconds: number,
   options: RunOptions,
 ): Promise<string> {
-  const sut = impl === 'baseline' ? new BareRelay(codec) : new CallgateMedia(codec, options);
+  // SRTP: callgate's key protects what it sends, the callers' key what they send.
+  const srtp: SrtpKeys | undefined =
+    impl === 'srtp'
+      ? { suite: BENCH_SUITE, localKey: randomBytes(30), remoteKey: randomBytes(30) }
+      : undefined;
+  const sut = impl === 'baseline' ? new BareRelay(codec) : new CallgateMedia(codec, options, srtp);
   const ports = await sut.open(calls);
   const waitFor = (load: ChildProcess, type: LoadMessage['type']) =>
     new Promise<LoadMessage>((resolve) => {
@@ -462,6 +493,7 @@ async function runOnce(
       nativeSockets: options.loadNative,
       warmupSeconds,
       seconds,
+      ...(srtp?.remoteKey !== undefined && { srtpKey: [...srtp.remoteKey] }),
     } satisfies StartLoad),
   );
   await started;

@@ -12,12 +12,15 @@ export type LogFields = Readonly<Record<string, unknown>>;
 
 const LEVELS: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40 };
 const REDACTED = '[redacted]';
-const SECRET_KEY = /(authorization|password|passwd|secret|api[-_]?key|token|credential|cookie)/i;
+const SECRET_KEY =
+  /(authorization|password|passwd|secret|api[-_]?key|token|credential|cookie|localkey|remotekey|keysalt)/i;
 /** Header lines and bearer tokens inside free text (SIP messages, HTTP dumps). */
 const SECRET_TEXT = [
   /((?:proxy-)?authorization\s*:\s*)[^\r\n]*/gi,
   /(bearer\s+)[A-Za-z0-9._~+/=-]+/gi,
   /(\bresponse\s*=\s*")[^"]*/gi,
+  // SDES master keys in SDP (a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:<key and salt>).
+  /(\binline:)[A-Za-z0-9+/=]+/gi,
 ];
 /** Secrets shorter than this are not scrubbed by value: too likely to match ordinary text. */
 const MIN_SECRET_LENGTH = 6;

@@ -338,6 +338,11 @@ export const tenantSchema = z.strictObject({
     .array(z.enum(['PCMU', 'PCMA', 'opus']))
     .min(1)
     .default(['PCMU', 'PCMA', 'opus']),
+  /**
+   * SRTP (RFC 3711, keys by SDES a=crypto): `off` answers plain RTP/AVP only, `optional` answers
+   * RTP/SAVP and RTP/AVP offers, `required` refuses plain offers with 488 and offers RTP/SAVP.
+   */
+  srtp: z.enum(['off', 'optional', 'required']).default('off'),
   /** At most this many tools of one call run at once. */
   maxToolsPerSession: z.int().min(1).max(64).default(4),
   notify: notifySchema.default(notifySchema.parse({})),

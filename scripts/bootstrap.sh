@@ -39,6 +39,7 @@ missing=()
 for cmd in "${!packages[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${packages[$cmd]}")
 done
+[ -f /usr/include/srtp2/srtp.h ] || missing+=(libsrtp2-dev) # SRTP: gateway/media/native/srtp_binding.c
 if [ "${#missing[@]}" -gt 0 ]; then
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then
@@ -74,7 +75,7 @@ fi
 # module. Without a C compiler the gateway still runs, on Node's dgram (rtp.sockets: auto).
 native=gateway/media/native
 if [ ! -f "$native/build/Release/rtp_udp.node" ] \
-   || [ -n "$(find "$native/rtp_udp.c" "$native/binding.gyp" -newer "$native/build/Release/rtp_udp.node" 2>/dev/null)" ]; then
+   || [ -n "$(find "$native"/*.c "$native/binding.gyp" -newer "$native/build/Release/rtp_udp.node" 2>/dev/null)" ]; then
   say "building the native RTP module"
   if ! npm run --silent build:native >/dev/null; then
     # The tests exercise the module: without it they cannot pass.

@@ -43,6 +43,8 @@ import type {
 } from '../realtime/realtime-session.ts';
 import { bytesPerMs } from '../realtime/realtime-session.ts';
 import { answerOffer, type NegotiatedMedia } from '../sip/sdp-negotiation.ts';
+import { SRTP_REQUIRED_WARNING } from '../sip/sdp-srtp.ts';
+import { srtpUnavailableReason } from '../media/srtp-transform.ts';
 import type { DialogEndReason, DialogEvent, InboundCall } from '../sip/signaling-driver.ts';
 import { AudioUplink } from './audio-uplink.ts';
 import { callEvents, type CallEndReason, type CallEvent } from './call-events.ts';
@@ -90,6 +92,7 @@ export type CallRtp = Pick<
   | 'setSending'
   | 'setHold'
   | 'setCodec'
+  | 'setSrtp'
   | 'play'
   | 'endItem'
   | 'clear'
@@ -328,8 +331,21 @@ export class CallSession {
             local: { address: media.config.listen, port: 9 },
             sessionId: '0',
             sessionVersion: 0,
+            srtp: call.tenant.srtp,
           });
-    if (probe !== undefined && !probe.ok) return this.reject(488, 'Not Acceptable Here');
+    if (probe !== undefined && !probe.ok)
+      return this.reject(
+        488,
+        'Not Acceptable Here',
+        probe.reason === 'srtp-required' ? SRTP_REQUIRED_WARNING : undefined,
+      );
+    const needsSrtp =
+      probe !== undefined ? probe.media.srtp !== undefined : call.tenant.srtp === 'required';
+    const noSrtp = needsSrtp ? srtpUnavailableReason() : undefined;
+    if (noSrtp !== undefined) {
+      this.log.error('SRTP is not available on this gateway, call refused', { reason: noSrtp });
+      return this.reject(488, 'Not Acceptable Here', 'SRTP unavailable');
+    }
     const codecName = probe?.media.codec ?? 'PCMU';
     const formats = modelFormats(codecName);
     this.modelFormat = formats.realtime;
@@ -365,6 +381,7 @@ export class CallSession {
       return false;
     }
     rtp.setRemote(accepted.media.remote);
+    rtp.setSrtp(accepted.media.srtp);
     applyDirection(rtp, accepted.media);
     this.applyHold(accepted.media);
     this.wireCodec = { codec: accepted.media.codec, payloadType: accepted.media.payloadType };
@@ -842,6 +859,7 @@ export class CallSession {
   private applyMedia(media: NegotiatedMedia): void {
     if (this.rtp === undefined) return;
     this.rtp.setRemote(media.remote);
+    this.rtp.setSrtp(media.srtp);
     applyDirection(this.rtp, media);
     this.applyHold(media);
     this.applyCodec(media);
@@ -943,8 +961,8 @@ export class CallSession {
 
   // ---- the end ---------------------------------------------------------------------------------
 
-  private reject(status: number, reason: string): false {
-    this.options.call.reject(status, reason);
+  private reject(status: number, reason: string, warning?: string): false {
+    this.options.call.reject(status, reason, warning);
     callMetrics.ended.inc({ tenant: this.options.call.tenant.id, reason: 'rejected' });
     this.lifecycle.moveTo('ended', 'rejected');
     this.emit(callEvents.rejected(status, reason));

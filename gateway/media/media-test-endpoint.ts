@@ -25,6 +25,7 @@ import type { RtpPortAllocator } from './rtp-port-allocator.ts';
 import { RtpSession } from './rtp-session.ts';
 import type { RtpEndpoint, RtpSessionEvent } from './rtp-session-events.ts';
 import type { RtpSessionStats } from './rtp-session-stats.ts';
+import type { SrtpKeys } from './srtp-transform.ts';
 import { isDtmfDigit } from './telephone-event.ts';
 import { wavFile } from './wav-file.ts';
 
@@ -40,6 +41,8 @@ export interface MediaTestMedia {
   readonly telephoneEvent?: { readonly payloadType: number };
   readonly remote: RtpEndpoint;
   readonly held: boolean;
+  /** SRTP keys when the stream is RTP/SAVP. */
+  readonly srtp?: SrtpKeys;
 }
 
 export interface MediaTestDialogEvent {
@@ -209,6 +212,7 @@ export class MediaTestEndpoint {
       }),
     });
     this.session.setRemote(media.remote);
+    this.session.setSrtp(media.srtp);
     this.session.setHold(media.held);
   }
 

@@ -1,4 +1,5 @@
 /** Per-call media numbers, reported by RtpSession.stats() and with its `closed` event. */
+import type { SrtpDropReason } from './srtp-transform.ts';
 
 export type RtpSessionDropReason =
   | 'truncated'
@@ -13,7 +14,8 @@ export type RtpSessionDropReason =
   | 'ssrc-probation'
   | 'sequence-jump'
   | 'undecodable'
-  | 'rtcp-invalid';
+  | 'rtcp-invalid'
+  | SrtpDropReason;
 
 export interface RtpSessionStats {
   readonly packetsIn: number;

@@ -24,11 +24,13 @@ import { RtpReceivePath } from './rtp-receive-path.ts';
 import { parseRtpPacket, type RtpPacket } from './rtp-packet.ts';
 import type { RtpPortAllocator } from './rtp-port-allocator.ts';
 import { RtpRtcp, type RtcpReportSource } from './rtp-rtcp.ts';
-import { RtpSendPath } from './rtp-send-path.ts';
+import { RtpSendPath, type RtpSendPathOptions } from './rtp-send-path.ts';
 import { newRtpCounts, type RtpSessionContext } from './rtp-session-context.ts';
 import { rtpEvents, type RtpEndpoint, type RtpSessionEvent } from './rtp-session-events.ts';
 import type { RtpSessionDropReason, RtpSessionStats } from './rtp-session-stats.ts';
 import { RtpSourceLatch, type LatchDecision } from './rtp-source-latch.ts';
+import { countSrtpDrop } from './srtp-metrics.ts';
+import { SrtpTransform, type SrtpDropReason, type SrtpKeys } from './srtp-transform.ts';
 import type { DtmfDigit } from './telephone-event.ts';
 import { UdpPortPair } from './udp-port-pair.ts';
 
@@ -71,6 +73,8 @@ export interface RtpSessionOptions {
   readonly cname?: string;
   /** Mean RTCP report interval; RFC 3550's 5 s unless a test needs reports sooner. */
   readonly rtcpIntervalMs?: number;
+  /** SRTP keys from the SDP (RTP/SAVP); plain RTP when absent. See setSrtp(). */
+  readonly srtp?: SrtpKeys;
 }
 
 type Listener = (event: RtpSessionEvent) => void;
@@ -102,6 +106,11 @@ export class RtpSession {
   private readonly schedule: FrameSchedule;
   private onHold = false;
   private closed = false;
+  /**
+   * SRTP of the call: undefined for plain RTP; `refused` when the keys could not be used (no
+   * libsrtp, a refused key): then nothing is sent and everything received is dropped.
+   */
+  private srtp: SrtpTransform | 'refused' | undefined;
   /**
    * Ticks since metrics were last flushed; starts anywhere in the second so that calls opened
    * together do not all flush in the same wake-up.
@@ -142,7 +151,7 @@ export class RtpSession {
       config: options.config,
       codec,
       model: options.model,
-      sink: sockets,
+      sink: this.srtpSink(sockets),
     });
     const now = options.timer.now();
     this.receive = new RtpReceivePath({
@@ -155,12 +164,13 @@ export class RtpSession {
     });
     this.rtcp = new RtpRtcp({
       context: this.shared,
-      sendRtcp: (data, to) => sockets.sendRtcp(data, to),
+      sendRtcp: (data, to) => this.sendRtcp(data, to),
       cname: options.cname ?? `callgate@${this.localAddress}`,
       openedAt: now,
       ...(options.rtcpIntervalMs !== undefined && { intervalMs: options.rtcpIntervalMs }),
     });
     this.reportSource = this.rtcpReportSource();
+    if (options.srtp !== undefined) this.setSrtp(options.srtp);
     this.registration = options.scheduler.add(this, callWeight(codec, this.receive.passthrough));
     this.schedule = new FrameSchedule({ startMs: this.registration.startMs });
     metrics.rtpSessions.inc();
@@ -215,6 +225,32 @@ export class RtpSession {
       remote.address === '0.0.0.0' || remote.address === '::' ? undefined : remote;
     this.rtcp.forgetRemote();
     this.latch.restart();
+  }
+
+  /**
+   * SRTP keys of the answer, the delayed offer's ACK or a re-INVITE (undefined: plain RTP from
+   * here on). Keys that cannot be used (libsrtp missing or refusing them) fail closed: nothing is
+   * sent and nothing received is used, and the error is logged without the keys.
+   */
+  setSrtp(keys: SrtpKeys | undefined): void {
+    if (this.closed) return;
+    const current = this.srtp;
+    if (keys === undefined) {
+      if (current instanceof SrtpTransform) current.dispose();
+      this.srtp = undefined;
+      return;
+    }
+    try {
+      if (current instanceof SrtpTransform) current.rekey(keys);
+      else this.srtp = new SrtpTransform(keys);
+    } catch (error) {
+      if (current instanceof SrtpTransform) current.dispose();
+      this.srtp = 'refused';
+      this.logger.error('SRTP could not start, the call media is dropped', {
+        suite: keys.suite,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
   }
 
   /** Hold (sendonly/inactive from the far end): no media timeout while it lasts. */
@@ -430,6 +466,8 @@ export class RtpSession {
     if (this.closed) return;
     this.closed = true;
     this.send.close();
+    if (this.srtp instanceof SrtpTransform) this.srtp.dispose();
+    this.srtp = 'refused';
     this.registration.remove();
     this.flushMetrics();
     metrics.rtpSessions.dec();
@@ -474,11 +512,71 @@ export class RtpSession {
     this.dropped[reason] = (this.dropped[reason] ?? 0) + 1;
   }
 
-  private receiveRtp(data: Buffer, from: RemoteInfo): void {
+  /**
+   * The send path's packet sink: with SRTP, each packet buffer has room for the tag after it and
+   * is protected in place just before it goes to the socket (native or dgram alike).
+   */
+  private srtpSink(sockets: UdpPortPair): RtpSendPathOptions['sink'] {
+    // Views whose buffer was taken with room for the tag after them (pooled buffers share their
+    // ArrayBuffer with others, so only these may be written past their end).
+    const withRoom = new WeakSet<Buffer>();
+    return {
+      rtpPacketBuffer: (length, to) => {
+        const srtp = this.srtp;
+        if (!(srtp instanceof SrtpTransform)) return sockets.rtpPacketBuffer(length, to);
+        const view = sockets.rtpPacketBuffer(length + srtp.trailerBytes, to).subarray(0, length);
+        withRoom.add(view);
+        return view;
+      },
+      sendRtp: (packet, to) => {
+        const srtp = this.srtp;
+        if (srtp === undefined) return sockets.sendRtp(packet, to);
+        if (srtp === 'refused' || Array.isArray(packet)) return;
+        const plain = packet;
+        // Built before the keys came, with no room for the tag: not sent.
+        if (!withRoom.has(plain)) return;
+        const whole = Buffer.from(plain.buffer, plain.byteOffset, plain.length + srtp.trailerBytes);
+        const length = srtp.protectRtp(whole, plain.length);
+        if (length > 0) sockets.sendRtp(whole.subarray(0, length), to);
+      },
+    };
+  }
+
+  private sendRtcp(data: Buffer, to: RtpEndpoint): void {
+    const srtp = this.srtp;
+    if (srtp === undefined) return this.sockets.sendRtcp(data, to);
+    if (srtp === 'refused') return;
+    const secured = srtp.protectRtcp(data);
+    if (secured !== undefined) this.sockets.sendRtcp(secured, to);
+  }
+
+  /** Unprotects an SRTP datagram; a failure is counted and the packet goes no further. */
+  private unprotect(data: Buffer, packet: 'rtp' | 'rtcp'): Buffer | undefined {
+    const srtp = this.srtp;
+    if (srtp === undefined) return data;
+    const plain =
+      srtp === 'refused'
+        ? 'srtp-unkeyed'
+        : packet === 'rtp'
+          ? srtp.unprotectRtp(data)
+          : srtp.unprotectRtcp(data);
+    if (typeof plain !== 'string') return plain;
+    this.dropSrtp(plain, packet);
+    return undefined;
+  }
+
+  private dropSrtp(reason: SrtpDropReason, packet: 'rtp' | 'rtcp'): void {
+    this.drop(reason);
+    countSrtpDrop(reason, packet);
+  }
+
+  private receiveRtp(datagram: Buffer, from: RemoteInfo): void {
     if (this.closed) return;
     this.counts.packetsIn++;
     // The datagram's own length: the native sockets keep only the first 2 KB of a longer one.
     this.counts.bytesIn += from.size;
+    const data = this.unprotect(datagram, 'rtp');
+    if (data === undefined) return;
     const parsed = parseRtpPacket(data);
     if (!parsed.ok) {
       this.drop(parsed.reason);
@@ -549,8 +647,10 @@ export class RtpSession {
     this.emit(rtpEvents.ssrcChanged(oldSsrc, newSsrc));
   }
 
-  private receiveRtcp(data: Buffer, from: RemoteInfo): void {
+  private receiveRtcp(datagram: Buffer, from: RemoteInfo): void {
     if (this.closed) return;
+    const data = this.unprotect(datagram, 'rtcp');
+    if (data === undefined) return;
     this.rtcp.receive(data, from, this.latch.ssrc, this.options.timer.now());
   }
 

@@ -6,6 +6,7 @@
  */
 import { acceptAnswer, DEFAULT_PTIME_MS, type NegotiatedMedia } from './sdp-negotiation.ts';
 import { parseSdp } from './sdp-parser.ts';
+import { provisionalSrtp } from './sdp-srtp.ts';
 import type { SdpSession } from './sdp-types.ts';
 
 /** The RTP port reported before the caller's answer names one (RFC 863 discard, as RFC 8840 uses it). */
@@ -22,6 +23,7 @@ export function provisionalMedia(offer: SdpSession, callerAddress: string): Nego
     (map) => map.encoding === 'telephone-event' && map.clockRate === first?.clockRate,
   );
   const codec = first?.encoding === 'opus' ? 'opus' : first?.encoding === 'PCMA' ? 'PCMA' : 'PCMU';
+  const srtp = provisionalSrtp(audio);
   return {
     codec,
     payloadType: first?.payloadType ?? 0,
@@ -34,6 +36,7 @@ export function provisionalMedia(offer: SdpSession, callerAddress: string): Nego
     remote: { address: callerAddress, port: DISCARD_PORT },
     direction: 'sendrecv',
     held: false,
+    ...(srtp !== undefined && { srtp }),
   };
 }
 

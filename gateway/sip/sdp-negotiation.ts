@@ -4,8 +4,21 @@
  * codec's clock), refuse every other stream with port 0, and mirror the offer's direction. As
  * offerer, for an INVITE that came without SDP (`buildOffer` for the 200, `acceptAnswer` for the
  * SDP in the ACK): offer the tenant's codecs in its order and check that the answer keeps to them.
+ * SRTP by the tenant's `srtp` mode (sdp-srtp.ts): an RTP/SAVP stream is answered with one crypto
+ * line and a fresh key, and the keys travel in `NegotiatedMedia.srtp`.
  */
 import type { LocalMediaAddress } from './local-media.ts';
+import {
+  acceptAnswerCrypto,
+  answerCrypto,
+  chooseAudioStream,
+  offerCryptoAttributes,
+  offerProtocol,
+  randomMasterKey,
+  type MasterKeySource,
+  type NegotiatedSrtp,
+  type SrtpMode,
+} from './sdp-srtp.ts';
 import type {
   AudioCodecName,
   SdpConnection,
@@ -30,11 +43,17 @@ export interface NegotiatedMedia {
   readonly direction: SdpDirection;
   /** The caller put the call on hold (sendonly/inactive offer, or the RFC 2543 c=0.0.0.0). */
   readonly held: boolean;
+  /** SRTP keys when the stream is RTP/SAVP (sdp-srtp.ts); plain RTP without. */
+  readonly srtp?: NegotiatedSrtp;
 }
 
 export type SdpAnswerResult =
   | { readonly ok: true; readonly answer: SdpSession; readonly media: NegotiatedMedia }
-  | { readonly ok: false; readonly reason: 'no-common-codec' | 'bad-sdp'; readonly detail: string };
+  | {
+      readonly ok: false;
+      readonly reason: 'no-common-codec' | 'bad-sdp' | 'srtp-required';
+      readonly detail: string;
+    };
 
 export interface SdpAnswerOptions {
   readonly preference: readonly AudioCodecName[];
@@ -45,6 +64,10 @@ export interface SdpAnswerOptions {
   readonly sessionVersion: number;
   /** Used when the offer names no ptime. */
   readonly defaultPtime?: number;
+  /** The tenant's SRTP mode; `off` when omitted. */
+  readonly srtp?: SrtpMode;
+  /** Where a new crypto line's key comes from; crypto.randomBytes when omitted. */
+  readonly masterKey?: MasterKeySource;
 }
 
 /** 20 ms frames: what G.711 trunks expect by default and what the media layer paces at. */
@@ -76,20 +99,10 @@ function rtpmapOf(media: SdpMedia, format: string): SdpRtpMap | undefined {
   return media.rtpmaps.find((map) => map.payloadType === pt) ?? STATIC_PAYLOAD[pt];
 }
 
-function isRtpAvp(protocol: string): boolean {
-  return protocol.toUpperCase() === 'RTP/AVP';
-}
-
 export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAnswerResult {
-  const audioIndex = offer.media.findIndex(
-    (m) => m.type === 'audio' && m.port !== 0 && isRtpAvp(m.protocol),
-  );
-  if (audioIndex < 0) {
-    const hasAudio = offer.media.some((m) => m.type === 'audio' && m.port !== 0);
-    return hasAudio
-      ? { ok: false, reason: 'no-common-codec', detail: 'no audio stream over RTP/AVP' }
-      : { ok: false, reason: 'bad-sdp', detail: 'the offer has no active audio stream' };
-  }
+  const stream = chooseAudioStream(offer.media, options.srtp ?? 'off');
+  if (!stream.ok) return stream;
+  const audioIndex = stream.index;
   const audio = offer.media[audioIndex] as SdpMedia;
   const connection: SdpConnection | undefined = audio.connection ?? offer.connection;
   if (connection === undefined)
@@ -147,6 +160,10 @@ export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAn
     formats.push(String(dtmf.payloadType));
     fmtp[dtmf.payloadType] = audio.fmtp[dtmf.payloadType] ?? '0-16';
   }
+  const crypto =
+    stream.crypto === undefined
+      ? undefined
+      : answerCrypto(stream.crypto, options.masterKey ?? randomMasterKey);
   const addrType = options.local.address.includes(':') ? 'IP6' : 'IP4';
   const answerMedia: SdpMedia[] = offer.media.map((m, index) => {
     if (index === audioIndex) {
@@ -159,7 +176,7 @@ export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAn
         fmtp,
         ptime,
         direction,
-        attributes: [],
+        attributes: crypto === undefined ? [] : [crypto.attribute],
       };
     }
     // RFC 3264 section 6: a refused stream keeps its place with port 0 and the offered formats.
@@ -197,6 +214,7 @@ export function answerOffer(offer: SdpSession, options: SdpAnswerOptions): SdpAn
       { address: connection.address, port: audio.port },
       direction,
       held,
+      crypto?.srtp,
     ),
   };
 }
@@ -214,6 +232,9 @@ export interface SdpOfferOptions {
   readonly sessionId: string;
   readonly sessionVersion: number;
   readonly ptime?: number;
+  /** `required`: the offer is RTP/SAVP with a crypto line per suite; plain RTP/AVP otherwise. */
+  readonly srtp?: SrtpMode;
+  readonly masterKey?: MasterKeySource;
 }
 
 /**
@@ -270,13 +291,16 @@ export function buildOffer(options: SdpOfferOptions): SdpSession {
       {
         type: 'audio',
         port: options.local.port,
-        protocol: 'RTP/AVP',
+        protocol: offerProtocol(options.srtp ?? 'off'),
         formats: rtpmaps.map((map) => String(map.payloadType)),
         rtpmaps,
         fmtp,
         ptime: options.ptime ?? DEFAULT_PTIME_MS,
         direction: 'sendrecv',
-        attributes: [],
+        attributes:
+          options.srtp === 'required'
+            ? offerCryptoAttributes(options.masterKey ?? randomMasterKey)
+            : [],
       },
     ],
   };
@@ -332,6 +356,8 @@ export function acceptAnswer(
   const connection = audio.connection ?? answer.connection;
   if (connection === undefined)
     return { ok: false, reason: 'bad-sdp', detail: 'no c= line for the audio stream' };
+  const crypto = acceptAnswerCrypto(offered, audio);
+  if (!crypto.ok) return { ok: false, reason: 'bad-sdp', detail: crypto.detail };
 
   const offeredMaps = offered.formats
     .map((format) => rtpmapOf(offered, format))
@@ -378,6 +404,7 @@ export function acceptAnswer(
       { address: connection.address, port: audio.port },
       nullAddress && answeredDirection === 'sendrecv' ? 'recvonly' : MIRROR[answeredDirection],
       nullAddress || answeredDirection === 'sendonly' || answeredDirection === 'inactive',
+      crypto.srtp,
     ),
   };
 }
@@ -390,6 +417,7 @@ function negotiatedMedia(
   remote: NegotiatedMedia['remote'],
   direction: NegotiatedMedia['direction'],
   held: boolean,
+  srtp: NegotiatedSrtp | undefined,
 ): NegotiatedMedia {
   return {
     codec: chosen.codec,
@@ -403,5 +431,6 @@ function negotiatedMedia(
     remote,
     direction,
     held,
+    ...(srtp !== undefined && { srtp }),
   };
 }

@@ -121,8 +121,8 @@ export interface InboundCall {
   accept(options: { readonly local: LocalMediaAddress }): AcceptResult;
   /** Sends 180 Ringing. */
   ring(): void;
-  /** Rejects the call with a final status (4xx-6xx). */
-  reject(status: number, reason?: string): void;
+  /** Rejects the call with a final status (4xx-6xx); `warning` becomes a Warning header (399). */
+  reject(status: number, reason?: string, warning?: string): void;
 }
 
 export type InboundCallHandler = (call: InboundCall) => void;

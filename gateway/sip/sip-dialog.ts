@@ -231,9 +231,10 @@ export class SipDialog implements SignalingDialog {
       local,
       sessionId: this.sessionId,
       sessionVersion: this.sessionVersion,
+      srtp: this.options.tenant.srtp,
     });
     if (!result.ok) {
-      this.reject(488);
+      this.reject(488, undefined, result.reason === 'srtp-required' ? result.detail : undefined);
       return { ok: false, status: 488, reason: result.detail };
     }
     this.local = local;
@@ -262,6 +263,7 @@ export class SipDialog implements SignalingDialog {
       local,
       sessionId: this.sessionId,
       sessionVersion: this.sessionVersion,
+      srtp: this.options.tenant.srtp,
     });
     this.local = local;
     this.lastAnswer = offer;
@@ -278,14 +280,14 @@ export class SipDialog implements SignalingDialog {
     return { ok: true, media: provisionalMedia(offer, this.source.address), answerPending: true };
   }
 
-  reject(status: number, reason?: string): void {
+  reject(status: number, reason?: string, warning?: string): void {
     if (this.current !== 'early' || this.options.transaction.answered) return;
-    this.respondInvite(
-      this.options.transaction,
-      this.options.invite,
-      status,
-      reason !== undefined ? { reason } : {},
-    );
+    this.respondInvite(this.options.transaction, this.options.invite, status, {
+      ...(reason !== undefined && { reason }),
+      ...(warning !== undefined && {
+        headers: [{ name: 'Warning', value: warningValue(warning) }],
+      }),
+    });
     this.end('rejected');
   }
 
@@ -446,10 +448,15 @@ export class SipDialog implements SignalingDialog {
         local: this.local,
         sessionId: this.sessionId,
         sessionVersion: this.sessionVersion + 1,
+        srtp: this.options.tenant.srtp,
       });
       if (!result.ok) {
         // The old session stays as it was (RFC 3261 section 14.2).
-        this.respondInvite(transaction, request, 488);
+        this.respondInvite(transaction, request, 488, {
+          ...(result.reason === 'srtp-required' && {
+            headers: [{ name: 'Warning', value: warningValue(result.detail) }],
+          }),
+        });
         return;
       }
       offer = parsed.value;

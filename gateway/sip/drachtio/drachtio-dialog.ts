@@ -157,6 +157,7 @@ export class DrachtioDialog implements SignalingDialog {
       local: this.local,
       sessionId: this.lastAnswer?.origin.sessionId ?? '1',
       sessionVersion: this.sessionVersion + 1,
+      srtp: this.options.tenant.srtp,
     });
     if (!result.ok) {
       res.send(488);

@@ -11,6 +11,7 @@ import { CallRouter } from '../call-router.ts';
 import { identifyCaller } from '../caller-identity.ts';
 import { headerValue } from '../header-names.ts';
 import { mediaType } from '../info-body.ts';
+import { warningValue } from '../message-factory.ts';
 import { parseSipMessage } from '../message-parser.ts';
 import { provisionalMedia } from '../delayed-offer.ts';
 import { answerOffer, buildOffer } from '../sdp-negotiation.ts';
@@ -221,6 +222,7 @@ export class DrachtioSignalingDriver implements SignalingDriver {
             local,
             sessionId,
             sessionVersion: 1,
+            srtp: route.tenant.srtp,
           });
           session = { type: 'offer', offer: own };
           result = {
@@ -234,6 +236,7 @@ export class DrachtioSignalingDriver implements SignalingDriver {
             local,
             sessionId,
             sessionVersion: 1,
+            srtp: route.tenant.srtp,
           });
           if (!answered.ok) {
             sipMetrics.callsRejected.inc({ driver: DRIVER, code: '488' });
@@ -266,11 +269,13 @@ export class DrachtioSignalingDriver implements SignalingDriver {
       ring: () => {
         if (!settled) res.send(180);
       },
-      reject: (status, reason) => {
+      reject: (status, reason, warning) => {
         if (settled) return;
         settled = true;
         sipMetrics.callsRejected.inc({ driver: DRIVER, code: String(status) });
-        if (reason !== undefined) res.send(status, reason, {});
+        const headers = warning !== undefined ? { Warning: warningValue(warning) } : {};
+        if (reason !== undefined || warning !== undefined)
+          res.send(status, reason ?? '', { headers });
         else res.send(status);
         dialog.end('rejected');
       },

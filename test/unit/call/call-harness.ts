@@ -122,6 +122,11 @@ export class FakeRtp implements CallRtp {
   }
   setHold(): void {}
   setCodec(): void {}
+  /** What setSrtp() was given, in order (SRTP keys, or undefined for plain RTP). */
+  readonly srtp: unknown[] = [];
+  setSrtp(keys: unknown): void {
+    this.srtp.push(keys);
+  }
   injectDigit(): void {}
 
   /** 8 bytes per ms (G.711). */
