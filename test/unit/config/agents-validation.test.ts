@@ -182,7 +182,12 @@ describe('when a configuration declares agents and tools', () => {
       instructions: 'Only transfers.',
       tools: ['transfer_to_human'],
     });
-    document.tenants.push({ id: 'lobby', numbers: ['2001'], agent: 'kiosk', trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] } });
+    document.tenants.push({
+      id: 'lobby',
+      numbers: ['2001'],
+      agent: 'kiosk',
+      trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+    });
     expect(problemsOf(() => parseConfig(document))).toEqual([]);
     tenant(document, 1).agent = 'front_desk';
     expect(problemsOf(() => parseConfig(document))).toEqual([

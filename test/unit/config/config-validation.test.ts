@@ -291,7 +291,12 @@ describe('when a configuration breaks a rule', () => {
 
   it('should refuse duplicate tenant ids', () => {
     const document = base();
-    (document.tenants as unknown[]).push({ id: 'demo', numbers: ['2000'], agent: 'concierge', trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] } });
+    (document.tenants as unknown[]).push({
+      id: 'demo',
+      numbers: ['2000'],
+      agent: 'concierge',
+      trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+    });
     expect(problemsOf(document)).toContain(
       'tenants[1].id: duplicate tenant id demo (also tenants[0])',
     );
