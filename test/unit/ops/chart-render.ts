@@ -85,7 +85,7 @@ export function sipSources(values: Record<string, unknown>): string[] | 'any' {
 }
 
 /** A bare address is one host ("callgate.cidr"). */
-export function asCidr(entry: string): string {
+function asCidr(entry: string): string {
   if (entry.includes('/')) return entry;
   return entry.includes(':') ? `${entry}/128` : `${entry}/32`;
 }
