@@ -30,7 +30,9 @@ ENV NODE_ENV=production CALLGATE_ROLE=all
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
-USER node
+# The image's `node` user by number, so Kubernetes can verify runAsNonRoot (helm/callgate runs
+# pods as 1000:1000 with a read-only root filesystem; /app stays root-owned and read-only).
+USER 1000:1000
 # SIP (UDP and TCP), HTTP; RTP uses the configured range (default 20000-29999/udp).
 EXPOSE 5060/udp 5060/tcp 8080/tcp
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \

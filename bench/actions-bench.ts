@@ -88,6 +88,7 @@ function benchConfig(
         id: TENANT,
         numbers: ['7999'],
         agent: 'concierge',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
         // The bench measures operations; no result goes out of band.
         notify: { outOfBand: false },
         actions: {

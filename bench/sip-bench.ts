@@ -127,7 +127,14 @@ async function run(
       transports: ['udp'],
       inviteRatePerSource: 100_000,
     }),
-    tenants: [tenantSchema.parse({ id: 'bench', numbers: ['100'], agent: 'bench' })],
+    tenants: [
+      tenantSchema.parse({
+        id: 'bench',
+        numbers: ['100'],
+        agent: 'bench',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+      }),
+    ],
     // Warnings show: the kernel capping the receive buffer is one.
     logger: new Logger({ level: 'warn' }),
   });

@@ -239,9 +239,15 @@ export const actionSchema = z.strictObject({
   }),
 });
 
+/**
+ * How a tenant's trunk proves who may call its numbers: a source allowlist, digest authentication,
+ * or an explicit `open: true`. Mutual TLS, when the SIP stack has it, is a fourth way and joins
+ * `trunkAuthenticates` below. A tenant that names none is refused at load, so a public listener never
+ * answers (and pays a model session for) a scanner's call (test/unit/config/trunk-closed-by-default.test.ts).
+ */
 export const trunkSchema = z
   .strictObject({
-    /** Source addresses allowed to send INVITEs for this tenant's numbers; empty: any source. */
+    /** Source addresses (CIDR) allowed to send INVITEs for this tenant's numbers. */
     allowFrom: z.array(cidr).default([]),
     digest: z
       .strictObject({
@@ -250,6 +256,8 @@ export const trunkSchema = z
         passwordEnv: envName,
       })
       .optional(),
+    /** Takes calls from any source without authentication; logged as a warning on a public listener. */
+    open: z.boolean().default(false),
     /**
      * The trunk is a trust domain (RFC 3325): its P-Asserted-Identity names the caller, who then
      * counts as verified (gateway/sip/caller-identity.ts). Off: the caller is From's user.
@@ -257,14 +265,36 @@ export const trunkSchema = z
     trustAssertedIdentity: z.boolean().default(false),
   })
   .superRefine((trunk, ctx) => {
+    const authenticates = trunkAuthenticates(trunk);
     // Anyone could assert any number to a trunk that neither checks addresses nor authenticates.
-    if (trunk.trustAssertedIdentity && trunk.allowFrom.length === 0 && trunk.digest === undefined)
+    if (trunk.trustAssertedIdentity && !authenticates)
       ctx.addIssue({
         code: 'custom',
         path: ['trustAssertedIdentity'],
         message: 'needs allowFrom or digest: an identity is trusted only from a known trunk',
       });
+    if (!trunk.open && !authenticates)
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message:
+          'must say who may call: set trunk.allowFrom (source addresses), trunk.digest (SIP digest authentication), or trunk.open: true (calls from anyone)',
+      });
+    if (trunk.open && authenticates)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['open'],
+        message: 'contradicts allowFrom/digest: drop open, or drop allowFrom and digest',
+      });
   });
+
+/** A trunk that names its callers (by address or by credentials), as opposed to an open one. */
+function trunkAuthenticates(trunk: {
+  readonly allowFrom: readonly string[];
+  readonly digest?: unknown;
+}): boolean {
+  return trunk.allowFrom.length > 0 || trunk.digest !== undefined;
+}
 
 /** What an HTTP SMS template may name; each is filled from the out-of-band message. */
 export const SMS_TEMPLATE_FIELDS = [
@@ -327,7 +357,8 @@ export const tenantSchema = z.strictObject({
   agent: safeId,
   /** The realtime model of this tenant's calls, unless its agent names one; defaults to model.openai.model. */
   model: z.string().min(1).optional(),
-  trunk: trunkSchema.default({ allowFrom: [], trustAssertedIdentity: false }),
+  // Parsed even when absent, so a tenant without a trunk is told the ways to name its callers.
+  trunk: trunkSchema.prefault({}),
   /** SIP URI a call is transferred to when the caller asks for a human. */
   transferTarget: z
     .string()

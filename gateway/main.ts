@@ -7,6 +7,7 @@ import { startProcess } from '../jobs/process-runtime.ts';
 import { startActionLayer } from '../jobs/worker-main.ts';
 import { callAgents, startCallGateway } from './call/start-call-gateway.ts';
 import { applyGatewayNice } from './process-priority.ts';
+import { openTenantsOnPublicListener } from './sip/open-trunks.ts';
 
 type Role = 'all' | 'gateway' | 'worker';
 
@@ -47,6 +48,11 @@ if (role !== 'worker') {
   context.log.info('gateway role started', {
     sip: `${context.config.sip.listen}:${context.config.sip.udpPort}`,
   });
+  for (const tenant of openTenantsOnPublicListener(context.config))
+    context.log.warn('tenant takes calls from anyone on a non-loopback SIP listener', {
+      tenant,
+      fix: 'set trunk.allowFrom or trunk.digest instead of trunk.open',
+    });
 }
 context.markStarted();
 context.log.info('callgate ready', { role });

@@ -340,6 +340,7 @@ class ChaosRun {
         id: tenant.tenantId,
         numbers: [String(7100 + i)],
         agent: 'concierge',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
         // The first tenant has a webhook and SMS (a webhook outage must not hold SMS back), the second SMS only.
         notify:
           i === 0

@@ -10,6 +10,7 @@ import type { AgentCatalogue } from '../../agents/agent.ts';
 import { ConfigError, loadConfig } from '../../config/load.ts';
 import type { Config } from '../../config/schema.ts';
 import { toolToWire } from '../realtime/session-config-wire.ts';
+import { sipListenerIsLoopback } from '../sip/open-trunks.ts';
 
 type FunctionToolWire = ReturnType<typeof toolToWire>;
 
@@ -58,7 +59,7 @@ export async function checkConfig(
     valid: true,
     source: path,
     agentVersion: agentVersion(config),
-    warnings: [...unsetSecrets(config, env), ...unusedParts(config)],
+    warnings: [...unsetSecrets(config, env), ...unusedParts(config), ...openTrunks(config)],
     agents,
   };
 }
@@ -90,6 +91,18 @@ function unsetNote(config: Config, path: string): string | undefined {
     return config.model.provider === 'auto' ? ' (the local simulator answers instead)' : '';
   }
   return '';
+}
+
+/** Tenants that take calls from anyone, said louder when SIP is reachable beyond this host. */
+function openTrunks(config: Config): string[] {
+  const where = sipListenerIsLoopback(config.sip)
+    ? 'SIP listens on loopback only'
+    : 'SIP is reachable beyond loopback, so any source that finds it is answered by an agent';
+  return config.tenants.flatMap((tenant, i) =>
+    tenant.trunk.open
+      ? [`tenants[${i}].trunk.open: ${tenant.id} takes calls from anyone; ${where}`]
+      : [],
+  );
 }
 
 /** Providers no action uses, and agents no tenant reaches as its entry. */

@@ -110,7 +110,15 @@ describe('when the caller sends an INVITE without SDP (delayed offer)', () => {
 
   it('should offer only the tenant codecs, in its order', async () => {
     app = await startTestApp({
-      tenants: [{ id: 'acme', numbers: ['100'], agent: 'front-desk', codecs: ['PCMA'] }],
+      tenants: [
+        {
+          id: 'acme',
+          numbers: ['100'],
+          agent: 'front-desk',
+          trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+          codecs: ['PCMA'],
+        },
+      ],
     });
     const result = await runSipp({
       scenario: 'uac-delayed-offer-bad-answer.xml',

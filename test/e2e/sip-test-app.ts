@@ -34,7 +34,14 @@ export interface TestApp {
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const tenants = (
-    options.tenants ?? [{ id: 'acme', numbers: ['100', '+15550100'], agent: 'front-desk' }]
+    options.tenants ?? [
+      {
+        id: 'acme',
+        numbers: ['100', '+15550100'],
+        agent: 'front-desk',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+      },
+    ]
   ).map((tenant) => tenantSchema.parse(tenant));
   const driver = new BuiltinSignalingDriver({
     sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, tcpPort: 0, ...options.sip }),

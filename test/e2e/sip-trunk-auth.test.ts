@@ -14,7 +14,6 @@ const digestTenant = {
   numbers: ['100'],
   agent: 'front-desk',
   trunk: {
-    allowFrom: [],
     digest: { realm: 'callgate.test', username: 'trunk1', passwordEnv: 'TRUNK1_PASSWORD' },
   },
 };

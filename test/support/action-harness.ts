@@ -85,6 +85,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       id,
       numbers: [String(7000 + i)],
       agent: 'concierge',
+      trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
       actions,
       ...options.tenantSettings?.(sandbox.url)[id],
     })),

@@ -40,10 +40,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/*
-The configuration document the processes load. Two changes to .Values.config, mirrored by
+The configuration document the processes load. Three changes to .Values.config, mirrored by
 test/unit/ops/chart-config.test.ts: sip.driver follows drachtio.enabled (with the sidecar's
-address), and with the sandbox Deployment the embedded sandbox is off, sandbox.url names the
-Deployment's Service (the workers' SMS sink) and sandbox providers without a baseUrl point at it.
+address); with the sandbox Deployment the embedded sandbox is off, sandbox.url names the
+Deployment's Service (the workers' SMS sink) and sandbox providers without a baseUrl point at it;
+http.operator listens on the pod's address with operatorTokens, on its loopback without any.
 */}}
 {{- define "callgate.config" -}}
 {{- $config := deepCopy .Values.config -}}
@@ -62,6 +63,17 @@ Deployment's Service (the workers' SMS sink) and sandbox providers without a bas
 {{- $_ := set $sandbox "url" $sandboxUrl -}}
 {{- end -}}
 {{- $_ := set $config "sandbox" $sandbox -}}
+{{- $http := get $config "http" | default dict -}}
+{{- $tokens := list -}}
+{{- range .Values.operatorTokens -}}
+{{- $tokens = append $tokens (dict "name" .name "tokenEnv" (include "callgate.tokenEnv" .name) "scopes" .scopes) -}}
+{{- end -}}
+{{- $operator := dict "listen" (ternary "0.0.0.0" "127.0.0.1" (gt (len $tokens) 0)) "port" (int .Values.operator.port) -}}
+{{- if $tokens -}}
+{{- $_ := set $operator "tokens" $tokens -}}
+{{- end -}}
+{{- $_ := set $http "operator" $operator -}}
+{{- $_ := set $config "http" $http -}}
 {{- range $name, $provider := (get $config "providers" | default dict) -}}
 {{- if and (eq $provider.type "sandbox") (not $provider.baseUrl) -}}
 {{- if not $.Values.sandbox.enabled -}}
@@ -125,4 +137,73 @@ deadline, plus 10 s for the process to exit. Pass (dict "root" $ "role" .Values.
 - name: CALLGATE_CONFIG
   value: /etc/callgate/callgate.yaml
 {{ include "callgate.redisEnv" . }}
+{{- end -}}
+
+{{/* CALLGATE_TOKEN_<NAME>: the variable holding an operator token, from its name. */}}
+{{- define "callgate.tokenEnv" -}}
+{{- printf "CALLGATE_TOKEN_%s" (. | upper | replace "-" "_") -}}
+{{- end -}}
+
+{{/* Operator tokens kept in a Secret of their own (existingSecret and key). */}}
+{{- define "callgate.operatorTokenEnv" -}}
+{{- range $i, $token := .Values.operatorTokens | default list }}
+{{- if $token.existingSecret }}
+- name: {{ include "callgate.tokenEnv" $token.name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $token.existingSecret }}
+      key: {{ required (printf "operatorTokens[%d].key: the key of %s holding the token" $i $token.existingSecret) $token.key }}
+{{- else if and (not $token.value) (not $.Values.secrets.existingSecret) }}
+{{- fail (printf "operatorTokens[%d] (%s) needs value, or existingSecret and key" $i $token.name) }}
+{{- else if and $token.value $.Values.secrets.existingSecret }}
+{{- fail (printf "operatorTokens[%d] (%s): with secrets.existingSecret, keep the token there as %s (or give existingSecret and key), not in value" $i $token.name (include "callgate.tokenEnv" $token.name)) }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The pod's securityContext: a fixed non-root user and RuntimeDefault seccomp. */}}
+{{- define "callgate.podSecurityContext" -}}
+{{- toYaml .Values.podSecurityContext -}}
+{{- end -}}
+
+{{/*
+A container's securityContext: read-only root, no capabilities, no privilege escalation. Pass
+(dict "root" $ "sysNice" true) for the gateway with gateway.sysNice: uid 0 with SYS_NICE only.
+*/}}
+{{- define "callgate.securityContext" -}}
+{{- $context := deepCopy .root.Values.securityContext -}}
+{{- if .sysNice -}}
+{{- $_ := set $context "runAsNonRoot" false -}}
+{{- $_ := set $context "runAsUser" 0 -}}
+{{- $_ := set $context "capabilities" (dict "drop" (list "ALL") "add" (list "SYS_NICE")) -}}
+{{- end -}}
+{{- toYaml (mergeOverwrite $context (.override | default dict)) -}}
+{{- end -}}
+
+{{/*
+SIP sources as NetworkPolicy ipBlock CIDRs: every tenant's trunk.allowFrom and
+networkPolicy.extraSipFrom; "any" when a tenant lets anyone call (open, or digest only).
+*/}}
+{{- define "callgate.sipSources" -}}
+{{- $cidrs := list -}}
+{{- $any := false -}}
+{{- range .Values.config.tenants -}}
+{{- $trunk := .trunk | default dict -}}
+{{- if $trunk.allowFrom -}}
+{{- range $trunk.allowFrom -}}
+{{- $cidrs = append $cidrs (include "callgate.cidr" .) -}}
+{{- end -}}
+{{- else -}}
+{{- $any = true -}}
+{{- end -}}
+{{- end -}}
+{{- range .Values.networkPolicy.extraSipFrom -}}
+{{- $cidrs = append $cidrs (include "callgate.cidr" .) -}}
+{{- end -}}
+{{- if $any -}}any{{- else -}}{{- $cidrs | uniq | join "," -}}{{- end -}}
+{{- end -}}
+
+{{/* An address or CIDR as a CIDR (a bare address is one host). */}}
+{{- define "callgate.cidr" -}}
+{{- if contains "/" . -}}{{- . -}}{{- else if contains ":" . -}}{{- printf "%s/128" . -}}{{- else -}}{{- printf "%s/32" . -}}{{- end -}}
 {{- end -}}

@@ -46,7 +46,15 @@ beforeAll(async () => {
   const catalogue = agentCatalogue(
     parseConfig({
       providers: { bookings: { type: 'sandbox', service: 'bookings' } },
-      tenants: [{ id: TENANT, numbers: ['7999'], agent: 'host', actions: { book_table: BOOK } }],
+      tenants: [
+        {
+          id: TENANT,
+          numbers: ['7999'],
+          agent: 'host',
+          trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+          actions: { book_table: BOOK },
+        },
+      ],
       agents: AGENTS,
     }),
   );

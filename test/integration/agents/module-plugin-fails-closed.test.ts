@@ -43,7 +43,15 @@ afterAll(async () => a.close());
 function runtimeWith(plugins: readonly Plugin[], tools = [reserve]): ToolRuntime {
   const config = parseConfig({
     providers: { bookings: { type: 'sandbox', service: 'bookings' } },
-    tenants: [{ id: TENANT, numbers: ['7300'], agent: 'host', actions: { book_table: BOOK } }],
+    tenants: [
+      {
+        id: TENANT,
+        numbers: ['7300'],
+        agent: 'host',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+        actions: { book_table: BOOK },
+      },
+    ],
     agents: { module: MODULE },
   });
   const agents = readAgentModule(

@@ -29,6 +29,7 @@ function configWithModule(module: string): { config: string; module: string } {
       '  - id: clinic',
       '    numbers: ["7100"]',
       '    agent: clinic',
+      "    trunk: { allowFrom: [127.0.0.0/8, '::1/128'] }",
       '    actions: { book_table: { kind: mutation, provider: bookings, operation: book } }',
       'agents: { module: ./agents.mjs }',
     ].join('\n'),

@@ -112,10 +112,11 @@ describe('when callgate cannot start', () => {
         'http: { port: 70000 }',
         'providers: { payments: { type: sandbox, service: payments } }',
         'tenants:',
-        '  - { id: a, numbers: ["1000"], agent: concierge }',
+        '  - { id: a, numbers: ["1000"], agent: concierge, trunk: { open: true } }',
         '  - id: b',
         '    numbers: ["1000"]',
         '    agent: billing',
+        '    trunk: { open: true }',
         '    actions:',
         '      refund: { kind: mutation, provider: payments, policy: coalesce }',
       ].join('\n'),
@@ -137,7 +138,10 @@ describe('when callgate cannot start', () => {
   it('should exit 2 when the gateway has no agent for a tenant, and leave no redis-server', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'callgate-config-'));
     const path = join(dir, 'no-agents.yaml');
-    writeFileSync(path, 'tenants:\n  - { id: clinic, numbers: ["2000"], agent: front_desk }\n');
+    writeFileSync(
+      path,
+      'tenants:\n  - { id: clinic, numbers: ["2000"], agent: front_desk, trunk: { open: true } }\n',
+    );
     const proc = startTs('gateway/main.ts', {
       env: { ...(await freePorts()), CALLGATE_CONFIG: path },
     });

@@ -34,7 +34,14 @@ beforeAll(async () => {
       transports: ['udp'],
       inviteRatePerSource: 100_000,
     }),
-    tenants: [tenantSchema.parse({ id: 'acme', numbers: ['100'], agent: 'front-desk' })],
+    tenants: [
+      tenantSchema.parse({
+        id: 'acme',
+        numbers: ['100'],
+        agent: 'front-desk',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+      }),
+    ],
     logger: new Logger({ level: 'error' }),
     timers: TIMERS,
   });

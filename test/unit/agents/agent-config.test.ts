@@ -311,6 +311,7 @@ describe('when a tool template names call facts and arguments', () => {
         id: 'clinic',
         numbers: ['2000'],
         agent: 'desk',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
         actions: {
           hold_slot: { kind: 'mutation', provider: 'clinic' },
           release_slot: { kind: 'mutation', provider: 'clinic' },

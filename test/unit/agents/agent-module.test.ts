@@ -29,6 +29,7 @@ function configWith(agents: Record<string, unknown>, agent = 'clinic') {
         id: 'clinic',
         numbers: ['7100'],
         agent,
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
         actions: { book_table: BOOK, cancel_booking: CANCEL },
       },
     ],

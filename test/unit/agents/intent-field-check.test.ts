@@ -25,6 +25,7 @@ function withRefundIntent(intent: unknown): ReturnType<typeof parseConfig> {
         id: 'demo',
         numbers: ['1000'],
         agent: 'billing',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
         actions: { refund: { kind: 'mutation', provider: 'payments', intent } },
       },
     ],
@@ -68,6 +69,7 @@ describe('when a mutation has no intent fields from anyone', () => {
           id: 'demo',
           numbers: ['1000'],
           agent: 'billing',
+          trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
           actions: {
             refund: { kind: 'mutation', provider: 'payments' },
             loyalty_points: { kind: 'mutation', provider: 'payments' },

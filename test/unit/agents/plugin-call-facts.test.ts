@@ -18,6 +18,7 @@ const tenant = tenantSchema.parse({
   id: 'clinic',
   numbers: ['+15550100'],
   agent: 'front-desk',
+  trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
   actions: { move_appointment: { kind: 'mutation', provider: 'records', intent: ['day'] } },
 });
 

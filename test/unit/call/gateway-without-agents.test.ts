@@ -9,8 +9,19 @@ describe('when a gateway starts on a configuration without agents', () => {
   it('should refuse to start, naming the tenant whose agent it does not have', async () => {
     const config = parseConfig({
       tenants: [
-        { id: 'clinic', numbers: ['2000'], agent: 'front_desk' },
-        { id: 'echo', numbers: ['2001'], agent: 'front_desk', mediaTest: { mode: 'echo' } },
+        {
+          id: 'clinic',
+          numbers: ['2000'],
+          agent: 'front_desk',
+          trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+        },
+        {
+          id: 'echo',
+          numbers: ['2001'],
+          agent: 'front_desk',
+          trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+          mediaTest: { mode: 'echo' },
+        },
       ],
     });
     // Refused before anything is opened: nothing else of the context is touched.

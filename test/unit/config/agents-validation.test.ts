@@ -40,6 +40,7 @@ interface TenantDocument {
   numbers: string[];
   agent: string;
   model?: string;
+  trunk?: Record<string, unknown>;
   actions?: Record<string, unknown>;
 }
 interface ClinicDocument {
@@ -69,6 +70,7 @@ function clinic(): ClinicDocument {
         id: 'clinic',
         numbers: ['2000'],
         agent: 'front_desk',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
         actions: {
           book_visit: { kind: 'mutation', provider: 'clinic' },
           cancel_visit: { kind: 'mutation', provider: 'clinic' },
@@ -180,7 +182,12 @@ describe('when a configuration declares agents and tools', () => {
       instructions: 'Only transfers.',
       tools: ['transfer_to_human'],
     });
-    document.tenants.push({ id: 'lobby', numbers: ['2001'], agent: 'kiosk' });
+    document.tenants.push({
+      id: 'lobby',
+      numbers: ['2001'],
+      agent: 'kiosk',
+      trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+    });
     expect(problemsOf(() => parseConfig(document))).toEqual([]);
     tenant(document, 1).agent = 'front_desk';
     expect(problemsOf(() => parseConfig(document))).toEqual([

@@ -10,6 +10,7 @@ function base(): Record<string, unknown> {
         id: 'demo',
         numbers: ['1000'],
         agent: 'concierge',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
         actions: { book_table: { kind: 'mutation', provider: 'bookings' } },
       },
     ],
@@ -281,6 +282,7 @@ describe('when a configuration breaks a rule', () => {
       id: 'other',
       numbers: ['2000', '1000'],
       agent: 'concierge',
+      trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
     });
     expect(problemsOf(document)).toContain(
       'tenants[1].numbers[1]: number 1000 is already owned by tenants[0]',
@@ -289,7 +291,12 @@ describe('when a configuration breaks a rule', () => {
 
   it('should refuse duplicate tenant ids', () => {
     const document = base();
-    (document.tenants as unknown[]).push({ id: 'demo', numbers: ['2000'], agent: 'concierge' });
+    (document.tenants as unknown[]).push({
+      id: 'demo',
+      numbers: ['2000'],
+      agent: 'concierge',
+      trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+    });
     expect(problemsOf(document)).toContain(
       'tenants[1].id: duplicate tenant id demo (also tenants[0])',
     );

@@ -11,7 +11,15 @@ function document(
     providers: {
       bookings: { type: 'sandbox', service: 'bookings', baseUrl: 'http://127.0.0.1:8090' },
     },
-    tenants: [{ id: 'demo', numbers: ['1000'], agent: 'concierge', ...(notify && { notify }) }],
+    tenants: [
+      {
+        id: 'demo',
+        numbers: ['1000'],
+        agent: 'concierge',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+        ...(notify && { notify }),
+      },
+    ],
   };
 }
 

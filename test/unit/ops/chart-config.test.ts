@@ -3,49 +3,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../../config/load.ts';
 import { CHART, readValues } from './chart-files.ts';
+import { loadable, renderConfig } from './chart-render.ts';
 
-/**
- * The configuration document templates/_helpers.tpl ("callgate.config") renders into the ConfigMap:
- * .Values.config with sip.driver following drachtio.enabled, the embedded sandbox off, sandbox.url
- * and sandbox providers without a baseUrl pointed at the sandbox Deployment. Keep the two in step.
- */
-function renderConfig(
-  values: Record<string, unknown>,
-  fullname = 'callgate',
-): Record<string, unknown> {
-  const config = structuredClone(values.config) as Record<string, unknown>;
-  const drachtio = values.drachtio as { enabled: boolean; adminPort: number };
-  const sandbox = values.sandbox as { enabled: boolean; port: number };
-  const sip = (config.sip ?? {}) as Record<string, unknown>;
-  if (drachtio.enabled) {
-    sip.driver = 'drachtio';
-    sip.drachtio = { host: '127.0.0.1', port: drachtio.adminPort, secretEnv: 'DRACHTIO_SECRET' };
-  } else {
-    sip.driver = 'builtin';
-  }
-  config.sip = sip;
-  config.sandbox = {
-    ...((config.sandbox ?? {}) as Record<string, unknown>),
-    enabled: false,
-    ...(sandbox.enabled && { url: `http://${fullname}-sandbox:${sandbox.port}` }),
-  };
-  for (const [name, provider] of Object.entries(
-    (config.providers ?? {}) as Record<string, Record<string, unknown>>,
-  )) {
-    if (provider.type === 'sandbox' && !provider.baseUrl) {
-      if (!sandbox.enabled)
-        throw new Error(
-          `config.providers.${name} is a sandbox provider without baseUrl: enable sandbox or give a baseUrl`,
-        );
-      provider.baseUrl = `http://${fullname}-sandbox:${sandbox.port}`;
-    }
-  }
-  return config;
-}
-
-function problemsOf(document: unknown): readonly string[] {
+function problemsOf(document: Record<string, unknown>): readonly string[] {
   try {
-    parseConfig(document);
+    parseConfig(loadable(document));
     return [];
   } catch (error) {
     if (error instanceof ConfigError) return error.problems;
@@ -59,7 +21,7 @@ describe('when the ConfigMap is rendered from the default values', () => {
   });
 
   it('should listen on every interface, use the built-in driver and point sandbox providers at the sandbox Service', () => {
-    const config = parseConfig(renderConfig(readValues()));
+    const config = parseConfig(loadable(renderConfig(readValues())));
     expect([config.sip.listen, config.rtp.listen, config.http.listen]).toEqual([
       '0.0.0.0',
       '0.0.0.0',
@@ -76,7 +38,7 @@ describe('when the ConfigMap is rendered from the default values', () => {
 
   it('should carry the tenants, their actions and policies as the values give them', () => {
     const values = readValues();
-    const config = parseConfig(renderConfig(values));
+    const config = parseConfig(loadable(renderConfig(values)));
     const tenants = (
       values.config as { tenants: { id: string; actions: Record<string, { policy?: string }> }[] }
     ).tenants;
@@ -98,7 +60,7 @@ describe('when the ConfigMap is rendered from the default values', () => {
   });
 
   it('should keep the RTP range the gateway Service lists within the schema rules', () => {
-    const config = parseConfig(renderConfig(readValues()));
+    const config = parseConfig(loadable(renderConfig(readValues())));
     expect(config.rtp.portMin % 2).toBe(0);
     expect(config.rtp.portMax - config.rtp.portMin).toBeLessThan(2000);
   });
@@ -108,7 +70,7 @@ describe('when the drachtio sidecar is enabled', () => {
   it('should select the drachtio driver with the sidecar address and still pass the schema', () => {
     const values = readValues();
     values.drachtio = { ...(values.drachtio as object), enabled: true };
-    const config = parseConfig(renderConfig(values));
+    const config = parseConfig(loadable(renderConfig(values)));
     expect(config.sip.driver).toBe('drachtio');
     expect(config.sip.drachtio).toMatchObject({
       host: '127.0.0.1',

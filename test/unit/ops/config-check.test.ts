@@ -25,7 +25,7 @@ describe('when a configuration is checked without starting anything', () => {
     writeFileSync(
       path,
       [
-        'tenants: [{ id: x, numbers: ["1"], agent: front }]',
+        'tenants: [{ id: x, numbers: ["1"], agent: front, trunk: { open: true } }]',
         'agents:',
         '  tools:',
         '    - { name: t, description: d, action: a, parameters: { type: object, properties: { n: { type: string, if: {} } } } }',

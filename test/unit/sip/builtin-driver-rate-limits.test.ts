@@ -22,7 +22,7 @@ const SDP =
 
 async function start(
   sip: Record<string, unknown>,
-  trunk: Record<string, unknown> = {},
+  trunk: Record<string, unknown> = { allowFrom: ['127.0.0.0/8'] },
   now?: () => number,
 ): Promise<{ port: number; calls: string[] }> {
   const calls: string[] = [];

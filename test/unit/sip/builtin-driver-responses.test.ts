@@ -16,7 +16,14 @@ let port = 0;
 beforeAll(async () => {
   driver = new BuiltinSignalingDriver({
     sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, transports: ['udp'] }),
-    tenants: [tenantSchema.parse({ id: 'acme', numbers: ['100'], agent: 'front-desk' })],
+    tenants: [
+      tenantSchema.parse({
+        id: 'acme',
+        numbers: ['100'],
+        agent: 'front-desk',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+      }),
+    ],
     logger: new Logger({ level: 'error' }),
   });
   driver.onCall((call) => call.accept({ local: { address: '127.0.0.1', port: 40_000 } }));

@@ -28,7 +28,14 @@ export async function startBuiltin(options: { answer?: boolean } = {}): Promise<
   const logs: string[] = [];
   const driver = new BuiltinSignalingDriver({
     sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, transports: ['udp'] }),
-    tenants: [tenantSchema.parse({ id: 'acme', numbers: ['100'], agent: 'front-desk' })],
+    tenants: [
+      tenantSchema.parse({
+        id: 'acme',
+        numbers: ['100'],
+        agent: 'front-desk',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+      }),
+    ],
     logger: new Logger({ level: 'warn', sink: { write: (line: string) => logs.push(line) } }),
     timers: { t1Ms: T1_MS, t2Ms: 4 * T1_MS, t4Ms: 5 * T1_MS },
   });

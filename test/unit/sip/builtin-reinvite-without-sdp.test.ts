@@ -32,7 +32,14 @@ async function confirmedCall(): Promise<{
   const events: DialogEvent[] = [];
   driver = new BuiltinSignalingDriver({
     sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, transports: ['udp'] }),
-    tenants: [tenantSchema.parse({ id: 'acme', numbers: ['100'], agent: 'front-desk' })],
+    tenants: [
+      tenantSchema.parse({
+        id: 'acme',
+        numbers: ['100'],
+        agent: 'front-desk',
+        trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+      }),
+    ],
     logger: new Logger({ level: 'error', sink: { write: () => undefined } }),
     // The caller never answers the BYE of stop(): a short T1 keeps its wait (64*T1) short.
     timers: { t1Ms: 5, t2Ms: 20, t4Ms: 25 },

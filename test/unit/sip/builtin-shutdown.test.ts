@@ -26,7 +26,14 @@ describe('when callgate stops while a call is up and the caller never answers th
     const driver = new BuiltinSignalingDriver({
       // RFC timers (T1 500 ms): an unanswered BYE transaction would last 32 s.
       sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, transports: ['udp'] }),
-      tenants: [tenantSchema.parse({ id: 'acme', numbers: ['100'], agent: 'front-desk' })],
+      tenants: [
+        tenantSchema.parse({
+          id: 'acme',
+          numbers: ['100'],
+          agent: 'front-desk',
+          trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+        }),
+      ],
       logger: new Logger({ level: 'error', sink: { write: () => undefined } }),
     });
     driver.onCall((call) => {

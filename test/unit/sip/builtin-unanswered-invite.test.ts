@@ -24,7 +24,14 @@ describe('when the application never settles an INVITE', () => {
     const events: DialogEvent[] = [];
     driver = new BuiltinSignalingDriver({
       sip: sipSchema.parse({ listen: '127.0.0.1', udpPort: 0, transports: ['udp'] }),
-      tenants: [tenantSchema.parse({ id: 'acme', numbers: ['100'], agent: 'front-desk' })],
+      tenants: [
+        tenantSchema.parse({
+          id: 'acme',
+          numbers: ['100'],
+          agent: 'front-desk',
+          trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+        }),
+      ],
       logger: new Logger({ level: 'error', sink: { write: () => undefined } }),
       timers: TIMERS,
     });

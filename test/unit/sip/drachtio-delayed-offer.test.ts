@@ -72,6 +72,7 @@ async function delayedCall(): Promise<{
         id: 'acme',
         numbers: ['100'],
         agent: 'front-desk',
+        trunk: { allowFrom: ['192.0.2.0/24'] },
         codecs: ['PCMA', 'PCMU'],
       }),
     ],

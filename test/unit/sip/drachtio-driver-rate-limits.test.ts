@@ -93,7 +93,11 @@ function offer(
 describe('when a source sends more INVITEs a second than inviteRatePerSource (drachtio)', () => {
   it('should answer the excess 503 with Retry-After and keep it from the application', () => {
     let now = 0;
-    const { driver, calls } = driverWith({ inviteRatePerSource: 2 }, {}, () => now);
+    const { driver, calls } = driverWith(
+      { inviteRatePerSource: 2 },
+      { allowFrom: ['192.0.2.0/24'] },
+      () => now,
+    );
     const statuses = [
       offer(driver, '192.0.2.1'),
       offer(driver, '192.0.2.1'),
@@ -160,7 +164,14 @@ describe('when the application handler throws (drachtio)', () => {
   it('should answer 500 rather than let the error into srf', () => {
     const driver = new DrachtioSignalingDriver({
       sip: sipSchema.parse({ driver: 'drachtio' }),
-      tenants: [tenantSchema.parse({ id: 'acme', numbers: ['100'], agent: 'front-desk' })],
+      tenants: [
+        tenantSchema.parse({
+          id: 'acme',
+          numbers: ['100'],
+          agent: 'front-desk',
+          trunk: { allowFrom: ['192.0.2.0/24'] },
+        }),
+      ],
       logger: new Logger({ level: 'error', sink: { write: () => undefined } }),
       srf: new EventEmitter() as unknown as Srf,
     });
@@ -173,7 +184,7 @@ describe('when the application handler throws (drachtio)', () => {
 
 describe('when an INVITE carries a body that is not SDP (drachtio)', () => {
   it('should answer 415 with Accept, as the built-in stack does', () => {
-    const { driver, calls } = driverWith({}, {}, () => 0);
+    const { driver, calls } = driverWith({}, { allowFrom: ['192.0.2.0/24'] }, () => 0);
     const { req, res, sent } = srfInvite('192.0.2.1', undefined, {
       type: 'text/plain',
       text: 'hello',

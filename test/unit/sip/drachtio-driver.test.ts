@@ -82,7 +82,14 @@ describe('when the drachtio-server connection drops', () => {
     });
     const driver = new DrachtioSignalingDriver({
       sip,
-      tenants: [tenantSchema.parse({ id: 'acme', numbers: ['100'], agent: 'a' })],
+      tenants: [
+        tenantSchema.parse({
+          id: 'acme',
+          numbers: ['100'],
+          agent: 'a',
+          trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+        }),
+      ],
       logger: new Logger({ level: 'error' }),
       readSecret: () => 'cymru',
       srf: fake as unknown as Srf,

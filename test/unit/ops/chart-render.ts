@@ -1,0 +1,91 @@
+/**
+ * What the chart's templates compute from values, mirrored for the tests where no helm binary runs:
+ * the ConfigMap's configuration document and the NetworkPolicy's SIP sources.
+ */
+import { httpSchema } from '../../../config/schema.ts';
+
+/** CALLGATE_TOKEN_<NAME>, as templates/_helpers.tpl ("callgate.tokenEnv") names a token's variable. */
+export function tokenEnv(name: string): string {
+  return `CALLGATE_TOKEN_${name.toUpperCase().replace(/-/g, '_')}`;
+}
+
+/**
+ * The configuration document templates/_helpers.tpl ("callgate.config") renders into the ConfigMap:
+ * .Values.config with sip.driver following drachtio.enabled, the embedded sandbox off, sandbox.url
+ * and sandbox providers without a baseUrl pointed at the sandbox Deployment, and http.operator
+ * from operator and operatorTokens. Keep the two in step.
+ */
+export function renderConfig(
+  values: Record<string, unknown>,
+  fullname = 'callgate',
+): Record<string, unknown> {
+  const config = structuredClone(values.config) as Record<string, unknown>;
+  const drachtio = values.drachtio as { enabled: boolean; adminPort: number };
+  const sandbox = values.sandbox as { enabled: boolean; port: number };
+  const sip = (config.sip ?? {}) as Record<string, unknown>;
+  if (drachtio.enabled) {
+    sip.driver = 'drachtio';
+    sip.drachtio = { host: '127.0.0.1', port: drachtio.adminPort, secretEnv: 'DRACHTIO_SECRET' };
+  } else {
+    sip.driver = 'builtin';
+  }
+  config.sip = sip;
+  config.sandbox = {
+    ...((config.sandbox ?? {}) as Record<string, unknown>),
+    enabled: false,
+    ...(sandbox.enabled && { url: `http://${fullname}-sandbox:${sandbox.port}` }),
+  };
+  for (const [name, provider] of Object.entries(
+    (config.providers ?? {}) as Record<string, Record<string, unknown>>,
+  )) {
+    if (provider.type === 'sandbox' && !provider.baseUrl) {
+      if (!sandbox.enabled)
+        throw new Error(
+          `config.providers.${name} is a sandbox provider without baseUrl: enable sandbox or give a baseUrl`,
+        );
+      provider.baseUrl = `http://${fullname}-sandbox:${sandbox.port}`;
+    }
+  }
+  const tokens = (values.operatorTokens as { name: string; scopes: string[] }[]).map((token) => ({
+    name: token.name,
+    tokenEnv: tokenEnv(token.name),
+    scopes: token.scopes,
+  }));
+  config.http = {
+    ...((config.http ?? {}) as Record<string, unknown>),
+    operator: {
+      listen: tokens.length > 0 ? '0.0.0.0' : '127.0.0.1',
+      port: (values.operator as { port: number }).port,
+      ...(tokens.length > 0 && { tokens }),
+    },
+  };
+  return config;
+}
+
+/**
+ * The document as this build's schema knows it: without http.operator while config/schema.ts has
+ * no operator listener yet (issue 20 adds it), the whole document once it has.
+ */
+export function loadable(document: Record<string, unknown>): Record<string, unknown> {
+  if ('operator' in httpSchema.shape) return document;
+  const { operator: _operator, ...http } = document.http as Record<string, unknown>;
+  return { ...document, http };
+}
+
+/**
+ * The SIP sources the NetworkPolicy admits ("callgate.sipSources"): every tenant's allowFrom as
+ * CIDRs and networkPolicy.extraSipFrom, or `any` when a tenant lets anyone call (open, digest only).
+ */
+export function sipSources(values: Record<string, unknown>): string[] | 'any' {
+  const tenants = (values.config as { tenants: { trunk?: { allowFrom?: string[] } }[] }).tenants;
+  if (tenants.some((tenant) => (tenant.trunk?.allowFrom ?? []).length === 0)) return 'any';
+  const extra = (values.networkPolicy as { extraSipFrom: string[] }).extraSipFrom;
+  const all = [...tenants.flatMap((tenant) => tenant.trunk?.allowFrom ?? []), ...extra].map(asCidr);
+  return [...new Set(all)];
+}
+
+/** A bare address is one host ("callgate.cidr"). */
+function asCidr(entry: string): string {
+  if (entry.includes('/')) return entry;
+  return entry.includes(':') ? `${entry}/128` : `${entry}/32`;
+}
