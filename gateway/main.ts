@@ -48,5 +48,5 @@ if (role !== 'worker') {
     sip: `${context.config.sip.listen}:${context.config.sip.udpPort}`,
   });
 }
-context.markStarted();
+await context.markStarted();
 context.log.info('callgate ready', { role });

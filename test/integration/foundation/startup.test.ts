@@ -15,6 +15,7 @@ afterEach(() => {
 async function freePorts(): Promise<NodeJS.ProcessEnv> {
   return {
     CALLGATE_HTTP_PORT: String(await freeLoopbackPort()),
+    CALLGATE__http__operator__port: '0',
     CALLGATE_SIP_PORT: String(await freeSipPort()),
     CALLGATE_SIP_TCP_PORT: String(await freeSipPort()),
     CALLGATE_CONFIG: '',
