@@ -177,7 +177,8 @@ export class OperatorServer {
     if (READ_METHODS.has(request.method)) return;
     const caller = this.callers.get(request);
     this.log.info('operator api write', {
-      token: caller === undefined ? 'none (refused)' : (this.tokenName(request) ?? 'none (open)'),
+      // The token's name; a field named "token" would be scrubbed by the logger as a secret.
+      actor: caller === undefined ? 'none (refused)' : (this.tokenName(request) ?? 'none (open)'),
       method: request.method,
       path: pathOf(request),
       status: reply.statusCode,

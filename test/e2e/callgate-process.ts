@@ -110,6 +110,8 @@ export interface CallgateProcessOptions {
   readonly overrides?: (config: Record<string, unknown>) => void;
   /** A command that execs the process (e.g. setpriv with fewer capabilities). */
   readonly commandPrefix?: readonly string[];
+  /** More environment for the process (e.g. the secrets of extra operator tokens). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export interface SharedSetup {
@@ -183,6 +185,7 @@ async function startOnce(
       CALLGATE__redis__prefix: prefix,
       OPENAI_API_KEY: '',
       ...(options.gatewayId !== undefined && { CALLGATE_GATEWAY_ID: options.gatewayId }),
+      ...options.env,
     },
   });
   const readyLine = options.worker === true ? 'worker ready' : 'callgate ready';
