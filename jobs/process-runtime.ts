@@ -212,7 +212,10 @@ export async function startProcess(
         onShutdown('operator http', () => operator.close());
         log.info('operator api listening', {
           address: `${at.address}:${at.port}`,
-          tokens: config.http.operator.tokens.map((token) => token.name).join(',') || 'none',
+          // Not "tokens": the logger scrubs fields so named as secrets.
+          auth: operator.open
+            ? 'open'
+            : `bearer (${config.http.operator.tokens.map((token) => token.name).join(', ')})`,
         });
         // Allowed on loopback only (the schema refuses it elsewhere); said at every start.
         if (operator.open)

@@ -78,7 +78,8 @@ describe('when callgate starts on its embedded defaults', () => {
     await waitFor(
       async () =>
         (await get(env.CALLGATE_HTTP_PORT, '/readyz')).status === 200 ? true : undefined,
-      10_000,
+      // Not a startup-time claim (the test above makes that one): room for a loaded machine.
+      20_000,
       '/readyz 200',
     );
     expect(proc.stdout()).not.toContain('started a private redis-server');
@@ -91,7 +92,7 @@ describe('when callgate starts on its embedded defaults', () => {
     started.push(proc);
     await waitFor(
       async () => (proc.stdout().includes('http listening') ? true : undefined),
-      10_000,
+      20_000,
       'http listening',
     );
     const early = await get(env.CALLGATE_HTTP_PORT, '/readyz').catch(() => undefined);
