@@ -202,7 +202,7 @@ async function startOnce(
           (await fetch(`${httpUrl}/readyz`)).status === 200 && proc.stdout().includes(readyLine)
             ? true
             : undefined,
-        20_000,
+        30_000,
         readyLine,
       ),
       exited,
