@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OperatorScope } from '../../../config/schema.ts';
 import { startCallgate, type CallgateProcess } from '../../e2e/callgate-process.ts';
 import { bearer, TEST_OPERATOR_TOKEN_CONFIG } from '../../support/operator-api.ts';
+import { waitFor } from '../../support/processes.ts';
 
 const CALLS_ONLY = 'calls-only-token-0123456789abcdef';
 const OPERATIONS_ONLY = 'operations-only-token-0123456789ab';
@@ -103,16 +104,24 @@ describe('when an operator route is called on a running callgate', () => {
     60_000,
   );
 
-  it('should log each write with the name of its token', () => {
-    const writes = cg.proc
-      .stdout()
-      .split('\n')
-      .filter((line) => line.includes('operator api write'))
-      .map((line) => JSON.parse(line) as { actor: string; path: string; status: number });
-    expect(writes).toContainEqual(
+  it('should log each write with the name of its token', async () => {
+    const writes = () =>
+      cg.proc
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('operator api write'))
+        .map((line) => JSON.parse(line) as { actor: string; path: string; status: number });
+    // Logged once the answer is sent: the line can reach the output after the client has it.
+    await waitFor(
+      async () =>
+        writes().some((w) => w.actor === 'test' && w.path === '/v1/admin/reload') || undefined,
+      5_000,
+      'the reload write line',
+    );
+    expect(writes()).toContainEqual(
       expect.objectContaining({ actor: 'test', path: '/v1/admin/reload', status: 200 }),
     );
-    expect(writes).toContainEqual(
+    expect(writes()).toContainEqual(
       expect.objectContaining({
         actor: 'calls-only',
         path: '/v1/operations/op_nope/reconcile',
