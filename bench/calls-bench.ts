@@ -504,11 +504,12 @@ async function run(calls: number): Promise<string> {
       .join(' ');
 
     // Every booking's result settles (told, or out of band for a call that ended first).
-    const httpUrl = target.httpUrl;
+    // A fresh callgate on loopback without tokens: its operator API is open.
+    const operatorUrl = target.operatorUrl;
     const recent = async (): Promise<{ session_id: string; started_at: number }[]> =>
       (
         await getJson<{ recent: { session_id: string; started_at: number }[] }>(
-          `${httpUrl}/v1/calls?limit=500`,
+          `${operatorUrl}/v1/calls?limit=500`,
         )
       ).recent.filter((c) => c.started_at >= startedAt);
     const deadline = Date.now() + 15_000;
@@ -528,7 +529,7 @@ async function run(calls: number): Promise<string> {
     let told = 0;
     for (const session of sessions) {
       const { timeline } = await getJson<{ timeline: TimelineEntry[] }>(
-        `${httpUrl}/v1/calls/${session.session_id}/timeline`,
+        `${operatorUrl}/v1/calls/${session.session_id}/timeline`,
       );
       const spoken = timeline.find(
         (e) => e.type === 'result_spoken' && e.detail.status === 'completed',

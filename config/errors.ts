@@ -138,9 +138,17 @@ export const ERRORS = {
   },
   CALLGATE_ERR_SIMULATOR_SPEECH: { message: 'the simulator could not synthesize speech: {reason}' },
 
-  // HTTP admin API
+  // HTTP: probes, metrics and the operator API
   CALLGATE_ERR_HTTP_NOT_FOUND: { message: 'no route for {method} {path}', httpStatus: 404 },
   CALLGATE_ERR_HTTP_BAD_REQUEST: { message: 'bad request: {reason}', httpStatus: 400 },
+  CALLGATE_ERR_HTTP_UNAUTHORIZED: {
+    message: 'a valid bearer token is required: {reason}',
+    httpStatus: 401,
+  },
+  CALLGATE_ERR_HTTP_FORBIDDEN: {
+    message: 'token {token} lacks the scope {scope} that {method} {path} needs',
+    httpStatus: 403,
+  },
 } as const satisfies Record<string, ErrorDefinition>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -92,10 +92,42 @@ export const rtpSchema = z.strictObject({
   sockets: z.enum(['auto', 'native', 'node']).default('auto'),
 });
 
+/** What an operator token may do; each operator route needs one (jobs/http/operator-routes.ts). */
+export const operatorScopes = [
+  'operations:read',
+  'operations:write',
+  'calls:read',
+  'admin',
+] as const;
+export type OperatorScope = (typeof operatorScopes)[number];
+
+export const operatorTokenSchema = z.strictObject({
+  /** Named in the log line of every write made with the token. */
+  name: safeId,
+  /** The environment variable holding the token (the chart's Secret: CALLGATE_TOKEN_<NAME>). */
+  tokenEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name'),
+  scopes: z.array(z.enum(operatorScopes)).min(1),
+});
+
+export const operatorHttpSchema = z.strictObject({
+  listen: listenAddress.default('127.0.0.1'),
+  port: port.default(8081),
+  /** None on a loopback listener: the operator API runs open (and says so at start). */
+  tokens: z.array(operatorTokenSchema).default([]),
+});
+
 export const httpSchema = z.strictObject({
+  /** Probes and metrics only (/healthz, /readyz, /metrics): no caller data. */
   listen: listenAddress.default('127.0.0.1'),
   port: port.default(8080),
+  /** The operator API: operations, calls, timelines, reconcile, re-drive, reload. */
+  operator: operatorHttpSchema.default(operatorHttpSchema.parse({})),
 });
+
+/** 127.0.0.0/8 and ::1: only processes on this machine can connect. */
+export function isLoopbackAddress(address: string): boolean {
+  return address === '::1' || /^127\./.test(address) || address.startsWith('::ffff:127.');
+}
 
 export const redisSchema = z.strictObject({
   /** Unset: callgate starts a private redis-server on a free loopback port. */
@@ -628,6 +660,26 @@ export const configSchema = z
       });
     }
     if (config.http.port !== 0) claim(`tcp:${config.http.port}`, 'http.port', ['http', 'port']);
+    const operator = config.http.operator;
+    if (operator.port !== 0)
+      claim(`tcp:${operator.port}`, 'http.operator.port', ['http', 'operator', 'port']);
+    if (operator.tokens.length === 0 && !isLoopbackAddress(operator.listen)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['http', 'operator', 'tokens'],
+        message: `required when http.operator.listen (${operator.listen}) is not a loopback address`,
+      });
+    }
+    const tokenNames = new Set<string>();
+    operator.tokens.forEach((token, i) => {
+      if (tokenNames.has(token.name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['http', 'operator', 'tokens', i, 'name'],
+          message: `token ${token.name} is named twice`,
+        });
+      tokenNames.add(token.name);
+    });
     if (config.sip.transports.includes('tcp') && config.sip.tcpPort !== 0) {
       claim(`tcp:${config.sip.tcpPort}`, 'sip.tcpPort', ['sip', 'tcpPort']);
     }

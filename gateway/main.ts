@@ -54,5 +54,5 @@ if (role !== 'worker') {
       fix: 'set trunk.allowFrom or trunk.digest instead of trunk.open',
     });
 }
-context.markStarted();
+await context.markStarted();
 context.log.info('callgate ready', { role });

@@ -1,7 +1,8 @@
 /**
  * What every callgate process does around its real work: load the configuration (a bad one stops
  * startup with exit code 2 and every problem by path), set up logging and secret scrubbing, find
- * or start Redis, serve HTTP, and shut down in order on SIGTERM/SIGINT within the drain limit.
+ * or start Redis, serve probes and metrics, open the operator API once the role is up, and shut
+ * down in order on SIGTERM/SIGINT within the drain limit.
  */
 import { hostname } from 'node:os';
 import { isCallgateError } from '../config/errors.ts';
@@ -9,6 +10,8 @@ import { ConfigError, loadConfig } from '../config/load.ts';
 import { Logger, registerSecret, setRootLogger } from '../config/log.ts';
 import { collectProcessMetrics, gauge } from '../config/metrics.ts';
 import type { Config } from '../config/schema.ts';
+import { OperatorServer } from './http/operator-server.ts';
+import { readOperatorTokens, type OperatorTokens } from './http/operator-tokens.ts';
 import { HttpServer } from './http/server.ts';
 import { checkRedis, safeRedisUrl } from './redis/connection.ts';
 import { resolveRedis, type RedisEndpoint } from './redis/local-redis.ts';
@@ -20,14 +23,20 @@ export interface ProcessContext {
   readonly config: Config;
   readonly log: Logger;
   readonly redis: RedisEndpoint;
+  /** Probes and metrics (`http.port`): readiness checks and metrics refreshers go here. */
   readonly http: HttpServer;
+  /** The operator API (`http.operator.port`): routes go here, before markStarted. */
+  readonly operator: OperatorServer;
   readonly gatewayId: string;
   /** Registers something to stop at shutdown; stopped in reverse order of registration. */
   onShutdown(name: string, stop: () => Promise<void>): void;
   /** Aborted when shutdown begins: components stop taking new work. */
   readonly draining: AbortSignal;
-  /** Readiness reports "starting" until this is called. */
-  readonly markStarted: () => void;
+  /**
+   * The role is up: the operator API starts listening (its routes are all registered by now) and
+   * readiness stops reporting "starting". A port that cannot be bound stops the process (exit 1).
+   */
+  readonly markStarted: () => Promise<void>;
 }
 
 /** Loads the configuration, or prints every problem and exits 2 (no stack trace). */
@@ -68,8 +77,22 @@ async function prepareOrExit(
   }
 }
 
+/** The operator tokens from their environment variables, or every problem printed and exit 2. */
+function readOperatorTokensOrExit(config: Config): OperatorTokens {
+  try {
+    return readOperatorTokens(config, process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`callgate: ${error.message}\n`);
+      process.exit(EXIT_CONFIG);
+    }
+    throw error;
+  }
+}
+
 /** Reads secrets named by the configuration so the logger can scrub them everywhere. */
 function registerConfiguredSecrets(config: Config): void {
+  for (const token of config.http.operator.tokens) registerSecret(process.env[token.tokenEnv]);
   registerSecret(process.env[config.model.openai.apiKeyEnv]);
   registerSecret(process.env[config.sip.drachtio.secretEnv]);
   for (const tenant of config.tenants) {
@@ -102,6 +125,7 @@ export async function startProcess(
 ): Promise<ProcessContext> {
   const config = loadConfigOrExit();
   registerConfiguredSecrets(config);
+  const tokens = readOperatorTokensOrExit(config);
   const gatewayId =
     config.gateway.id ??
     `${hostname()
@@ -178,7 +202,33 @@ export async function startProcess(
       name: 'startup',
       check: async () => (started ? undefined : 'starting'),
     });
-    const markStarted = () => {
+    const operator = new OperatorServer({
+      tokens: tokens.size === 0 ? 'open' : tokens,
+      log,
+    });
+    const markStarted = async () => {
+      try {
+        const at = await operator.listen(config.http.operator.port, config.http.operator.listen);
+        onShutdown('operator http', () => operator.close());
+        log.info('operator api listening', {
+          address: `${at.address}:${at.port}`,
+          // Not "tokens": the logger scrubs fields so named as secrets.
+          auth: operator.open
+            ? 'open'
+            : `bearer (${config.http.operator.tokens.map((token) => token.name).join(', ')})`,
+        });
+        // Allowed on loopback only (the schema refuses it elsewhere); said at every start.
+        if (operator.open)
+          log.warn('operator api is open: no tokens configured, anyone on this host can use it', {
+            address: `${at.address}:${at.port}`,
+          });
+      } catch (error) {
+        const message = isCallgateError(error) ? `${error.code}: ${error.message}` : String(error);
+        process.stderr.write(`callgate: ${message}\n`);
+        process.exitCode = EXIT_STARTUP;
+        void shutdown('startup failed');
+        await new Promise(() => undefined);
+      }
       started = true;
     };
     const address = await http.listen(config.http.port, config.http.listen);
@@ -199,6 +249,7 @@ export async function startProcess(
       log,
       redis,
       http,
+      operator,
       gatewayId,
       onShutdown,
       markStarted,

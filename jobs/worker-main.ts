@@ -25,7 +25,7 @@ export async function startActionLayer(
   context: ProcessContext,
   options: ActionLayerStartOptions,
 ): Promise<ActionLayer> {
-  const { config, log, http } = context;
+  const { config, log, http, operator } = context;
   let sandboxUrl = DECLARATION_ONLY_URL;
   if (options.runWorkers && config.sandbox.enabled) {
     const sandbox = await startSandbox({ host: config.sandbox.listen, port: config.sandbox.port });
@@ -45,7 +45,7 @@ export async function startActionLayer(
   });
   context.onShutdown('action layer', () => layer.close());
   if (options.runWorkers) await layer.startWorkers();
-  registerOperationsApi(http, {
+  registerOperationsApi(operator, {
     ledger: layer.ledger,
     queues: layer.queues,
     outOfBand: layer.outOfBand,
@@ -58,7 +58,7 @@ export async function startActionLayer(
 async function main(): Promise<void> {
   const context = await startProcess('worker');
   await startActionLayer(context, { runWorkers: true });
-  context.markStarted();
+  await context.markStarted();
   context.log.info('worker ready', { tenants: context.config.tenants.length });
 }
 

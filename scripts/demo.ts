@@ -5,6 +5,10 @@
  *
  *   npm run demo
  *   npm run demo -- --attach --sandbox URL [--sip 127.0.0.1:5060] [--http http://127.0.0.1:8080]
+ *                           [--operator http://127.0.0.1:8081] [--token-env VAR]
+ *
+ * `--token-env` names the environment variable holding an operator token with calls:read and
+ * operations:read (none: the attached callgate's operator API is open, as on loopback by default).
  *
  * Exit code 0 when the story held, 1 when it did not (the reasons are printed), 2 on bad arguments.
  */
@@ -16,13 +20,13 @@ function parseArgs(argv: readonly string[]): DemoOptions {
     const i = argv.indexOf(flag);
     return i >= 0 ? argv[i + 1] : undefined;
   };
-  const known = new Set(['--attach', '--sip', '--http', '--sandbox']);
+  const known = new Set(['--attach', '--sip', '--http', '--operator', '--token-env', '--sandbox']);
   const unknown = argv.filter(
     (arg, i) => arg.startsWith('--') && !known.has(arg) && !known.has(argv[i - 1] ?? ''),
   );
   if (unknown.length > 0) {
     process.stderr.write(
-      `callgate demo: unknown option ${unknown.join(' ')}\nusage: npm run demo [-- --attach --sandbox url [--sip host:port] [--http url]]\n`,
+      `callgate demo: unknown option ${unknown.join(' ')}\nusage: npm run demo [-- --attach --sandbox url [--sip host:port] [--http url] [--operator url] [--token-env VAR]]\n`,
     );
     process.exit(2);
   }
@@ -31,6 +35,7 @@ function parseArgs(argv: readonly string[]): DemoOptions {
     /:(?=\d+$)/,
   );
   const sandbox = value('--sandbox');
+  const tokenEnv = value('--token-env');
   if (sandbox === undefined) {
     // Without the sandbox the restaurant confirms at once: no change of mind, no hang-up before the result.
     process.stderr.write(
@@ -43,6 +48,8 @@ function parseArgs(argv: readonly string[]): DemoOptions {
       sipHost,
       sipPort: Number(sipPort),
       httpUrl: value('--http') ?? 'http://127.0.0.1:8080',
+      operatorUrl: value('--operator') ?? 'http://127.0.0.1:8081',
+      ...(tokenEnv !== undefined && { operatorToken: process.env[tokenEnv] ?? '' }),
       sandboxUrl: sandbox,
     },
   };

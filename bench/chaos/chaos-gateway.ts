@@ -108,7 +108,7 @@ async function main(): Promise<void> {
     await Promise.all(calls);
     journal.close();
   });
-  context.markStarted();
+  await context.markStarted();
   log.info('chaos gateway ready', { tenants: tenants.length });
   process.send({ type: 'ready' });
 }

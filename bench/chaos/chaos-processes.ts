@@ -67,6 +67,7 @@ export class ProcessPool {
         ...clock,
         CALLGATE_GATEWAY_ID: name,
         CALLGATE_HTTP_PORT: '0',
+        CALLGATE__http__operator__port: '0',
       },
       stdio: ['ignore', log, log, 'ipc'],
     });

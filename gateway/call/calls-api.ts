@@ -1,14 +1,15 @@
 /**
- * The operator's view of calls (JSON):
+ * The operator's view of calls (on the operator listener; every route needs calls:read):
  *   GET /v1/calls                 active calls (every gateway) and the most recent ended ones
  *   GET /v1/calls/:id/timeline    one call's events on one time axis: its own milestones (SIP,
  *                                 media, model, tools), the audit trail (tool requests, gate
  *                                 decisions, deliveries) and every state of its operations
  *   GET /calls/:id                the same as a server-rendered HTML page
  */
+import { z } from 'zod';
 import type { AuditLog } from '../../agents/audit.ts';
 import type { OperationLedger } from '../../jobs/ledger/operation-ledger.ts';
-import type { HttpServer } from '../../jobs/http/server.ts';
+import { resourceIdParams, type OperatorServer } from '../../jobs/http/operator-server.ts';
 import type { CallRecord, CallRegistry } from './call-registry.ts';
 import { escapeHtml, renderTimelinePage } from './timeline-page.ts';
 
@@ -77,11 +78,25 @@ export async function callTimeline(
   return entries.sort((a, b) => a.at - b.at || rank[a.source] - rank[b.source]);
 }
 
-export function registerCallsApi(http: HttpServer, options: CallsApiOptions): void {
-  http.route('GET', '/v1/calls', async ({ query }) => {
-    const limit = Math.min(500, Math.max(1, Number(query.get('limit') ?? 100) || 100));
-    const { active, recent } = await options.registry.list(limit);
-    return { body: { active: active.map(callView), recent: recent.map(callView) } };
+/** `?limit=` is clamped to 1..500 (100 when absent or not a number), as it always was. */
+const listQuery = z.object({
+  limit: z
+    .string()
+    .max(16)
+    .optional()
+    .transform((limit) => Math.min(500, Math.max(1, Number(limit ?? 100) || 100))),
+});
+
+export function registerCallsApi(http: OperatorServer, options: CallsApiOptions): void {
+  http.route({
+    method: 'GET',
+    path: '/v1/calls',
+    scope: 'calls:read',
+    query: listQuery,
+    handler: async ({ query }) => {
+      const { active, recent } = await options.registry.list(query.limit);
+      return { body: { active: active.map(callView), recent: recent.map(callView) } };
+    },
   });
 
   const view = async (id: string) => {
@@ -100,23 +115,35 @@ export function registerCallsApi(http: HttpServer, options: CallsApiOptions): vo
     };
   };
 
-  http.route('GET', '/v1/calls/:id/timeline', async ({ params }) => {
-    const body = await view(params.id ?? '');
-    return body === undefined
-      ? { status: 404, body: { error: 'not_found', message: `no call ${params.id ?? ''}` } }
-      : { body };
+  http.route({
+    method: 'GET',
+    path: '/v1/calls/:id/timeline',
+    scope: 'calls:read',
+    params: resourceIdParams,
+    handler: async ({ params: { id } }) => {
+      const body = await view(id);
+      return body === undefined
+        ? { status: 404, body: { error: 'not_found', message: `no call ${id}` } }
+        : { body };
+    },
   });
 
-  http.route('GET', '/calls/:id', async ({ params }) => {
-    const body = await view(params.id ?? '');
-    const html =
-      body === undefined
-        ? `<!doctype html><title>not found</title><p>No call ${escapeHtml(params.id ?? '')}.</p>`
-        : renderTimelinePage(body);
-    return {
-      status: body === undefined ? 404 : 200,
-      contentType: 'text/html; charset=utf-8',
-      body: html,
-    };
+  http.route({
+    method: 'GET',
+    path: '/calls/:id',
+    scope: 'calls:read',
+    params: resourceIdParams,
+    handler: async ({ params: { id } }) => {
+      const body = await view(id);
+      const html =
+        body === undefined
+          ? `<!doctype html><title>not found</title><p>No call ${escapeHtml(id)}.</p>`
+          : renderTimelinePage(body);
+      return {
+        status: body === undefined ? 404 : 200,
+        contentType: 'text/html; charset=utf-8',
+        body: html,
+      };
+    },
   });
 }

@@ -43,7 +43,7 @@ export async function startCallGateway(
   layer: ActionLayer,
   agents?: CallAgents,
 ): Promise<CallGateway> {
-  const { config, log, gatewayId, http } = context;
+  const { config, log, gatewayId, operator } = context;
   const prefix = config.redis.prefix;
   const tenants = config.tenants.map((t) => t.id);
   const loaded = agents ?? (await callAgents(config, log));
@@ -129,7 +129,7 @@ export async function startCallGateway(
   });
   registry.start();
   context.onShutdown('session registry', async () => registry.stop());
-  registerCallsApi(http, { registry, audit, ledger: layer.ledger });
+  registerCallsApi(operator, { registry, audit, ledger: layer.ledger });
 
   // Rendered now for G.711 μ-law (the usual trunk codec), so an apology never waits for espeak-ng.
   const prompts = new CallPrompts({ log });
@@ -167,9 +167,14 @@ export async function startCallGateway(
   context.onShutdown('agent reload', async () => {
     process.off('SIGHUP', onHangup);
   });
-  http.route('POST', '/v1/admin/reload', async () => {
-    const outcome = await reload('operator');
-    return { status: outcome.status === 'refused' ? 422 : 200, body: outcome };
+  operator.route({
+    method: 'POST',
+    path: '/v1/admin/reload',
+    scope: 'admin',
+    handler: async () => {
+      const outcome = await reload('operator');
+      return { status: outcome.status === 'refused' ? 422 : 200, body: outcome };
+    },
   });
   await driver.start();
   context.onShutdown('sip', () => driver.stop());

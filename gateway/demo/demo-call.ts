@@ -49,6 +49,8 @@ export interface DemoOptions {
     readonly sipHost: string;
     readonly sipPort: number;
     readonly httpUrl: string;
+    readonly operatorUrl: string;
+    readonly operatorToken?: string;
     readonly sandboxUrl?: string;
   };
   /** The number dialled; the demo tenant's. */
@@ -92,8 +94,15 @@ function toneUtterance(ms: number): Buffer {
   return encodeUlaw(samples);
 }
 
-async function getJson<T>(url: string): Promise<T> {
-  const response = await fetch(url);
+/** The operator API's header for a target: its token when it needs one. */
+function operatorHeaders(target: Pick<DemoTarget, 'operatorToken'>): Record<string, string> {
+  return target.operatorToken === undefined
+    ? {}
+    : { authorization: `Bearer ${target.operatorToken}` };
+}
+
+async function getJson<T>(url: string, headers: Record<string, string> = {}): Promise<T> {
+  const response = await fetch(url, { headers });
   if (response.status !== 200)
     throw new Error(`GET ${url}: ${response.status} ${await response.text()}`);
   return (await response.json()) as T;
@@ -191,12 +200,14 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     phone.start(answer.sdp);
     const answeredAt = Date.now();
     note('caller', 'answered', 'the call is answered; the greeting plays');
-    const httpUrl = target.httpUrl;
+    const operatorUrl = target.operatorUrl;
+    const api = operatorHeaders(target);
     await waitUntil(
       'the call in the session registry',
       async () => {
         const calls = await getJson<{ active: { session_id: string; sip_call_id: string }[] }>(
-          `${httpUrl}/v1/calls`,
+          `${operatorUrl}/v1/calls`,
+          api,
         );
         sessionId = calls.active.find((c) => c.sip_call_id === caller.sipCallId)?.session_id;
         return sessionId !== undefined;
@@ -242,11 +253,11 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     pressedAt = Date.now();
     note('caller', 'pressed', 'caller presses 4 (move the booking to 20:30)', { digit: '4' });
     await phone.press('4');
-    const operationsUrl = `${httpUrl}/v1/operations?session_id=${sessionId ?? ''}`;
+    const operationsUrl = `${operatorUrl}/v1/operations?session_id=${sessionId ?? ''}`;
     await waitUntil(
       'the second booking',
       async () => {
-        const { operations } = await getJson<{ operations: DemoOperation[] }>(operationsUrl);
+        const { operations } = await getJson<{ operations: DemoOperation[] }>(operationsUrl, api);
         return (
           operations.filter((op) => op.action === 'book_table').length >= 2 &&
           phone.heardMsSince(pressedAt) >= HANG_UP_AFTER_MS
@@ -256,7 +267,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     );
 
     // 4. Hang up before the restaurant confirms 20:30.
-    const before = await getJson<{ operations: DemoOperation[] }>(operationsUrl);
+    const before = await getJson<{ operations: DemoOperation[] }>(operationsUrl, api);
     const pending = before.operations
       .filter((op) => op.action === 'book_table')
       .map((op) => `${typeof op.params?.time === 'string' ? op.params.time : '?'} ${op.state}`);
@@ -270,7 +281,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     await waitUntil(
       'the bookings to settle and the result to be delivered',
       async () => {
-        const { operations } = await getJson<{ operations: DemoOperation[] }>(operationsUrl);
+        const { operations } = await getJson<{ operations: DemoOperation[] }>(operationsUrl, api);
         const bookings = operations.filter((op) => op.action === 'book_table');
         const settled = operations.every((op) =>
           ['COMMITTED', 'FAILED_FINAL', 'CANCELLED'].includes(op.state),
@@ -286,7 +297,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoReport> {
     );
     if (target.sandboxUrl !== undefined) {
       const sandbox = target.sandboxUrl;
-      const { operations } = await getJson<{ operations: DemoOperation[] }>(operationsUrl);
+      const { operations } = await getJson<{ operations: DemoOperation[] }>(operationsUrl, api);
       const outOfBand = operations
         .filter((op) => op.delivery?.channel === 'out_of_band')
         .map((op) => op.operation_id);
@@ -346,12 +357,14 @@ async function gatherReport(
     try {
       timeline = (
         await getJson<{ timeline: typeof timeline }>(
-          `${target.httpUrl}/v1/calls/${sessionId}/timeline`,
+          `${target.operatorUrl}/v1/calls/${sessionId}/timeline`,
+          operatorHeaders(target),
         )
       ).timeline;
       operations = (
         await getJson<{ operations: DemoOperation[] }>(
-          `${target.httpUrl}/v1/operations?session_id=${sessionId}`,
+          `${target.operatorUrl}/v1/operations?session_id=${sessionId}`,
+          operatorHeaders(target),
         )
       ).operations;
       if (target.sandboxUrl !== undefined) {

@@ -1,6 +1,6 @@
 /**
- * The callgate the demo calls: one already running (its SIP address, HTTP API and, optionally, its
- * sandbox), or a fresh one started as `npm start` starts it (gateway/main.ts in a child process on
+ * The callgate the demo calls: one already running (its SIP address, probe and operator URLs and,
+ * optionally, its sandbox), or a fresh one started as `npm start` starts it (gateway/main.ts in a child process on
  * free loopback ports, a private redis-server of its own, the local simulator with the bundled demo
  * script) and stopped by its PID when the demo is over.
  */
@@ -16,7 +16,12 @@ const STOP_TIMEOUT_MS = 10_000;
 export interface DemoTarget {
   readonly sipHost: string;
   readonly sipPort: number;
+  /** Probes and metrics. */
   readonly httpUrl: string;
+  /** The operator API (calls, operations, timelines). */
+  readonly operatorUrl: string;
+  /** The bearer token for the operator API; none for an open one (loopback without tokens). */
+  readonly operatorToken?: string;
   /** The sandbox systems of record (faults, side effects, out-of-band messages), when known. */
   readonly sandboxUrl?: string;
   /** True when the demo started this callgate (and will stop it). */
@@ -70,6 +75,8 @@ export async function startFreshCallgate(options: FreshCallgateOptions = {}): Pr
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     CALLGATE_HTTP_PORT: String(httpPort),
+    // Learnt from its "operator api listening" line below.
+    CALLGATE__http__operator__port: '0',
     CALLGATE_SIP_PORT: String(sipPort),
     CALLGATE_SIP_TCP_PORT: String(sipPort),
     // The demo follows the bundled simulator script; a real model would not press on cue.
@@ -116,10 +123,20 @@ export async function startFreshCallgate(options: FreshCallgateOptions = {}): Pr
     sandboxLine === undefined
       ? undefined
       : ((JSON.parse(sandboxLine) as { url?: string }).url ?? undefined);
+  const operatorLine = out.split('\n').find((line) => line.includes('operator api listening'));
+  const operatorAddress =
+    operatorLine === undefined
+      ? undefined
+      : (JSON.parse(operatorLine) as { address?: string }).address;
+  if (operatorAddress === undefined) {
+    await stop();
+    throw new Error(`callgate did not say where its operator API listens:\n${out.slice(-2_000)}`);
+  }
   return {
     sipHost: '127.0.0.1',
     sipPort,
     httpUrl,
+    operatorUrl: `http://${operatorAddress}`,
     ...(sandboxUrl !== undefined && { sandboxUrl }),
     started: true,
     ...(child.pid !== undefined && { pid: child.pid }),
@@ -133,6 +150,8 @@ export async function attachCallgate(target: {
   sipHost: string;
   sipPort: number;
   httpUrl: string;
+  operatorUrl: string;
+  operatorToken?: string;
   sandboxUrl?: string;
 }): Promise<DemoTarget> {
   const ready = await fetch(`${target.httpUrl}/readyz`).catch((error: unknown) => {

@@ -1,5 +1,6 @@
 /**
- * The operations admin API:
+ * The operations admin API (on the operator listener; reads need operations:read, writes
+ * operations:write):
  *   GET  /v1/operations/:id                         state, history, result, links
  *   GET  /v1/operations?session_id=&tenant=          operations of a call
  *   GET  /v1/operations?state=UNKNOWN[&tenant=]      operations currently UNKNOWN
@@ -7,15 +8,26 @@
  *   POST /v1/operations/:id/reconcile                ask the provider now (UNKNOWN only)
  *   POST /v1/operations/:id/notify/redrive           send again an out-of-band message that gave up
  */
+import { z } from 'zod';
 import { CallgateError } from '../../config/errors.ts';
 import type { Operation } from '../ledger/operation.ts';
 import type { OperationLedger } from '../ledger/operation-ledger.ts';
 import type { OutOfBandQueue } from '../notify/out-of-band.ts';
 import type { OperationQueues } from '../queues/operation-queues.ts';
-import type { HttpServer } from './server.ts';
+import { resourceIdParams, type OperatorServer } from './operator-server.ts';
+
+/** A query value given once; a repeated key is a bad request, not a silent pick. */
+const queryValue = z.string().max(512).optional();
+
+const listQuery = z.object({
+  session_id: queryValue,
+  state: queryValue,
+  idempotency_key: queryValue,
+  tenant: queryValue,
+});
 
 export function registerOperationsApi(
-  http: HttpServer,
+  http: OperatorServer,
   deps: {
     ledger: OperationLedger;
     queues: OperationQueues;
@@ -24,84 +36,102 @@ export function registerOperationsApi(
   },
 ): void {
   const { ledger, queues, outOfBand, tenants } = deps;
-  const tenantsOf = (query: URLSearchParams): readonly string[] => {
-    const tenant = query.get('tenant');
-    if (tenant === null) return tenants;
+  const tenantsOf = (tenant: string | undefined): readonly string[] => {
+    if (tenant === undefined) return tenants;
     if (!tenants.includes(tenant))
       throw new CallgateError('CALLGATE_ERR_OP_UNKNOWN_TENANT', { tenant });
     return [tenant];
   };
 
-  http.route('GET', '/v1/operations/:id', async ({ params }) => {
-    const id = params.id ?? '';
-    const op = await ledger.getById(id);
-    if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
-    return {
-      body: { operation: view(op), history: await ledger.history(op.tenantId, op.operationId) },
-    };
+  http.route({
+    method: 'GET',
+    path: '/v1/operations/:id',
+    scope: 'operations:read',
+    params: resourceIdParams,
+    handler: async ({ params: { id } }) => {
+      const op = await ledger.getById(id);
+      if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
+      return {
+        body: { operation: view(op), history: await ledger.history(op.tenantId, op.operationId) },
+      };
+    },
   });
 
-  http.route('GET', '/v1/operations', async ({ query }) => {
-    const sessionId = query.get('session_id');
-    const state = query.get('state');
-    const key = query.get('idempotency_key');
-    const found: Operation[] = [];
-    for (const tenant of tenantsOf(query)) {
-      if (sessionId !== null) found.push(...(await ledger.listBySession(tenant, sessionId)));
-      else if (key !== null) {
-        const op = await ledger.findByIdempotencyKey(tenant, key);
-        if (op) found.push(op);
-      } else if (state === 'UNKNOWN')
-        found.push(...(await ledger.listUnknown(tenant)).map((row) => row.operation));
-      else
-        throw new CallgateError('CALLGATE_ERR_HTTP_BAD_REQUEST', {
-          reason: 'give session_id, idempotency_key or state=UNKNOWN',
+  http.route({
+    method: 'GET',
+    path: '/v1/operations',
+    scope: 'operations:read',
+    query: listQuery,
+    handler: async ({ query }) => {
+      const { session_id: sessionId, state, idempotency_key: key } = query;
+      const found: Operation[] = [];
+      for (const tenant of tenantsOf(query.tenant)) {
+        if (sessionId !== undefined) found.push(...(await ledger.listBySession(tenant, sessionId)));
+        else if (key !== undefined) {
+          const op = await ledger.findByIdempotencyKey(tenant, key);
+          if (op) found.push(op);
+        } else if (state === 'UNKNOWN')
+          found.push(...(await ledger.listUnknown(tenant)).map((row) => row.operation));
+        else
+          throw new CallgateError('CALLGATE_ERR_HTTP_BAD_REQUEST', {
+            reason: 'give session_id, idempotency_key or state=UNKNOWN',
+          });
+      }
+      return { body: { operations: found.map(view) } };
+    },
+  });
+
+  http.route({
+    method: 'POST',
+    path: '/v1/operations/:id/reconcile',
+    scope: 'operations:write',
+    params: resourceIdParams,
+    handler: async ({ params: { id } }) => {
+      const op = await ledger.getById(id);
+      if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
+      if (op.state !== 'UNKNOWN')
+        throw new CallgateError('CALLGATE_ERR_OP_RECONCILE_REFUSED', {
+          operationId: id,
+          state: op.state,
         });
-    }
-    return { body: { operations: found.map(view) } };
-  });
-
-  http.route('POST', '/v1/operations/:id/reconcile', async ({ params }) => {
-    const id = params.id ?? '';
-    const op = await ledger.getById(id);
-    if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
-    if (op.state !== 'UNKNOWN')
-      throw new CallgateError('CALLGATE_ERR_OP_RECONCILE_REFUSED', {
-        operationId: id,
-        state: op.state,
-      });
-    await ledger.setFenced(op, ['UNKNOWN'], undefined, { reconcile_stuck: '0' });
-    await queues.enqueueReconcile(
-      { operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason: 'operator' },
-      0,
-      true,
-    );
-    return { status: 202, body: { operation: view(op), reconcile: 'requested' } };
+      await ledger.setFenced(op, ['UNKNOWN'], undefined, { reconcile_stuck: '0' });
+      await queues.enqueueReconcile(
+        { operationId: op.operationId, tenantId: op.tenantId, tries: 0, reason: 'operator' },
+        0,
+        true,
+      );
+      return { status: 202, body: { operation: view(op), reconcile: 'requested' } };
+    },
   });
 
   // Channels that gave up are queued again (unbounded: an operator decides); delivered ones are not
   // sent twice, and one still being retried is left to its retries.
-  http.route('POST', '/v1/operations/:id/notify/redrive', async ({ params }) => {
-    const id = params.id ?? '';
-    const op = await ledger.getById(id);
-    if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
-    const channels = await outOfBand.redrive(op.tenantId, op.operationId, 'operator');
-    if (!Object.values(channels).includes('requeued')) {
-      const states = Object.entries(op.outOfBand ?? {}).map(
-        ([channel, record]) => `${channel}: ${record.state}`,
-      );
-      throw new CallgateError('CALLGATE_ERR_OOB_REDRIVE_REFUSED', {
-        operationId: id,
-        channels: states.length > 0 ? states.join(', ') : 'none queued',
-      });
-    }
-    return {
-      status: 202,
-      body: {
-        operation: view((await ledger.get(op.tenantId, op.operationId)) ?? op),
-        redrive: channels,
-      },
-    };
+  http.route({
+    method: 'POST',
+    path: '/v1/operations/:id/notify/redrive',
+    scope: 'operations:write',
+    params: resourceIdParams,
+    handler: async ({ params: { id } }) => {
+      const op = await ledger.getById(id);
+      if (!op) throw new CallgateError('CALLGATE_ERR_OP_NOT_FOUND', { operationId: id });
+      const channels = await outOfBand.redrive(op.tenantId, op.operationId, 'operator');
+      if (!Object.values(channels).includes('requeued')) {
+        const states = Object.entries(op.outOfBand ?? {}).map(
+          ([channel, record]) => `${channel}: ${record.state}`,
+        );
+        throw new CallgateError('CALLGATE_ERR_OOB_REDRIVE_REFUSED', {
+          operationId: id,
+          channels: states.length > 0 ? states.join(', ') : 'none queued',
+        });
+      }
+      return {
+        status: 202,
+        body: {
+          operation: view((await ledger.get(op.tenantId, op.operationId)) ?? op),
+          redrive: channels,
+        },
+      };
+    },
   });
 }
 

@@ -92,7 +92,7 @@ async function dial(
 }
 
 async function reload(cg: CallgateProcess): Promise<{ status: number; body: ReloadView }> {
-  const response = await fetch(`${cg.httpUrl}/v1/admin/reload`, { method: 'POST' });
+  const response = await cg.operatorFetch('/v1/admin/reload', { method: 'POST' });
   return { status: response.status, body: (await response.json()) as ReloadView };
 }
 

@@ -221,7 +221,7 @@ describe('when a caller dials the demo number over SIP and presses 1 to book a t
       expect([...order].sort((a, b) => a - b)).toEqual(order);
 
       // The operator's page shows the same call: its operation with the gate's decision, and the events.
-      const page = await fetch(`${cg.httpUrl}/calls/${call.session_id}`);
+      const page = await cg.operatorFetch(`/calls/${call.session_id}`);
       expect(page.status).toBe(200);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
       const html = await page.text();

@@ -9,17 +9,28 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { freeLoopbackPort } from '../../jobs/redis/local-redis.ts';
 import { REPO_ROOT, startTs, waitFor, type StartedProcess } from '../support/processes.ts';
+import {
+  bearer,
+  TEST_OPERATOR_TOKEN,
+  TEST_OPERATOR_TOKEN_CONFIG,
+  TEST_OPERATOR_TOKEN_ENV,
+} from '../support/operator-api.ts';
 import { freeSipPort } from '../support/ports.ts';
 import { deletePrefix, testRedis, testRedisUrl, uniquePrefix } from '../support/redis.ts';
 
 export interface CallgateProcess {
   readonly proc: StartedProcess;
   readonly sipPort: number;
+  /** Probes and metrics. */
   readonly httpUrl: string;
+  /** The operator API (learnt from the startup log); `get` and `operatorFetch` send the test token. */
+  readonly operatorUrl: string;
   readonly sandboxUrl: string;
   readonly prefix: string;
   readonly shared: SharedSetup;
   get<T>(path: string): Promise<T>;
+  /** A request to a path of the operator API with the test token (headers given here are added). */
+  operatorFetch(path: string, init?: RequestInit): Promise<Response>;
   /** The first call the session registry lists as active. */
   activeCall(timeoutMs?: number): Promise<CallView>;
   operations(sessionId: string): Promise<OperationView[]>;
@@ -99,6 +110,8 @@ export interface CallgateProcessOptions {
   readonly overrides?: (config: Record<string, unknown>) => void;
   /** A command that execs the process (e.g. setpriv with fewer capabilities). */
   readonly commandPrefix?: readonly string[];
+  /** More environment for the process (e.g. the secrets of extra operator tokens). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export interface SharedSetup {
@@ -121,6 +134,10 @@ export function writeCallgateConfig(
   config.model.simulator = { script: scriptPath };
   for (const tenant of config.tenants) tenant.agent = options.agent ?? tenant.agent;
   config.gateway = { heartbeatMs: 500, deadAfterMs: 3_000, drainMs: 3_000 };
+  (config as { http?: Record<string, unknown> }).http = {
+    ...(config as { http?: Record<string, unknown> }).http,
+    operator: { tokens: [TEST_OPERATOR_TOKEN_CONFIG] },
+  };
   options.overrides?.(config);
   const configPath = join(dir, 'callgate.yaml');
   writeFileSync(configPath, stringify(config));
@@ -160,12 +177,15 @@ async function startOnce(
     env: {
       CALLGATE_CONFIG: configPath,
       CALLGATE_HTTP_PORT: String(httpPort),
+      CALLGATE__http__operator__port: '0',
+      [TEST_OPERATOR_TOKEN_ENV]: TEST_OPERATOR_TOKEN,
       CALLGATE_SIP_PORT: String(sipPort),
       CALLGATE_SIP_TCP_PORT: String(sipPort),
       REDIS_URL: testRedisUrl(),
       CALLGATE__redis__prefix: prefix,
       OPENAI_API_KEY: '',
       ...(options.gatewayId !== undefined && { CALLGATE_GATEWAY_ID: options.gatewayId }),
+      ...options.env,
     },
   });
   const readyLine = options.worker === true ? 'worker ready' : 'callgate ready';
@@ -182,7 +202,7 @@ async function startOnce(
           (await fetch(`${httpUrl}/readyz`)).status === 200 && proc.stdout().includes(readyLine)
             ? true
             : undefined,
-        20_000,
+        30_000,
         readyLine,
       ),
       exited,
@@ -196,18 +216,24 @@ async function startOnce(
     .split('\n')
     .find((line) => line.includes('sandbox systems of record listening'));
   const sandboxUrl = (JSON.parse(sandboxLine ?? '{}') as { url?: string }).url ?? '';
+  const operatorUrl = operatorUrlFrom(proc.stdout());
+  const operatorFetch = (path: string, init: RequestInit = {}) =>
+    fetch(`${operatorUrl}${path}`, { ...init, headers: { ...bearer(), ...init.headers } });
   const get = async <T>(path: string): Promise<T> => {
-    const response = await fetch(path.startsWith('http') ? path : `${httpUrl}${path}`);
+    // A full URL is another service's (the sandbox's): the token is not sent there.
+    const response = await (path.startsWith('http') ? fetch(path) : operatorFetch(path));
     return (await response.json()) as T;
   };
   return {
     proc,
     sipPort,
     httpUrl,
+    operatorUrl,
     sandboxUrl,
     prefix,
     shared: { configPath, prefix },
     get,
+    operatorFetch,
     async activeCall(timeoutMs = 5_000) {
       return waitFor(
         async () => (await get<{ active: CallView[] }>('/v1/calls')).active[0],
@@ -258,4 +284,12 @@ async function startOnce(
       redis.disconnect();
     },
   };
+}
+
+/** The operator API's address, from its "operator api listening" line (it listens on port 0). */
+export function operatorUrlFrom(stdout: string): string {
+  const line = stdout.split('\n').find((text) => text.includes('operator api listening'));
+  const address = (JSON.parse(line ?? '{}') as { address?: string }).address;
+  if (address === undefined) throw new Error('no "operator api listening" line in the output');
+  return `http://${address}`;
 }

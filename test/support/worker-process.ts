@@ -19,6 +19,7 @@ export async function startWorkerProcess(
     env: {
       CALLGATE_CONFIG: h.configPath,
       CALLGATE_HTTP_PORT: '0',
+      CALLGATE__http__operator__port: '0',
       CALLGATE_LOG_LEVEL: 'info',
       REDIS_URL: options.redisUrl ?? h.config.redis.url ?? '',
       ...options.env,

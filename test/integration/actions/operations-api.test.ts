@@ -1,34 +1,32 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerOperationsApi } from '../../../jobs/http/operations-api.ts';
-import { HttpServer } from '../../../jobs/http/server.ts';
 import { BOOK, booking, REFUND, startHarness, type Harness } from '../../support/action-harness.ts';
+import { startTestOperatorServer, type TestOperatorServer } from '../../support/operator-api.ts';
 
 let h: Harness;
-let http: HttpServer;
-let base: string;
+let api: TestOperatorServer;
 
 beforeAll(async () => {
   h = await startHarness({
     tenants: { 'tenant-api': { book_table: BOOK, refund: REFUND } },
     worker: { reconcileGraceMs: 60_000, reconcileBackoffMs: 60_000, reconcileMaxBackoffMs: 60_000 },
   });
-  http = new HttpServer();
-  registerOperationsApi(http, {
-    ledger: h.layer.ledger,
-    queues: h.layer.queues,
-    outOfBand: h.layer.outOfBand,
-    tenants: ['tenant-api'],
-  });
-  const address = await http.listen(0, '127.0.0.1');
-  base = `http://127.0.0.1:${address.port}`;
+  api = await startTestOperatorServer((server) =>
+    registerOperationsApi(server, {
+      ledger: h.layer.ledger,
+      queues: h.layer.queues,
+      outOfBand: h.layer.outOfBand,
+      tenants: ['tenant-api'],
+    }),
+  );
 });
 afterAll(async () => {
-  await http.close();
+  await api.close();
   await h.close();
 });
 
 async function get(path: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${base}${path}`);
+  const response = await api.fetch(path);
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
@@ -104,15 +102,15 @@ describe('when an operator reconciles an UNKNOWN operation by hand', () => {
     expect(
       (listed.body.operations as { operation_id: string }[]).map((o) => o.operation_id),
     ).toContain(decision.operationId);
-    const refused = await fetch(`${base}/v1/operations/op_nope/reconcile`, { method: 'POST' });
+    const refused = await api.fetch(`/v1/operations/op_nope/reconcile`, { method: 'POST' });
     expect(refused.status).toBe(404);
-    const response = await fetch(`${base}/v1/operations/${decision.operationId}/reconcile`, {
+    const response = await api.fetch(`/v1/operations/${decision.operationId}/reconcile`, {
       method: 'POST',
     });
     expect(response.status).toBe(202);
     const op = await h.layer.waitFor('tenant-api', decision.operationId, 10_000);
     expect(op?.state).toBe('COMMITTED');
-    const again = await fetch(`${base}/v1/operations/${decision.operationId}/reconcile`, {
+    const again = await api.fetch(`/v1/operations/${decision.operationId}/reconcile`, {
       method: 'POST',
     });
     expect(again.status).toBe(409);

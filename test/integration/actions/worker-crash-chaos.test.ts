@@ -62,6 +62,7 @@ function startWorker(): WorkerSlot {
     env: {
       CALLGATE_CONFIG: h.configPath,
       CALLGATE_HTTP_PORT: '0',
+      CALLGATE__http__operator__port: '0',
       CALLGATE_LOG_LEVEL: 'info',
       REDIS_URL: h.config.redis.url ?? '',
     },

@@ -15,6 +15,7 @@ import {
   type Harness,
 } from '../../support/action-harness.ts';
 import { HttpReceiver } from '../../support/http-receiver.ts';
+import { startTestOperatorServer, type TestOperatorServer } from '../../support/operator-api.ts';
 import { waitFor } from '../../support/processes.ts';
 
 const TENANT = 'tenant-redrive';
@@ -22,6 +23,7 @@ const ATTEMPTS = 3;
 const receiver = new HttpReceiver();
 let h: Harness;
 let http: HttpServer;
+let api: TestOperatorServer;
 let base: string;
 
 beforeAll(async () => {
@@ -41,16 +43,19 @@ beforeAll(async () => {
     }),
   });
   http = new HttpServer();
-  registerOperationsApi(http, {
-    ledger: h.layer.ledger,
-    queues: h.layer.queues,
-    outOfBand: h.layer.outOfBand,
-    tenants: [TENANT],
-  });
+  api = await startTestOperatorServer((server) =>
+    registerOperationsApi(server, {
+      ledger: h.layer.ledger,
+      queues: h.layer.queues,
+      outOfBand: h.layer.outOfBand,
+      tenants: [TENANT],
+    }),
+  );
   http.addMetricsRefresher(() => h.layer.refreshMetrics());
   base = `http://127.0.0.1:${(await http.listen(0, '127.0.0.1')).port}`;
 });
 afterAll(async () => {
+  await api.close();
   await http.close();
   await h.close();
   await receiver.down();
@@ -113,7 +118,7 @@ describe('when a webhook message exhausts its retries', () => {
     expect(receiver.withKey(key)).toHaveLength(ATTEMPTS);
     expect(await metric(GAVE_UP)).toBe(gaveUpBefore + 1);
     expect(await metric(GIVEN_UP)).toBe(1);
-    const viewed = (await (await fetch(`${base}/v1/operations/${id}`)).json()) as {
+    const viewed = (await (await api.fetch(`/v1/operations/${id}`)).json()) as {
       operation: { out_of_band: unknown };
     };
     expect(viewed.operation.out_of_band).toMatchObject({ webhook: { state: 'gave_up' } });
@@ -129,7 +134,7 @@ describe('when a webhook message exhausts its retries', () => {
     });
 
     receiver.status = 200;
-    const redriven = await fetch(`${base}/v1/operations/${id}/notify/redrive`, { method: 'POST' });
+    const redriven = await api.fetch(`/v1/operations/${id}/notify/redrive`, { method: 'POST' });
     expect(redriven.status).toBe(202);
     expect(((await redriven.json()) as { redrive: unknown }).redrive).toEqual({
       webhook: 'requeued',
@@ -153,7 +158,7 @@ describe('when a webhook message exhausts its retries', () => {
     expect(await metric(GIVEN_UP)).toBe(0);
 
     // Nothing left to re-drive: refused, and nothing is sent again.
-    const again = await fetch(`${base}/v1/operations/${id}/notify/redrive`, { method: 'POST' });
+    const again = await api.fetch(`/v1/operations/${id}/notify/redrive`, { method: 'POST' });
     expect(again.status).toBe(409);
     expect(((await again.json()) as { error: { code: string } }).error.code).toBe(
       'CALLGATE_ERR_OOB_REDRIVE_REFUSED',
@@ -195,7 +200,7 @@ describe('when the automatic re-drive pass finds a message that gave up', () => 
     // The bound is reached: the pass leaves it; an operator still can.
     receiver.status = 200;
     expect(await pass.pass()).toBe(0);
-    const redriven = await fetch(`${base}/v1/operations/${id}/notify/redrive`, { method: 'POST' });
+    const redriven = await api.fetch(`/v1/operations/${id}/notify/redrive`, { method: 'POST' });
     expect(redriven.status).toBe(202);
     await waitFor(
       async () =>

@@ -31,6 +31,7 @@ function startWorker(configPath: string): StartedProcess {
     env: {
       CALLGATE_CONFIG: configPath,
       CALLGATE_HTTP_PORT: '0',
+      CALLGATE__http__operator__port: '0',
       CALLGATE_LOG_LEVEL: 'info',
       REDIS_URL: h.config.redis.url ?? '',
     },

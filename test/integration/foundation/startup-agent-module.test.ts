@@ -42,6 +42,7 @@ async function startGateway(config: string): Promise<StartedProcess> {
     env: {
       CALLGATE_CONFIG: config,
       CALLGATE_HTTP_PORT: String(await freeLoopbackPort()),
+      CALLGATE__http__operator__port: '0',
       CALLGATE_SIP_PORT: String(await freeSipPort()),
       CALLGATE_SIP_TCP_PORT: String(await freeSipPort()),
       REDIS_URL: '',

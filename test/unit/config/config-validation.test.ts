@@ -42,7 +42,11 @@ describe('when the configuration is the bundled example', () => {
       transports: ['udp', 'tcp'],
     });
     expect(config.rtp).toMatchObject({ listen: '127.0.0.1', portMin: 20000, portMax: 29999 });
-    expect(config.http).toEqual({ listen: '127.0.0.1', port: 8080 });
+    expect(config.http).toEqual({
+      listen: '127.0.0.1',
+      port: 8080,
+      operator: { listen: '127.0.0.1', port: 8081, tokens: [] },
+    });
     expect(config.redis.url).toBeUndefined();
   });
 
