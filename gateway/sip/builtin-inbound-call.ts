@@ -70,7 +70,7 @@ export class BuiltinInboundCall implements InboundCall {
     this.dialog.ring();
   }
 
-  reject(status: number, reason?: string): void {
-    this.dialog.reject(status < 400 || status > 699 ? 500 : status, reason);
+  reject(status: number, reason?: string, headers: readonly SipHeader[] = []): void {
+    this.dialog.reject(status < 400 || status > 699 ? 500 : status, reason, headers);
   }
 }

@@ -278,14 +278,12 @@ export class SipDialog implements SignalingDialog {
     return { ok: true, media: provisionalMedia(offer, this.source.address), answerPending: true };
   }
 
-  reject(status: number, reason?: string): void {
+  reject(status: number, reason?: string, headers: readonly SipHeader[] = []): void {
     if (this.current !== 'early' || this.options.transaction.answered) return;
-    this.respondInvite(
-      this.options.transaction,
-      this.options.invite,
-      status,
-      reason !== undefined ? { reason } : {},
-    );
+    this.respondInvite(this.options.transaction, this.options.invite, status, {
+      ...(reason !== undefined && { reason }),
+      ...(headers.length > 0 && { headers }),
+    });
     this.end('rejected');
   }
 

@@ -266,12 +266,13 @@ export class DrachtioSignalingDriver implements SignalingDriver {
       ring: () => {
         if (!settled) res.send(180);
       },
-      reject: (status, reason) => {
+      reject: (status, reason, headers = []) => {
         if (settled) return;
         settled = true;
         sipMetrics.callsRejected.inc({ driver: DRIVER, code: String(status) });
-        if (reason !== undefined) res.send(status, reason, {});
-        else res.send(status);
+        const extra = { headers: Object.fromEntries(headers.map((h) => [h.name, h.value])) };
+        if (reason !== undefined) res.send(status, reason, extra);
+        else res.send(status, extra);
         dialog.end('rejected');
       },
     };
