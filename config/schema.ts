@@ -393,10 +393,11 @@ export const gatewaySchema = z.strictObject({
    */
   maxCalls: z.int().min(1).max(100_000).default(200),
   /**
-   * Above this event loop delay (p99 over the last second, in ms) new calls get 503 with
-   * Retry-After: the loop paces every call's audio, and a late loop is heard on all of them.
+   * Above this event loop delay (p90 over the last second, in ms; gateway/call/event-loop-delay.ts)
+   * new calls get 503 with Retry-After: the loop paces every call's audio, and a late loop is
+   * heard on all of them.
    */
-  maxEventLoopDelayMs: z.int().min(10).max(10_000).default(200),
+  maxEventLoopDelayMs: z.int().min(10).max(10_000).default(250),
   /**
    * How long a caller hears ringing while the media ports and the model session are opened; past
    * it the call is refused with 503 (never answered and then dropped). Far below the SIP stack's

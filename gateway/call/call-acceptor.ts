@@ -44,7 +44,7 @@ export type CallAcceptorOptions = Omit<CallSessionOptions, 'call' | 'sessionId'>
 /** gateway.maxCalls's default. */
 export const DEFAULT_MAX_CALLS = 200;
 /** gateway.maxEventLoopDelayMs's default. */
-export const DEFAULT_MAX_EVENT_LOOP_DELAY_MS = 200;
+export const DEFAULT_MAX_EVENT_LOOP_DELAY_MS = 250;
 
 export class CallAcceptor {
   private readonly live = new Map<string, CallSession>();

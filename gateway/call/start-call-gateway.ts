@@ -29,7 +29,7 @@ import { missingEntryAgents, reloadAgents } from './agent-reload.ts';
 import { CallAcceptor, type CallAcceptorOptions } from './call-acceptor.ts';
 import { CallPrompts } from './call-prompts.ts';
 import { CallRegistry } from './call-registry.ts';
-import { monitorEventLoop } from './event-loop-delay.ts';
+import { monitorEventLoop, type EventLoopDelay } from './event-loop-delay.ts';
 import { registerCallsApi } from './calls-api.ts';
 
 export interface CallGateway {
@@ -137,6 +137,7 @@ export async function startCallGateway(
   void prompts.prepare(['pcmu']);
 
   const driver = createSignalingDriver(config, log);
+  const loop = monitorEventLoop();
   const calls = new CallAcceptor({
     media: { config: config.rtp, ports, scheduler, timer },
     model,
@@ -150,7 +151,7 @@ export async function startCallGateway(
     log,
     prompts,
     draining: context.draining,
-    ...admissionOptions(context),
+    ...admissionOptions(context, loop),
   });
   registerCallCapacity(context, calls);
   calls.listen(driver);
@@ -175,6 +176,8 @@ export async function startCallGateway(
     return { status: outcome.status === 'refused' ? 422 : 200, body: outcome };
   });
   await driver.start();
+  // The start (modules compiled, prompts rendered) kept the loop busy; that is not load.
+  loop.reset();
   context.onShutdown('sip', () => driver.stop());
   context.onShutdown('calls', () => calls.stop());
   log.info('calls accepted', {
@@ -191,9 +194,11 @@ export async function startCallGateway(
  * What admission and the call setup read from `gateway` (call-admission.ts), with the event loop
  * monitor that admission consults, stopped at shutdown.
  */
-function admissionOptions(context: ProcessContext): Partial<CallAcceptorOptions> {
+function admissionOptions(
+  context: ProcessContext,
+  loop: EventLoopDelay,
+): Partial<CallAcceptorOptions> {
   const { gateway } = context.config;
-  const loop = monitorEventLoop();
   context.onShutdown('event loop monitor', async () => loop.stop());
   return {
     maxCalls: gateway.maxCalls,

@@ -61,6 +61,8 @@ export interface DialogHost {
     acks?: InviteAcks,
   ): Promise<ClientOutcome>;
   dialogAnswered(dialog: SipDialog): void;
+  /** The INVITE got a final error response from the application or the stack (counted by status). */
+  dialogRejected(status: number): void;
   dialogEnded(dialog: SipDialog, reason: DialogEndReason, answered: boolean): void;
 }
 
@@ -284,6 +286,7 @@ export class SipDialog implements SignalingDialog {
       ...(reason !== undefined && { reason }),
       ...(headers.length > 0 && { headers }),
     });
+    this.options.host.dialogRejected(status);
     this.end('rejected');
   }
 
