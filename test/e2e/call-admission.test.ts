@@ -44,10 +44,10 @@ function total(text: string, name: string, labels: Record<string, string> = {}):
   for (const line of text.split('\n')) {
     const match = /^([a-z_]+)(?:\{([^}]*)\})? (\S+)$/.exec(line);
     if (match === null || match[1] !== name) continue;
-    const found = Object.fromEntries(
-      [...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]),
+    const found = new Map<string, string>(
+      [...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1] ?? '', m[2] ?? '']),
     );
-    if (Object.entries(labels).every(([k, v]) => found[k] === v)) sum += Number(match[3]);
+    if (Object.entries(labels).every(([k, v]) => found.get(k) === v)) sum += Number(match[3]);
   }
   return sum;
 }
