@@ -406,6 +406,12 @@ export const tenantSchema = z.strictObject({
    * RTP/SAVP and RTP/AVP offers, `required` refuses plain offers with 488 and offers RTP/SAVP.
    */
   srtp: z.enum(['off', 'optional', 'required']).default('off'),
+  /**
+   * Calls of this tenant one gateway holds at once (calls being set up included); one more gets
+   * 486 Busy Here. Counted per gateway, not across gateways (docs/configuration.md). Unset: only
+   * gateway.maxCalls applies.
+   */
+  maxCalls: z.int().min(1).max(100_000).optional(),
   /** At most this many tools of one call run at once. */
   maxToolsPerSession: z.int().min(1).max(64).default(4),
   notify: notifySchema.default(notifySchema.parse({})),
@@ -449,6 +455,25 @@ export const gatewaySchema = z.strictObject({
    * started with it needs CAP_SYS_NICE (or a matching RLIMIT_NICE). Unset: left as started.
    */
   nice: z.int().min(-20).max(19).optional(),
+  /**
+   * Calls this gateway holds at once, calls being set up (ringing while their model opens)
+   * included; one more INVITE gets 503 with Retry-After (gateway/call/call-admission.ts).
+   */
+  maxCalls: z.int().min(1).max(100_000).default(200),
+  /**
+   * Above this event loop delay (p90 over the last second, in ms; gateway/call/event-loop-delay.ts)
+   * new calls get 503 with Retry-After: the loop paces every call's audio, and a late loop is
+   * heard on all of them.
+   */
+  maxEventLoopDelayMs: z.int().min(10).max(10_000).default(250),
+  /**
+   * How long a caller hears ringing while the media ports and the model session are opened; past
+   * it the call is refused with 503 (never answered and then dropped). Far below the SIP stack's
+   * own answer deadline (240 * T1, gateway/sip/sip-timers.ts).
+   */
+  setupTimeoutMs: z.int().min(100).max(60_000).default(5_000),
+  /** The Retry-After (seconds) of every 503 a refused call gets. */
+  retryAfterSeconds: z.int().min(1).max(3_600).default(5),
 });
 
 export const workerSchema = z.strictObject({

@@ -12,14 +12,14 @@ const CALL_DURATION_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600
 export const callMetrics = {
   setupSeconds: histogram({
     name: 'callgate_call_setup_seconds',
-    help: 'From INVITE received to the call answered (media opened, 200 sent), by tenant',
+    help: 'From INVITE received to the call answered (media and model session opened while it rang, 200 sent), by tenant',
     labelNames: ['tenant'],
     buckets: FAST_SECONDS_BUCKETS,
     enableExemplars: true,
   }),
   modelReadySeconds: histogram({
     name: 'callgate_call_model_ready_seconds',
-    help: 'From the answer to the model session configured (the greeting can start), by tenant',
+    help: 'From INVITE received to the model session configured, while the call rings (the answer follows), by tenant',
     labelNames: ['tenant'],
     buckets: FAST_SECONDS_BUCKETS,
     enableExemplars: true,
@@ -28,6 +28,15 @@ export const callMetrics = {
     name: 'callgate_calls_active',
     help: 'Answered calls not yet ended on this gateway, by tenant',
     labelNames: ['tenant'],
+  }),
+  refused: counter({
+    name: 'callgate_calls_refused_total',
+    help: 'Calls refused before the answer, by reason (draining, overloaded: event loop late, gateway_full: 503; tenant_full: 486; setup_failed, setup_timeout: media or model not open while it rang, 503)',
+    labelNames: ['reason'],
+  }),
+  slotsAvailable: gauge({
+    name: 'callgate_call_slots_available',
+    help: 'gateway.maxCalls minus the calls this gateway holds (being set up or answered): what autoscaling reads',
   }),
   ended: counter({
     name: 'callgate_calls_ended_total',

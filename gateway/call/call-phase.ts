@@ -10,10 +10,13 @@
  */
 
 export type CallPhase =
-  /** The INVITE is being answered: media opened, 200 sent. */
-  | 'answering'
-  /** The first model session is connecting and being configured. */
+  /**
+   * The caller hears ringing while the media ports and the first model session are opened
+   * (bounded by gateway.setupTimeoutMs); nothing is answered yet.
+   */
   | 'opening_model'
+  /** The model session is ready: the 200 is sent, and the conversation begins. */
+  | 'answering'
   /** The model serves the caller. */
   | 'live'
   /** The model serves, but the caller holds the call: nothing sent reaches them. */
@@ -30,8 +33,8 @@ export type CallPhase =
   | 'ended';
 
 export const CALL_PHASES: readonly CallPhase[] = [
-  'answering',
   'opening_model',
+  'answering',
   'live',
   'on_hold',
   'renewing',
@@ -43,9 +46,11 @@ export const CALL_PHASES: readonly CallPhase[] = [
 
 /** Either side may end the call from any phase before `ending`; only `ending` leads to `ended`. */
 const TRANSITIONS: Readonly<Record<CallPhase, readonly CallPhase[]>> = {
-  // A call rejected after the answer was tried (the 200 failed) ends without a model.
-  answering: ['opening_model', 'ending', 'ended'],
-  opening_model: ['live', 'on_hold', 'ending'],
+  // A call is answered only once its model can speak; a setup that fails or runs out of time is
+  // refused (a final error response) and ends without an answer (test/unit/call/call-setup.test.ts).
+  opening_model: ['answering', 'ending', 'ended'],
+  // The 200 could not be sent (the caller cancelled in between): the call ends unanswered.
+  answering: ['live', 'on_hold', 'ending', 'ended'],
   live: ['on_hold', 'renewing', 'reopening', 'saying_goodbye', 'ending'],
   on_hold: ['live', 'renewing', 'reopening', 'saying_goodbye', 'ending'],
   // A renewal is over when the standby took over (live, or on hold) or the session was lost first.
@@ -116,7 +121,7 @@ export class CallPhaseMachine {
 
   constructor(options: CallPhaseMachineOptions) {
     this.options = options;
-    this.current = options.initial ?? 'answering';
+    this.current = options.initial ?? 'opening_model';
   }
 
   get phase(): CallPhase {
@@ -139,7 +144,7 @@ export class CallPhaseMachine {
 
 /**
  * Whether nothing the call sends reaches the caller, for the gate (`caller_on_hold`): the phase
- * says so while the model link is up; before it is up (answering, opening, re-opening) and while
+ * says so while the model link is up; before it is up (opening, answering, re-opening) and while
  * leaving, the last SDP direction does, which the phase takes up once the link is up.
  */
 export function callerOnHold(phase: CallPhase, callerHolds: boolean): boolean {

@@ -13,7 +13,7 @@
  * model change what is said and where, never the ledger.
  */
 import { ulid } from 'ulid';
-import { sleep, systemClock, type Clock } from '../../config/clock.ts';
+import { sleep, systemClock, type Clock, type ClockHandle } from '../../config/clock.ts';
 import { isCallgateError } from '../../config/errors.ts';
 import type { Logger } from '../../config/log.ts';
 import { observeWithExemplar } from '../../config/metrics.ts';
@@ -42,11 +42,14 @@ import type {
   SessionConfig,
 } from '../realtime/realtime-session.ts';
 import { bytesPerMs } from '../realtime/realtime-session.ts';
+import type { SipHeader } from '../sip/message-types.ts';
 import { answerOffer, type NegotiatedMedia } from '../sip/sdp-negotiation.ts';
+import { warningValue } from '../sip/message-factory.ts';
 import { SRTP_REQUIRED_WARNING } from '../sip/sdp-srtp.ts';
 import { srtpUnavailableReason } from '../media/srtp-transform.ts';
 import type { DialogEndReason, DialogEvent, InboundCall } from '../sip/signaling-driver.ts';
 import { AudioUplink } from './audio-uplink.ts';
+import { refusalHeaders, unavailable } from './call-admission.ts';
 import { callEvents, type CallEndReason, type CallEvent } from './call-events.ts';
 import { callMetrics } from './call-metrics.ts';
 import {
@@ -81,6 +84,18 @@ const PROMPT_SLACK_MS = 1_500;
  * in between would lose the turn. A response that has not started this long after is not coming.
  */
 const TURN_ANSWER_WAIT_MS = 3_000;
+
+/**
+ * How long a call may ring while its media and model session are opened (gateway.setupTimeoutMs's
+ * default): a realtime session connects and is configured in well under a second on a healthy
+ * link, and a caller who hears ringing for more than a few seconds hangs up.
+ */
+export const DEFAULT_SETUP_TIMEOUT_MS = 5_000;
+/** gateway.retryAfterSeconds's default. */
+export const DEFAULT_RETRY_AFTER_SECONDS = 5;
+
+/** How the setup while the call rang came out: ready to answer, refused already, or to be refused. */
+type SetupOutcome = 'ready' | 'refused' | 'setup_failed' | 'setup_timeout';
 
 /** What the call uses of its RTP session (a port, so unit tests can drive a call without sockets). */
 export type CallRtp = Pick<
@@ -133,6 +148,10 @@ export interface CallSessionOptions {
   readonly prompts?: Pick<CallPrompts, 'get'>;
   /** The call's clock and timers; the process's own by default. */
   readonly clock?: Clock;
+  /** gateway.setupTimeoutMs: how long the call rings at most while media and model open. */
+  readonly setupTimeoutMs?: number;
+  /** gateway.retryAfterSeconds: sent with a 503 when the setup fails. */
+  readonly retryAfterSeconds?: number;
 }
 
 type Listener = (event: CallEvent) => void;
@@ -166,6 +185,10 @@ export class CallSession {
   private readonly deliveries: DeliveryPort;
   private readonly teardown: CallTeardown;
   private rtp: CallRtp | undefined;
+  /** Unsubscribes from the dialog's events (a call refused while it rang stops hearing them). */
+  private stopDialogEvents: (() => void) | undefined;
+  /** The call has a registry record (from the answer on): its events go to its timeline. */
+  private recorded = false;
   private modelFormat: AudioFormat = 'pcmu';
   /** The codec on the wire now (the answer's, then each re-INVITE's). */
   private wireCodec:
@@ -250,7 +273,7 @@ export class CallSession {
         void this.options.delivery
           .onIdle(this.sessionId)
           .catch((error: unknown) => this.log.warn('delivery after re-open failed', { error })),
-      answeredAt: () => this.answeredAt,
+      receivedAt: call.receivedAt,
       emit: (event) => this.emit(event),
     });
     this.uplink = new AudioUplink((audio) => this.link.session?.sendAudio(audio));
@@ -283,7 +306,9 @@ export class CallSession {
       release: () => this.release(),
       close: () => Promise.allSettled([this.link.close(), this.rtp?.close()]),
       toolsSettled: () => this.toolChain,
-      closeRegistryEntry: (reason) => this.options.registry.close(this.sessionId, reason),
+      // A call refused or cancelled while it rang never had a record.
+      closeRegistryEntry: (reason) =>
+        this.recorded ? this.options.registry.close(this.sessionId, reason) : Promise.resolve(),
       handOver: (phase) => this.options.delivery.onCallEnded(this.sessionId, phase),
       operations: () => this.agent.operations.size,
       emit: (event) => this.emit(event),
@@ -315,11 +340,15 @@ export class CallSession {
   }
 
   /**
-   * Answers the call: media first (so the SDP answer carries its port), then the model. Returns
-   * false when the call was rejected (no common codec, no media ports, unknown agent).
+   * Sets the call up while it rings and answers it only once its agent can speak: 180, the media
+   * ports, then the first model session (connected and configured), all within the setup time;
+   * then 200, and the greeting. A setup that fails or runs out of time is refused with 503 and
+   * Retry-After, never answered and then dropped; a CANCEL meanwhile closes what was opened
+   * (test/unit/call/call-setup.test.ts). Returns false when the call was not answered (refused:
+   * no common codec, no media ports, unknown agent, no model; or cancelled while it rang).
    */
   async start(): Promise<boolean> {
-    const { call, media, catalogue } = this.options;
+    const { call, catalogue } = this.options;
     if (catalogue.get(call.agent) === undefined) return this.reject(500, 'Agent Not Configured');
     const offer = call.offer;
     // The codec is known before any port is taken; the real answer is built by accept().
@@ -328,7 +357,7 @@ export class CallSession {
         ? undefined
         : answerOffer(offer, {
             preference: call.tenant.codecs,
-            local: { address: media.config.listen, port: 9 },
+            local: { address: this.options.media.config.listen, port: 9 },
             sessionId: '0',
             sessionVersion: 0,
             srtp: call.tenant.srtp,
@@ -337,58 +366,139 @@ export class CallSession {
       return this.reject(
         488,
         'Not Acceptable Here',
-        probe.reason === 'srtp-required' ? SRTP_REQUIRED_WARNING : undefined,
+        probe.reason === 'srtp-required' ? warningHeaders(SRTP_REQUIRED_WARNING) : [],
       );
     const needsSrtp =
       probe !== undefined ? probe.media.srtp !== undefined : call.tenant.srtp === 'required';
     const noSrtp = needsSrtp ? srtpUnavailableReason() : undefined;
     if (noSrtp !== undefined) {
       this.log.error('SRTP is not available on this gateway, call refused', { reason: noSrtp });
-      return this.reject(488, 'Not Acceptable Here', 'SRTP unavailable');
+      return this.reject(488, 'Not Acceptable Here', warningHeaders('SRTP unavailable'));
     }
-    const codecName = probe?.media.codec ?? 'PCMU';
+    call.ring();
+    const setup = await this.withinSetupTime(this.openWhileRinging(probe?.media));
+    if (setup !== 'ready') {
+      if (setup === 'refused' || isEnding(this.lifecycle.phase)) return false;
+      return this.refuseSetup(setup);
+    }
+    return this.answer();
+  }
+
+  /** Ends the call from callgate's side (shutdown, operator); the BYE goes out first. */
+  hangup(reason: CallEndReason = 'agent_hung_up'): Promise<void> {
+    return this.end(reason);
+  }
+
+  // ---- the setup while the call rings ----------------------------------------------------------
+
+  /**
+   * Resolves with what `setup` resolved, or `setup_timeout` once gateway.setupTimeoutMs passed.
+   * A setup that loses the race goes on in the background and closes what it opens, because the
+   * call is no longer in `opening_model` (see `openWhileRinging`).
+   */
+  private async withinSetupTime(setup: Promise<SetupOutcome>): Promise<SetupOutcome> {
+    let timer: ClockHandle | undefined;
+    const expired = new Promise<SetupOutcome>((resolve) => {
+      timer = this.clock.schedule(
+        () => resolve('setup_timeout'),
+        this.options.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS,
+      );
+    });
+    try {
+      return await Promise.race([setup, expired]);
+    } finally {
+      if (timer !== undefined) this.clock.cancel(timer);
+    }
+  }
+
+  /** Opens the media ports, then the first model session; `ready` when the call can be answered. */
+  private async openWhileRinging(media: NegotiatedMedia | undefined): Promise<SetupOutcome> {
+    const codecName = media?.codec ?? 'PCMU';
     const formats = modelFormats(codecName);
     this.modelFormat = formats.realtime;
-    const openMedia = media.open ?? ((options: RtpSessionOptions) => RtpSession.open(options));
+    const options = this.options.media;
+    const openMedia = options.open ?? ((o: RtpSessionOptions) => RtpSession.open(o));
+    let rtp: CallRtp;
     try {
-      this.rtp = await openMedia({
-        config: media.config,
-        ports: media.ports,
-        scheduler: media.scheduler,
-        timer: media.timer,
-        codec: wireCodec(codecName, probe?.media.payloadType),
-        ...(probe?.media.telephoneEvent !== undefined && {
-          telephoneEventPayloadType: probe.media.telephoneEvent.payloadType,
+      rtp = await openMedia({
+        config: options.config,
+        ports: options.ports,
+        scheduler: options.scheduler,
+        timer: options.timer,
+        codec: wireCodec(codecName, media?.payloadType),
+        ...(media?.telephoneEvent !== undefined && {
+          telephoneEventPayloadType: media.telephoneEvent.payloadType,
         }),
         model: formats.model,
-        ...(probe !== undefined && { remote: probe.media.remote }),
+        ...(media !== undefined && { remote: media.remote }),
         logger: this.log,
         cname: this.sessionId,
       });
     } catch (error) {
+      if (this.lifecycle.phase !== 'opening_model') return 'refused';
       if (isCallgateError(error, 'CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED'))
-        return this.reject(503, 'Service Unavailable');
-      this.log.error('media could not be opened', { error });
-      return this.reject(500, 'Server Internal Error');
+        this.reject(503, 'Service Unavailable', this.retryAfter());
+      else {
+        this.log.error('media could not be opened', { error });
+        this.reject(500, 'Server Internal Error');
+      }
+      return 'refused';
     }
-    const rtp = this.rtp;
-    const accepted = call.accept({ local: { address: rtp.localAddress, port: rtp.localPort } });
-    if (!accepted.ok) {
+    // Refused (out of time) or cancelled while the ports were taken: they go back at once.
+    if (this.lifecycle.phase !== 'opening_model') {
       await rtp.close();
-      callMetrics.ended.inc({ tenant: call.tenant.id, reason: 'rejected' });
-      this.lifecycle.moveTo('ended', 'rejected');
-      this.emit(callEvents.rejected(accepted.status, accepted.reason));
+      return 'refused';
+    }
+    this.rtp = rtp;
+    // From here a CANCEL ends the call through the teardown, which closes the model and the media.
+    this.stopDialogEvents = this.options.call.dialog.on((event) => this.onDialog(event));
+    const opened = await this.link.openFirst();
+    if (this.lifecycle.phase !== 'opening_model') return 'refused';
+    return opened ? 'ready' : 'setup_failed';
+  }
+
+  /**
+   * The setup failed or ran out of time while the call rang: 503 with Retry-After (a carrier tries
+   * another gateway), then the model session and the media ports are closed.
+   */
+  private async refuseSetup(reason: 'setup_failed' | 'setup_timeout'): Promise<false> {
+    this.stopDialogEvents?.();
+    callMetrics.refused.inc({ reason });
+    this.log.warn(
+      reason === 'setup_timeout'
+        ? 'the call was not set up in time; refused'
+        : 'the model session could not be opened; the call is refused',
+      { setup_timeout_ms: this.options.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS },
+    );
+    const done = this.reject(503, 'Service Unavailable', this.retryAfter());
+    this.release();
+    await Promise.allSettled([this.link.close(), this.rtp?.close()]);
+    return done;
+  }
+
+  /** The model can speak: 200, the media follows the answer, and the conversation begins. */
+  private answer(): boolean {
+    const { call } = this.options;
+    const rtp = this.rtp;
+    if (rtp === undefined) return false;
+    if (this.link.lostWhileRinging) {
+      void this.refuseSetup('setup_failed');
       return false;
     }
+    this.lifecycle.moveTo('answering', 'model_ready');
+    const accepted = call.accept({ local: { address: rtp.localAddress, port: rtp.localPort } });
+    // A refused answer ended the dialog, and with it the call (its teardown closes what it held).
+    if (!accepted.ok) return false;
     rtp.setRemote(accepted.media.remote);
     rtp.setSrtp(accepted.media.srtp);
     applyDirection(rtp, accepted.media);
     this.applyHold(accepted.media);
     this.wireCodec = { codec: accepted.media.codec, payloadType: accepted.media.payloadType };
     rtp.on((event) => this.onMedia(event));
-    call.dialog.on((event) => this.onDialog(event));
     this.options.delivery.attach(this.agent, this.deliveries.port());
-    await this.options.registry
+    // Issued before any event of the call is appended, on the same connection: the record comes first.
+    this.recorded = true;
+    void this.options.registry
       .open({
         sessionId: this.sessionId,
         tenantId: call.tenant.id,
@@ -418,17 +528,14 @@ export class CallSession {
       rtp_port: rtp.localPort,
       agent: call.agent,
     });
-    // A hang-up while the registry entry was written has already ended the call.
-    if (isEnding(this.lifecycle.phase)) return true;
-    this.lifecycle.moveTo('opening_model', 'answered');
-    if (!(await this.link.openFirst()) && !isEnding(this.lifecycle.phase))
-      await this.end('model_lost');
+    this.link.begin();
     return true;
   }
 
-  /** Ends the call from callgate's side (shutdown, operator); the BYE goes out first. */
-  hangup(reason: CallEndReason = 'agent_hung_up'): Promise<void> {
-    return this.end(reason);
+  private retryAfter(): readonly SipHeader[] {
+    return refusalHeaders(
+      unavailable('setup_failed', this.options.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS),
+    );
   }
 
   // ---- the model -----------------------------------------------------------------------------
@@ -961,8 +1068,8 @@ export class CallSession {
 
   // ---- the end ---------------------------------------------------------------------------------
 
-  private reject(status: number, reason: string, warning?: string): false {
-    this.options.call.reject(status, reason, warning);
+  private reject(status: number, reason: string, headers: readonly SipHeader[] = []): false {
+    this.options.call.reject(status, reason, headers);
     callMetrics.ended.inc({ tenant: this.options.call.tenant.id, reason: 'rejected' });
     this.lifecycle.moveTo('ended', 'rejected');
     this.emit(callEvents.rejected(status, reason));
@@ -985,7 +1092,8 @@ export class CallSession {
 
   private emit(event: CallEvent): void {
     const at = this.clock.epochMs();
-    if (event.type !== 'rejected') {
+    // A call has a record (and a timeline) from its answer; what happened while it rang is logged.
+    if (this.recorded) {
       this.options.registry
         .appendEvent(this.sessionId, event, at)
         .catch((error: unknown) => this.log.debug('call event not recorded', { error }));
@@ -1008,4 +1116,9 @@ export class CallSession {
 function applyDirection(rtp: CallRtp, media: NegotiatedMedia): void {
   rtp.setSending(media.direction === 'sendrecv' || media.direction === 'sendonly');
   rtp.setHold(media.held || media.direction === 'sendonly' || media.direction === 'inactive');
+}
+
+/** A Warning header (RFC 3261 20.43, code 399) carrying `text`. */
+function warningHeaders(text: string): readonly SipHeader[] {
+  return [{ name: 'Warning', value: warningValue(text) }];
 }

@@ -67,8 +67,8 @@ export interface ModelLinkHost {
   sayGoodbye(): void;
   /** A re-opened session serves the call: delivery may speak what waited. */
   reopened(): void;
-  /** When the call was answered (monotonic ms), for the model-ready metric. */
-  answeredAt(): number | undefined;
+  /** When the INVITE arrived (monotonic ms, the clock's), for the model-ready metric. */
+  readonly receivedAt: number;
   emit(event: CallEvent): void;
 }
 
@@ -95,6 +95,10 @@ export class ModelLink {
   private generation = 0;
   private reopens = 0;
   private readyPromise: Promise<boolean> = Promise.resolve(false);
+  /** Settles `ready` for the first session, at the answer (`begin`) or when it failed. */
+  private resolveFirst: ((ok: boolean) => void) | undefined;
+  /** The first session was lost after it was configured, while the call still rang. */
+  private lostBeforeAnswer = false;
   /** The provider's session limit is near: renew at the next quiet moment. */
   private renewal: Renewal | undefined;
 
@@ -114,14 +118,51 @@ export class ModelLink {
     return this.renewal !== undefined;
   }
 
-  /** Opens the first session; the call is in `opening_model`. */
-  openFirst(): Promise<boolean> {
-    this.readyPromise = this.open(false);
-    return this.readyPromise;
+  /**
+   * Connects and configures the first session while the call rings (`opening_model`); resolves
+   * false when it cannot be opened, or was lost before the answer. The conversation begins with
+   * `begin()` once the call is answered: nothing is said to a caller who has not been answered.
+   */
+  async openFirst(): Promise<boolean> {
+    let ready: (ok: boolean) => void = () => undefined;
+    this.readyPromise = new Promise((resolve) => (ready = resolve));
+    this.resolveFirst = ready;
+    const opened = await this.connect(false);
+    if (!opened || this.lostBeforeAnswer) {
+      this.resolveFirst = undefined;
+      ready(false);
+      if (opened) await this.current?.close().catch(() => undefined);
+      return false;
+    }
+    return true;
   }
 
-  /** Opens, connects and configures a model session; on a re-open, with a summary of the call so far. */
-  private async open(reopen: boolean): Promise<boolean> {
+  /** The first session was lost while the call rang: the call must not be answered. */
+  get lostWhileRinging(): boolean {
+    return this.lostBeforeAnswer;
+  }
+
+  /** The call was answered with the first session open: the model serves it, and greets the caller. */
+  begin(): void {
+    const resolve = this.resolveFirst;
+    this.resolveFirst = undefined;
+    const session = this.current;
+    if (resolve === undefined || session === undefined) return;
+    this.serve(session, false);
+    resolve(true);
+  }
+
+  /** Opens, connects and configures a re-opened session with a summary of the call so far. */
+  private async open(): Promise<boolean> {
+    if (!(await this.connect(true))) return false;
+    const session = this.current;
+    if (session === undefined || isEnding(this.host.phase.phase)) return false;
+    this.serve(session, true);
+    return true;
+  }
+
+  /** Opens a model session and makes it the call's; resolves once it is connected and configured. */
+  private async connect(reopen: boolean): Promise<boolean> {
     const { host } = this;
     const generation = ++this.generation;
     const session = host.model.openSession({
@@ -144,19 +185,24 @@ export class ModelLink {
       return false;
     }
     if (isEnding(host.phase.phase)) return false;
+    if (!reopen)
+      observeWithExemplar(
+        callMetrics.modelReadySeconds,
+        { tenant: host.agent.tenantId },
+        Math.max(0, host.clock.now() - host.receivedAt) / 1000,
+        { session_id: host.agent.sessionId },
+      );
+    return true;
+  }
+
+  /** The opened session serves the call: the phase says so, and the model speaks first. */
+  private serve(session: RealtimeSession, reopen: boolean): void {
+    const { host } = this;
     host.phase.moveTo(
       linkUpPhase({ callerHolds: host.callerHolds(), renewalPending: this.renewalPending }),
       reopen ? 'model_reopened' : 'model_ready',
     );
-    const answeredAt = host.answeredAt();
-    if (!reopen && answeredAt !== undefined)
-      observeWithExemplar(
-        callMetrics.modelReadySeconds,
-        { tenant: host.agent.tenantId },
-        (host.clock.now() - answeredAt) / 1000,
-        { session_id: host.agent.sessionId },
-      );
-    host.emit(callEvents.modelReady(generation, host.agent.activeAgent));
+    host.emit(callEvents.modelReady(this.generation, host.agent.activeAgent));
     if (reopen) {
       // The caller already heard the apology prompt; a real model reads this as an instruction, the simulator speaks it.
       session.addSystemMessage('I am back with you.');
@@ -166,7 +212,6 @@ export class ModelLink {
       session.createResponse(greetingResponse(host.greeting));
     else session.createResponse();
     if (reopen) host.reopened();
-    return true;
   }
 
   /**
@@ -180,8 +225,10 @@ export class ModelLink {
     if (isLeaving(phase) || event.reason === 'closed' || event.reason === 'aborted') return;
     if (isOpeningLink(phase)) {
       // The session's connect or configure fails with this loss, and whoever opened it decides:
-      // start() ends the call, a re-open says goodbye. Re-opening here too would do both
-      // (test/scenarios/model-lost-while-opening.test.ts).
+      // start() refuses the call, a re-open says goodbye. Re-opening here too would do both
+      // (test/scenarios/model-lost-while-opening.test.ts). A first session lost once configured,
+      // while the call still rings, refuses the call the same way.
+      if (phase === 'opening_model') this.lostBeforeAnswer = true;
       host.emit(callEvents.modelDisconnected(event.reason, event.detail, false));
       host.log.warn('model session lost while it was being opened', {
         reason: event.reason,
@@ -209,7 +256,7 @@ export class ModelLink {
     host.phase.moveTo('reopening', planned ? 'model_session_limit' : 'model_lost');
     void host.playPrompt('reconnecting');
     const cause = planned ? 'expiring' : 'lost';
-    this.readyPromise = this.open(true);
+    this.readyPromise = this.open();
     void this.readyPromise.then((ok) => {
       callMetrics.modelReopens.inc({ cause, outcome: ok ? 'ok' : 'failed' });
       if (!ok && !isEnding(host.phase.phase)) host.sayGoodbye();
@@ -270,8 +317,10 @@ export class ModelLink {
     this.renewal = undefined;
   }
 
-  /** Closes the session in use (the call ends). */
+  /** Closes the session in use (the call ends, or is refused while it rang). */
   async close(): Promise<void> {
+    this.resolveFirst?.(false);
+    this.resolveFirst = undefined;
     await this.current?.close();
   }
 

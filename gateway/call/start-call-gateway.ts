@@ -26,9 +26,10 @@ import { RealtimeModel } from '../realtime/realtime-model.ts';
 import { createSignalingDriver } from '../sip/create-signaling-driver.ts';
 import type { SignalingDriver } from '../sip/signaling-driver.ts';
 import { missingEntryAgents, reloadAgents } from './agent-reload.ts';
-import { CallAcceptor } from './call-acceptor.ts';
+import { CallAcceptor, type CallAcceptorOptions } from './call-acceptor.ts';
 import { CallPrompts } from './call-prompts.ts';
 import { CallRegistry } from './call-registry.ts';
+import { monitorEventLoop, type EventLoopDelay } from './event-loop-delay.ts';
 import { registerCallsApi } from './calls-api.ts';
 
 export interface CallGateway {
@@ -136,6 +137,7 @@ export async function startCallGateway(
   void prompts.prepare(['pcmu']);
 
   const driver = createSignalingDriver(config, log);
+  const loop = monitorEventLoop();
   const calls = new CallAcceptor({
     media: { config: config.rtp, ports, scheduler, timer },
     model,
@@ -149,7 +151,9 @@ export async function startCallGateway(
     log,
     prompts,
     draining: context.draining,
+    ...admissionOptions(context, loop),
   });
+  registerCallCapacity(context, calls);
   calls.listen(driver);
   const reload = (cause: string) =>
     reloadAgents(
@@ -177,6 +181,8 @@ export async function startCallGateway(
     },
   });
   await driver.start();
+  // The start (modules compiled, prompts rendered) kept the loop busy; that is not load.
+  loop.reset();
   context.onShutdown('sip', () => driver.stop());
   context.onShutdown('calls', () => calls.stop());
   log.info('calls accepted', {
@@ -187,6 +193,37 @@ export async function startCallGateway(
     agents_version: releases.current.version,
   });
   return { driver, calls, model };
+}
+
+/**
+ * What admission and the call setup read from `gateway` (call-admission.ts), with the event loop
+ * monitor that admission consults, stopped at shutdown.
+ */
+function admissionOptions(
+  context: ProcessContext,
+  loop: EventLoopDelay,
+): Partial<CallAcceptorOptions> {
+  const { gateway } = context.config;
+  context.onShutdown('event loop monitor', async () => loop.stop());
+  return {
+    maxCalls: gateway.maxCalls,
+    maxEventLoopDelayMs: gateway.maxEventLoopDelayMs,
+    eventLoopDelayMs: loop.delayMs,
+    setupTimeoutMs: gateway.setupTimeoutMs,
+    retryAfterSeconds: gateway.retryAfterSeconds,
+  };
+}
+
+/**
+ * Readiness check `calls`: not ready while the gateway holds gateway.maxCalls calls, so a load
+ * balancer or autoscaler sees a full gateway; the slots gauge (call-metrics.ts) says how full.
+ */
+function registerCallCapacity(context: ProcessContext, calls: CallAcceptor): void {
+  context.http.addReadinessCheck({
+    name: 'calls',
+    check: async () =>
+      calls.slots > 0 ? undefined : `at capacity (${calls.active.size}/${calls.maxCalls} calls)`,
+  });
 }
 
 /**

@@ -625,6 +625,11 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       sipMetrics.setupSeconds.observe({ driver: DRIVER }, (performance.now() - started) / 1000);
   }
 
+  dialogRejected(status: number): void {
+    sipMetrics.callsRejected.inc({ driver: DRIVER, code: String(status) });
+    sipMetrics.responses.inc({ code: String(status) });
+  }
+
   dialogEnded(dialog: SipDialog, reason: DialogEndReason, answered: boolean): void {
     this.dialogs.delete(dialog.id);
     if (answered) {

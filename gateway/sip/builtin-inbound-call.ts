@@ -70,7 +70,7 @@ export class BuiltinInboundCall implements InboundCall {
     this.dialog.ring();
   }
 
-  reject(status: number, reason?: string, warning?: string): void {
-    this.dialog.reject(status < 400 || status > 699 ? 500 : status, reason, warning);
+  reject(status: number, reason?: string, headers: readonly SipHeader[] = []): void {
+    this.dialog.reject(status < 400 || status > 699 ? 500 : status, reason, headers);
   }
 }

@@ -121,8 +121,11 @@ export interface InboundCall {
   accept(options: { readonly local: LocalMediaAddress }): AcceptResult;
   /** Sends 180 Ringing. */
   ring(): void;
-  /** Rejects the call with a final status (4xx-6xx); `warning` becomes a Warning header (399). */
-  reject(status: number, reason?: string, warning?: string): void;
+  /**
+   * Rejects the call with a final status (4xx-6xx); `headers` go on the response (Retry-After on
+   * a 503 from admission, gateway/call/call-admission.ts).
+   */
+  reject(status: number, reason?: string, headers?: readonly SipHeader[]): void;
 }
 
 export type InboundCallHandler = (call: InboundCall) => void;

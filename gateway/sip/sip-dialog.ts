@@ -61,6 +61,8 @@ export interface DialogHost {
     acks?: InviteAcks,
   ): Promise<ClientOutcome>;
   dialogAnswered(dialog: SipDialog): void;
+  /** The INVITE got a final error response from the application or the stack (counted by status). */
+  dialogRejected(status: number): void;
   dialogEnded(dialog: SipDialog, reason: DialogEndReason, answered: boolean): void;
 }
 
@@ -234,7 +236,13 @@ export class SipDialog implements SignalingDialog {
       srtp: this.options.tenant.srtp,
     });
     if (!result.ok) {
-      this.reject(488, undefined, result.reason === 'srtp-required' ? result.detail : undefined);
+      this.reject(
+        488,
+        undefined,
+        result.reason === 'srtp-required'
+          ? [{ name: 'Warning', value: warningValue(result.detail) }]
+          : [],
+      );
       return { ok: false, status: 488, reason: result.detail };
     }
     this.local = local;
@@ -280,14 +288,13 @@ export class SipDialog implements SignalingDialog {
     return { ok: true, media: provisionalMedia(offer, this.source.address), answerPending: true };
   }
 
-  reject(status: number, reason?: string, warning?: string): void {
+  reject(status: number, reason?: string, headers: readonly SipHeader[] = []): void {
     if (this.current !== 'early' || this.options.transaction.answered) return;
     this.respondInvite(this.options.transaction, this.options.invite, status, {
       ...(reason !== undefined && { reason }),
-      ...(warning !== undefined && {
-        headers: [{ name: 'Warning', value: warningValue(warning) }],
-      }),
+      ...(headers.length > 0 && { headers }),
     });
+    this.options.host.dialogRejected(status);
     this.end('rejected');
   }
 

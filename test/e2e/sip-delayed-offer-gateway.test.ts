@@ -35,6 +35,8 @@ describe('when a caller dials the gateway with an INVITE without SDP', () => {
       expect(result.firstLines).toEqual([
         `sent INVITE sip:1000@127.0.0.1:${cg.sipPort} SIP/2.0`,
         'received SIP/2.0 100 Trying',
+        // Ringing while the model session opens: the call is answered once its agent can speak.
+        'received SIP/2.0 180 Ringing',
         'received SIP/2.0 200 OK',
         expect.stringMatching(/^sent ACK/),
         expect.stringMatching(/^sent BYE/),

@@ -2,8 +2,9 @@
  * Race: the model's connection drops while callgate is still opening it (connected, the
  * session.update not yet answered). The loss is reported twice inside callgate: as the session's
  * `disconnected` event and as the failed configure. Only whoever opened the session acts on it:
- * at the call's start the call ends (no apology, no second session), and for a re-opened session
- * the caller hears the goodbye once before the BYE.
+ * at the call's start, while the caller still hears ringing, the call is refused with 503 and
+ * Retry-After and never answered (no apology, no second session), and for a re-opened session the
+ * caller hears the goodbye once before the BYE.
  */
 import { describe, expect, it } from 'vitest';
 import { registry } from '../../config/metrics.ts';
@@ -13,7 +14,8 @@ import { quietLog } from '../support/action-harness.ts';
 import { closeAfterEach } from '../support/cleanup.ts';
 import { waitFor } from '../support/processes.ts';
 import { startInProcessGateway, type InProcessGateway } from './in-process-gateway.ts';
-import { dial, placeCall } from './place-call.ts';
+import { runSipp } from '../e2e/sipp-runner.ts';
+import { placeCall } from './place-call.ts';
 
 const SCRIPT = {
   name: 'model-lost-while-opening',
@@ -56,7 +58,7 @@ function promptKinds(gw: InProcessGateway): string[] {
 
 describe('when the model connection drops while callgate is still opening it', () => {
   it(
-    'should end the call at its start without an apology or a second session',
+    'should refuse the call at its start with 503, never answered, without an apology or a second session',
     { timeout: 60_000 },
     async () => {
       const prompts = new CallPrompts({ log: quietLog });
@@ -66,51 +68,71 @@ describe('when the model connection drops while callgate is still opening it', (
           kind: 'reconnecting',
         }),
         reopens: await counterValue('callgate_call_model_reopens_total', {}),
-        ended: await counterValue('callgate_calls_ended_total', {
+        rejected: await counterValue('callgate_calls_ended_total', {
+          tenant: 'demo',
+          reason: 'rejected',
+        }),
+        modelLost: await counterValue('callgate_calls_ended_total', {
           tenant: 'demo',
           reason: 'model_lost',
         }),
+        refused: await counterValue('callgate_calls_refused_total', { reason: 'setup_failed' }),
       };
       const dropped = dropNextWhileConfiguring(gw);
-      const { rtp, sipp } = await dial(gw.sipPort, {
+      const sipp = runSipp({
+        scenario: 'uac-admission.xml',
+        port: gw.sipPort,
+        transport: 'udp',
         service: '7000',
-        scenario: 'uac-external-rtp-callee-bye.xml',
-        hearGreeting: false,
-        own,
+        timeoutSeconds: 30,
       });
       const connection = await dropped;
 
       const result = await sipp;
-      rtp.mute();
       expect(result.exitCode, result.stderr).toBe(0);
-      expect(result.firstLines.filter((line) => /BYE/.test(line))).toEqual([
-        expect.stringMatching(/^received BYE /),
+      // Ringing, then the refusal (with Retry-After, or sipp fails the call): no 200, no BYE.
+      expect(
+        result.firstLines.filter((line) => /^received SIP\/2\.0 [1-6]\d\d/.test(line)),
+      ).toEqual([
+        'received SIP/2.0 100 Trying',
+        'received SIP/2.0 180 Ringing',
+        'received SIP/2.0 503 Service Unavailable',
       ]);
-      const ended = await waitFor(
-        async () => gw.events.find((e) => e.event.type === 'ended'),
+      expect(result.firstLines.filter((line) => /BYE/.test(line))).toEqual([]);
+      const rejected = await waitFor(
+        async () => gw.events.find((e) => e.event.type === 'rejected'),
         5_000,
-        'the end of the call',
+        'the refusal of the call',
       );
-      expect(ended.event).toMatchObject({ reason: 'model_lost' });
+      expect(rejected.event).toMatchObject({ status: 503 });
       // Give a stray re-open time to show itself.
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       expect(gw.simulator.connections).toEqual([connection]);
       expect(connection.session.said).toEqual([]);
       const types = gw.events.map((e) => e.event.type);
       expect(types).not.toContain('model_ready');
+      expect(types).not.toContain('answered');
       expect(
         gw.events.filter((e) => e.event.type === 'model_disconnected').map((e) => e.event),
       ).toEqual([expect.objectContaining({ willReopen: false })]);
       // No apology for a re-open that is not going to happen: the caller hears nothing before the BYE.
       expect(promptKinds(gw)).toEqual([]);
-      expect(rtp.audibleSince(0)).toBe(0);
       expect(
         await counterValue('callgate_call_apology_prompts_total', { kind: 'reconnecting' }),
       ).toBe(before.reconnecting);
       expect(await counterValue('callgate_call_model_reopens_total', {})).toBe(before.reopens);
       expect(
+        await counterValue('callgate_calls_ended_total', { tenant: 'demo', reason: 'rejected' }),
+      ).toBe(before.rejected + 1);
+      expect(
         await counterValue('callgate_calls_ended_total', { tenant: 'demo', reason: 'model_lost' }),
-      ).toBe(before.ended + 1);
+      ).toBe(before.modelLost);
+      expect(await counterValue('callgate_calls_refused_total', { reason: 'setup_failed' })).toBe(
+        before.refused + 1,
+      );
+      // Nothing of the refused call is left open: no call held, no media port taken.
+      expect(gw.calls.active.size).toBe(0);
+      expect(gw.ports.inUse).toBe(0);
     },
   );
 

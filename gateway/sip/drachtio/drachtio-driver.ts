@@ -269,14 +269,13 @@ export class DrachtioSignalingDriver implements SignalingDriver {
       ring: () => {
         if (!settled) res.send(180);
       },
-      reject: (status, reason, warning) => {
+      reject: (status, reason, headers = []) => {
         if (settled) return;
         settled = true;
         sipMetrics.callsRejected.inc({ driver: DRIVER, code: String(status) });
-        const headers = warning !== undefined ? { Warning: warningValue(warning) } : {};
-        if (reason !== undefined || warning !== undefined)
-          res.send(status, reason ?? '', { headers });
-        else res.send(status);
+        const extra = { headers: Object.fromEntries(headers.map((h) => [h.name, h.value])) };
+        if (reason !== undefined) res.send(status, reason, extra);
+        else res.send(status, extra);
         dialog.end('rejected');
       },
     };

@@ -11,12 +11,13 @@ import {
 
 /** The lifecycle every call may take, written out move by move (the table in call-phase.ts must match). */
 const LEGAL: readonly (readonly [CallPhase, CallPhase])[] = [
-  ['answering', 'opening_model'],
+  ['opening_model', 'answering'],
+  ['opening_model', 'ending'],
+  ['opening_model', 'ended'],
+  ['answering', 'live'],
+  ['answering', 'on_hold'],
   ['answering', 'ending'],
   ['answering', 'ended'],
-  ['opening_model', 'live'],
-  ['opening_model', 'on_hold'],
-  ['opening_model', 'ending'],
   ['live', 'on_hold'],
   ['live', 'renewing'],
   ['live', 'reopening'],
@@ -99,10 +100,16 @@ describe('the call phase table', () => {
     expect(refused).toEqual([]);
   });
 
-  it('should start answering', () => {
+  it('should start opening the model while the call rings, and answer only from there', () => {
     expect(
       new CallPhaseMachine({ onChange: () => undefined, onRefused: () => undefined }).phase,
-    ).toBe('answering');
+    ).toBe('opening_model');
+    expect(CALL_PHASES.filter((from) => canMove(from, 'answering'))).toEqual(['opening_model']);
+  });
+
+  it('should reach a link up phase only through the answer once, after the first open', () => {
+    expect(canMove('opening_model', 'live')).toBe(false);
+    expect(canMove('opening_model', 'on_hold')).toBe(false);
   });
 });
 

@@ -83,7 +83,12 @@ async function callWith(
       return { ok: true, media: answer.media };
     },
     ring: () => undefined,
-    reject: (status, reason, warning) => rejected.push([status, reason, warning]),
+    reject: (status, reason, headers) =>
+      rejected.push([
+        status,
+        reason,
+        headers?.find((h) => h.name === 'Warning')?.value.match(/"(.*)"/)?.[1],
+      ]),
   };
   const call = new CallSession({
     call: inbound,

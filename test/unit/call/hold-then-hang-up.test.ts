@@ -24,8 +24,8 @@ describe('when the caller hangs up from a hold while a result waits in the playo
       e.type === 'phase_changed' ? [`${e.from}->${e.to}`] : [],
     );
     expect(phases).toEqual([
-      'answering->opening_model',
-      'opening_model->live',
+      'opening_model->answering',
+      'answering->live',
       'live->on_hold',
       'on_hold->ending',
       'ending->ended',

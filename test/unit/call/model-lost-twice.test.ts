@@ -30,8 +30,8 @@ describe('when the model session is lost a second time while a result plays', ()
       e.type === 'phase_changed' ? [`${e.from}->${e.to}`] : [],
     );
     expect(phases).toEqual([
-      'answering->opening_model',
-      'opening_model->live',
+      'opening_model->answering',
+      'answering->live',
       'live->reopening',
       'reopening->live',
       'live->saying_goodbye',
