@@ -11,7 +11,6 @@ import { CallRouter } from '../call-router.ts';
 import { identifyCaller } from '../caller-identity.ts';
 import { headerValue } from '../header-names.ts';
 import { mediaType } from '../info-body.ts';
-import { warningValue } from '../message-factory.ts';
 import { parseSipMessage } from '../message-parser.ts';
 import { provisionalMedia } from '../delayed-offer.ts';
 import { answerOffer, buildOffer } from '../sdp-negotiation.ts';
