@@ -9,6 +9,7 @@
 import type { AuditLog } from '../../agents/audit.ts';
 import type { OperationLedger } from '../../jobs/ledger/operation-ledger.ts';
 import type { HttpServer } from '../../jobs/http/server.ts';
+import { maskCallerFields } from '../../config/caller-mask.ts';
 import type { CallRecord, CallRegistry } from './call-registry.ts';
 import { escapeHtml, renderTimelinePage } from './timeline-page.ts';
 
@@ -16,6 +17,8 @@ export interface CallsApiOptions {
   readonly registry: CallRegistry;
   readonly audit: AuditLog;
   readonly ledger: Pick<OperationLedger, 'listBySession' | 'history'>;
+  /** privacy.maskCallerNumbers: what the API serves shows caller numbers masked. */
+  readonly maskCallerNumbers?: boolean;
 }
 
 export interface TimelineEntry {
@@ -78,17 +81,19 @@ export async function callTimeline(
 }
 
 export function registerCallsApi(http: HttpServer, options: CallsApiOptions): void {
+  const shown = <T>(body: T): T =>
+    options.maskCallerNumbers === true ? maskCallerFields(body) : body;
   http.route('GET', '/v1/calls', async ({ query }) => {
     const limit = Math.min(500, Math.max(1, Number(query.get('limit') ?? 100) || 100));
     const { active, recent } = await options.registry.list(limit);
-    return { body: { active: active.map(callView), recent: recent.map(callView) } };
+    return { body: shown({ active: active.map(callView), recent: recent.map(callView) }) };
   });
 
   const view = async (id: string) => {
     const record = await options.registry.get(id);
     if (record === undefined) return undefined;
     const operations = await options.ledger.listBySession(record.tenantId, record.sessionId);
-    return {
+    return shown({
       call: callView(record),
       operations: operations.map((op) => ({
         operation_id: op.operationId,
@@ -97,7 +102,7 @@ export function registerCallsApi(http: HttpServer, options: CallsApiOptions): vo
         delivery: op.delivery,
       })),
       timeline: await callTimeline(options, record),
-    };
+    });
   };
 
   http.route('GET', '/v1/calls/:id/timeline', async ({ params }) => {
