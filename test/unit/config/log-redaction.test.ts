@@ -139,11 +139,9 @@ describe('when lines are written', () => {
 describe('when caller numbers are masked (privacy.maskCallerNumbers)', () => {
   it('should mask caller fields of child loggers and of lines, at any depth', () => {
     const { logger, raw, lines } = capture('info', { maskCallerNumbers: true });
-    logger
-      .child({ session_id: 's1', caller: '+34671234512' })
-      .info('operation admitted', {
-        operation: { caller: '+34671234512', caller_verified: false },
-      });
+    logger.child({ session_id: 's1', caller: '+34671234512' }).info('operation admitted', {
+      operation: { caller: '+34671234512', caller_verified: false },
+    });
     expect(raw()).not.toContain('+34671234512');
     expect(lines()[0]).toMatchObject({
       session_id: 's1',
