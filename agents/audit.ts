@@ -1,10 +1,12 @@
 /**
  * The audit trail of a call: every step from a tool request to the caller hearing (or not) its
  * result, with the correlation ids that tie logs, operations and metrics together. Kept per call
- * in Redis for replay, and logged.
+ * in Redis for replay (`{prefix}:audit:<id>`, a list that expires privacy.auditTtlSeconds after
+ * its last record), and logged.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../config/log.ts';
+import { AUDIT_TTL_DEFAULT_SECONDS } from '../config/schema.ts';
 
 export type AuditEvent =
   | { type: 'tool_requested'; tool: string; callId: string; responseId?: string; args: unknown }
@@ -50,14 +52,13 @@ export interface AuditRecord {
   readonly event: AuditEvent;
 }
 
-/** Audit trails outlive the call for the ledger's retention. */
-const AUDIT_RETENTION_SECONDS = 30 * 86_400;
-
 export class AuditLog {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly log: Logger,
+    /** privacy.auditTtlSeconds: by default as long as the ledger keeps an ordinary operation. */
+    private readonly ttlSeconds = AUDIT_TTL_DEFAULT_SECONDS,
   ) {}
 
   key(sessionId: string): string {
@@ -76,7 +77,7 @@ export class AuditLog {
     await this.redis
       .multi()
       .rpush(this.key(sessionId), JSON.stringify(record))
-      .expire(this.key(sessionId), AUDIT_RETENTION_SECONDS)
+      .expire(this.key(sessionId), this.ttlSeconds)
       .exec();
   }
 

@@ -193,6 +193,25 @@ export const ledgerSchema = z.strictObject({
   moneyRetentionDays: z.int().min(7).default(400),
 });
 
+/** Call records (`{prefix}:call:<id>`) are kept this long after the call ended. */
+export const CALL_RECORDS_TTL_DEFAULT_SECONDS = 7 * 86_400;
+/** A call's own events (`{prefix}:call:<id>:events`, what the agent said included) likewise. */
+export const TIMELINE_TTL_DEFAULT_SECONDS = 7 * 86_400;
+/** The audit trail (`{prefix}:audit:<id>`: tool requests with their arguments, gate decisions). */
+export const AUDIT_TTL_DEFAULT_SECONDS = 30 * 86_400;
+
+/**
+ * What callgate keeps about a caller and what it shows (docs/runbook.md, "What callgate stores
+ * about a caller"). Operations keep the ledger's retention (`ledger`), not these.
+ */
+export const privacySchema = z.strictObject({
+  /** Caller numbers in log lines and in the calls API are masked (`+3467****12`); stored data is not. */
+  maskCallerNumbers: z.boolean().default(false),
+  callRecordsTtlSeconds: z.int().min(1).default(CALL_RECORDS_TTL_DEFAULT_SECONDS),
+  timelineTtlSeconds: z.int().min(1).default(TIMELINE_TTL_DEFAULT_SECONDS),
+  auditTtlSeconds: z.int().min(1).default(AUDIT_TTL_DEFAULT_SECONDS),
+});
+
 export const providerSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('sandbox'),
@@ -504,6 +523,7 @@ export const configSchema = z
     log: logSchema.default(logSchema.parse({})),
     model: modelSchema.default(modelSchema.parse({})),
     ledger: ledgerSchema.default(ledgerSchema.parse({})),
+    privacy: privacySchema.default(privacySchema.parse({})),
     gateway: gatewaySchema.default(gatewaySchema.parse({})),
     sandbox: sandboxSchema.default(sandboxSchema.parse({})),
     worker: workerSchema.default(workerSchema.parse({})),
@@ -729,6 +749,7 @@ export type TrunkConfig = z.infer<typeof trunkSchema>;
 export type ActionConfig = z.infer<typeof actionSchema>;
 export type RetryConfig = z.infer<typeof retrySchema>;
 export type WorkerConfig = Config['worker'];
+export type PrivacyConfig = Config['privacy'];
 export type NotifyConfig = z.infer<typeof notifySchema>;
 export type HttpSmsConfig = z.infer<typeof httpSmsSchema>;
 

@@ -131,7 +131,11 @@ export async function startProcess(
     `${hostname()
       .toLowerCase()
       .replace(/[^a-z0-9-]/g, '-')}-${process.pid}`;
-  const log = new Logger({ level: config.log.level, fields: { role, gateway_id: gatewayId } });
+  const log = new Logger({
+    level: config.log.level,
+    fields: { role, gateway_id: gatewayId },
+    maskCallerNumbers: config.privacy.maskCallerNumbers,
+  });
   setRootLogger(log);
   await prepareOrExit(config, log, options.prepare);
   collectProcessMetrics();

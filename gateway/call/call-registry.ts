@@ -5,18 +5,26 @@
  * call whose heartbeat stopped is known to be gone with its gateway.
  *
  *   {prefix}:calls:active      zset   session id -> last heartbeat (ms)
- *   {prefix}:calls:recent      zset   session id -> end time (ms), trimmed to RECENT_CALLS
- *   {prefix}:call:<id>         hash   the CallRecord fields
- *   {prefix}:call:<id>:events  list   CallEventRecord JSON, in order
+ *   {prefix}:calls:recent      zset   session id -> end time (ms), trimmed to RECENT_CALLS and to
+ *                                     the records' retention
+ *   {prefix}:call:<id>         hash   the CallRecord fields; expires privacy.callRecordsTtlSeconds
+ *                                     after the call ended (refreshed while it is live)
+ *   {prefix}:call:<id>:events  list   CallEventRecord JSON, in order; expires
+ *                                     privacy.timelineTtlSeconds after the last event
+ *
+ * Retention is pinned by test/integration/call/call-retention.test.ts.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../config/log.ts';
+import {
+  CALL_RECORDS_TTL_DEFAULT_SECONDS,
+  TIMELINE_TTL_DEFAULT_SECONDS,
+  type PrivacyConfig,
+} from '../../config/schema.ts';
 import type { CallEvent, CallEventRecord } from './call-events.ts';
 
 /** Ended calls kept in the recent list: enough for an operator's screen, bounded in memory. */
 const RECENT_CALLS = 500;
-/** Records and events outlive the call for a week (the audit trail and the ledger keep longer). */
-const CALL_RETENTION_SECONDS = 7 * 86_400;
 
 export interface CallRecord {
   readonly sessionId: string;
@@ -45,13 +53,22 @@ export interface CallRegistryOptions {
   /** A call whose heartbeat is older than this is shown as lost (the gateway's deadAfterMs). */
   readonly deadAfterMs: number;
   readonly log: Logger;
+  /** How long records and events are kept; the schema's defaults when unset. */
+  readonly retention?: Pick<PrivacyConfig, 'callRecordsTtlSeconds' | 'timelineTtlSeconds'>;
 }
 
 export class CallRegistry {
   private readonly live = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly options: CallRegistryOptions) {}
+  private readonly recordTtlSeconds: number;
+  private readonly eventsTtlSeconds: number;
+
+  constructor(private readonly options: CallRegistryOptions) {
+    this.recordTtlSeconds =
+      options.retention?.callRecordsTtlSeconds ?? CALL_RECORDS_TTL_DEFAULT_SECONDS;
+    this.eventsTtlSeconds = options.retention?.timelineTtlSeconds ?? TIMELINE_TTL_DEFAULT_SECONDS;
+  }
 
   private get activeKey(): string {
     return `${this.options.prefix}:calls:active`;
@@ -102,7 +119,7 @@ export class CallRegistry {
         heartbeat_at: String(now),
         state: 'active',
       })
-      .expire(key, CALL_RETENTION_SECONDS)
+      .expire(key, this.recordTtlSeconds)
       .zadd(this.activeKey, now, record.sessionId)
       .exec();
   }
@@ -117,23 +134,26 @@ export class CallRegistry {
     await this.options.redis
       .multi()
       .rpush(key, JSON.stringify(record))
-      .expire(key, CALL_RETENTION_SECONDS)
+      .expire(key, this.eventsTtlSeconds)
       .exec();
   }
 
   async close(sessionId: string, reason: string): Promise<void> {
     this.live.delete(sessionId);
     const now = Date.now();
+    const key = this.recordKey(sessionId);
     await this.options.redis
       .multi()
-      .hset(this.recordKey(sessionId), {
+      .hset(key, {
         state: 'ended',
         ended_at: String(now),
         end_reason: reason,
       })
+      .expire(key, this.recordTtlSeconds)
       .zrem(this.activeKey, sessionId)
       .zadd(this.recentKey, now, sessionId)
       .zremrangebyrank(this.recentKey, 0, -RECENT_CALLS - 1)
+      .zremrangebyscore(this.recentKey, '-inf', now - this.recordTtlSeconds * 1000)
       .exec();
   }
 
@@ -171,6 +191,8 @@ export class CallRegistry {
     for (const id of this.live) {
       pipeline.zadd(this.activeKey, now, id);
       pipeline.hset(this.recordKey(id), 'heartbeat_at', String(now));
+      // A live call's record never expires under it: retention counts from the call's end.
+      pipeline.expire(this.recordKey(id), this.recordTtlSeconds);
     }
     await pipeline.exec();
   }

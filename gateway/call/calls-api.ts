@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { AuditLog } from '../../agents/audit.ts';
 import type { OperationLedger } from '../../jobs/ledger/operation-ledger.ts';
 import { resourceIdParams, type OperatorServer } from '../../jobs/http/operator-server.ts';
+import { maskCallerFields } from '../../config/caller-mask.ts';
 import type { CallRecord, CallRegistry } from './call-registry.ts';
 import { escapeHtml, renderTimelinePage } from './timeline-page.ts';
 
@@ -17,6 +18,8 @@ export interface CallsApiOptions {
   readonly registry: CallRegistry;
   readonly audit: AuditLog;
   readonly ledger: Pick<OperationLedger, 'listBySession' | 'history'>;
+  /** privacy.maskCallerNumbers: what the API serves shows caller numbers masked. */
+  readonly maskCallerNumbers?: boolean;
 }
 
 export interface TimelineEntry {
@@ -88,6 +91,8 @@ const listQuery = z.object({
 });
 
 export function registerCallsApi(http: OperatorServer, options: CallsApiOptions): void {
+  const shown = <T>(body: T): T =>
+    options.maskCallerNumbers === true ? maskCallerFields(body) : body;
   http.route({
     method: 'GET',
     path: '/v1/calls',
@@ -95,7 +100,7 @@ export function registerCallsApi(http: OperatorServer, options: CallsApiOptions)
     query: listQuery,
     handler: async ({ query }) => {
       const { active, recent } = await options.registry.list(query.limit);
-      return { body: { active: active.map(callView), recent: recent.map(callView) } };
+      return { body: shown({ active: active.map(callView), recent: recent.map(callView) }) };
     },
   });
 
@@ -103,7 +108,7 @@ export function registerCallsApi(http: OperatorServer, options: CallsApiOptions)
     const record = await options.registry.get(id);
     if (record === undefined) return undefined;
     const operations = await options.ledger.listBySession(record.tenantId, record.sessionId);
-    return {
+    return shown({
       call: callView(record),
       operations: operations.map((op) => ({
         operation_id: op.operationId,
@@ -112,7 +117,7 @@ export function registerCallsApi(http: OperatorServer, options: CallsApiOptions)
         delivery: op.delivery,
       })),
       timeline: await callTimeline(options, record),
-    };
+    });
   };
 
   http.route({

@@ -77,7 +77,7 @@ export async function startCallGateway(
       reason: rtpSockets.fallbackReason,
     });
 
-  const audit = new AuditLog(redis, prefix, log);
+  const audit = new AuditLog(redis, prefix, log, config.privacy.auditTtlSeconds);
   const runtime = new ToolRuntime({
     catalogue,
     tenants: new Map(config.tenants.map((t) => [t.id, t])),
@@ -127,10 +127,16 @@ export async function startCallGateway(
     heartbeatMs: config.gateway.heartbeatMs,
     deadAfterMs: config.gateway.deadAfterMs,
     log,
+    retention: config.privacy,
   });
   registry.start();
   context.onShutdown('session registry', async () => registry.stop());
-  registerCallsApi(operator, { registry, audit, ledger: layer.ledger });
+  registerCallsApi(operator, {
+    registry,
+    audit,
+    ledger: layer.ledger,
+    maskCallerNumbers: config.privacy.maskCallerNumbers,
+  });
 
   // Rendered now for G.711 μ-law (the usual trunk codec), so an apology never waits for espeak-ng.
   const prompts = new CallPrompts({ log });
