@@ -1,7 +1,8 @@
 # One image for both roles: CALLGATE_ROLE=gateway|worker|all (default all).
-# Build stage: compiles TypeScript and the native modules (@discordjs/opus, callgate's RTP sockets)
-# against this Node.
-FROM node:20-bookworm AS build
+# Node 24 LTS in both stages. Build stage: compiles TypeScript and the native modules
+# (@discordjs/opus, callgate's RTP sockets) against this Node; the runtime's Node must be the same
+# major version (@discordjs/opus finds its binary by Node's ABI).
+FROM node:24-bookworm AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -18,7 +19,7 @@ RUN npm run build \
  && find gateway -name '*.yaml' -exec cp --parents {} dist/ \; \
  && npm prune --omit=dev
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 # espeak-ng renders the simulator's prompts; redis-server is only for a self-contained demo run
 # (production sets REDIS_URL).
 RUN apt-get update \
