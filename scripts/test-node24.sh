@@ -76,6 +76,8 @@ export PATH="$node_home/bin:$PATH"
 export npm_config_nodedir="$node_home"
 # @discordjs/opus has no reachable prebuilt binary: build it at once instead of trying a download.
 export npm_config_build_from_source=@discordjs/opus
+# libopus is most of the build: node-gyp compiles on every core.
+export JOBS=${JOBS:-max}
 say "npm ci on Node $("$node_home/bin/node" --version) (npm $(npm --version))"
 npm ci --no-audit --no-fund --loglevel=error
 say "building the native RTP module"
