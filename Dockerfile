@@ -1,7 +1,8 @@
 # One image for both roles: CALLGATE_ROLE=gateway|worker|all (default all).
-# Build stage: compiles TypeScript and the native modules (@discordjs/opus, callgate's RTP sockets)
-# against this Node.
-FROM node:20-bookworm AS build
+# Node 24 LTS in both stages. Build stage: compiles TypeScript and the native modules
+# (@discordjs/opus, callgate's RTP sockets) against this Node; the runtime's Node must be the same
+# major version (@discordjs/opus finds its binary by Node's ABI).
+FROM node:24-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends libsrtp2-dev && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -19,7 +20,7 @@ RUN npm run build \
  && find gateway -name '*.yaml' -exec cp --parents {} dist/ \; \
  && npm prune --omit=dev
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 # espeak-ng renders the simulator's prompts; redis-server is only for a self-contained demo run
 # (production sets REDIS_URL).
 RUN apt-get update \

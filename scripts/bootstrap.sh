@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what callgate needs on a Debian machine with Node 20, and nothing when all is there.
+# Installs what callgate needs on a Debian machine with Node 20 (development; production runs Node 24
+# LTS, which scripts/test-node24.sh tests), and nothing when all is there.
 #   scripts/bootstrap.sh          runtime needs: npm packages, redis-server, and espeak-ng and sox
 #                                 (the local realtime simulator speaks with them)
 #   scripts/bootstrap.sh --test   also what the tests drive: sipp (sip-tester), tshark, promtool,
@@ -21,9 +22,13 @@ say() { printf 'bootstrap: %s\n' "$*"; }
 
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$node_major" -lt 20 ]; then
-  echo "bootstrap: callgate needs Node.js 20 or later (found: $(node --version 2>/dev/null || echo none))" >&2
+  echo "bootstrap: callgate needs Node.js 24 LTS, or 20 for development (found: $(node --version 2>/dev/null || echo none))" >&2
   exit 1
 fi
+case "$node_major" in
+  20 | 24) ;;
+  *) say "Node.js $(node --version) is not tested; the supported versions are 24 LTS and 20 (package.json engines)" ;;
+esac
 
 # Debian packages: command -> package. The C toolchain builds the native modules (@discordjs/opus
 # during npm ci, callgate's RTP sockets below).
@@ -65,7 +70,10 @@ fi
 # npm packages: reinstall only when package-lock.json changed since the last install.
 stamp=node_modules/.callgate-lock-hash
 lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_hash" ]; then
+if [ -L node_modules ]; then
+  # npm ci would empty the linked directory, which other checkouts share.
+  say "node_modules is a link ($(readlink node_modules)): not reinstalling it"
+elif [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_hash" ]; then
   say "npm ci"
   npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_hash" > "$stamp"

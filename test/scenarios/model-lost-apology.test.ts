@@ -70,9 +70,13 @@ describe('when the model connection drops mid-call', () => {
         service: 'bookings',
         operation: 'book',
       });
-      // Held long enough that a loaded machine still speaks the result on the call: the apology, the
-      // re-open and the result's words all happen in real time.
-      const { rtp, sipp, model: firstConnection } = await placeCall(gw, { holdMs: 20_000, own });
+      // The caller stays on until callgate hangs up, once the result's words have been heard: the
+      // apology, the re-open and the result all happen in real time, slower on a loaded machine.
+      const {
+        rtp,
+        sipp,
+        model: firstConnection,
+      } = await placeCall(gw, { scenario: 'uac-external-rtp-callee-bye.xml', own });
       await new Promise((resolve) => setTimeout(resolve, 500));
       rtp.press('1');
       const call = await waitFor(async () => gw.sessions[0], 1_000, 'the call session');
@@ -124,6 +128,19 @@ describe('when the model connection drops mid-call', () => {
         ),
       ).toBe(true);
 
+      // Frames the caller should have heard since the drop: the apology and what the new session said.
+      const heardSinceDrop = (): number => {
+        const said = secondConnection.session.said
+          .filter((s) => s.status === 'completed')
+          .reduce((ms, s) => ms + s.totalAudioMs, 0);
+        return ((apology.ms + said) / 20) * 0.8;
+      };
+      await waitFor(
+        async () => (rtp.audibleSince(droppedAt) > heardSinceDrop() ? true : undefined),
+        15_000,
+        'the apology and the new session to be heard',
+      );
+      await call.hangup();
       const result = await sipp;
       rtp.mute();
       expect(result.exitCode, result.stderr).toBe(0);
@@ -135,10 +152,7 @@ describe('when the model connection drops mid-call', () => {
       expect(rtp.audibleSince(droppedAt, droppedAt + apology.ms)).toBeGreaterThan(
         apologyFrames * 0.8,
       );
-      const said = secondConnection.session.said
-        .filter((s) => s.status === 'completed')
-        .reduce((ms, s) => ms + s.totalAudioMs, 0);
-      expect(rtp.audibleSince(droppedAt)).toBeGreaterThan(((apology.ms + said) / 20) * 0.8);
+      expect(rtp.audibleSince(droppedAt)).toBeGreaterThan(heardSinceDrop());
       const effects = (await (
         await fetch(`${gw.sandboxUrl}/admin/effects?service=bookings`)
       ).json()) as { effects: { reference?: string }[] };
@@ -203,7 +217,13 @@ describe('when the model connection drops mid-call', () => {
         'the re-opened session',
       );
       // Let the apology finish, so what follows the second drop is the goodbye alone.
-      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      const apology = await waitFor(
+        async () => gw.events.find((e) => e.event.type === 'prompt'),
+        2_000,
+        'the apology prompt',
+      );
+      const apologyMs = apology.event.type === 'prompt' ? apology.event.ms : 0;
+      await new Promise((resolve) => setTimeout(resolve, apology.at + apologyMs - Date.now()));
       const lostAt = Date.now();
       secondConnection.terminate();
 
