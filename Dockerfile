@@ -34,8 +34,8 @@ COPY package.json ./
 # The image's `node` user by number, so Kubernetes can verify runAsNonRoot (helm/callgate runs
 # pods as 1000:1000 with a read-only root filesystem; /app stays root-owned and read-only).
 USER 1000:1000
-# SIP (UDP and TCP), HTTP; RTP uses the configured range (default 20000-29999/udp).
-EXPOSE 5060/udp 5060/tcp 8080/tcp
+# SIP (UDP and TCP), probes and metrics (8080), the operator API (8081); RTP uses the configured range (default 20000-29999/udp).
+EXPOSE 5060/udp 5060/tcp 8080/tcp 8081/tcp
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
 # A fixed 16 MB young generation (V8's own maximum, reserved from the start): with the default,
