@@ -21,7 +21,7 @@ export function provisionalMedia(offer: SdpSession, callerAddress: string): Nego
   const dtmf = audio?.rtpmaps.find(
     (map) => map.encoding === 'telephone-event' && map.clockRate === first?.clockRate,
   );
-  const codec = first?.encoding === 'opus' ? 'opus' : first?.encoding === 'PCMA' ? 'PCMA' : 'PCMU';
+  const codec = provisionalCodec(first?.encoding);
   return {
     codec,
     payloadType: first?.payloadType ?? 0,
@@ -35,6 +35,11 @@ export function provisionalMedia(offer: SdpSession, callerAddress: string): Nego
     direction: 'sendrecv',
     held: false,
   };
+}
+
+function provisionalCodec(encoding: string | undefined): NegotiatedMedia['codec'] {
+  if (encoding === 'opus' || encoding === 'PCMA' || encoding === 'G722') return encoding;
+  return 'PCMU';
 }
 
 export type AckAnswer =

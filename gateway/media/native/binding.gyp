@@ -5,6 +5,13 @@
       "sources": ["rtp_udp.c"],
       "cflags": ["-O2", "-Wall", "-Wextra"],
       "defines": ["NAPI_VERSION=8"]
+    },
+    {
+      "target_name": "g722_codec",
+      "sources": ["g722_codec.c"],
+      "cflags": ["-O2", "-Wall", "-Wextra"],
+      "defines": ["NAPI_VERSION=8", "<!@(test -e /usr/include/spandsp/g722.h && echo HAVE_SPANDSP || true)"],
+      "libraries": ["<!@(test -e /usr/include/spandsp/g722.h && echo -lspandsp || true)"]
     }
   ]
 }
