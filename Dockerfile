@@ -2,6 +2,7 @@
 # Build stage: compiles TypeScript and the native modules (@discordjs/opus, callgate's RTP sockets)
 # against this Node.
 FROM node:20-bookworm AS build
+RUN apt-get update && apt-get install -y --no-install-recommends libspandsp-dev && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -12,7 +13,7 @@ COPY agents ./agents
 COPY gateway ./gateway
 RUN npm run build \
  && npm run build:native \
- && cp --parents gateway/media/native/build/Release/rtp_udp.node dist/ \
+ && cp --parents gateway/media/native/build/Release/rtp_udp.node gateway/media/native/build/Release/g722_codec.node dist/ \
  && cp config/*.yaml dist/config/ \
  && find jobs agents -name '*.lua' -exec cp --parents {} dist/ \; \
  && find gateway -name '*.yaml' -exec cp --parents {} dist/ \; \
@@ -22,7 +23,7 @@ FROM node:20-bookworm-slim AS runtime
 # espeak-ng renders the simulator's prompts; redis-server is only for a self-contained demo run
 # (production sets REDIS_URL).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends espeak-ng redis-server curl \
+ && apt-get install -y --no-install-recommends espeak-ng redis-server curl libspandsp2 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production CALLGATE_ROLE=all

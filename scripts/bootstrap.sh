@@ -39,6 +39,8 @@ missing=()
 for cmd in "${!packages[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${packages[$cmd]}")
 done
+# spandsp's G.722 (a header, no command), built into gateway/media/native/g722_codec.c.
+[ -e /usr/include/spandsp/g722.h ] || missing+=(libspandsp-dev)
 if [ "${#missing[@]}" -gt 0 ]; then
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then
@@ -73,8 +75,8 @@ fi
 # callgate's native RTP sockets (gateway/media/native): rebuilt when its sources are newer than the
 # module. Without a C compiler the gateway still runs, on Node's dgram (rtp.sockets: auto).
 native=gateway/media/native
-if [ ! -f "$native/build/Release/rtp_udp.node" ] \
-   || [ -n "$(find "$native/rtp_udp.c" "$native/binding.gyp" -newer "$native/build/Release/rtp_udp.node" 2>/dev/null)" ]; then
+if [ ! -f "$native/build/Release/rtp_udp.node" ] || [ ! -f "$native/build/Release/g722_codec.node" ] \
+   || [ -n "$(find "$native"/*.c "$native/binding.gyp" -newer "$native/build/Release/rtp_udp.node" 2>/dev/null)" ]; then
   say "building the native RTP module"
   if ! npm run --silent build:native >/dev/null; then
     # The tests exercise the module: without it they cannot pass.
