@@ -11,8 +11,6 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { CallgateError } from '../../config/errors.ts';
 
-/** The PCM rate G.722 encodes from and decodes to. */
-export const G722_SAMPLE_RATE = 16000;
 /** 20 ms at 16 kHz. */
 export const G722_FRAME_SAMPLES = 320;
 /** 20 ms at 64 kbit/s: one byte per two samples. */
@@ -49,12 +47,6 @@ function load(): G722Binding | Error {
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error));
   }
-}
-
-/** Why G.722 cannot be used in this process, or undefined when it can. */
-export function g722Unavailable(): string | undefined {
-  const binding = loadBinding();
-  return binding instanceof Error ? binding.message : undefined;
 }
 
 export class G722Codec {
