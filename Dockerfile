@@ -3,7 +3,7 @@
 # (@discordjs/opus, callgate's RTP sockets) against this Node; the runtime's Node must be the same
 # major version (@discordjs/opus finds its binary by Node's ABI).
 FROM node:24-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends libsrtp2-dev && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends libsrtp2-dev libspandsp-dev && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -14,7 +14,7 @@ COPY agents ./agents
 COPY gateway ./gateway
 RUN npm run build \
  && npm run build:native \
- && cp --parents gateway/media/native/build/Release/rtp_udp.node gateway/media/native/build/Release/srtp_binding.node dist/ \
+ && cp --parents gateway/media/native/build/Release/rtp_udp.node gateway/media/native/build/Release/srtp_binding.node gateway/media/native/build/Release/g722_codec.node dist/ \
  && cp config/*.yaml dist/config/ \
  && find jobs agents -name '*.lua' -exec cp --parents {} dist/ \; \
  && find gateway -name '*.yaml' -exec cp --parents {} dist/ \; \
@@ -24,7 +24,7 @@ FROM node:24-bookworm-slim AS runtime
 # espeak-ng renders the simulator's prompts; redis-server is only for a self-contained demo run
 # (production sets REDIS_URL).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends espeak-ng redis-server curl libsrtp2-1 \
+ && apt-get install -y --no-install-recommends espeak-ng redis-server curl libsrtp2-1 libspandsp2 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production CALLGATE_ROLE=all

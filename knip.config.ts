@@ -23,6 +23,8 @@ const config = {
     'redis-server',
     'redis-cli',
     'baresip',
+    'espeak-ng',
+    'sox',
     'dumpcap',
     'taskset',
     // Ships with npm itself (build:native).

@@ -7,13 +7,14 @@
  *   - baseline: a bare Node dgram relay with one shared 20 ms timer (what Node itself can do),
  *   - srtp: callgate with SRTP (AES_CM_128_HMAC_SHA1_80 through libsrtp2) both ways; the callers
  *     send protected packets (one key for all, protected once per frame) and count what comes back,
- * for PCMU end to end and for Opus on the wire with PCMU on the model side (decode, resample,
- * encode on every frame). Printed per run: loss (from the first packet), and after the warm-up
+ * for PCMU end to end, for Opus on the wire with PCMU on the model side (decode, resample,
+ * encode on every frame) and for G.722 on the wire with the model's 24 kHz PCM (spandsp decode
+ * and encode, 16 <-> 24 kHz resampling). Printed per run: loss (from the first packet), and after the warm-up
  * (the streams' first seconds: every session's first packets, unoptimized code, a heap growing
  * to hold the calls) p50/p99 playout lateness (measured at each send against its slot on the
  * 20 ms grid), CPU per call and per packet, collector pauses and event-loop delay.
  *
- *   npx tsx bench/media-bench.ts [--calls 250,500,1000] [--seconds 10] [--warmup 2] [--codecs pcmu,opus] [--impls baseline,callgate,srtp]
+ *   npx tsx bench/media-bench.ts [--calls 250,500,1000] [--seconds 10] [--warmup 2] [--codecs pcmu,opus,g722] [--impls baseline,callgate,srtp]
  *                                [--slots 10] [--slot-capacity 100]   (callgate's send slots, for experiments)
  *                                [--rtp-sockets auto|native|node]   (callgate's RTP sockets, rtp.sockets: native module or dgram)
  *                                [--load-sockets native|node]   (the callers' sockets; native when the module is built)
@@ -30,8 +31,15 @@ import { fileURLToPath } from 'node:url';
 import { Logger } from '../config/log.ts';
 import { z } from 'zod';
 import { rtpSchema, type RtpConfig } from '../config/schema.ts';
-import { PCMU, wireCodec } from '../gateway/media/audio-format.ts';
+import {
+  G722,
+  PCMU,
+  wireCodec,
+  type ModelAudioFormat,
+  type WireCodec,
+} from '../gateway/media/audio-format.ts';
 import { decodeUlaw, encodeUlaw } from '../gateway/media/g711.ts';
+import { G722_FRAME_SAMPLES, G722Codec } from '../gateway/media/g722-codec.ts';
 import { MonotonicMediaTimer } from '../gateway/media/media-timer.ts';
 import { nativeRtpSockets, rtpSocketsEngine } from '../gateway/media/native-rtp-sockets.ts';
 import { MAX_BACKLOG_FRAMES, MAX_CATCH_UP_FRAMES } from '../gateway/media/frame-schedule.ts';
@@ -44,7 +52,7 @@ import { SrtpTransform, type SrtpKeys } from '../gateway/media/srtp-transform.ts
 import { argument } from './args.ts';
 import { placeProcesses } from './pin.ts';
 
-type Codec = 'pcmu' | 'opus';
+type Codec = 'pcmu' | 'opus' | 'g722';
 /** Send slots per frame and their capacity (the PlayoutScheduler's defaults unless given). */
 interface SchedulingOptions {
   slots?: number;
@@ -67,6 +75,9 @@ const LOAD_SLOTS = 10;
 const DRAIN_MS = 600;
 const LATENESS_BINS = 201;
 const OPUS_PT = 111;
+const PAYLOAD_TYPE: Readonly<Record<Codec, number>> = { pcmu: 0, opus: OPUS_PT, g722: 9 };
+/** RTP timestamp units per 20 ms: G.722's clock is 8 kHz like G.711's (RFC 3551). */
+const FRAME_TIMESTAMP_UNITS: Readonly<Record<Codec, number>> = { pcmu: 160, opus: 960, g722: 160 };
 /** The sessions' ports (--port-min: another run on the machine may hold the default range). */
 const PORT_MIN = Number(argument('port-min', '52000'));
 const PORT_MAX = PORT_MIN + 3999;
@@ -114,6 +125,17 @@ function toneFrames(count: number, rate: number, samples: number): Int16Array[] 
   );
 }
 
+/** A second of one caller's 20 ms payloads, a 440 Hz tone. */
+function callerPayloads(codec: Codec): Buffer[] {
+  if (codec === 'pcmu') return toneFrames(50, 8000, 160).map((pcm) => encodeUlaw(pcm));
+  if (codec === 'g722') {
+    const g722 = new G722Codec();
+    return toneFrames(50, 16000, G722_FRAME_SAMPLES).map((pcm) => g722.encode(pcm));
+  }
+  const opus = new OpusCodec();
+  return toneFrames(50, 48000, OPUS_FRAME_SAMPLES).map((pcm) => opus.encode(pcm));
+}
+
 const BENCH_SUITE = 'AES_CM_128_HMAC_SHA1_80';
 
 /** The packet as the callers send it: protected once per frame for all of them when SRTP is on. */
@@ -131,14 +153,8 @@ async function runLoad(): Promise<void> {
   const send = (message: LoadMessage) => process.send?.(message);
   process.on('message', (raw: StartLoad) => {
     void (async () => {
-      const pt = raw.codec === 'pcmu' ? 0 : OPUS_PT;
-      const payloads =
-        raw.codec === 'pcmu'
-          ? toneFrames(50, 8000, 160).map((pcm) => encodeUlaw(pcm))
-          : (() => {
-              const opus = new OpusCodec();
-              return toneFrames(50, 48000, OPUS_FRAME_SAMPLES).map((pcm) => opus.encode(pcm));
-            })();
+      const pt = PAYLOAD_TYPE[raw.codec];
+      const payloads = callerPayloads(raw.codec);
       // Every caller sends the same packet for a frame (the SSRC included: each RtpSession latches
       // its own caller by address and port), built once per frame instead of once per caller.
       const srtp =
@@ -152,7 +168,7 @@ async function runLoad(): Promise<void> {
             payloadType: pt,
             marker: frame === 0,
             sequenceNumber: frame,
-            timestamp: frame * (pt === 0 ? 160 : 960),
+            timestamp: frame * FRAME_TIMESTAMP_UNITS[raw.codec],
             ssrc: LOAD_SSRC,
             payload: payloads[frame % payloads.length] as Buffer,
           }),
@@ -260,7 +276,7 @@ class BareRelay {
   private readonly sockets: Socket[] = [];
   private readonly queues: Buffer[][] = [];
   private readonly remotes: Array<{ port: number } | undefined> = [];
-  private readonly transcoders: OpusCodec[] = [];
+  private readonly transcoders: Array<OpusCodec | G722Codec> = [];
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly codec: Codec) {}
@@ -273,17 +289,19 @@ class BareRelay {
       this.remotes.push(undefined);
       // The same libopus at 8 kHz that callgate uses: Opus on the wire, PCMU on the model side.
       if (this.codec === 'opus') this.transcoders.push(new OpusCodec({ sampleRate: 8000 }));
+      // G.722 decoded and encoded again at its own 16 kHz, without the resampler callgate adds.
+      if (this.codec === 'g722') this.transcoders.push(new G722Codec());
       socket.on('message', (data, from) => {
         this.packetsHandled++;
         this.remotes[i] = { port: from.port };
         const parsed = parseRtpPacket(data);
         if (!parsed.ok) return;
         let payload = parsed.packet.payload;
-        const opus = this.transcoders[i];
-        if (opus) {
-          const pcm = opus.decode(payload);
+        const codec = this.transcoders[i];
+        if (codec) {
+          const pcm = codec.decode(payload);
           if (!pcm) return;
-          payload = encodeUlaw(pcm);
+          payload = codec instanceof G722Codec ? pcm16Bytes(pcm) : encodeUlaw(pcm);
         }
         (this.queues[i] as Buffer[]).push(payload);
       });
@@ -316,10 +334,11 @@ class BareRelay {
       const remote = this.remotes[i];
       let payload = (this.queues[i] as Buffer[]).shift();
       if (!remote || !payload) continue;
-      const opus = this.transcoders[i];
-      if (opus) payload = opus.encode(decodeUlaw(payload));
+      const codec = this.transcoders[i];
+      if (codec instanceof G722Codec) payload = codec.encode(pcm16Samples(payload));
+      else if (codec) payload = codec.encode(decodeUlaw(payload));
       const data = serializeRtpPacket({
-        payloadType: this.codec === 'pcmu' ? 0 : OPUS_PT,
+        payloadType: PAYLOAD_TYPE[this.codec],
         sequenceNumber: frame,
         timestamp: frame * 160,
         ssrc: 7,
@@ -344,8 +363,23 @@ class BareRelay {
   }
 }
 
+function pcm16Bytes(pcm: Int16Array): Buffer {
+  return Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
+}
+
+function pcm16Samples(bytes: Buffer): Int16Array {
+  return new Int16Array(bytes.buffer, bytes.byteOffset, bytes.length >> 1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // System under test: callgate's media layer.
+
+/** The wire codec and the model's format of a bench call: G.722 calls talk to a 24 kHz model. */
+function callgateFormats(codec: Codec): { codec: WireCodec; model: ModelAudioFormat } {
+  if (codec === 'pcmu') return { codec: PCMU, model: { encoding: 'pcmu' } };
+  if (codec === 'g722') return { codec: G722, model: { encoding: 'pcm16', sampleRate: 24000 } };
+  return { codec: wireCodec('opus', OPUS_PT), model: { encoding: 'pcmu' } };
+}
 
 class CallgateMedia {
   private readonly sessions: RtpSession[] = [];
@@ -383,8 +417,7 @@ class CallgateMedia {
         ports: this.ports,
         scheduler: this.scheduler,
         timer: this.timer,
-        codec: this.codec === 'pcmu' ? PCMU : wireCodec('opus', OPUS_PT),
-        model: { encoding: 'pcmu' },
+        ...callgateFormats(this.codec),
         logger: this.logger,
         ...(this.srtp !== undefined && { srtp: this.srtp }),
       });
@@ -441,6 +474,12 @@ class CallgateMedia {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+const CODEC_LABEL: Readonly<Record<Codec, string>> = {
+  pcmu: 'PCMU',
+  opus: 'Opus<->PCMU',
+  g722: 'G722<->PCM24',
+};
 
 function percentile(bins: Uint32Array, p: number): number {
   let total = 0;
@@ -545,7 +584,7 @@ async function runOnce(
   return (
     [
       impl.padEnd(9),
-      (codec === 'pcmu' ? 'PCMU' : 'Opus<->PCMU').padEnd(12),
+      CODEC_LABEL[codec].padEnd(12),
       String(calls).padStart(5),
       `${(loss * 100).toFixed(3)}%`.padStart(9),
       `${percentile(bins, 0.5).toFixed(1)}`.padStart(7),

@@ -415,9 +415,9 @@ export const tenantSchema = z.strictObject({
     .string()
     .regex(/^(sips?|tel):/, 'must be a sip:, sips: or tel: URI')
     .optional(),
-  /** Codec preference when answering offers. */
+  /** Codec preference when answering offers; G722 (wideband, static PT 9) only when listed. */
   codecs: z
-    .array(z.enum(['PCMU', 'PCMA', 'opus']))
+    .array(z.enum(['PCMU', 'PCMA', 'G722', 'opus']))
     .min(1)
     .default(['PCMU', 'PCMA', 'opus']),
   /**

@@ -45,6 +45,8 @@ for cmd in "${!packages[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${packages[$cmd]}")
 done
 [ -f /usr/include/srtp2/srtp.h ] || missing+=(libsrtp2-dev) # SRTP: gateway/media/native/srtp_binding.c
+# spandsp's G.722 (a header, no command), built into gateway/media/native/g722_codec.c.
+[ -e /usr/include/spandsp/g722.h ] || missing+=(libspandsp-dev)
 if [ "${#missing[@]}" -gt 0 ]; then
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then
@@ -82,7 +84,8 @@ fi
 # callgate's native RTP sockets (gateway/media/native): rebuilt when its sources are newer than the
 # module. Without a C compiler the gateway still runs, on Node's dgram (rtp.sockets: auto).
 native=gateway/media/native
-if [ ! -f "$native/build/Release/rtp_udp.node" ] \
+if [ ! -f "$native/build/Release/rtp_udp.node" ] || [ ! -f "$native/build/Release/g722_codec.node" ] \
+   || [ ! -f "$native/build/Release/srtp_binding.node" ] \
    || [ -n "$(find "$native"/*.c "$native/binding.gyp" -newer "$native/build/Release/rtp_udp.node" 2>/dev/null)" ]; then
   say "building the native RTP module"
   if ! npm run --silent build:native >/dev/null; then

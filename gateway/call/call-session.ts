@@ -521,7 +521,11 @@ export class CallSession {
     );
     callMetrics.active.inc({ tenant: call.tenant.id });
     this.emit(
-      callEvents.answered(accepted.media.codec, accepted.media.codec !== 'opus', rtp.localPort),
+      callEvents.answered(
+        accepted.media.codec,
+        accepted.media.codec === 'PCMU' || accepted.media.codec === 'PCMA',
+        rtp.localPort,
+      ),
     );
     this.log.info('call answered', {
       codec: accepted.media.codec,

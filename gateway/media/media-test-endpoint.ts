@@ -108,10 +108,14 @@ export interface MediaTestRecording {
   readonly stats: RtpSessionStats | undefined;
 }
 
-/** G.711 passes through as it came (nothing to decode); Opus is decoded at its full rate. */
+/**
+ * G.711 passes through as it came (nothing to decode); G.722 is decoded at its own 16 kHz, Opus
+ * at its full rate: nothing is resampled, so echo and recording keep the caller's bandwidth.
+ */
 function modelFormatFor(codec: WireCodecName): ModelAudioFormat {
   if (codec === 'PCMU') return { encoding: 'pcmu' };
   if (codec === 'PCMA') return { encoding: 'pcma' };
+  if (codec === 'G722') return { encoding: 'pcm16', sampleRate: 16000 };
   return { encoding: 'pcm16', sampleRate: 48000 };
 }
 

@@ -27,7 +27,8 @@ export type ReceivedCounts = Pick<
 >;
 
 function newJitterBuffer(config: RtpConfig, codec: WireCodec): JitterBuffer {
-  const law = codec.name === 'opus' ? undefined : codec.name;
+  // Only G.711 is concealed; a lost Opus or G.722 frame is a 20 ms gap (jitter-buffer-g722.test.ts).
+  const law = codec.name === 'PCMU' || codec.name === 'PCMA' ? codec.name : undefined;
   return new JitterBuffer({
     minDepthMs: config.jitterMinMs,
     maxDepthMs: config.jitterMaxMs,

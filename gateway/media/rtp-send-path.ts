@@ -10,6 +10,7 @@ import type { RtpConfig } from '../../config/schema.ts';
 import {
   FRAME_MS,
   samplesPerFrame,
+  transcodingRate,
   type ModelAudioFormat,
   type WireCodec,
 } from './audio-format.ts';
@@ -315,11 +316,11 @@ export class RtpSendPath {
       if (last.length > 0) this.playout.enqueue(this.encodingItem, last);
     }
     // Queued frames go from one wire codec to the other through PCM at a rate both code without
-    // resampling (8 kHz unless both are Opus), not through the model's format: a resampler there
-    // would delay the audio, leave the first frame silent and its tail in the item that follows.
+    // resampling where there is one (transcodingRate), not through the model's format: a resampler
+    // there would delay the audio, leave the first frame silent and its tail in the next item.
     const pcm: ModelAudioFormat = {
       encoding: 'pcm16',
-      sampleRate: previous.name === 'opus' && codec.name === 'opus' ? 48000 : 8000,
+      sampleRate: transcodingRate(previous.name, codec.name),
     };
     const decodeOld = new ReceiveTranscoder({ wire: previous, model: pcm });
     const encodeNew = new SendTranscoder({ wire: codec, model: pcm });

@@ -46,6 +46,8 @@ const METRICS_FLUSH_FRAMES = 50;
  */
 const OPUS_CALL_WEIGHT = 10;
 const RESAMPLING_CALL_WEIGHT = 4;
+/** G.722 to and from 24 kHz PCM: 1.4x a G.711 call's resampling (spandsp plus both resamplers). */
+const G722_CALL_WEIGHT = 6;
 /** Comfort noise (RFC 3389, static PT 13): keeps the stream alive, carries no audio we use. */
 const COMFORT_NOISE_PAYLOAD_TYPE = 13;
 
@@ -84,6 +86,7 @@ type SharedState = { -readonly [K in keyof RtpSessionContext]: RtpSessionContext
 
 /** Scheduler weight of a call: what its tick costs against a PCMU passthrough call. */
 function callWeight(codec: WireCodec, passthrough: boolean): number {
+  if (codec.name === 'G722') return G722_CALL_WEIGHT;
   return codec.name === 'opus' ? OPUS_CALL_WEIGHT : passthrough ? 1 : RESAMPLING_CALL_WEIGHT;
 }
 

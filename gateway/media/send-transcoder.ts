@@ -4,9 +4,10 @@
  * A PCMU model on a PCMU call (PCMA on PCMA) is only sliced, never transcoded, and the frames
  * are views into the pushed buffers: `push()` takes ownership of what it is given.
  */
-import { FRAME_MS, type ModelAudioFormat, type WireCodec } from './audio-format.ts';
+import { FRAME_MS, codecPcmRate, type ModelAudioFormat, type WireCodec } from './audio-format.ts';
 import { ALAW_SILENCE, ULAW_SILENCE, encodeAlaw, encodeUlaw } from './g711.ts';
-import { OpusCodec } from './opus-codec.ts';
+import { g722SilenceFrame } from './g722-codec.ts';
+import { pcmFrameCodec, type PcmFrameCodec } from './pcm-frame-codec.ts';
 import { modelBytesToPcm, modelSampleRate } from './pcm.ts';
 import { Resampler } from './resampler.ts';
 
@@ -24,7 +25,8 @@ export class SendTranscoder {
   private readonly wire: WireCodec;
   private readonly model: ModelAudioFormat;
   private readonly resampler: Resampler;
-  private readonly opus: OpusCodec | undefined;
+  /** Opus or G.722; G.711 is encoded by table. */
+  private readonly codec: PcmFrameCodec | undefined;
   private pendingBytes: Buffer = EMPTY;
   private pendingSamples: Int16Array;
   private pendingSampleCount = 0;
@@ -37,17 +39,18 @@ export class SendTranscoder {
     this.passthrough =
       (options.wire.name === 'PCMU' && options.model.encoding === 'pcmu') ||
       (options.wire.name === 'PCMA' && options.model.encoding === 'pcma');
-    // libopus converts to the model's rate itself; only G.711 (8 kHz) may need resampling.
-    const wireRate = options.wire.name === 'opus' ? modelSampleRate(options.model) : 8000;
+    // libopus converts to the model's rate itself; G.711 (8 kHz) and G.722 (16 kHz) may need resampling.
+    const wireRate = codecPcmRate(options.wire.name, modelSampleRate(options.model));
     this.frameSamples = (wireRate * FRAME_MS) / 1000;
     this.resampler = new Resampler({ fromRate: modelSampleRate(options.model), toRate: wireRate });
-    this.opus = options.wire.name === 'opus' ? new OpusCodec({ sampleRate: wireRate }) : undefined;
+    this.codec = pcmFrameCodec(options.wire.name, wireRate);
     this.pendingSamples = new Int16Array(this.frameSamples * 4);
   }
 
   /** A 20 ms payload of silence in the wire codec. */
   silenceFrame(): Buffer {
-    if (this.opus) return this.opus.encode(new Int16Array(this.frameSamples));
+    if (this.wire.name === 'G722') return g722SilenceFrame();
+    if (this.codec) return this.codec.encode(new Int16Array(this.frameSamples));
     return Buffer.alloc(this.frameSamples, this.wire.name === 'PCMU' ? ULAW_SILENCE : ALAW_SILENCE);
   }
 
@@ -125,7 +128,7 @@ export class SendTranscoder {
   }
 
   private encode(frame: Int16Array): Buffer {
-    if (this.opus) return this.opus.encode(frame);
+    if (this.codec) return this.codec.encode(frame);
     return this.wire.name === 'PCMU' ? encodeUlaw(frame) : encodeAlaw(frame);
   }
 }

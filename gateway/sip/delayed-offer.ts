@@ -22,7 +22,7 @@ export function provisionalMedia(offer: SdpSession, callerAddress: string): Nego
   const dtmf = audio?.rtpmaps.find(
     (map) => map.encoding === 'telephone-event' && map.clockRate === first?.clockRate,
   );
-  const codec = first?.encoding === 'opus' ? 'opus' : first?.encoding === 'PCMA' ? 'PCMA' : 'PCMU';
+  const codec = provisionalCodec(first?.encoding);
   const srtp = provisionalSrtp(audio);
   return {
     codec,
@@ -38,6 +38,11 @@ export function provisionalMedia(offer: SdpSession, callerAddress: string): Nego
     held: false,
     ...(srtp !== undefined && { srtp }),
   };
+}
+
+function provisionalCodec(encoding: string | undefined): NegotiatedMedia['codec'] {
+  if (encoding === 'opus' || encoding === 'PCMA' || encoding === 'G722') return encoding;
+  return 'PCMU';
 }
 
 export type AckAnswer =

@@ -1,7 +1,7 @@
 /**
  * SDP offer/answer (RFC 3264) for one audio stream, pure. As answerer (`answerOffer`): choose the
- * codec by the tenant's preference among PCMU, PCMA and opus/48000/2 (plus telephone-event at the
- * codec's clock), refuse every other stream with port 0, and mirror the offer's direction. As
+ * codec by the tenant's preference among PCMU, PCMA, G722/8000 and opus/48000/2 (plus
+ * telephone-event at the codec's clock: 8000 for G.722 too, whose RTP clock is 8 kHz), refuse every other stream with port 0, and mirror the offer's direction. As
  * offerer, for an INVITE that came without SDP (`buildOffer` for the 200, `acceptAnswer` for the
  * SDP in the ACK): offer the tenant's codecs in its order and check that the answer keeps to them.
  * SRTP by the tenant's `srtp` mode (sdp-srtp.ts): an RTP/SAVP stream is answered with one crypto
@@ -76,6 +76,7 @@ export const DEFAULT_PTIME_MS = 20;
 const STATIC_PAYLOAD: Readonly<Record<number, SdpRtpMap>> = {
   0: { payloadType: 0, encoding: 'PCMU', clockRate: 8000, channels: 1 },
   8: { payloadType: 8, encoding: 'PCMA', clockRate: 8000, channels: 1 },
+  9: { payloadType: 9, encoding: 'G722', clockRate: 8000, channels: 1 },
 };
 
 const CODEC_FORMAT: Readonly<
@@ -83,6 +84,7 @@ const CODEC_FORMAT: Readonly<
 > = {
   PCMU: { encoding: 'pcmu', clockRate: 8000, channels: 1 },
   PCMA: { encoding: 'pcma', clockRate: 8000, channels: 1 },
+  G722: { encoding: 'g722', clockRate: 8000, channels: 1 },
   opus: { encoding: 'opus', clockRate: 48000, channels: 2 },
 };
 
@@ -248,6 +250,7 @@ export function buildOffer(options: SdpOfferOptions): SdpSession {
   for (const codec of new Set(options.preference)) {
     if (codec === 'PCMU') rtpmaps.push({ payloadType: 0, encoding: 'PCMU', clockRate: 8000 });
     if (codec === 'PCMA') rtpmaps.push({ payloadType: 8, encoding: 'PCMA', clockRate: 8000 });
+    if (codec === 'G722') rtpmaps.push({ payloadType: 9, encoding: 'G722', clockRate: 8000 });
     if (codec === 'opus') {
       rtpmaps.push({
         payloadType: OFFER_PAYLOAD_TYPES.opus,

@@ -55,4 +55,4 @@ export interface SdpSession {
 }
 
 /** The codecs callgate's media layer can terminate, by the names tenants configure. */
-export type AudioCodecName = 'PCMU' | 'PCMA' | 'opus';
+export type AudioCodecName = 'PCMU' | 'PCMA' | 'G722' | 'opus';
