@@ -99,7 +99,12 @@ function ringing(onConfigure?: (session: SlowModelSession) => void): Setup {
   const sessions: SlowModelSession[] = [];
   const events: CallEvent[] = [];
   const rejections: Setup['rejections'] = [];
-  const tenant = tenantSchema.parse({ id: 'tenant-a', numbers: ['+15550100'], agent: 'concierge' });
+  const tenant = tenantSchema.parse({
+    id: 'tenant-a',
+    numbers: ['+15550100'],
+    agent: 'concierge',
+    trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
+  });
   const inbound: InboundCall = {
     callId: dialog.callId,
     caller: { uri: 'sip:+15550111@example.test', user: '+15550111' },

@@ -52,6 +52,7 @@ async function callWith(
     id: 'tenant-s',
     numbers: ['+15550100'],
     agent: 'concierge',
+    trunk: { allowFrom: ['127.0.0.0/8', '::1/128'] },
     srtp,
   });
   const rejected: Outcome['rejected'] = [];

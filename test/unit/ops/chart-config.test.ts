@@ -3,11 +3,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../../config/load.ts';
 import { CHART, readValues } from './chart-files.ts';
-import { loadable, renderConfig } from './chart-render.ts';
+import { renderConfig } from './chart-render.ts';
 
 function problemsOf(document: Record<string, unknown>): readonly string[] {
   try {
-    parseConfig(loadable(document));
+    parseConfig(document);
     return [];
   } catch (error) {
     if (error instanceof ConfigError) return error.problems;
@@ -21,7 +21,7 @@ describe('when the ConfigMap is rendered from the default values', () => {
   });
 
   it('should listen on every interface, use the built-in driver and point sandbox providers at the sandbox Service', () => {
-    const config = parseConfig(loadable(renderConfig(readValues())));
+    const config = parseConfig(renderConfig(readValues()));
     expect([config.sip.listen, config.rtp.listen, config.http.listen]).toEqual([
       '0.0.0.0',
       '0.0.0.0',
@@ -38,7 +38,7 @@ describe('when the ConfigMap is rendered from the default values', () => {
 
   it('should carry the tenants, their actions and policies as the values give them', () => {
     const values = readValues();
-    const config = parseConfig(loadable(renderConfig(values)));
+    const config = parseConfig(renderConfig(values));
     const tenants = (
       values.config as { tenants: { id: string; actions: Record<string, { policy?: string }> }[] }
     ).tenants;
@@ -60,7 +60,7 @@ describe('when the ConfigMap is rendered from the default values', () => {
   });
 
   it('should keep the RTP range the gateway Service lists within the schema rules', () => {
-    const config = parseConfig(loadable(renderConfig(readValues())));
+    const config = parseConfig(renderConfig(readValues()));
     expect(config.rtp.portMin % 2).toBe(0);
     expect(config.rtp.portMax - config.rtp.portMin).toBeLessThan(2000);
   });
@@ -70,7 +70,7 @@ describe('when the drachtio sidecar is enabled', () => {
   it('should select the drachtio driver with the sidecar address and still pass the schema', () => {
     const values = readValues();
     values.drachtio = { ...(values.drachtio as object), enabled: true };
-    const config = parseConfig(loadable(renderConfig(values)));
+    const config = parseConfig(renderConfig(values));
     expect(config.sip.driver).toBe('drachtio');
     expect(config.sip.drachtio).toMatchObject({
       host: '127.0.0.1',

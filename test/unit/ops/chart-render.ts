@@ -2,7 +2,6 @@
  * What the chart's templates compute from values, mirrored for the tests where no helm binary runs:
  * the ConfigMap's configuration document and the NetworkPolicy's SIP sources.
  */
-import { httpSchema } from '../../../config/schema.ts';
 
 /** CALLGATE_TOKEN_<NAME>, as templates/_helpers.tpl ("callgate.tokenEnv") names a token's variable. */
 export function tokenEnv(name: string): string {
@@ -60,16 +59,6 @@ export function renderConfig(
     },
   };
   return config;
-}
-
-/**
- * The document as this build's schema knows it: without http.operator while config/schema.ts has
- * no operator listener yet (issue 20 adds it), the whole document once it has.
- */
-export function loadable(document: Record<string, unknown>): Record<string, unknown> {
-  if ('operator' in httpSchema.shape) return document;
-  const { operator: _operator, ...http } = document.http as Record<string, unknown>;
-  return { ...document, http };
 }
 
 /**

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../config/load.ts';
 import { CHART, ROOT, readTemplates, readValues } from './chart-files.ts';
-import { loadable, renderConfig, sipSources, tokenEnv } from './chart-render.ts';
+import { renderConfig, sipSources, tokenEnv } from './chart-render.ts';
 
 const template = (name: string): string => readFileSync(join(CHART, 'templates', name), 'utf8');
 
@@ -103,8 +103,8 @@ describe('when operator tokens are configured', () => {
       ],
     });
     expect(tokenEnv('on-call')).toBe('CALLGATE_TOKEN_ON_CALL');
-    // A loadable document: the rest of the configuration passes the schema as before.
-    expect(() => parseConfig(loadable(renderConfig(withTokens())))).not.toThrow();
+    // The rendered document, operator listener and tokens included, passes the schema.
+    expect(() => parseConfig(renderConfig(withTokens()))).not.toThrow();
   });
 
   it('should keep a value token in the chart Secret and read an existing one by its key', () => {
@@ -210,7 +210,7 @@ describe('when pods are rendered', () => {
   });
 
   it('should keep the media-test recordings and temporary files under /tmp', () => {
-    const config = parseConfig(loadable(renderConfig(readValues())));
+    const config = parseConfig(renderConfig(readValues()));
     for (const tenant of config.tenants)
       if (tenant.mediaTest) expect(tenant.mediaTest.recordDir.startsWith('/tmp')).toBe(true);
   });
@@ -237,7 +237,7 @@ describe('when the gateway needs a negative nice', () => {
 
 describe('when the chart’s example tenant is rendered', () => {
   it('should be closed: a documented example CIDR, not open', () => {
-    const config = parseConfig(loadable(renderConfig(readValues())));
+    const config = parseConfig(renderConfig(readValues()));
     expect(config.tenants.map((t) => [t.id, t.trunk.open, t.trunk.allowFrom])).toEqual([
       ['demo', false, ['192.0.2.0/24']],
     ]);
