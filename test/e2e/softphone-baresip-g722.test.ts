@@ -5,16 +5,14 @@
  * (its own decoder's recording), and callgate hears the caller (media-test record mode keeps
  * the caller's audio as a 16 kHz WAV, compared with what the phone sent).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readWavFile } from '../../gateway/media/wav-file.ts';
-import { freeLoopbackPort } from '../../jobs/redis/local-redis.ts';
+import { startPhone, type Phone } from '../support/baresip-phone.ts';
 import { closeAfterEach } from '../support/cleanup.ts';
-import { freeSipPort } from '../support/ports.ts';
 import { waitFor } from '../support/processes.ts';
 import { startCallgate, type CallgateProcess, type TimelineEntryView } from './callgate-process.ts';
 
@@ -101,83 +99,36 @@ function pcmOf(file: string): { samples: Int16Array; rate: number } {
   };
 }
 
-interface Phone {
-  readonly phone: ChildProcess;
-  readonly control: Socket;
-  readonly output: () => string;
-  readonly exited: Promise<unknown>;
-  command(name: string, params?: string): void;
-}
-
-function connectControl(port: number): Promise<Socket | undefined> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => resolve(socket));
-    socket.once('error', () => resolve(undefined));
-  });
-}
-
-/** baresip with only the g722 codec; a start that lost its ports to another test is retried. */
-async function startPhone(dir: string, source: string): Promise<Phone> {
+/** baresip with only the g722 codec, closed after the test. */
+async function startG722Phone(dir: string, source: string): Promise<Phone> {
   writeFileSync(join(dir, 'accounts'), '<sip:caller@127.0.0.1>;regint=0\n');
-  for (let attempt = 1; ; attempt++) {
-    const sipPort = await freeSipPort();
-    const controlPort = await freeLoopbackPort();
-    writeFileSync(
-      join(dir, 'config'),
-      [
-        'poll_method epoll',
-        'net_interface 127.0.0.1',
-        `sip_listen 127.0.0.1:${sipPort}`,
-        `snd_path ${dir}`,
-        `audio_source aufile,${source}`,
-        'audio_alert aufile,/dev/null',
-        'module_path /usr/lib/baresip/modules',
-        'module g722.so',
-        'module aufile.so',
-        'module sndfile.so',
-        'module_app account.so',
-        'module_app menu.so',
-        'module_app ctrl_tcp.so',
-        `ctrl_tcp_listen 127.0.0.1:${controlPort}`,
-        '',
-      ].join('\n'),
-    );
-    const phone = spawn('baresip', ['-f', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    phone.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    phone.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    let gone = false;
-    const exited = new Promise((resolve) =>
-      phone.once('exit', (code, signal) => {
-        gone = true;
-        resolve(code ?? signal);
-      }),
-    );
-    const control = await waitFor(
-      async () => (gone ? null : await connectControl(controlPort)),
-      10_000,
-      'baresip to start',
-    ).catch(() => null);
-    if (control !== null && !gone) {
-      own({
-        close: async () => {
-          control.destroy();
-          phone.kill('SIGKILL');
-          await exited;
-        },
-      });
-      const command = (name: string, params = ''): void => {
-        const json = JSON.stringify({ command: name, params, token: name });
-        control.write(`${Buffer.byteLength(json)}:${json},`);
-      };
-      return { phone, control, output: () => output, exited, command };
-    }
-    control?.destroy();
-    phone.kill('SIGKILL');
-    await exited;
-    if (attempt === 3) throw new Error(`baresip did not start: ${output.slice(-1_000)}`);
-  }
+  const phone = await startPhone(dir, (sipPort, controlPort) =>
+    [
+      'poll_method epoll',
+      'net_interface 127.0.0.1',
+      `sip_listen 127.0.0.1:${sipPort}`,
+      `snd_path ${dir}`,
+      `audio_source aufile,${source}`,
+      'audio_alert aufile,/dev/null',
+      'module_path /usr/lib/baresip/modules',
+      'module g722.so',
+      'module aufile.so',
+      'module sndfile.so',
+      'module_app account.so',
+      'module_app menu.so',
+      'module_app ctrl_tcp.so',
+      `ctrl_tcp_listen 127.0.0.1:${controlPort}`,
+      '',
+    ].join('\n'),
+  );
+  own({
+    close: async () => {
+      phone.control.destroy();
+      phone.phone.kill('SIGKILL');
+      await phone.exited;
+    },
+  });
+  return phone;
 }
 
 async function startG722Gateway(recordDir: string): Promise<CallgateProcess> {
@@ -234,7 +185,7 @@ describe.runIf(HAVE_TOOLS || process.env.CI === 'true')(
         const cg = await startG722Gateway(join(dir, 'recordings'));
         const silence = join(dir, 'silence.wav');
         spawnSync('sox', ['-n', '-r', '16000', '-c', '1', '-b', '16', silence, 'trim', '0', '60']);
-        const phone = await startPhone(dir, silence);
+        const phone = await startG722Phone(dir, silence);
         const explain = (error: Error): never => {
           throw new Error(`${error.message}\nbaresip: ${phone.output().slice(-2_000)}`);
         };
@@ -291,7 +242,7 @@ describe.runIf(HAVE_TOOLS || process.env.CI === 'true')(
         const cg = await startG722Gateway(recordDir);
         const source = speechFile(dir);
         const sent = pcmOf(source);
-        const phone = await startPhone(dir, source);
+        const phone = await startG722Phone(dir, source);
         phone.command('dial', `sip:${RECORD_NUMBER}@127.0.0.1:${cg.sipPort}`);
         const sentSeconds = sent.samples.length / sent.rate;
         await new Promise((resolve) => setTimeout(resolve, (sentSeconds + 2) * 1000));

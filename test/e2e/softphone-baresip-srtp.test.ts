@@ -6,17 +6,15 @@
  * either direction is the plain tone. A plain RTP/AVP caller (sipp) to the same number gets 488
  * with the Warning "SRTP required".
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { linearToUlaw } from '../../gateway/media/g711.ts';
 import { readWavFile, wavFile } from '../../gateway/media/wav-file.ts';
-import { freeLoopbackPort } from '../../jobs/redis/local-redis.ts';
+import { startPhone } from '../support/baresip-phone.ts';
 import { closeAfterEach } from '../support/cleanup.ts';
-import { freeSipPort } from '../support/ports.ts';
 import { waitFor } from '../support/processes.ts';
 import { startCallgate } from './callgate-process.ts';
 import { WireCapture, type CapturedDatagram } from './media-wire-capture.ts';
@@ -71,21 +69,6 @@ function toneSeconds(samples: Buffer, rate: number): number {
   return frames / 50;
 }
 
-interface Phone {
-  readonly phone: ChildProcess;
-  readonly control: Socket;
-  readonly output: () => string;
-  readonly exited: Promise<unknown>;
-}
-
-function connectControl(port: number): Promise<Socket | undefined> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => resolve(socket));
-    socket.once('error', () => resolve(undefined));
-  });
-}
-
 function phoneConfig(dir: string, sipPort: number, controlPort: number): string {
   return [
     'poll_method epoll',
@@ -105,36 +88,6 @@ function phoneConfig(dir: string, sipPort: number, controlPort: number): string 
     `ctrl_tcp_listen 127.0.0.1:${controlPort}`,
     '',
   ].join('\n');
-}
-
-/** baresip on ports free a moment ago; a start that lost a port to another test is retried. */
-async function startPhone(dir: string): Promise<Phone> {
-  const failures: string[] = [];
-  for (let attempt = 1; attempt <= 3; attempt++) {
-    const controlPort = await freeLoopbackPort();
-    writeFileSync(join(dir, 'config'), phoneConfig(dir, await freeSipPort(), controlPort));
-    const phone = spawn('baresip', ['-f', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    phone.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    phone.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    let gone = false;
-    const exited = new Promise((resolve) =>
-      phone.once('exit', (code, signal) => {
-        gone = true;
-        resolve(code ?? signal);
-      }),
-    );
-    const control = await waitFor(
-      async () => (gone ? null : await connectControl(controlPort)),
-      10_000,
-      'baresip to start',
-    ).catch(() => null);
-    if (control !== null && !gone) return { phone, control, output: () => output, exited };
-    control?.destroy();
-    phone.kill('SIGKILL');
-    failures.push(`attempt ${attempt} ended with ${String(await exited)}: ${output.slice(-1_000)}`);
-  }
-  throw new Error(`baresip did not start:\n${failures.join('\n')}`);
 }
 
 /** RTP datagrams (not RTCP) to or from callgate's range with a 160-byte G.711 payload or more. */
@@ -188,7 +141,9 @@ describe.runIf(HAVE_BARESIP || process.env.CI === 'true')(
         );
         const capture = await WireCapture.start(RTP_PORT_MIN, RTP_PORT_MAX);
         own({ close: () => capture.kill() });
-        const { phone, control, output, exited } = await startPhone(dir);
+        const { phone, control, output, exited } = await startPhone(dir, (sip, ctl) =>
+          phoneConfig(dir, sip, ctl),
+        );
         own({
           close: async () => {
             phone.kill('SIGKILL');

@@ -4,17 +4,15 @@
  * (RFC 4733, baresip's own encoder) and hears the booking confirmed. One booking is committed at
  * the sandbox, the agent's words are in baresip's recording, and the call ends on the phone's BYE.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { readWavFile, wavFile } from '../../gateway/media/wav-file.ts';
-import { freeLoopbackPort } from '../../jobs/redis/local-redis.ts';
+import { startPhone } from '../support/baresip-phone.ts';
 import { closeAfterEach } from '../support/cleanup.ts';
-import { freeSipPort } from '../support/ports.ts';
 import { REPO_ROOT, waitFor } from '../support/processes.ts';
 import { startCallgate, type OperationView, type TimelineEntryView } from './callgate-process.ts';
 
@@ -31,62 +29,6 @@ function voicedSeconds(samples: Buffer, rate: number): number {
     if (Math.sqrt(energy / frame) > 300) voiced++;
   }
   return voiced / 50;
-}
-
-interface Phone {
-  readonly phone: ChildProcess;
-  /** baresip's control connection (ctrl_tcp: netstrings of JSON). */
-  readonly control: Socket;
-  readonly output: () => string;
-  readonly exited: Promise<unknown>;
-}
-
-/** Connects to baresip's control port; undefined while nothing listens there. */
-function connectControl(port: number): Promise<Socket | undefined> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => resolve(socket));
-    socket.once('error', () => resolve(undefined));
-  });
-}
-
-/**
- * Starts baresip on two ports that were free a moment ago. Another test may take either port in
- * between, and then baresip exits with "Address already in use" (or its control port never
- * answers): that start is retried on new ports, up to three times.
- */
-async function startPhone(dir: string): Promise<Phone> {
-  const failures: string[] = [];
-  for (let attempt = 1; attempt <= 3; attempt++) {
-    const sipPort = await freeSipPort();
-    const controlPort = await freeLoopbackPort();
-    writeFileSync(join(dir, 'config'), phoneConfig(dir, sipPort, controlPort));
-    const phone = spawn('baresip', ['-f', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    phone.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    phone.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    let gone = false;
-    const exited = new Promise((resolve) =>
-      phone.once('exit', (code, signal) => {
-        gone = true;
-        resolve(code ?? signal);
-      }),
-    );
-    // baresip's output goes to a pipe and is buffered: it is ready when its control port answers.
-    const control = await waitFor(
-      async () => (gone ? null : await connectControl(controlPort)),
-      10_000,
-      'baresip to start',
-    ).catch(() => null);
-    if (control !== null && !gone) return { phone, control, output: () => output, exited };
-    control?.destroy();
-    phone.kill('SIGKILL');
-    const status = await exited;
-    failures.push(
-      `attempt ${attempt} (sip ${sipPort}, control ${controlPort}) ended with ${String(status)}: ${output.slice(-1_000)}`,
-    );
-  }
-  throw new Error(`baresip did not start:\n${failures.join('\n')}`);
 }
 
 function phoneConfig(dir: string, sipPort: number, controlPort: number): string {
@@ -130,7 +72,9 @@ describe.runIf(HAVE_BARESIP || process.env.CI === 'true')(
           wavFile('pcm16', 8000, Buffer.alloc(8000 * 2 * 90)),
         );
         writeFileSync(join(dir, 'accounts'), '<sip:caller@127.0.0.1>;regint=0\n');
-        const { phone, control, output, exited } = await startPhone(dir);
+        const { phone, control, output, exited } = await startPhone(dir, (sip, ctl) =>
+          phoneConfig(dir, sip, ctl),
+        );
         own({
           close: async () => {
             phone.kill('SIGKILL');
