@@ -44,7 +44,7 @@ async function counterValue(name: string, labels: Record<string, string>): Promi
  * which the client sends only once it has the session.created), and drops a moment later.
  */
 function dropNextWhileConfiguring(gw: InProcessGateway): Promise<SimulatorConnection> {
-  return gw.simulator.nextConnection(10_000).then(async (connection) => {
+  return gw.simulator.nextConnection(25_000).then(async (connection) => {
     connection.pauseReading();
     await new Promise((resolve) => setTimeout(resolve, CONFIGURE_STALL_MS));
     connection.terminate();
@@ -86,9 +86,13 @@ describe('when the model connection drops while callgate is still opening it', (
         service: '7000',
         timeoutSeconds: 30,
       });
-      const connection = await dropped;
-
-      const result = await sipp;
+      const [opened, ran] = await Promise.allSettled([dropped, sipp]);
+      if (ran.status === 'rejected') throw ran.reason;
+      const result = ran.value;
+      if (opened.status === 'rejected') {
+        throw new Error(`${String(opened.reason)}; sipp saw: ${result.firstLines.join(' | ')}`);
+      }
+      const connection = opened.value;
       expect(result.exitCode, result.stderr).toBe(0);
       // Ringing, then the refusal (with Retry-After, or sipp fails the call): no 200, no BYE.
       expect(
