@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readlinkSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -14,16 +15,22 @@ import {
 import { isAlive, REPO_ROOT } from '../../support/processes.ts';
 import { testRedisUrl } from '../../support/redis.ts';
 
-function redisDirs(): string[] {
-  return readdirSync(tmpdir()).filter((name) => name.startsWith('callgate-redis-'));
+/**
+ * The directory a redis-server runs in (it changes into its `--dir`): other tests on the machine
+ * start their own local servers meanwhile, so a listing of new directories is not this one's.
+ */
+function redisDirOf(pid: number): string {
+  const dir = readlinkSync(`/proc/${pid}/cwd`);
+  expect(basename(dir)).toMatch(/^callgate-redis-/);
+  expect(dirname(dir)).toBe(tmpdir());
+  return dir;
 }
 
 describe('when no REDIS_URL is given', () => {
   it('should start a private redis-server on loopback with noeviction, and remove it and its directory on stop', async () => {
-    const before = new Set(redisDirs());
     const local = await startLocalRedis();
-    const created = redisDirs().filter((d) => !before.has(d));
-    expect(created).toHaveLength(1);
+    const dir = redisDirOf(local.pid);
+    expect(existsSync(dir)).toBe(true);
     expect(local.url).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
     const client = new Redis(local.url);
     try {
@@ -38,7 +45,7 @@ describe('when no REDIS_URL is given', () => {
     }
     await local.stop();
     expect(isAlive(local.pid)).toBe(false);
-    expect(existsSync(`${tmpdir()}/${created[0]}`)).toBe(false);
+    expect(existsSync(dir)).toBe(false);
   });
 
   it('should leave no redis-server and no directory behind when the process that started it is killed with SIGKILL', async () => {
@@ -48,7 +55,6 @@ describe('when no REDIS_URL is given', () => {
       'console.log(JSON.stringify({ pid: local.pid, url: local.url }));',
       'setInterval(() => undefined, 1000);',
     ].join('\n');
-    const before = new Set(redisDirs());
     const owner = spawn(
       process.execPath,
       ['--import', 'tsx', '--input-type=module', '-e', program],
@@ -65,19 +71,16 @@ describe('when no REDIS_URL is given', () => {
         reject(new Error(`exited with ${String(code)} before starting redis`)),
       );
     });
-    const created = redisDirs().filter((d) => !before.has(d));
-    expect(created).toHaveLength(1);
+    const dir = redisDirOf(started.pid);
+    expect(existsSync(dir)).toBe(true);
     expect(isAlive(started.pid)).toBe(true);
 
     owner.kill('SIGKILL');
     const deadline = Date.now() + 5_000;
-    while (
-      (isAlive(started.pid) || existsSync(`${tmpdir()}/${created[0]}`)) &&
-      Date.now() < deadline
-    )
+    while ((isAlive(started.pid) || existsSync(dir)) && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 50));
     expect(isAlive(started.pid)).toBe(false);
-    expect(existsSync(`${tmpdir()}/${created[0]}`)).toBe(false);
+    expect(existsSync(dir)).toBe(false);
     await expect(checkRedis(started.url, 500)).rejects.toThrow(/unreachable|ECONNREFUSED/i);
   });
 
