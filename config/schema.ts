@@ -61,6 +61,7 @@ export const sipSchema = z.strictObject({
       host: z.string().min(1).default('127.0.0.1'),
       port: port.default(9022),
       secretEnv: envName.default('DRACHTIO_SECRET'),
+      /** First wait before reconnecting to drachtio-server (lost or refused); doubles up to 30 s. */
       reconnectMs: z.int().min(100).default(2000),
     })
     .default({ host: '127.0.0.1', port: 9022, secretEnv: 'DRACHTIO_SECRET', reconnectMs: 2000 }),

@@ -5,7 +5,7 @@
 import type { CallAgents } from '../agents/agent-module.ts';
 import { startProcess } from '../jobs/process-runtime.ts';
 import { startActionLayer } from '../jobs/worker-main.ts';
-import { callAgents, startCallGateway } from './call/start-call-gateway.ts';
+import { callAgents, startCallGateway, type CallGateway } from './call/start-call-gateway.ts';
 import { applyGatewayNice } from './process-priority.ts';
 import { openTenantsOnPublicListener } from './sip/open-trunks.ts';
 
@@ -22,6 +22,7 @@ function parseRole(argv: readonly string[], env: NodeJS.ProcessEnv): Role {
 
 const role = parseRole(process.argv.slice(2), process.env);
 let agents: CallAgents | undefined;
+let gateway: CallGateway | undefined;
 // A gateway's agent module is read before anything starts: a bad one exits 2 like a bad file.
 const context = await startProcess(role, {
   ...(role !== 'worker' && {
@@ -35,7 +36,7 @@ if (role !== 'worker') {
   // After Redis (a private redis-server is a child process) and before the listeners open.
   applyGatewayNice(context.config.gateway.nice, context.log);
   try {
-    await startCallGateway(context, layer, agents);
+    gateway = await startCallGateway(context, layer, agents);
   } catch (error) {
     // A shutdown that began during startup closes what the gateway was starting on: not an error.
     if (!context.draining.aborted) {
@@ -55,4 +56,13 @@ if (role !== 'worker') {
     });
 }
 await context.markStarted();
-context.log.info('callgate ready', { role });
+// "callgate ready" means calls can arrive: a drachtio driver first needs its connection.
+const signaling = gateway?.driver.readiness() ?? { ready: true };
+if (signaling.ready) context.log.info('callgate ready', { role });
+else {
+  context.log.warn('callgate started; waiting for the SIP driver before it is ready', {
+    role,
+    reason: signaling.reason,
+  });
+  void gateway?.driver.whenReady().then(() => context.log.info('callgate ready', { role }));
+}

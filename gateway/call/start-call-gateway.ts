@@ -160,6 +160,7 @@ export async function startCallGateway(
     ...admissionOptions(context, loop),
   });
   registerCallCapacity(context, calls);
+  registerSignalingReadiness(context, driver);
   calls.listen(driver);
   const reload = (cause: string) =>
     reloadAgents(
@@ -218,6 +219,20 @@ function admissionOptions(
     setupTimeoutMs: gateway.setupTimeoutMs,
     retryAfterSeconds: gateway.retryAfterSeconds,
   };
+}
+
+/**
+ * Readiness check `sip`: not ready while the signaling driver cannot carry calls (drachtio-server
+ * not connected, or refusing the shared secret; test/e2e/drachtio-connection.test.ts).
+ */
+function registerSignalingReadiness(context: ProcessContext, driver: SignalingDriver): void {
+  context.http.addReadinessCheck({
+    name: 'sip',
+    check: async () => {
+      const readiness = driver.readiness();
+      return readiness.ready ? undefined : readiness.reason;
+    },
+  });
 }
 
 /**

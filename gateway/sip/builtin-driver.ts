@@ -649,6 +649,15 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
 
   // ---- out of dialog ------------------------------------------------------------------------
 
+  /** Ready once start() bound the sockets (and until stop() closed them). */
+  readiness(): ReturnType<SignalingDriver['readiness']> {
+    return this.transports.size > 0 ? { ready: true } : { ready: false, reason: 'not listening' };
+  }
+
+  whenReady(): Promise<void> {
+    return Promise.resolve();
+  }
+
   async ping(target: string): Promise<number> {
     const parsed = parseNameAddr(`<${target}>`);
     if (!parsed.ok || parsed.value.uri.scheme === 'tel') return 400;

@@ -130,6 +130,10 @@ export interface InboundCall {
 
 export type InboundCallHandler = (call: InboundCall) => void;
 
+/** Whether a driver can carry calls now; `reason` goes into /readyz's failing checks. */
+export type DriverReadiness =
+  { readonly ready: true } | { readonly ready: false; readonly reason: string };
+
 export interface SignalingDriver {
   readonly name: 'builtin' | 'drachtio';
   /** Registers the application's handler; a call arriving without one is answered 480. */
@@ -139,4 +143,11 @@ export interface SignalingDriver {
   stop(): Promise<void>;
   /** Sends OPTIONS out of dialog (a trunk keepalive); resolves with the status, or 408. */
   ping(target: string): Promise<number>;
+  /**
+   * Readiness check `sip` (gateway/call/start-call-gateway.ts): the built-in stack once its
+   * sockets are bound, the drachtio driver while it is connected and authenticated.
+   */
+  readiness(): DriverReadiness;
+  /** Resolves the next time the driver is ready (at once when it is); "callgate ready" waits on it. */
+  whenReady(): Promise<void>;
 }

@@ -47,6 +47,7 @@ export class DrachtioDialog implements SignalingDialog {
   private lastAnswer: SdpSession | undefined;
   private sessionVersion = 1;
   private transferDone: ((outcome: TransferOutcome) => void) | undefined;
+  private endedWith: DialogEndReason | undefined;
 
   constructor(private readonly options: DrachtioDialogOptions) {
     this.callId = options.callId;
@@ -61,9 +62,26 @@ export class DrachtioDialog implements SignalingDialog {
     return this.negotiated;
   }
 
+  /**
+   * A listener that subscribes after the dialog ended (a CANCEL during the call's media setup,
+   * before the session listens) is told how it ended on the next microtask, so what it opened is
+   * closed at once rather than at the media timeout (test/e2e/drachtio-driver.test.ts).
+   */
   on(listener: DialogEventListener): () => void {
     this.listeners.add(listener);
+    const ended = this.endedWith;
+    if (ended !== undefined) queueMicrotask(() => this.replayEnd(listener, ended));
     return () => this.listeners.delete(listener);
+  }
+
+  private replayEnd(listener: DialogEventListener, reason: DialogEndReason): void {
+    if (!this.listeners.has(listener)) return;
+    try {
+      if (reason === 'cancelled') listener({ type: 'cancelled' });
+      listener({ type: 'ended', reason });
+    } catch (error) {
+      this.options.logger.error('dialog listener threw', { error, callId: this.callId });
+    }
   }
 
   emit(event: DialogEvent): void {
@@ -182,6 +200,7 @@ export class DrachtioDialog implements SignalingDialog {
   end(reason: DialogEndReason): void {
     if (this.current === 'terminated') return;
     this.current = 'terminated';
+    this.endedWith = reason;
     this.finishTransfer({ type: 'failed', status: 487, reason: 'the call ended' });
     this.emit({ type: 'ended', reason });
     this.options.onEnded(reason);

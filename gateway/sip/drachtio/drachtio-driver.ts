@@ -18,6 +18,7 @@ import { parseSdp, serializeSdp } from '../sdp-parser.ts';
 import type { SdpSession } from '../sdp-types.ts';
 import type {
   AcceptResult,
+  DriverReadiness,
   InboundCall,
   InboundCallHandler,
   SignalingDriver,
@@ -26,7 +27,7 @@ import { sipMetrics } from '../sip-metrics.ts';
 import { SourceLimits, type SourceLimitDecision } from '../source-limits.ts';
 import { TrunkGuard } from '../trunk-guard.ts';
 import { DrachtioDialog, type DrachtioSession } from './drachtio-dialog.ts';
-import { drachtioConnection, reconnectDelay } from './drachtio-mapping.ts';
+import { DrachtioConnection } from './drachtio-connection.ts';
 
 export interface DrachtioSignalingDriverOptions {
   readonly sip: SipConfig;
@@ -41,6 +42,11 @@ export interface DrachtioSignalingDriverOptions {
 
 const DRIVER = 'drachtio';
 
+/** srf's per-verb registration, which its published types leave out (srf.js delegates them). */
+interface SrfVerbs {
+  options(handler: (req: Srf.SrfRequest, res: Srf.SrfResponse) => void): void;
+}
+
 export class DrachtioSignalingDriver implements SignalingDriver {
   readonly name = 'drachtio' as const;
   private readonly logger: Logger;
@@ -51,9 +57,7 @@ export class DrachtioSignalingDriver implements SignalingDriver {
   private readonly readSecret: (name: string) => string | undefined;
   private readonly dialogs = new Set<DrachtioDialog>();
   private handler: InboundCallHandler | undefined;
-  private stopping = false;
-  private attempt = 0;
-  private reconnectTimer: NodeJS.Timeout | undefined;
+  private readonly connection: DrachtioConnection;
 
   constructor(private readonly options: DrachtioSignalingDriverOptions) {
     this.logger = (options.logger ?? rootLogger()).child({ component: 'sip', driver: DRIVER });
@@ -61,6 +65,12 @@ export class DrachtioSignalingDriver implements SignalingDriver {
     this.router = new CallRouter(options.tenants);
     this.readSecret = options.readSecret ?? ((name) => process.env[name]);
     this.guard = new TrunkGuard(options.tenants, { readSecret: this.readSecret });
+    this.connection = new DrachtioConnection({
+      sip: options.sip,
+      srf: this.srf,
+      logger: this.logger,
+      readSecret: this.readSecret,
+    });
     this.limits = new SourceLimits({
       sip: options.sip,
       ...(options.now !== undefined ? { now: options.now } : {}),
@@ -72,40 +82,21 @@ export class DrachtioSignalingDriver implements SignalingDriver {
   }
 
   async start(): Promise<void> {
-    this.srf.on('connect', (_error, hostPort) => {
-      this.attempt = 0;
-      this.logger.info('connected to drachtio-server', { hostPort });
-    });
-    this.srf.on('error', (error) => this.logger.warn('drachtio connection error', { error }));
-    this.srf.on('disconnect', () => this.scheduleReconnect());
     this.srf.invite((req, res) => this.receiveInvite(req, res));
-    this.srf.on('options', (_req, res) =>
+    // Registered with drachtio-server (a route request), which otherwise answers OPTIONS 503 itself.
+    (this.srf as unknown as SrfVerbs).options((_req, res) =>
       res.send(200, { headers: { Allow: 'INVITE, ACK, BYE, CANCEL, OPTIONS, INFO, NOTIFY' } }),
     );
-    await this.connect();
+    this.connection.start();
+    return Promise.resolve();
   }
 
-  private async connect(): Promise<void> {
-    await this.srf.connect(drachtioConnection(this.options.sip, this.readSecret));
+  readiness(): DriverReadiness {
+    return this.connection.readiness();
   }
 
-  /** Reconnects with a doubling delay after the sidecar went away, until stop(). */
-  scheduleReconnect(): void {
-    if (this.stopping || this.reconnectTimer !== undefined) return;
-    const delay = reconnectDelay(this.attempt, this.options.sip.drachtio.reconnectMs);
-    this.attempt += 1;
-    this.logger.warn('drachtio-server connection lost, reconnecting', {
-      delayMs: delay,
-      attempt: this.attempt,
-    });
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = undefined;
-      this.connect().catch((error: unknown) => {
-        this.logger.warn('drachtio reconnect failed', { error });
-        this.scheduleReconnect();
-      });
-    }, delay);
-    this.reconnectTimer.unref();
+  whenReady(): Promise<void> {
+    return this.connection.whenReady();
   }
 
   /** Entry point for every INVITE drachtio-server hands over; nothing in it may throw into srf. */
@@ -209,7 +200,9 @@ export class DrachtioSignalingDriver implements SignalingDriver {
       receivedAt,
       dialog,
       accept: ({ local }): AcceptResult => {
-        if (settled) return { ok: false, status: 481, reason: 'the call is no longer pending' };
+        // A CANCEL ended the dialog (drachtio-server answered it 200 and the INVITE 487): no 200.
+        if (settled || dialog.state !== 'early')
+          return { ok: false, status: 481, reason: 'the call is no longer pending' };
         settled = true;
         const sessionId = String(Date.now());
         let session: DrachtioSession;
@@ -260,17 +253,25 @@ export class DrachtioSignalingDriver implements SignalingDriver {
             dialog.attach(uas, local, session);
           })
           .catch((error: unknown) => {
-            this.logger.warn('createUAS failed', { error, callId: request.callId });
+            // A CANCEL that crossed the 200 (drachtio-server: "Response not sent due to unknown
+            // transaction"), or a lost connection: the call ends here if the CANCEL did not end it.
+            const cancelled = dialog.state === 'terminated';
+            this.logger[cancelled ? 'info' : 'warn']('the 200 was not sent', {
+              reason: error instanceof Error ? error.message : String(error),
+              callId: request.callId,
+            });
             dialog.end('request-timeout');
           });
         return result;
       },
       ring: () => {
-        if (!settled) res.send(180);
+        if (!settled && dialog.state === 'early') res.send(180);
       },
       reject: (status, reason, headers = []) => {
         if (settled) return;
         settled = true;
+        // Cancelled: drachtio-server already sent the final response (487).
+        if (dialog.state === 'terminated') return;
         sipMetrics.callsRejected.inc({ driver: DRIVER, code: String(status) });
         const extra = { headers: Object.fromEntries(headers.map((h) => [h.name, h.value])) };
         if (reason !== undefined) res.send(status, reason, extra);
@@ -291,10 +292,8 @@ export class DrachtioSignalingDriver implements SignalingDriver {
   }
 
   async stop(): Promise<void> {
-    this.stopping = true;
-    if (this.reconnectTimer !== undefined) clearTimeout(this.reconnectTimer);
     await Promise.all([...this.dialogs].map((dialog) => dialog.hangup()));
-    this.srf.disconnect();
+    this.connection.stop();
   }
 
   async ping(target: string): Promise<number> {

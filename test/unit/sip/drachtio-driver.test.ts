@@ -69,7 +69,7 @@ describe('when the drachtio-server connection drops', () => {
     expect(reconnectDelay(40, 2000)).toBe(MAX_RECONNECT_DELAY_MS);
   });
 
-  it('should call connect again after a disconnect and stop retrying after stop()', async () => {
+  it('should call connect again after srf reports close and stop retrying after stop()', async () => {
     const fake = new EventEmitter() as EventEmitter & { connects: number };
     fake.connects = 0;
     Object.assign(fake, {
@@ -78,6 +78,7 @@ describe('when the drachtio-server connection drops', () => {
         return Promise.resolve();
       },
       invite: () => undefined,
+      options: () => undefined,
       disconnect: () => undefined,
     });
     const driver = new DrachtioSignalingDriver({
@@ -96,11 +97,11 @@ describe('when the drachtio-server connection drops', () => {
     });
     await driver.start();
     expect(fake.connects).toBe(1);
-    fake.emit('disconnect');
+    fake.emit('close');
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(fake.connects).toBe(2);
     await driver.stop();
-    fake.emit('disconnect');
+    fake.emit('close');
     await new Promise((resolve) => setTimeout(resolve, 250));
     expect(fake.connects).toBe(2);
   });
