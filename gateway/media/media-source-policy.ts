@@ -100,7 +100,10 @@ export class MediaSourcePolicy {
     this.sdp = sdp.filter((address) => !isNullAddress(address));
     const named = new Set<string>();
     const list = new BlockList();
-    for (const address of [...this.sdp, ...(this.signaling === undefined ? [] : [this.signaling])]) {
+    for (const address of [
+      ...this.sdp,
+      ...(this.signaling === undefined ? [] : [this.signaling]),
+    ]) {
       const plain = unmapped(address);
       const family = familyOf(plain);
       if (family === undefined) continue;
