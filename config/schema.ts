@@ -426,6 +426,17 @@ export const tenantSchema = z.strictObject({
    * RTP/SAVP and RTP/AVP offers, `required` refuses plain offers with 488 and offers RTP/SAVP.
    */
   srtp: z.enum(['off', 'optional', 'required']).default('off'),
+  /** Where this tenant's call media may come from, besides what each call's signaling names. */
+  media: z
+    .strictObject({
+      /**
+       * Address ranges (CIDR) that may send a call's RTP besides the SDP's address and the
+       * INVITE's source: carriers whose media servers are other hosts than their SIP proxies.
+       * RTP from anywhere else is dropped and never receives the call's audio.
+       */
+      allowFrom: z.array(cidr).default([]),
+    })
+    .prefault({}),
   /**
    * Calls of this tenant one gateway holds at once (calls being set up included); one more gets
    * 486 Busy Here. Counted per gateway, not across gateways (docs/configuration.md). Unset: only

@@ -431,6 +431,11 @@ export class CallSession {
         }),
         model: formats.model,
         ...(media !== undefined && { remote: media.remote }),
+        // Only these and the SDP's address may send the call's media (media-source-policy.ts).
+        sources: {
+          signaling: this.options.call.source.address,
+          allowFrom: this.options.call.tenant.media.allowFrom,
+        },
         logger: this.log,
         cname: this.sessionId,
       });

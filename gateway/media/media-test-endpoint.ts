@@ -54,6 +54,9 @@ export interface MediaTestDialogEvent {
 
 export interface MediaTestCall {
   readonly callId: string;
+  /** Where the INVITE came from; its address may send the call's media (media-source-policy.ts). */
+  readonly source?: { readonly address: string };
+  readonly tenant?: { readonly media: { readonly allowFrom: readonly string[] } };
   accept(options: {
     readonly local: RtpEndpoint;
   }):
@@ -168,6 +171,10 @@ export class MediaTestEndpoint {
         timer: options.timer,
         codec: wireCodec('PCMU'),
         model: { encoding: 'pcmu' },
+        sources: {
+          ...(call.source !== undefined && { signaling: call.source.address }),
+          ...(call.tenant !== undefined && { allowFrom: call.tenant.media.allowFrom }),
+        },
         logger: options.logger,
       });
     } catch (error) {

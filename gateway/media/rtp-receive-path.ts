@@ -140,6 +140,15 @@ export class RtpReceivePath {
     if (this.jitterBuffer.depthFrames() > this.maxReceiveFrames) this.receiveFrame(now);
   }
 
+  /**
+   * A telephone-event packet of the caller's separate DTMF stream (its own SSRC): to the DTMF
+   * receiver only, as its sequence numbers and timestamps are not the audio stream's.
+   */
+  acceptSideEvent(packet: RtpPacket, now: number): void {
+    this.lastRtpAt = now;
+    this.handleDtmf(packet);
+  }
+
   /** One frame (and any surplus the buffer sheds) to the model. */
   receiveFrame(nowMs: number): void {
     this.deliverFrame(this.jitterBuffer.pop(nowMs));
@@ -220,6 +229,10 @@ export class RtpReceivePath {
       },
       now,
     );
+    this.handleDtmf(packet);
+  }
+
+  private handleDtmf(packet: RtpPacket): void {
     const result = this.dtmfReceiver.receive(packet);
     const clockRate = this.context.codec.clockRate;
     if (result.kind === 'digit') {

@@ -11,6 +11,8 @@ export type RtpSessionDropReason =
   | 'rtcp'
   | 'unknown-payload-type'
   | 'unexpected-source'
+  /** From an address the call's signaling and SDP did not name (media-source-policy.ts). */
+  | 'refused-source'
   | 'ssrc-probation'
   | 'sequence-jump'
   | 'undecodable'

@@ -29,6 +29,7 @@ import { newRtpCounts, type RtpSessionContext } from './rtp-session-context.ts';
 import { rtpEvents, type RtpEndpoint, type RtpSessionEvent } from './rtp-session-events.ts';
 import type { RtpSessionDropReason, RtpSessionStats } from './rtp-session-stats.ts';
 import { RtpSourceLatch, type LatchDecision } from './rtp-source-latch.ts';
+import { MediaSourcePolicy, type MediaSourcePolicyOptions } from './media-source-policy.ts';
 import { countSrtpDrop } from './srtp-metrics.ts';
 import { SrtpTransform, type SrtpDropReason, type SrtpKeys } from './srtp-transform.ts';
 import type { DtmfDigit } from './telephone-event.ts';
@@ -77,6 +78,11 @@ export interface RtpSessionOptions {
   readonly rtcpIntervalMs?: number;
   /** SRTP keys from the SDP (RTP/SAVP); plain RTP when absent. See setSrtp(). */
   readonly srtp?: SrtpKeys;
+  /**
+   * Who may send the call's media besides the SDP's address (`remote`, then each setRemote()): the
+   * INVITE's source and the tenant's media ranges. Nothing else is latched (media-source-policy.ts).
+   */
+  readonly sources?: MediaSourcePolicyOptions;
 }
 
 type Listener = (event: RtpSessionEvent) => void;
@@ -100,7 +106,7 @@ export class RtpSession {
   private model: ModelAudioFormat;
   /** The codec, telephone-event type and remote, kept once here and read by the parts. */
   private readonly shared: SharedState;
-  private readonly latch = new RtpSourceLatch();
+  private readonly latch: RtpSourceLatch;
   private readonly receive: RtpReceivePath;
   private readonly send: RtpSendPath;
   private readonly rtcp: RtpRtcp;
@@ -140,6 +146,15 @@ export class RtpSession {
     });
     const codec = options.codec;
     this.model = options.model;
+    this.latch = new RtpSourceLatch(
+      new MediaSourcePolicy({
+        ...options.sources,
+        sdp: [
+          ...(options.sources?.sdp ?? []),
+          ...(options.remote === undefined ? [] : [options.remote.address]),
+        ],
+      }),
+    );
     this.shared = {
       counts: this.counts,
       logger: this.logger,
@@ -221,13 +236,16 @@ export class RtpSession {
     return () => this.listeners.delete(listener);
   }
 
-  /** The SDP address of the far end (answer or re-INVITE): latching starts over from it. */
+  /**
+   * The SDP address of the far end (answer or re-INVITE): it is named from now on in place of the
+   * SDP's earlier one, and latching starts over from it.
+   */
   setRemote(remote: RtpEndpoint): void {
     // The RFC 2543 hold address is nowhere to send (Linux would deliver it to this host).
     this.shared.remote =
       remote.address === '0.0.0.0' || remote.address === '::' ? undefined : remote;
     this.rtcp.forgetRemote();
-    this.latch.restart();
+    this.latch.restart(remote.address);
   }
 
   /**
@@ -601,7 +619,12 @@ export class RtpSession {
       this.receive.accept(packet, now);
       return;
     }
-    this.onLatchDecision(this.latch.admitOther(packet, from, now), packet, from, now);
+    this.onLatchDecision(
+      this.latch.admitOther(packet, from, now, pt === this.shared.telephoneEventPayloadType),
+      packet,
+      from,
+      now,
+    );
   }
 
   /** Acts on what latching decided for a packet not from the latched source (see RtpSourceLatch.admitOther). */
@@ -614,6 +637,17 @@ export class RtpSession {
     switch (decision.kind) {
       case 'drop':
         this.drop(decision.reason);
+        return;
+      case 'refused':
+        this.drop('refused-source');
+        if (decision.log)
+          this.logger.warn('RTP from an address the call did not name is dropped', {
+            source: `${from.address}:${from.port}`,
+            named: this.latch.sources.describe(),
+          });
+        return;
+      case 'side-event':
+        this.receive.acceptSideEvent(packet, now);
         return;
       case 'latched': {
         this.shared.remote = { address: from.address, port: from.port };

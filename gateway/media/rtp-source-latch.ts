@@ -1,9 +1,12 @@
 /**
  * Symmetric RTP latching for one RtpSession: which source (address, port, SSRC) the caller's
- * stream is, and when another one is followed. Pure: no sockets, no timers; the session hands it
- * each packet with the time and acts on the decision (test/integration/media/rtp-session-latching.test.ts).
+ * stream is, and when another one is followed. Only addresses the call's MediaSourcePolicy admits
+ * are ever latched or followed (media-source-policy.ts). Pure: no sockets, no timers; the session
+ * hands it each packet with the time and acts on the decision
+ * (test/unit/media/rtp-source-latch.test.ts, test/integration/media/rtp-session-latching.test.ts).
  */
 import type { RemoteInfo } from 'node:dgram';
+import { MediaSourcePolicy } from './media-source-policy.ts';
 import type { RtpPacket } from './rtp-packet.ts';
 
 /**
@@ -21,6 +24,12 @@ const SSRC_CHANGE_PROBATION = 3;
  * and a few packets of jitter; well below rtp.mediaTimeoutMs (at least 1 s, 30 s by default).
  */
 export const RELATCH_AFTER_SILENCE_MS = 1000;
+
+/**
+ * Refused sources a call logs by name; past this many, a sprayer of the port range costs no more
+ * log lines (each refused packet is still counted).
+ */
+const MAX_LOGGED_REFUSED_SOURCES = 16;
 
 export interface LatchedSource {
   readonly address: string;
@@ -41,6 +50,17 @@ export type LatchDecision =
   /** Not followed (yet): counted as dropped for `reason`. */
   | { readonly kind: 'drop'; readonly reason: 'ssrc-probation' | 'unexpected-source' }
   /**
+   * From an address the call did not name: dropped, never latched nor followed. `log` is true the
+   * first time this source (address and port) is refused in the call, up to MAX_LOGGED_REFUSED_SOURCES.
+   */
+  | { readonly kind: 'refused'; readonly log: boolean }
+  /**
+   * A telephone-event packet with an SSRC of its own from the latched address and port: the
+   * caller's phone sends its digits as a separate stream. Used at once, without probation, and
+   * the audio stream stays latched.
+   */
+  | { readonly kind: 'side-event' }
+  /**
    * Another source was followed after its probation: `held` (this packet included) plays now, and
    * `heldDrops` of them had been counted as dropped.
    */
@@ -54,6 +74,9 @@ export type LatchDecision =
 
 const DROP_PROBATION: LatchDecision = { kind: 'drop', reason: 'ssrc-probation' };
 const DROP_UNEXPECTED: LatchDecision = { kind: 'drop', reason: 'unexpected-source' };
+const REFUSED_LOGGED: LatchDecision = { kind: 'refused', log: true };
+const REFUSED_QUIET: LatchDecision = { kind: 'refused', log: false };
+const SIDE_EVENT: LatchDecision = { kind: 'side-event' };
 
 /**
  * A packet held past its datagram's handler (a new source on probation, possibly for the rest of
@@ -73,12 +96,20 @@ function keptPacket(packet: RtpPacket): RtpPacket {
 }
 
 export class RtpSourceLatch {
+  /** Who may send the call's media; without one, nobody is named and nothing latches. */
+  readonly sources: MediaSourcePolicy;
   private latched: LatchedSource | undefined;
   /** The SSRC latched before restart() started latching over, until a source is latched again. */
   private unlatchedSsrc: number | undefined;
   /** When the latched source last sent a packet we accepted. */
   private latchedHeardAt = 0;
   private candidate: CandidateSource | undefined;
+  /** Refused sources already logged (address and port), bounded by MAX_LOGGED_REFUSED_SOURCES. */
+  private readonly refusedLogged = new Set<string>();
+
+  constructor(sources: MediaSourcePolicy = new MediaSourcePolicy()) {
+    this.sources = sources;
+  }
 
   /** The latched source's SSRC, once one is latched. */
   get ssrc(): number | undefined {
@@ -105,15 +136,30 @@ export class RtpSourceLatch {
   }
 
   /**
-   * Symmetric RTP, for every packet not from the latched source: the first valid packet of the
-   * call latches its address, port and SSRC. After that another source (a new SSRC, or the same
-   * SSRC from another address) is followed only once the latched source has been silent for
-   * RELATCH_AFTER_SILENCE_MS and the new one has sent SSRC_CHANGE_PROBATION packets in sequence;
-   * until then its packets are dropped (counted), and the held probation packets play once it is
-   * followed. See RELATCH_AFTER_SILENCE_MS for why.
+   * Symmetric RTP, for every packet not from the latched source. A source whose address the
+   * call's MediaSourcePolicy does not admit is refused, whatever else holds. The first admitted
+   * packet of the call latches its address, port and SSRC. After that another admitted source (a
+   * new SSRC, or the same SSRC from another port or named address) is followed only once the
+   * latched source has been silent for RELATCH_AFTER_SILENCE_MS and the new one has sent
+   * SSRC_CHANGE_PROBATION packets in sequence; until then its packets are dropped (counted), and
+   * the held probation packets play once it is followed. See RELATCH_AFTER_SILENCE_MS for why.
+   * `telephoneEvent`: the packet's payload type is the call's telephone-event (see 'side-event').
    */
-  admitOther(packet: RtpPacket, from: RemoteInfo, now: number): LatchDecision {
+  admitOther(
+    packet: RtpPacket,
+    from: RemoteInfo,
+    now: number,
+    telephoneEvent = false,
+  ): LatchDecision {
     const latched = this.latched;
+    if (
+      telephoneEvent &&
+      latched !== undefined &&
+      from.port === latched.port &&
+      from.address === latched.address
+    )
+      return SIDE_EVENT;
+    if (!this.sources.admits(from.address)) return this.refuse(from);
     if (latched === undefined) {
       this.latched = { address: from.address, port: from.port, ssrc: packet.ssrc };
       this.latchedHeardAt = now;
@@ -180,11 +226,23 @@ export class RtpSourceLatch {
     };
   }
 
-  /** The far end's SDP address changed (answer, re-INVITE): latching starts over, remembering the SSRC. */
-  restart(): void {
+  /**
+   * The far end's SDP address changed (answer, re-INVITE): it is named from now on
+   * (MediaSourcePolicy.nameSdp), and latching starts over, remembering the SSRC.
+   */
+  restart(sdpAddress?: string): void {
+    if (sdpAddress !== undefined) this.sources.nameSdp([sdpAddress]);
     this.unlatchedSsrc = this.latched?.ssrc ?? this.unlatchedSsrc;
     this.latched = undefined;
     this.candidate = undefined;
+  }
+
+  private refuse(from: RemoteInfo): LatchDecision {
+    if (this.refusedLogged.size >= MAX_LOGGED_REFUSED_SOURCES) return REFUSED_QUIET;
+    const key = `${from.address}|${from.port}`;
+    if (this.refusedLogged.has(key)) return REFUSED_QUIET;
+    this.refusedLogged.add(key);
+    return REFUSED_LOGGED;
   }
 
   /** The codec changed: the caller may restart its stream too, so the next source latches afresh. */

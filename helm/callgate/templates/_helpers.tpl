@@ -181,7 +181,7 @@ A container's securityContext: read-only root, no capabilities, no privilege esc
 {{- end -}}
 
 {{/*
-SIP sources as NetworkPolicy ipBlock CIDRs: every tenant's trunk.allowFrom and
+SIP sources as NetworkPolicy ipBlock CIDRs: every tenant's trunk.allowFrom, media.allowFrom and
 networkPolicy.extraSipFrom; "any" when a tenant lets anyone call (open, or digest only).
 */}}
 {{- define "callgate.sipSources" -}}
@@ -195,6 +195,10 @@ networkPolicy.extraSipFrom; "any" when a tenant lets anyone call (open, or diges
 {{- end -}}
 {{- else -}}
 {{- $any = true -}}
+{{- end -}}
+{{- $media := .media | default dict -}}
+{{- range ($media.allowFrom | default list) -}}
+{{- $cidrs = append $cidrs (include "callgate.cidr" .) -}}
 {{- end -}}
 {{- end -}}
 {{- range .Values.networkPolicy.extraSipFrom -}}

@@ -1,4 +1,4 @@
-/** A test peer on 127.0.0.1: a UDP socket that sends RTP to a session and records what comes back. */
+/** A test peer on loopback (127.0.0.1 unless told): a UDP socket that sends RTP to a session and records what comes back. */
 import { createSocket, type Socket } from 'node:dgram';
 import {
   parseRtpPacket,
@@ -17,11 +17,12 @@ export class RtpPeer {
   readonly received: ReceivedPacket[] = [];
   private constructor(private readonly socket: Socket) {}
 
-  static async open(port = 0): Promise<RtpPeer> {
+  /** `address`: another loopback address (127.0.0.2) is a host the call did not name. */
+  static async open(port = 0, address = '127.0.0.1'): Promise<RtpPeer> {
     const socket = createSocket('udp4');
     await new Promise<void>((resolve, reject) => {
       socket.once('error', reject);
-      socket.bind(port, '127.0.0.1', () => resolve());
+      socket.bind(port, address, () => resolve());
     });
     const peer = new RtpPeer(socket);
     socket.on('message', (data) => {
@@ -37,6 +38,10 @@ export class RtpPeer {
 
   get port(): number {
     return this.socket.address().port;
+  }
+
+  get address(): string {
+    return this.socket.address().address;
   }
 
   sendRaw(data: Buffer, port: number): void {

@@ -73,8 +73,8 @@ export class RtpSessionHarness {
     return { session, peer, events };
   }
 
-  async peer(): Promise<RtpPeer> {
-    const peer = await RtpPeer.open();
+  async peer(address?: string): Promise<RtpPeer> {
+    const peer = await RtpPeer.open(0, address);
     this.open.push(peer);
     return peer;
   }

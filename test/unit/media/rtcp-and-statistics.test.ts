@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { isCallgateError } from '../../../config/errors.ts';
 import { ReceiveStatistics } from '../../../gateway/media/receive-statistics.ts';
 import {
   RTCP_RR,
@@ -8,7 +7,6 @@ import {
   parseRtcpCompound,
   serializeRtcpReport,
 } from '../../../gateway/media/rtcp-packet.ts';
-import { RtpPortAllocator } from '../../../gateway/media/rtp-port-allocator.ts';
 import { randomInt, seededRandom } from './seeded-random.ts';
 
 describe('when writing RTCP reports', () => {
@@ -108,39 +106,5 @@ describe('when counting received packets (RFC 3550 A.1, A.3, A.8)', () => {
     expect(stats.update(40000, 0, 20)).toBe(false);
     expect(stats.update(40001, 160, 40)).toBe(true);
     expect(stats.cumulativeLost).toBe(0);
-  });
-});
-
-describe('when allocating RTP ports', () => {
-  it('should hand out even ports with their odd RTCP port in range, round-robin, and refuse when exhausted', () => {
-    const ports = new RtpPortAllocator({ portMin: 30000, portMax: 30005 });
-    const a = ports.allocate();
-    const b = ports.allocate();
-    const c = ports.allocate();
-    expect([a, b, c]).toEqual([30000, 30002, 30004]);
-    let error: unknown;
-    try {
-      ports.allocate();
-    } catch (e) {
-      error = e;
-    }
-    expect(isCallgateError(error, 'CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED') && error.sipStatus).toBe(
-      503,
-    );
-    ports.release(b);
-    expect(ports.allocate()).toBe(30002);
-    expect(ports.inUse).toBe(3);
-  });
-
-  it('should not reuse a just-released port while others are free', () => {
-    const ports = new RtpPortAllocator({ portMin: 30000, portMax: 30009 });
-    const first = ports.allocate();
-    ports.release(first);
-    expect(ports.allocate()).not.toBe(first);
-  });
-
-  it('should keep the RTCP port inside an odd upper bound', () => {
-    const ports = new RtpPortAllocator({ portMin: 30000, portMax: 30002 });
-    expect(ports.capacity).toBe(1);
   });
 });
