@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { z } from 'zod';
 import { configSchema, type Config } from './schema.ts';
+import { checkTlsFiles } from './tls-files.ts';
 
 /** The documented example, which is also the embedded default configuration. */
 export const EXAMPLE_CONFIG_PATH = fileURLToPath(
@@ -65,6 +66,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
     ...instructions.problems,
   ];
   if (problems.length > 0 || !result.success) throw new ConfigError(source, problems);
+  const tlsProblems = checkTlsFiles(result.data, baseDir);
+  if (tlsProblems.length > 0) throw new ConfigError(source, tlsProblems);
   for (const [index, text] of instructions.texts) {
     const agent = result.data.agents?.list[index];
     if (agent !== undefined) agent.instructions = text;

@@ -36,6 +36,35 @@ const cidr = z.string().refine((value) => isCidr(value), {
   message: 'must be an IPv4 or IPv6 address or CIDR block (e.g. 192.0.2.0/24)',
 });
 
+/** A SHA-256 certificate fingerprint: 32 hex bytes, with or without ':' between them. */
+const sha256Fingerprint = z
+  .string()
+  .regex(
+    /^(?:[0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2}$|^[0-9A-Fa-f]{64}$/,
+    'must be a SHA-256 fingerprint (64 hex digits, optionally in pairs separated by :)',
+  );
+
+/**
+ * The TLS listener's identity and limits. Certificate and key are PEM files, read at load (an
+ * unreadable one is a configuration error) and read again when they change, without a restart.
+ */
+export const sipTlsSchema = z.strictObject({
+  /** PEM certificate (chain) callgate presents, on its listener and on connections it opens. */
+  certFile: z.string().min(1),
+  /** PEM private key of certFile. */
+  keyFile: z.string().min(1),
+  /** PEM CA bundle verifying peers callgate connects to without a tenant's own; system CAs when unset. */
+  caFile: z.string().min(1).optional(),
+  /** A connection that has not finished its TLS handshake this long after it opened is closed. */
+  handshakeTimeoutMs: z.int().min(100).max(60_000).default(5_000),
+  /** Open TLS connections from one source address; one more is closed at once. */
+  maxConnectionsPerSource: z.int().min(1).max(10_000).default(64),
+  /** Connections from one source still in their handshake; one more is closed at once. */
+  maxHandshakesPerSource: z.int().min(1).max(10_000).default(8),
+  /** How often certFile and keyFile are checked for a change (polling follows a Secret's symlinks). */
+  reloadIntervalMs: z.int().min(100).max(3_600_000).default(10_000),
+});
+
 export const sipSchema = z.strictObject({
   driver: z.enum(['builtin', 'drachtio']).default('builtin'),
   listen: listenAddress.default('127.0.0.1'),
@@ -44,7 +73,7 @@ export const sipSchema = z.strictObject({
   udpPort: port.default(5060),
   tcpPort: port.default(5060),
   transports: z
-    .array(z.enum(['udp', 'tcp']))
+    .array(z.enum(['udp', 'tcp', 'tls']))
     .min(1)
     .default(['udp', 'tcp']),
   /** Largest SIP message accepted, headers and body together. */
@@ -56,6 +85,11 @@ export const sipSchema = z.strictObject({
   inviteRatePerSource: z.number().positive().default(1000),
   /** Failed authentications per minute per source before its INVITEs are answered 503 with Retry-After. */
   authFailuresPerMinute: z.int().positive().default(30),
+  // ---- SIP over TLS (RFC 3261 section 26) ----
+  /** The TLS listener's port, when `transports` lists tls. */
+  tlsPort: port.default(5061),
+  /** SIP over TLS: required when `transports` lists tls (gateway/sip/tls-transport.ts). */
+  tls: sipTlsSchema.optional(),
   drachtio: z
     .strictObject({
       host: z.string().min(1).default('127.0.0.1'),
@@ -293,52 +327,58 @@ export const actionSchema = z.strictObject({
 
 /**
  * How a tenant's trunk proves who may call its numbers: a source allowlist, digest authentication,
- * or an explicit `open: true`. Mutual TLS, when the SIP stack has it, is a fourth way and joins
- * `trunkAuthenticates` below. A tenant that names none is refused at load, so a public listener never
- * answers (and pays a model session for) a scanner's call (test/unit/config/trunk-closed-by-default.test.ts).
+ * mutual TLS (`tenants[].tls.mutual`), or an explicit `open: true`. A tenant that names none is
+ * refused at load (`trunkIssues` below, checked per tenant since mutual TLS lives beside the trunk),
+ * so a public listener never answers (and pays a model session for) a scanner's call
+ * (test/unit/config/trunk-closed-by-default.test.ts).
  */
-export const trunkSchema = z
-  .strictObject({
-    /** Source addresses (CIDR) allowed to send INVITEs for this tenant's numbers. */
-    allowFrom: z.array(cidr).default([]),
-    digest: z
-      .strictObject({
-        realm: z.string().min(1),
-        username: z.string().min(1),
-        passwordEnv: envName,
-      })
-      .optional(),
-    /** Takes calls from any source without authentication; logged as a warning on a public listener. */
-    open: z.boolean().default(false),
-    /**
-     * The trunk is a trust domain (RFC 3325): its P-Asserted-Identity names the caller, who then
-     * counts as verified (gateway/sip/caller-identity.ts). Off: the caller is From's user.
-     */
-    trustAssertedIdentity: z.boolean().default(false),
-  })
-  .superRefine((trunk, ctx) => {
-    const authenticates = trunkAuthenticates(trunk);
-    // Anyone could assert any number to a trunk that neither checks addresses nor authenticates.
-    if (trunk.trustAssertedIdentity && !authenticates)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['trustAssertedIdentity'],
-        message: 'needs allowFrom or digest: an identity is trusted only from a known trunk',
-      });
-    if (!trunk.open && !authenticates)
-      ctx.addIssue({
-        code: 'custom',
-        path: [],
-        message:
-          'must say who may call: set trunk.allowFrom (source addresses), trunk.digest (SIP digest authentication), or trunk.open: true (calls from anyone)',
-      });
-    if (trunk.open && authenticates)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['open'],
-        message: 'contradicts allowFrom/digest: drop open, or drop allowFrom and digest',
-      });
-  });
+export const trunkSchema = z.strictObject({
+  /** Source addresses (CIDR) allowed to send INVITEs for this tenant's numbers. */
+  allowFrom: z.array(cidr).default([]),
+  digest: z
+    .strictObject({
+      realm: z.string().min(1),
+      username: z.string().min(1),
+      passwordEnv: envName,
+    })
+    .optional(),
+  /** Takes calls from any source without authentication; logged as a warning on a public listener. */
+  open: z.boolean().default(false),
+  /**
+   * The trunk is a trust domain (RFC 3325): its P-Asserted-Identity names the caller, who then
+   * counts as verified (gateway/sip/caller-identity.ts). Off: the caller is From's user.
+   */
+  trustAssertedIdentity: z.boolean().default(false),
+});
+
+/** The closed-by-default rule over a tenant's trunk and its mutual TLS; paths under the tenant. */
+function trunkIssues(
+  trunk: z.infer<typeof trunkSchema>,
+  mutualTls: boolean,
+): { path: string[]; message: string }[] {
+  const issues: { path: string[]; message: string }[] = [];
+  const authenticates = trunkAuthenticates(trunk) || mutualTls;
+  // Anyone could assert any number to a trunk that neither checks addresses nor authenticates.
+  if (trunk.trustAssertedIdentity && !authenticates)
+    issues.push({
+      path: ['trunk', 'trustAssertedIdentity'],
+      message:
+        'needs allowFrom, digest or tls.mutual: an identity is trusted only from a known trunk',
+    });
+  if (!trunk.open && !authenticates)
+    issues.push({
+      path: ['trunk'],
+      message:
+        'must say who may call: set trunk.allowFrom (source addresses), trunk.digest (SIP digest authentication), tls.mutual (client certificates), or trunk.open: true (calls from anyone)',
+    });
+  if (trunk.open && authenticates)
+    issues.push({
+      path: ['trunk', 'open'],
+      message:
+        'contradicts allowFrom/digest/tls.mutual: drop open, or drop allowFrom, digest and tls.mutual',
+    });
+  return issues;
+}
 
 /** A trunk that names its callers (by address or by credentials), as opposed to an open one. */
 function trunkAuthenticates(trunk: {
@@ -395,69 +435,99 @@ export const notifySchema = z.strictObject({
   retry: notifyRetrySchema.default(notifyRetrySchema.parse({})),
 });
 
-export const tenantSchema = z.strictObject({
-  id: safeId,
-  name: z.string().min(1).optional(),
-  numbers: z
-    .array(
-      z
-        .string()
-        .regex(/^\+?[0-9*#]{1,32}$/, 'must be a dialable number (digits, optional leading +)'),
-    )
-    .min(1),
-  /** The agent that answers this tenant's calls (a name in `agents.list`). */
-  agent: safeId,
-  /** The realtime model of this tenant's calls, unless its agent names one; defaults to model.openai.model. */
-  model: z.string().min(1).optional(),
-  // Parsed even when absent, so a tenant without a trunk is told the ways to name its callers.
-  trunk: trunkSchema.prefault({}),
-  /** SIP URI a call is transferred to when the caller asks for a human. */
-  transferTarget: z
-    .string()
-    .regex(/^(sips?|tel):/, 'must be a sip:, sips: or tel: URI')
-    .optional(),
-  /** Codec preference when answering offers; G722 (wideband, static PT 9) only when listed. */
-  codecs: z
-    .array(z.enum(['PCMU', 'PCMA', 'G722', 'opus']))
-    .min(1)
-    .default(['PCMU', 'PCMA', 'opus']),
-  /**
-   * SRTP (RFC 3711, keys by SDES a=crypto): `off` answers plain RTP/AVP only, `optional` answers
-   * RTP/SAVP and RTP/AVP offers, `required` refuses plain offers with 488 and offers RTP/SAVP.
-   */
-  srtp: z.enum(['off', 'optional', 'required']).default('off'),
-  /** Where this tenant's call media may come from, besides what each call's signaling names. */
-  media: z
-    .strictObject({
-      /**
-       * Address ranges (CIDR) that may send a call's RTP besides the SDP's address and the
-       * INVITE's source: carriers whose media servers are other hosts than their SIP proxies.
-       * RTP from anywhere else is dropped and never receives the call's audio.
-       */
-      allowFrom: z.array(cidr).default([]),
-    })
-    .prefault({}),
-  /**
-   * Calls of this tenant one gateway holds at once (calls being set up included); one more gets
-   * 486 Busy Here. Counted per gateway, not across gateways (docs/configuration.md). Unset: only
-   * gateway.maxCalls applies.
-   */
-  maxCalls: z.int().min(1).max(100_000).optional(),
-  /** At most this many tools of one call run at once. */
-  maxToolsPerSession: z.int().min(1).max(64).default(4),
-  notify: notifySchema.default(notifySchema.parse({})),
-  actions: z.record(safeId, actionSchema).default({}),
-  /**
-   * Answer this tenant's numbers with a media test instead of the agent: `echo` plays back what
-   * the caller sends (audio and digits), `record` keeps it in `recordDir` (WAV + JSON per call).
-   */
-  mediaTest: z
-    .strictObject({
-      mode: z.enum(['echo', 'record']),
-      recordDir: z.string().min(1).default(join(tmpdir(), 'callgate-media-test')),
-    })
-    .optional(),
-});
+/**
+ * A trunk's TLS identity: its certificates chain to `caFile` and carry `name` or `fingerprint`.
+ * Checked on connections callgate opens to the trunk and, with `mutual`, on the client
+ * certificate of every call it sends (gateway/sip/tls-peer-match.ts).
+ */
+export const tenantTlsSchema = z
+  .strictObject({
+    /** PEM CA bundle the trunk's certificates chain to. */
+    caFile: z.string().min(1),
+    /** A DNS name or IP address the trunk's certificate names (subjectAltName, else CN). */
+    name: z.string().min(1).optional(),
+    /** SHA-256 fingerprint of the trunk's certificate. */
+    fingerprint: sha256Fingerprint.optional(),
+    /**
+     * Mutual TLS as trunk authentication: an INVITE counts as the tenant's only when it came
+     * over TLS with a client certificate that verifies as above; any other gets 403.
+     */
+    mutual: z.boolean().default(false),
+  })
+  .refine((tls) => tls.name !== undefined || tls.fingerprint !== undefined, {
+    message: 'must name the trunk: set name (its certificate name) or fingerprint (SHA-256)',
+  });
+
+export const tenantSchema = z
+  .strictObject({
+    id: safeId,
+    name: z.string().min(1).optional(),
+    numbers: z
+      .array(
+        z
+          .string()
+          .regex(/^\+?[0-9*#]{1,32}$/, 'must be a dialable number (digits, optional leading +)'),
+      )
+      .min(1),
+    /** The agent that answers this tenant's calls (a name in `agents.list`). */
+    agent: safeId,
+    /** The realtime model of this tenant's calls, unless its agent names one; defaults to model.openai.model. */
+    model: z.string().min(1).optional(),
+    // Parsed even when absent, so a tenant without a trunk is told the ways to name its callers.
+    trunk: trunkSchema.prefault({}),
+    /** SIP URI a call is transferred to when the caller asks for a human. */
+    transferTarget: z
+      .string()
+      .regex(/^(sips?|tel):/, 'must be a sip:, sips: or tel: URI')
+      .optional(),
+    /** Codec preference when answering offers; G722 (wideband, static PT 9) only when listed. */
+    codecs: z
+      .array(z.enum(['PCMU', 'PCMA', 'G722', 'opus']))
+      .min(1)
+      .default(['PCMU', 'PCMA', 'opus']),
+    /**
+     * SRTP (RFC 3711, keys by SDES a=crypto): `off` answers plain RTP/AVP only, `optional` answers
+     * RTP/SAVP and RTP/AVP offers, `required` refuses plain offers with 488 and offers RTP/SAVP.
+     */
+    srtp: z.enum(['off', 'optional', 'required']).default('off'),
+    /** The trunk's TLS identity: verifies its certificate, and with `mutual` authenticates its calls. */
+    tls: tenantTlsSchema.optional(),
+    /** Where this tenant's call media may come from, besides what each call's signaling names. */
+    media: z
+      .strictObject({
+        /**
+         * Address ranges (CIDR) that may send a call's RTP besides the SDP's address and the
+         * INVITE's source: carriers whose media servers are other hosts than their SIP proxies.
+         * RTP from anywhere else is dropped and never receives the call's audio.
+         */
+        allowFrom: z.array(cidr).default([]),
+      })
+      .prefault({}),
+    /**
+     * Calls of this tenant one gateway holds at once (calls being set up included); one more gets
+     * 486 Busy Here. Counted per gateway, not across gateways (docs/configuration.md). Unset: only
+     * gateway.maxCalls applies.
+     */
+    maxCalls: z.int().min(1).max(100_000).optional(),
+    /** At most this many tools of one call run at once. */
+    maxToolsPerSession: z.int().min(1).max(64).default(4),
+    notify: notifySchema.default(notifySchema.parse({})),
+    actions: z.record(safeId, actionSchema).default({}),
+    /**
+     * Answer this tenant's numbers with a media test instead of the agent: `echo` plays back what
+     * the caller sends (audio and digits), `record` keeps it in `recordDir` (WAV + JSON per call).
+     */
+    mediaTest: z
+      .strictObject({
+        mode: z.enum(['echo', 'record']),
+        recordDir: z.string().min(1).default(join(tmpdir(), 'callgate-media-test')),
+      })
+      .optional(),
+  })
+  .superRefine((tenant, ctx) => {
+    for (const issue of trunkIssues(tenant.trunk, tenant.tls?.mutual === true))
+      ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+  });
 
 export const sandboxSchema = z.strictObject({
   /** Start the bundled sandbox systems of record inside callgate (the embedded default). */
@@ -740,6 +810,25 @@ export const configSchema = z
     if (config.sip.transports.includes('tcp') && config.sip.tcpPort !== 0) {
       claim(`tcp:${config.sip.tcpPort}`, 'sip.tcpPort', ['sip', 'tcpPort']);
     }
+    // ---- SIP over TLS ----
+    const tlsListed = config.sip.transports.includes('tls');
+    if (tlsListed && config.sip.tls === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sip', 'tls'],
+        message:
+          'required when sip.transports lists tls: set sip.tls.certFile and sip.tls.keyFile (PEM files)',
+      });
+    if (tlsListed && config.sip.tlsPort !== 0)
+      claim(`tcp:${config.sip.tlsPort}`, 'sip.tlsPort', ['sip', 'tlsPort']);
+    config.tenants.forEach((tenant, i) => {
+      if (tenant.tls?.mutual === true && !tlsListed)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tenants', i, 'tls', 'mutual'],
+          message: 'needs sip.transports to list tls: no call could present a client certificate',
+        });
+    });
     if (
       config.sip.transports.includes('udp') &&
       config.sip.udpPort >= config.rtp.portMin &&

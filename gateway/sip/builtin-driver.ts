@@ -41,6 +41,7 @@ import { newBranch, newCallId, newTag } from './sip-ids.ts';
 import { sipMetrics } from './sip-metrics.ts';
 import { resolveTimers, type SipTimerOptions, type SipTimers } from './sip-timers.ts';
 import {
+  isStreamTransport,
   isUsablePort,
   type SipEndpoint,
   type SipTransport,
@@ -49,6 +50,14 @@ import {
 } from './sip-transport.ts';
 import { SourceLimits, type SourceLimitDecision } from './source-limits.ts';
 import { TcpTransport } from './tcp-transport.ts';
+import {
+  CredentialWatch,
+  readCaBundle,
+  readPeerTrusts,
+  readServerCredentials,
+} from './tls-credentials.ts';
+import type { PeerTrust } from './tls-peer-match.ts';
+import { TlsTransport } from './tls-transport.ts';
 import { TrunkGuard } from './trunk-guard.ts';
 import { UdpTransport } from './udp-transport.ts';
 
@@ -90,13 +99,18 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
   private readonly startedAt = new WeakMap<SipDialog, number>();
   private handler: InboundCallHandler | undefined;
   private readonly advertised: string;
+  /** Each tenant's trust in its trunk's certificate (tenants[].tls), read once at construction. */
+  private readonly peerTrusts: ReadonlyMap<string, PeerTrust>;
+  private credentialWatch: CredentialWatch | undefined;
   private activeAnswered = 0;
 
   constructor(private readonly options: BuiltinSignalingDriverOptions) {
     this.logger = (options.logger ?? rootLogger()).child({ component: 'sip' });
     this.timers = resolveTimers(options.timers);
     this.router = new CallRouter(options.tenants);
+    this.peerTrusts = readPeerTrusts(options.tenants);
     this.guard = new TrunkGuard(options.tenants, {
+      peerTrusts: this.peerTrusts,
       nonces: new DigestNonceStore({ lifetimeMs: NONCE_LIFETIME_MS }),
       ...(options.readSecret !== undefined ? { readSecret: options.readSecret } : {}),
     });
@@ -181,17 +195,92 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       this.boundPorts.set('tcp', (await tcp.start()).port);
       this.transports.set('tcp', tcp);
     }
+    if (sip.transports.includes('tls')) await this.startTls();
     this.logger.info('sip listening', {
       address: sip.listen,
       udp: this.boundPorts.get('udp'),
       tcp: this.boundPorts.get('tcp'),
+      tls: this.boundPorts.get('tls'),
     });
+  }
+
+  /** The TLS listener, and the watch that hands it a changed certificate and key. */
+  private async startTls(): Promise<void> {
+    const sip = this.options.sip;
+    const settings = sip.tls;
+    if (settings === undefined) throw new Error('sip.transports lists tls but sip.tls is not set');
+    const credentials = readServerCredentials(settings);
+    // Tenants' CAs beside callgate's own: a client is told which CAs its certificate may chain to.
+    const caPem =
+      [
+        ...(settings.caFile !== undefined ? [readCaBundle(settings.caFile).pem] : []),
+        ...[...this.peerTrusts.values()].map((trust) => trust.caPem),
+      ].join('\n') || undefined;
+    const tls = new TlsTransport({
+      address: sip.listen,
+      port: sip.tlsPort,
+      maxHeaderBytes: sip.maxMessageBytes,
+      maxBodyBytes: sip.maxMessageBytes,
+      idleTimeoutMs: sip.tcpIdleTimeoutMs,
+      handshakeTimeoutMs: settings.handshakeTimeoutMs,
+      maxConnectionsPerSource: settings.maxConnectionsPerSource,
+      maxHandshakesPerSource: settings.maxHandshakesPerSource,
+      credentials,
+      ...(caPem !== undefined ? { caPem } : {}),
+      trustFor: (tenantId) => this.peerTrusts.get(tenantId),
+      onMessage: (data, source) => this.receive(data, source),
+      onDrop: (reason: TransportDropReason) => {
+        if (reason !== 'idle-timeout')
+          sipMetrics.parseFailures.inc({ outcome: `dropped-${reason}` });
+      },
+      onHandshakeFailed: (direction, reason) =>
+        sipMetrics.tlsHandshakeFailures.inc({ direction, reason }),
+      onRefused: (limit) => sipMetrics.rateLimited.inc({ limit }),
+      onOpenChanged: (open) => sipMetrics.tlsConnections.set(open),
+      logger: this.logger,
+    });
+    this.boundPorts.set('tls', (await tls.start()).port);
+    this.transports.set('tls', tls);
+    this.logger.info('tls certificate', { fingerprint: credentials.fingerprint });
+    const watch = new CredentialWatch({
+      files: settings,
+      intervalMs: settings.reloadIntervalMs,
+      onChange: (next) => {
+        tls.setCredentials(next);
+        sipMetrics.tlsCertificateReloads.inc({ outcome: 'loaded' });
+        this.logger.info('tls certificate reloaded', { fingerprint: next.fingerprint });
+      },
+      onError: (error) => {
+        sipMetrics.tlsCertificateReloads.inc({ outcome: 'failed' });
+        this.logger.error('tls certificate not reloaded: the pair in use stays', {
+          error: error.message,
+          fingerprint: tls.certificateFingerprint(),
+        });
+      },
+    });
+    watch.start();
+    this.credentialWatch = watch;
+  }
+
+  /** The fingerprint of the certificate new TLS handshakes present (undefined without TLS). */
+  tlsCertificateFingerprint(): string | undefined {
+    const tls = this.transports.get('tls');
+    return tls instanceof TlsTransport ? tls.certificateFingerprint() : undefined;
+  }
+
+  /** Open TLS connections and those still in their handshake, for the tests of the bounds. */
+  tlsConnectionCounts(): { open: number; handshaking: number } | undefined {
+    const tls = this.transports.get('tls');
+    return tls instanceof TlsTransport
+      ? { open: tls.connectionCount(), handshaking: tls.handshakingCount() }
+      : undefined;
   }
 
   async stop(): Promise<void> {
     await Promise.all([...this.dialogs.values()].map((dialog) => dialog.shutdown()));
     for (const transaction of [...this.serverTransactions.values()]) transaction.terminate();
     for (const transaction of [...this.clientTransactions.values()]) transaction.terminate();
+    this.credentialWatch?.stop();
     await Promise.all([...this.transports.values()].map((transport) => transport.stop()));
     this.transports.clear();
   }
@@ -215,7 +304,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
   private dispatch(data: Buffer, source: SipEndpoint): void {
     const parsed = parseSipMessage(data, {
       maxBytes: this.options.sip.maxMessageBytes,
-      stream: source.transport === 'tcp',
+      stream: isStreamTransport(source.transport),
     });
     if (!parsed.ok) {
       const answerable = parsed.answerable;
@@ -403,7 +492,12 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       return;
     }
     if (rejectOverLimit(this.limits.admitAuthentication(source.address))) return;
-    const decision = this.guard.check(request, source.address, route.tenant);
+    const decision = this.guard.check(
+      request,
+      source.address,
+      route.tenant,
+      source.transport === 'tls' ? (source.peerCertificates ?? []) : undefined,
+    );
     if (decision.type === 'challenge') {
       if (headerValue(request.headers, 'Authorization') !== undefined) {
         sipMetrics.authFailures.inc({ reason: 'stale-or-unknown-nonce' });
@@ -486,7 +580,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
   ): ServerTransaction {
     const send = (data: Buffer): boolean => this.sendTo(data, destination);
     const onRetransmit = (): void => sipMetrics.retransmissions.inc({ direction: 'sent' });
-    const reliable = transport === 'tcp';
+    const reliable = isStreamTransport(transport);
     const onTerminated = (): void => {
       if (this.serverTransactions.get(key) === transaction) this.serverTransactions.delete(key);
       this.pendingInvites.delete(key);
@@ -525,12 +619,12 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
   }
 
   /**
-   * RFC 3261 section 18.2.2 with RFC 3581: TCP answers on the connection; UDP answers the address
+   * RFC 3261 section 18.2.2 with RFC 3581: TCP and TLS answer on the connection; UDP answers the address
    * the request came from (what `received` says, whatever the peer wrote in it) at the Via port, or
    * at the source port when the Via asks for rport or names a port no datagram can go to.
    */
   private responseDestination(via: ViaHeader | undefined, source: SipEndpoint): SipEndpoint {
-    if (source.transport === 'tcp' || via === undefined) return source;
+    if (isStreamTransport(source.transport) || via === undefined) return source;
     const viaPort = via.port ?? 5060;
     const port = via.rport !== undefined || !isUsablePort(viaPort) ? source.port : viaPort;
     return { transport: 'udp', address: source.address, port };
@@ -582,8 +676,11 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     return `SIP/2.0/${transport.toUpperCase()} ${this.hostPort(transport)};branch=${branch};rport`;
   }
 
-  contact(transport: TransportName): string {
-    return `<sip:callgate@${this.hostPort(transport)}${transport === 'tcp' ? ';transport=tcp' : ''}>`;
+  contact(transport: TransportName, secure = false): string {
+    // RFC 3261 section 19.1.4: a dialog a sips: URI started stays sips:, which implies TLS.
+    if (secure && transport === 'tls') return `<sips:callgate@${this.hostPort(transport)}>`;
+    const param = transport === 'udp' ? '' : `;transport=${transport}`;
+    return `<sip:callgate@${this.hostPort(transport)}${param}>`;
   }
 
   private hostPort(transport: TransportName): string {
@@ -603,7 +700,7 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
       invite,
       request: serializeRequest(request),
       timers: this.timers,
-      reliable: destination.transport === 'tcp',
+      reliable: isStreamTransport(destination.transport),
       send: (data) => this.sendTo(data, destination),
       ...(acks.non2xx !== undefined ? { buildAck: acks.non2xx } : {}),
       ...(acks.for2xx !== undefined ? { build2xxAck: acks.for2xx } : {}),
@@ -663,8 +760,9 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     if (!parsed.ok || parsed.value.uri.scheme === 'tel') return 400;
     const uri = parsed.value.uri;
     const transportParam = paramValue(uri.params, 'transport');
+    const named = typeof transportParam === 'string' ? transportParam.toLowerCase() : 'udp';
     const transport: TransportName =
-      typeof transportParam === 'string' && transportParam.toLowerCase() === 'tcp' ? 'tcp' : 'udp';
+      uri.scheme === 'sips' || named === 'tls' ? 'tls' : named === 'tcp' ? 'tcp' : 'udp';
     if (!this.transports.has(transport)) return 503;
     const branch = newBranch();
     const request: OutgoingRequest = {
@@ -683,7 +781,11 @@ export class BuiltinSignalingDriver implements SignalingDriver, DialogHost {
     const outcome = await this.sendRequest(
       request,
       branch,
-      { transport, address: uri.host.replace(/^\[|\]$/g, ''), port: uri.port ?? 5060 },
+      {
+        transport,
+        address: uri.host.replace(/^\[|\]$/g, ''),
+        port: uri.port ?? (transport === 'tls' ? 5061 : 5060),
+      },
       false,
     );
     // RFC 3261 section 8.1.3.1: a transport error counts as 503.

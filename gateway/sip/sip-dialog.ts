@@ -48,7 +48,8 @@ export const SHUTDOWN_BYE_WAIT_MS = 2_000;
 export interface DialogHost {
   readonly logger: Logger;
   via(transport: TransportName, branch: string): string;
-  contact(transport: TransportName): string;
+  /** `secure`: the dialog was started by a sips: request URI (RFC 3261 section 19.1.4). */
+  contact(transport: TransportName, secure?: boolean): string;
   /**
    * Sends a request in a client transaction and resolves with its final response, a timeout, or
    * `transport-error` when nothing could be sent. Never throws.
@@ -106,6 +107,14 @@ export class SipDialog implements SignalingDialog {
   private readonly routeSet: readonly string[];
   private readonly transport: TransportName;
   private readonly source: SipEndpoint;
+  /** The INVITE's request URI was sips:: callgate's Contact is sips: too. */
+  private readonly secure: boolean;
+  /**
+   * Requests callgate sends go on the connection the INVITE came on while it is open: over TLS
+   * always (the peer was verified on it, and a phone behind NAT listens nowhere else), over TCP
+   * when the peer's Via asks for it with `alias` (RFC 5923).
+   */
+  private readonly reusesConnection: boolean;
   private localCseq = 1;
   private remoteCseq: number;
   private local: LocalMediaAddress | undefined;
@@ -143,6 +152,12 @@ export class SipDialog implements SignalingDialog {
     this.routeSet = headerValues(invite.headers, 'Record-Route');
     this.transport = options.source.transport;
     this.source = options.source;
+    this.secure = invite.uri.scheme === 'sips';
+    this.reusesConnection =
+      options.source.connectionId !== undefined &&
+      (this.transport === 'tls' ||
+        (this.transport === 'tcp' &&
+          invite.via[0]?.params.some(([name]) => name.toLowerCase() === 'alias') === true));
     this.remoteCseq = invite.cseq.seq;
   }
 
@@ -189,7 +204,10 @@ export class SipDialog implements SignalingDialog {
     if (status > 100 && status < 300) {
       for (const route of headerValues(request.headers, 'Record-Route'))
         headers.push({ name: 'Record-Route', value: route });
-      headers.push({ name: 'Contact', value: this.options.host.contact(this.transport) });
+      headers.push({
+        name: 'Contact',
+        value: this.options.host.contact(this.transport, this.secure),
+      });
     }
     if (status >= 200 && status < 300)
       headers.push(
@@ -552,10 +570,18 @@ export class SipDialog implements SignalingDialog {
       first !== undefined ? parseNameAddr(first) : parseNameAddr(`<${this.remoteTarget}>`);
     if (target.ok && target.value.uri.scheme !== 'tel') {
       const uri = target.value.uri;
-      const port = uri.port ?? 5060;
+      const port = uri.port ?? (this.transport === 'tls' ? 5061 : 5060);
       const host = uri.host.replace(/^\[|\]$/g, '');
       const sameAsSource = host === this.source.address && port === this.source.port;
-      return sameAsSource ? this.source : { transport: this.transport, address: host, port };
+      if (sameAsSource) return this.source;
+      return {
+        transport: this.transport,
+        address: host,
+        port,
+        ...(this.reusesConnection ? { connectionId: this.source.connectionId } : {}),
+        // A new TLS connection, once this one is gone, verifies the peer as the tenant's trunk.
+        ...(this.transport === 'tls' ? { tenantId: this.options.tenant.id } : {}),
+      };
     }
     return this.source;
   }
@@ -578,7 +604,10 @@ export class SipDialog implements SignalingDialog {
     ];
     for (const route of this.routeSet) headers.push({ name: 'Route', value: route });
     if (method === 'INVITE' || method === 'REFER')
-      headers.push({ name: 'Contact', value: this.options.host.contact(this.transport) });
+      headers.push({
+        name: 'Contact',
+        value: this.options.host.contact(this.transport, this.secure),
+      });
     headers.push(...extra);
     if (body !== undefined && body.length > 0)
       headers.push({ name: 'Content-Type', value: contentType ?? 'application/sdp' });

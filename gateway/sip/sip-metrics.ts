@@ -63,4 +63,19 @@ export const sipMetrics = {
     help: 'Final responses sent, by code',
     labelNames: ['code'],
   }),
+  // ---- SIP over TLS ----
+  tlsConnections: gauge({
+    name: 'callgate_sip_tls_connections',
+    help: 'TLS connections open with their handshake done (both directions)',
+  }),
+  tlsHandshakeFailures: counter({
+    name: 'callgate_sip_tls_handshake_failures_total',
+    help: 'TLS handshakes that failed, by direction and reason',
+    labelNames: ['direction', 'reason'],
+  }),
+  tlsCertificateReloads: counter({
+    name: 'callgate_sip_tls_certificate_reloads_total',
+    help: 'Changed certificate and key files loaded, or refused and the pair in use kept',
+    labelNames: ['outcome'],
+  }),
 };

@@ -1,17 +1,30 @@
 /**
  * What the transaction and dialog layers need from a transport: send bytes to an endpoint and be
- * told about each complete message received. UDP and TCP implement it.
+ * told about each complete message received. UDP, TCP and TLS implement it.
  */
+import type { X509Certificate } from 'node:crypto';
 
-export type TransportName = 'udp' | 'tcp';
+export type TransportName = 'udp' | 'tcp' | 'tls';
+
+/** TCP and TLS: framed by Content-Length, reliable (no retransmissions), answered on the connection. */
+export function isStreamTransport(transport: TransportName): boolean {
+  return transport !== 'udp';
+}
 
 /** Where a message came from, or where one goes. */
 export interface SipEndpoint {
   readonly transport: TransportName;
   readonly address: string;
   readonly port: number;
-  /** The TCP connection a request arrived on; responses and in-dialog requests reuse it. */
+  /** The TCP or TLS connection a request arrived on; responses and in-dialog requests reuse it. */
   readonly connectionId?: number;
+  /**
+   * TLS: the certificate chain the peer presented (leaf first), empty when it sent none. Trunk
+   * security checks it against a tenant's CA for mutual TLS (gateway/sip/trunk-guard.ts).
+   */
+  readonly peerCertificates?: readonly X509Certificate[];
+  /** TLS: the tenant whose trunk a new connection goes to; its CA and name verify the peer. */
+  readonly tenantId?: string;
 }
 
 /** Called with one complete message (a datagram, or one message framed out of a stream). */

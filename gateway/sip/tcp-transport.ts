@@ -1,7 +1,8 @@
 /**
  * SIP over TCP: connections are framed by Content-Length, idle ones are closed, and responses go
  * back on the connection the request came in on (RFC 3261 section 18.2.2). When that connection
- * is gone, a new one is opened to the address the message names.
+ * is gone, a new one is opened to the address the message names. The connection table is shared
+ * with TLS (gateway/sip/tls-transport.ts), which adds the handshake in front of it.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../../config/log.ts';
@@ -27,46 +28,38 @@ export interface TcpTransportOptions {
   readonly logger: Logger;
 }
 
-interface Connection {
+export interface StreamConnectionsOptions extends Omit<TcpTransportOptions, 'address' | 'port'> {
+  readonly transport: 'tcp' | 'tls';
+  /** What each received message's source carries beyond address and port (TLS: the peer's chain). */
+  readonly describe?: (socket: Socket) => Partial<SipEndpoint>;
+}
+
+export interface StreamConnection {
   readonly id: number;
   readonly socket: Socket;
   readonly key: string;
 }
 
-export class TcpTransport implements SipTransport {
-  readonly name = 'tcp' as const;
-  private server: Server | undefined;
+/**
+ * The open connections of a stream transport, by id and by remote address: each one framed by
+ * its own StreamFramer, closed when idle or when its framing breaks.
+ */
+export class StreamConnections {
   private nextId = 1;
-  private readonly byId = new Map<number, Connection>();
-  private readonly byRemote = new Map<string, Connection>();
+  private readonly byId = new Map<number, StreamConnection>();
+  private readonly byRemote = new Map<string, StreamConnection>();
 
-  constructor(private readonly options: TcpTransportOptions) {}
+  constructor(private readonly options: StreamConnectionsOptions) {}
 
-  start(): Promise<{ address: string; port: number }> {
-    const server = createServer((socket) => this.adopt(socket));
-    this.server = server;
-    return new Promise((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.options.port, this.options.address, () => {
-        server.off('error', reject);
-        server.on('error', (error) => this.options.logger.warn('tcp server error', { error }));
-        const bound = server.address();
-        if (bound === null || typeof bound === 'string')
-          reject(new Error('tcp server has no address'));
-        else resolve({ address: bound.address, port: bound.port });
-      });
-    });
-  }
-
-  /** Open connections, for tests and the active-connection gauge. */
-  connectionCount(): number {
+  get size(): number {
     return this.byId.size;
   }
 
-  private adopt(socket: Socket, remoteKey?: string): Connection {
+  /** Starts reading SIP from `socket` (already connected, or being connected to `remoteKey`). */
+  adopt(socket: Socket, remoteKey?: string): StreamConnection {
     const id = this.nextId++;
-    const key = remoteKey ?? `${stripMapped(socket.remoteAddress ?? '')}|${socket.remotePort ?? 0}`;
-    const connection: Connection = { id, socket, key };
+    const key = remoteKey ?? remoteKeyOf(socket);
+    const connection: StreamConnection = { id, socket, key };
     this.byId.set(id, connection);
     this.byRemote.set(key, connection);
     const framer = new StreamFramer({
@@ -78,15 +71,15 @@ export class TcpTransport implements SipTransport {
       this.options.onDrop('idle-timeout');
       socket.destroy();
     });
-    socket.on('data', (chunk) => {
+    socket.on('data', (chunk: Buffer) => {
       for (const output of framer.push(chunk)) {
         if (output.type === 'message') {
-          const address = stripMapped(socket.remoteAddress ?? '');
           this.options.onMessage(output.data, {
-            transport: 'tcp',
-            address,
+            transport: this.options.transport,
+            address: stripMapped(socket.remoteAddress ?? ''),
             port: socket.remotePort ?? 0,
             connectionId: id,
+            ...this.options.describe?.(socket),
           });
         } else {
           // A stream that broke its framing cannot be resynchronised: close it.
@@ -95,7 +88,9 @@ export class TcpTransport implements SipTransport {
         }
       }
     });
-    socket.on('error', (error) => this.options.logger.debug('tcp connection error', { error }));
+    socket.on('error', (error) =>
+      this.options.logger.debug(`${this.options.transport} connection error`, { error }),
+    );
     socket.on('close', () => {
       this.byId.delete(id);
       if (this.byRemote.get(key) === connection) this.byRemote.delete(key);
@@ -103,20 +98,26 @@ export class TcpTransport implements SipTransport {
     return connection;
   }
 
-  send(data: Buffer, to: SipEndpoint): SendResult {
-    if (this.server === undefined) return { ok: false, reason: 'the TCP listener is not running' };
+  /** The live connection `to` names (by id first, then by remote address). */
+  find(to: SipEndpoint): StreamConnection | undefined {
+    const found =
+      (to.connectionId !== undefined ? this.byId.get(to.connectionId) : undefined) ??
+      this.byRemote.get(`${to.address}|${to.port}`);
+    return found !== undefined && !found.socket.destroyed ? found : undefined;
+  }
+
+  /** Writes to the connection `to` names, else to one `dial` opens. Never throws. */
+  send(data: Buffer, to: SipEndpoint, dial: () => Socket): SendResult {
     try {
-      const existing =
-        (to.connectionId !== undefined ? this.byId.get(to.connectionId) : undefined) ??
-        this.byRemote.get(`${to.address}|${to.port}`);
-      if (existing !== undefined && !existing.socket.destroyed) {
+      const existing = this.find(to);
+      if (existing !== undefined) {
         existing.socket.write(data);
         return SENT;
       }
       const problem = destinationProblem(to);
       if (problem !== undefined) return { ok: false, reason: problem };
-      // net.connect throws synchronously on a bad port; a refused connection comes as an 'error' event.
-      const socket = connect({ host: to.address, port: to.port });
+      // connect throws synchronously on a bad port; a refused connection comes as an 'error' event.
+      const socket = dial();
       this.adopt(socket, `${to.address}|${to.port}`);
       socket.write(data);
       return SENT;
@@ -125,17 +126,76 @@ export class TcpTransport implements SipTransport {
     }
   }
 
-  stop(): Promise<void> {
+  closeAll(): void {
     for (const connection of this.byId.values()) connection.socket.destroy();
     this.byId.clear();
     this.byRemote.clear();
-    const server = this.server;
-    this.server = undefined;
-    if (server === undefined) return Promise.resolve();
-    return new Promise((resolve) => server.close(() => resolve()));
   }
 }
 
-function stripMapped(address: string): string {
+export class TcpTransport implements SipTransport {
+  readonly name = 'tcp' as const;
+  private server: Server | undefined;
+  private readonly connections: StreamConnections;
+
+  constructor(private readonly options: TcpTransportOptions) {
+    this.connections = new StreamConnections({ ...options, transport: 'tcp' });
+  }
+
+  start(): Promise<{ address: string; port: number }> {
+    const server = createServer((socket) => this.connections.adopt(socket));
+    this.server = server;
+    return listen(server, this.options.address, this.options.port, 'tcp', this.options.logger);
+  }
+
+  /** Open connections, for tests and the active-connection gauge. */
+  connectionCount(): number {
+    return this.connections.size;
+  }
+
+  send(data: Buffer, to: SipEndpoint): SendResult {
+    if (this.server === undefined) return { ok: false, reason: 'the TCP listener is not running' };
+    return this.connections.send(data, to, () => connect({ host: to.address, port: to.port }));
+  }
+
+  stop(): Promise<void> {
+    this.connections.closeAll();
+    return closeServer(this.server, () => (this.server = undefined));
+  }
+}
+
+/** Binds a stream listener; resolves with the address actually bound. */
+export function listen(
+  server: Server,
+  address: string,
+  port: number,
+  name: string,
+  logger: Logger,
+): Promise<{ address: string; port: number }> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, address, () => {
+      server.off('error', reject);
+      server.on('error', (error) => logger.warn(`${name} server error`, { error }));
+      const bound = server.address();
+      if (bound === null || typeof bound === 'string')
+        reject(new Error(`${name} server has no address`));
+      else resolve({ address: bound.address, port: bound.port });
+    });
+  });
+}
+
+export function closeServer(server: Server | undefined, forget: () => void): Promise<void> {
+  forget();
+  if (server === undefined) return Promise.resolve();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+/** `address|port` of a socket's peer, the key connections are found by. */
+export function remoteKeyOf(socket: Socket): string {
+  return `${stripMapped(socket.remoteAddress ?? '')}|${socket.remotePort ?? 0}`;
+}
+
+export function stripMapped(address: string): string {
   return address.startsWith('::ffff:') ? address.slice(7) : address;
 }

@@ -1,19 +1,21 @@
 /**
- * Trunk security per tenant: a source address allowlist and/or digest authentication. Pure apart
- * from the clock and the nonce store; the stack turns decisions into 401, 403 or silence.
+ * Trunk security per tenant: a source address allowlist, mutual TLS and/or digest authentication;
+ * each one the tenant configures must pass. Pure apart from the clock and the nonce store; the
+ * stack turns decisions into 401, 403 or silence.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual, type X509Certificate } from 'node:crypto';
 import { BlockList, isIPv6 } from 'node:net';
 import type { TenantConfig } from '../../config/schema.ts';
 import { DigestNonceStore } from './digest-nonce-store.ts';
 import { headerValue } from './header-names.ts';
 import type { SipRequest } from './message-types.ts';
+import { peerRefusal, type PeerRefusal, type PeerTrust } from './tls-peer-match.ts';
 
 export type TrunkDecision =
   | { readonly type: 'allow' }
   | {
       readonly type: 'forbidden';
-      readonly reason: 'source-not-allowed' | 'bad-credentials' | 'no-password';
+      readonly reason: 'source-not-allowed' | 'bad-credentials' | 'no-password' | PeerRefusal;
     }
   | { readonly type: 'challenge'; readonly header: string };
 
@@ -21,6 +23,10 @@ export interface TrunkGuardOptions {
   readonly nonces?: DigestNonceStore;
   /** Reads a digest password by the name of the variable that holds it. */
   readonly readSecret?: (name: string) => string | undefined;
+  /** Each tenant's trust in its trunk's certificate, for tenants with `tls.mutual`. */
+  readonly peerTrusts?: ReadonlyMap<string, PeerTrust>;
+  /** The clock certificates' validity is judged by. */
+  readonly now?: () => Date;
 }
 
 export interface DigestCredentials {
@@ -39,9 +45,13 @@ export class TrunkGuard {
   private readonly allowLists = new Map<string, BlockList>();
   private readonly nonces: DigestNonceStore;
   private readonly readSecret: (name: string) => string | undefined;
+  private readonly peerTrusts: ReadonlyMap<string, PeerTrust>;
+  private readonly now: () => Date;
 
   constructor(tenants: readonly TenantConfig[], options: TrunkGuardOptions = {}) {
     this.nonces = options.nonces ?? new DigestNonceStore();
+    this.peerTrusts = options.peerTrusts ?? new Map();
+    this.now = options.now ?? (() => new Date());
     this.readSecret = options.readSecret ?? ((name) => process.env[name]);
     for (const tenant of tenants) {
       if (tenant.trunk.allowFrom.length === 0) continue;
@@ -59,10 +69,28 @@ export class TrunkGuard {
     }
   }
 
-  check(request: SipRequest, sourceAddress: string, tenant: TenantConfig): TrunkDecision {
+  /**
+   * `peerCertificates` is the chain the request's TLS connection presented (leaf first, empty
+   * when none); undefined when the request did not come over TLS.
+   */
+  check(
+    request: SipRequest,
+    sourceAddress: string,
+    tenant: TenantConfig,
+    peerCertificates?: readonly X509Certificate[],
+  ): TrunkDecision {
     const list = this.allowLists.get(tenant.id);
     if (list !== undefined && !list.check(sourceAddress, isIPv6(sourceAddress) ? 'ipv6' : 'ipv4')) {
       return { type: 'forbidden', reason: 'source-not-allowed' };
+    }
+    if (tenant.tls?.mutual === true) {
+      // Refused with 403, not in the handshake: the listener learns the tenant only from the INVITE.
+      const trust = this.peerTrusts.get(tenant.id);
+      const refusal =
+        trust === undefined
+          ? 'tls-untrusted'
+          : peerRefusal(peerCertificates ?? [], trust, this.now());
+      if (refusal !== undefined) return { type: 'forbidden', reason: refusal };
     }
     const digest = tenant.trunk.digest;
     if (digest === undefined) return { type: 'allow' };

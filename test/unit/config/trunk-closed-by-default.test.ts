@@ -16,7 +16,7 @@ function problemsOf(trunk: Record<string, unknown> | undefined): readonly string
 }
 
 const THREE_WAYS =
-  'tenants[0].trunk: must say who may call: set trunk.allowFrom (source addresses), trunk.digest (SIP digest authentication), or trunk.open: true (calls from anyone)';
+  'tenants[0].trunk: must say who may call: set trunk.allowFrom (source addresses), trunk.digest (SIP digest authentication), tls.mutual (client certificates), or trunk.open: true (calls from anyone)';
 
 describe('when a tenant names no way its callers are known', () => {
   it.each([
@@ -41,13 +41,13 @@ describe('when a tenant names its callers or declares itself open', () => {
 
   it('should refuse open: true beside an allowlist or digest, which it would contradict', () => {
     expect(problemsOf({ open: true, allowFrom: ['192.0.2.0/24'] })).toEqual([
-      'tenants[0].trunk.open: contradicts allowFrom/digest: drop open, or drop allowFrom and digest',
+      'tenants[0].trunk.open: contradicts allowFrom/digest/tls.mutual: drop open, or drop allowFrom, digest and tls.mutual',
     ]);
   });
 
   it('should not trust asserted identities from an open trunk', () => {
     expect(problemsOf({ open: true, trustAssertedIdentity: true })).toEqual([
-      'tenants[0].trunk.trustAssertedIdentity: needs allowFrom or digest: an identity is trusted only from a known trunk',
+      'tenants[0].trunk.trustAssertedIdentity: needs allowFrom, digest or tls.mutual: an identity is trusted only from a known trunk',
     ]);
   });
 });
