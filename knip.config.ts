@@ -27,6 +27,7 @@ const config = {
     'sox',
     'dumpcap',
     'taskset',
+    'openssl',
     // Ships with npm itself (build:native).
     'node-gyp',
   ],

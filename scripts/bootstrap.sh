@@ -5,7 +5,7 @@
 #                                 (the local realtime simulator speaks with them)
 #   scripts/bootstrap.sh --test   also what the tests drive: sipp (sip-tester), tshark, promtool,
 #                                 baresip (a real softphone, headless), faketime (libfaketime: the
-#                                 chaos run's clock offsets)
+#                                 chaos run's clock offsets), openssl (the TLS tests' certificates)
 # Safe to run again: each step checks first and is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +39,7 @@ if [ "$want_test" = 1 ]; then
   packages[promtool]=prometheus
   packages[baresip]=baresip-core
   packages[faketime]=faketime
+  packages[openssl]=openssl # the TLS tests make their own certificates
 fi
 missing=()
 for cmd in "${!packages[@]}"; do

@@ -1,8 +1,8 @@
 /**
  * The SDES `a=crypto` attribute (RFC 4568 section 9.1) for SRTP, pure: parsed from an offer or an
  * answer, written into callgate's own. Only what callgate can run is accepted: one inline master
- * key of the suite's exact length, no MKI, no session parameter that weakens or changes SRTP
- * (a window size hint is read and ignored). Everything else is a typed refusal naming why, and
+ * key of the suite's exact length (with a lifetime and an MKI, or not), no session parameter that
+ * weakens or changes SRTP (a window size hint is read and ignored). Everything else is a typed refusal naming why, and
  * the offer's next crypto line is tried (test/unit/sip/sdp-crypto.test.ts).
  *
  * Key material lives in `keySalt`; `formatCryptoAttribute` is the only writer of it to text.
@@ -36,6 +36,11 @@ export interface SdpCrypto {
   readonly keySalt: Uint8Array;
   /** Packets the key may protect, when the line says; callgate's own lines never do. */
   readonly lifetime?: number;
+  /**
+   * The master key identifier the key's packets carry (its `length` bytes, big-endian), when the
+   * line names one; callgate's own lines never do (gateway/media/srtp-mki.ts).
+   */
+  readonly mki?: Uint8Array;
 }
 
 export type SdpCryptoParseResult =
@@ -60,6 +65,25 @@ function parseLifetime(text: string): number | undefined {
   const value =
     power !== null ? 2 ** Number(power[1]) : /^\d{1,15}$/.test(text) ? Number(text) : NaN;
   return Number.isFinite(value) && value >= 1 && value <= MAX_LIFETIME ? value : undefined;
+}
+
+/** Longest MKI (RFC 4568 section 9.1: 1 to 128 bytes). */
+const MAX_MKI_BYTES = 128;
+
+/** `value:length` as the MKI's bytes, or undefined when the value does not fit its length. */
+function parseMki(text: string): Uint8Array | undefined {
+  const match = /^(\d{1,128}):(\d{1,3})$/.exec(text);
+  if (match === null) return undefined;
+  const value = BigInt(match[1] ?? '');
+  const length = Number(match[2]);
+  if (length < 1 || length > MAX_MKI_BYTES || value >= 1n << BigInt(8 * length)) return undefined;
+  const bytes = new Uint8Array(length);
+  let rest = value;
+  for (let index = length - 1; index >= 0; index--) {
+    bytes[index] = Number(rest & 0xffn);
+    rest >>= 8n;
+  }
+  return bytes;
 }
 
 /** One session parameter (RFC 4568 section 6.3): only the window size hint is harmless to ignore. */
@@ -87,14 +111,17 @@ export function parseCryptoAttribute(value: string): SdpCryptoParseResult {
   if (keySalt === undefined) return refuse('master key is not base64');
   if (keySalt.length !== SRTP_KEY_SALT_BYTES[suiteName])
     return refuse(`master key and salt of ${keySalt.length} bytes for ${suiteName}`);
-  let lifetime: number | undefined;
-  for (const [index, extra] of extras.entries()) {
-    // key-info = key-salt ["|" lifetime] ["|" mki]: an MKI has a colon, a lifetime never does.
-    if (extra.includes(':')) return refuse('MKI is not supported');
-    if (index > 0 || lifetime !== undefined) return refuse('malformed key parameters');
-    lifetime = parseLifetime(extra);
-    if (lifetime === undefined) return refuse('bad key lifetime');
-  }
+  // key-info = key-salt ["|" lifetime] ["|" mki]: an MKI has a colon, a lifetime never does.
+  const [first, second, ...more] = extras;
+  if (more.length > 0) return refuse('malformed key parameters');
+  const lifetimeText = first !== undefined && !first.includes(':') ? first : undefined;
+  const mkiText = lifetimeText === undefined ? first : second;
+  if (second !== undefined && (lifetimeText === undefined || !second.includes(':')))
+    return refuse('malformed key parameters');
+  const lifetime = lifetimeText === undefined ? undefined : parseLifetime(lifetimeText);
+  if (lifetimeText !== undefined && lifetime === undefined) return refuse('bad key lifetime');
+  const mki = mkiText === undefined ? undefined : parseMki(mkiText);
+  if (mkiText !== undefined && mki === undefined) return refuse('bad MKI');
   for (const param of sessionParams) {
     const refusal = sessionParamRefusal(param);
     if (refusal !== undefined) return refuse(refusal);
@@ -106,6 +133,7 @@ export function parseCryptoAttribute(value: string): SdpCryptoParseResult {
       suite: suiteName,
       keySalt,
       ...(lifetime !== undefined && { lifetime }),
+      ...(mki !== undefined && { mki }),
     },
   };
 }

@@ -33,6 +33,10 @@ export interface NegotiatedSrtp {
   readonly localKey: Uint8Array;
   /** Checks what the far end sends: its key; absent while callgate's offer awaits the answer. */
   readonly remoteKey?: Uint8Array;
+  /** The MKI the far end's packets carry, when its crypto line names one. */
+  readonly remoteMki?: Uint8Array;
+  /** Packets the far end's key may protect (SRTP and SRTCP together), when its line says. */
+  readonly remoteLifetime?: number;
 }
 
 const SAVP = 'RTP/SAVP';
@@ -107,7 +111,13 @@ export function answerCrypto(
       'crypto',
       formatCryptoAttribute({ tag: offered.tag, suite: offered.suite, keySalt: localKey }),
     ],
-    srtp: { suite: offered.suite, localKey, remoteKey: offered.keySalt },
+    srtp: {
+      suite: offered.suite,
+      localKey,
+      remoteKey: offered.keySalt,
+      ...(offered.mki !== undefined && { remoteMki: offered.mki }),
+      ...(offered.lifetime !== undefined && { remoteLifetime: offered.lifetime }),
+    },
   };
 }
 
@@ -147,7 +157,13 @@ export function acceptAnswerCrypto(
     return { ok: false, detail: `the answer's crypto tag ${line.value.tag} was not offered` };
   return {
     ok: true,
-    srtp: { suite: own.value.suite, localKey: own.value.keySalt, remoteKey: line.value.keySalt },
+    srtp: {
+      suite: own.value.suite,
+      localKey: own.value.keySalt,
+      remoteKey: line.value.keySalt,
+      ...(line.value.mki !== undefined && { remoteMki: line.value.mki }),
+      ...(line.value.lifetime !== undefined && { remoteLifetime: line.value.lifetime }),
+    },
   };
 }
 

@@ -14,6 +14,7 @@ import {
   type SrtpKeys,
   type SrtpSuiteName,
 } from '../../../gateway/media/srtp-transform.ts';
+import { insertMki } from '../../../gateway/media/srtp-mki.ts';
 import { audioEvents, audioPayload, RtpSessionHarness } from './rtp-session-harness.ts';
 import { sleep, waitFor, type RtpPeer } from './rtp-peer.ts';
 
@@ -105,6 +106,73 @@ describe.each(['native', 'node'] as const)('on %s RTP sockets with SRTP', (socke
         expect(parsed.ok && parsed.packet.payload.equals(Buffer.alloc(160, 0x2a))).toBe(true);
       }
       peerSrtp.dispose();
+    });
+  });
+
+  describe.each<SrtpSuiteName>(['AES_CM_128_HMAC_SHA1_80', 'AEAD_AES_128_GCM'])(
+    "when the far end's key has an MKI (%s)",
+    (suite) => {
+      it('should hear packets that carry that MKI and drop those that carry another', async () => {
+        const keys = keyPair(suite);
+        const mki = Buffer.from([0, 0, 0, 9]);
+        const { session, peer, events } = await harness.start(
+          { srtp: { ...keys.callgate, remoteMki: mki } },
+          { sockets },
+        );
+        const peerSrtp = new SrtpTransform(keys.peer);
+        const unkeyedBefore = await srtpDrops('srtp-unkeyed');
+        for (let seq = 1; seq <= 12; seq++) {
+          const packet = protectedPacket(peerSrtp, seq, audioPayload(seq));
+          // Packet 6 names a key callgate was never told about; 7 has no MKI at all: neither names
+          // the key callgate has, so neither is even tried against it.
+          const named = seq === 6 ? Buffer.from([0, 0, 0, 8]) : mki;
+          peer.sendRaw(
+            seq === 7 ? packet : insertMki(packet, named, suite, 'rtp'),
+            session.localPort,
+          );
+          await sleep(20);
+        }
+        await waitFor(() => audioEvents(events).length >= 10);
+        await sleep(100);
+        const heard = audioEvents(events).map((audio) => audio[0]);
+        expect(heard).not.toContain(6);
+        expect(heard).not.toContain(7);
+        expect(heard).toContain(12);
+        expect(session.stats().dropped).toEqual({ 'srtp-unkeyed': 2 });
+        expect(await srtpDrops('srtp-unkeyed')).toBe(unkeyedBefore + 2);
+        // What callgate sends carries no MKI: the peer's context, which has none, reads it.
+        session.play('mki', Buffer.alloc(160 * 3, 0x44));
+        session.endItem('mki');
+        await waitFor(() => peer.received.length >= 3);
+        const plain = peerSrtp.unprotectRtp(Buffer.from(peer.received[0]?.data ?? Buffer.alloc(0)));
+        expect(typeof plain).not.toBe('string');
+        peerSrtp.dispose();
+      });
+    },
+  );
+
+  describe("when the far end's key has a lifetime", () => {
+    it('should drop what comes with it once used up, until a re-INVITE brings a new key', async () => {
+      const first = keyPair('AES_CM_128_HMAC_SHA1_80');
+      const { session, peer, events } = await harness.start(
+        { srtp: { ...first.callgate, remoteLifetime: 5 } },
+        { sockets },
+      );
+      const oldPeer = new SrtpTransform(first.peer);
+      await sendStream(peer, session.localPort, oldPeer, 1, 8);
+      await waitFor(() => (session.stats().dropped['srtp-unkeyed'] ?? 0) >= 3);
+      expect(audioEvents(events).map((audio) => audio[0])).not.toContain(6);
+
+      const second = keyPair('AES_CM_128_HMAC_SHA1_80');
+      session.setSrtp({ ...second.callgate, localKey: first.callgate.localKey });
+      const newPeer = new SrtpTransform({ ...second.peer, remoteKey: first.peer.remoteKey });
+      await sendStream(peer, session.localPort, newPeer, 9, 5);
+      await waitFor(() => audioEvents(events).some((audio) => audio[0] === 13));
+      const heard = audioEvents(events).map((audio) => audio[0]);
+      for (const seq of [6, 7, 8]) expect(heard).not.toContain(seq);
+      expect(session.stats().dropped).toEqual({ 'srtp-unkeyed': 3 });
+      oldPeer.dispose();
+      newPeer.dispose();
     });
   });
 

@@ -35,6 +35,19 @@ describe('when a crypto line is parsed', () => {
     expect(parsed.ok && parsed.value.lifetime).toBe(packets);
   });
 
+  it.each([
+    ['|2^20|1:4', 2 ** 20, [0, 0, 0, 1]],
+    ['|1:1', undefined, [1]],
+    ['|2^31|258:2', 2 ** 31, [1, 2]],
+    ['|4294967295:4', undefined, [0xff, 0xff, 0xff, 0xff]],
+  ] as const)('should read the MKI of %s as its bytes, big-endian', (extra, lifetime, mki) => {
+    const parsed = parseCryptoAttribute(`2 AES_CM_128_HMAC_SHA1_80 inline:${b64(key30)}${extra}`);
+    expect(parsed.ok).toBe(true);
+    if (!parsed.ok) return;
+    expect(parsed.value.lifetime).toBe(lifetime);
+    expect([...(parsed.value.mki ?? [])]).toEqual(mki);
+  });
+
   it('should accept a window size hint and KDR=0 as session parameters', () => {
     const line = `3 AES_CM_128_HMAC_SHA1_32 inline:${b64(key30)} WSH=64 KDR=0`;
     expect(parseCryptoAttribute(line).ok).toBe(true);
@@ -68,8 +81,19 @@ describe('when a crypto line is parsed', () => {
     ['a key too short', `1 AES_CM_128_HMAC_SHA1_80 inline:${b64(key28)}`, /28 bytes/],
     ['a key too long', `1 AEAD_AES_128_GCM inline:${b64(key30)}`, /30 bytes for AEAD_AES_128_GCM/],
     ['an empty key', '1 AES_CM_128_HMAC_SHA1_80 inline:', /0 bytes/],
-    ['an MKI', `1 AES_CM_128_HMAC_SHA1_80 inline:${b64(key30)}|2^20|1:4`, /MKI/],
-    ['an MKI without lifetime', `1 AES_CM_128_HMAC_SHA1_80 inline:${b64(key30)}|1:4`, /MKI/],
+    ['an MKI longer than 128 bytes', `1 AES_CM_128_HMAC_SHA1_80 inline:${b64(key30)}|1:129`, /MKI/],
+    ['an MKI of no bytes', `1 AES_CM_128_HMAC_SHA1_80 inline:${b64(key30)}|1:0`, /MKI/],
+    [
+      'an MKI whose value does not fit its length',
+      `1 AES_CM_128_HMAC_SHA1_80 inline:${b64(key30)}|256:1`,
+      /MKI/,
+    ],
+    [
+      'an MKI before the lifetime',
+      `1 AES_CM_128_HMAC_SHA1_80 inline:${b64(key30)}|1:4|2^20`,
+      /malformed/,
+    ],
+    ['two MKIs', `1 AES_CM_128_HMAC_SHA1_80 inline:${b64(key30)}|2^20|1:4|2:4`, /malformed/],
     [
       'two master keys',
       `1 AES_CM_128_HMAC_SHA1_80 inline:${b64(key30)};inline:${b64(key30)}`,
@@ -108,7 +132,7 @@ describe('when a crypto line is parsed', () => {
   it('should never quote the key in a refusal', () => {
     const secret = b64(key30);
     for (const line of [
-      `1 AES_CM_128_HMAC_SHA1_80 inline:${secret}|1:4`,
+      `1 AES_CM_128_HMAC_SHA1_80 inline:${secret}|1:200`,
       `1 AEAD_AES_128_GCM inline:${secret}`,
       `1 AES_CM_128_HMAC_SHA1_80 inline:${secret} ${secret}`,
       `1 ${secret} inline:${secret}`,

@@ -107,13 +107,22 @@ describe('when a tenant answers by its srtp mode', () => {
   });
 
   it('should refuse an RTP/SAVP offer whose crypto lines it cannot run, saying why but not the key', () => {
-    const offer = sdp('m=audio 4000 RTP/SAVP 0', `${crypto80}|2^20|1:4`);
+    const offer = sdp('m=audio 4000 RTP/SAVP 0', `${crypto80}|2^20|1:129`);
     const result = answer(offer, 'required');
     expect(result.ok ? undefined : [result.reason, result.detail]).toEqual([
       'no-common-codec',
-      expect.stringMatching(/MKI/) as unknown,
+      expect.stringMatching(/bad MKI/) as unknown,
     ]);
     expect(!result.ok && result.detail).not.toContain(theirKey.toString('base64'));
+  });
+
+  it("should keep the far end's MKI and key lifetime for its packets and answer without one of its own", () => {
+    const offer = sdp('m=audio 4000 RTP/SAVP 0', `${crypto80}|2^31|7:2`);
+    const result = answer(offer, 'required');
+    expect(result.ok && [...(result.media.srtp?.remoteMki ?? [])]).toEqual([0, 7]);
+    expect(result.ok && result.media.srtp?.remoteLifetime).toBe(2 ** 31);
+    const line = result.ok ? result.answer.media[0]?.attributes[0]?.[1] : undefined;
+    expect(line).toMatch(/^1 AES_CM_128_HMAC_SHA1_80 inline:[A-Za-z0-9+/=]+$/);
   });
 
   it('should refuse an RTP/SAVP stream without any crypto line', () => {
