@@ -40,9 +40,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/*
-The configuration document the processes load. Three changes to .Values.config, mirrored by
-test/unit/ops/chart-config.test.ts: sip.driver follows drachtio.enabled (with the sidecar's
-address); with the sandbox Deployment the embedded sandbox is off, sandbox.url names the
+The configuration document the processes load. Four changes to .Values.config, mirrored by
+test/unit/ops/chart-render.ts: sip.driver follows drachtio.enabled (with the sidecar's
+address); sip.tls.enabled lists tls in sip.transports and names the mounted files (below); with the sandbox Deployment the embedded sandbox is off, sandbox.url names the
 Deployment's Service (the workers' SMS sink) and sandbox providers without a baseUrl point at it;
 http.operator listens on the pod's address with operatorTokens, on its loopback without any.
 */}}
@@ -55,6 +55,7 @@ http.operator listens on the pod's address with operatorTokens, on its loopback 
 {{- else -}}
 {{- $_ := set $sip "driver" "builtin" -}}
 {{- end -}}
+{{- include "callgate.sipTlsConfig" (dict "root" . "sip" $sip) -}}
 {{- $_ := set $config "sip" $sip -}}
 {{- $sandbox := get $config "sandbox" | default dict -}}
 {{- $_ := set $sandbox "enabled" false -}}
@@ -210,4 +211,104 @@ networkPolicy.extraSipFrom; "any" when a tenant lets anyone call (open, or diges
 {{/* An address or CIDR as a CIDR (a bare address is one host). */}}
 {{- define "callgate.cidr" -}}
 {{- if contains "/" . -}}{{- . -}}{{- else if contains ":" . -}}{{- printf "%s/128" . -}}{{- else -}}{{- printf "%s/32" . -}}{{- end -}}
+{{- end -}}
+
+
+{{/*
+SIP over TLS (sip.tls in values; test/unit/ops/chart-tls.test.ts). The kubernetes.io/tls Secret is
+mounted whole at callgate.tlsDir, never by subPath: kubelet swaps a renewed Secret's files in
+place and the gateway polls them (config.sip.tls.reloadIntervalMs), so a new certificate needs no
+restart. Each of sip.tls.trunkCAs is mounted at callgate.trunkCaDir/<name>.
+*/}}
+{{- define "callgate.tlsDir" -}}/etc/callgate-tls{{- end -}}
+{{- define "callgate.trunkCaDir" -}}/etc/callgate-trunk-ca{{- end -}}
+
+{{/* The SIP over TLS port: config.sip.tlsPort, 5061 unless set. */}}
+{{- define "callgate.sipTlsPort" -}}
+{{- .Values.config.sip.tlsPort | default 5061 | int -}}
+{{- end -}}
+
+{{/*
+config.sip with sip.tls: tls added to transports and certFile, keyFile (and caFile with
+sip.tls.useSecretCa) set to the mounted Secret's files, over the rest of config.sip.tls. Pass
+(dict "root" $ "sip" $sip); $sip is changed in place. Without sip.tls.enabled a config that lists
+tls fails the install: its certificate would not be there.
+*/}}
+{{- define "callgate.sipTlsConfig" -}}
+{{- $tls := .root.Values.sip.tls -}}
+{{- $transports := get .sip "transports" | default (list "udp" "tcp") -}}
+{{- if $tls.enabled -}}
+{{- if .root.Values.drachtio.enabled -}}
+{{- fail "sip.tls.enabled needs the built-in SIP stack: with drachtio.enabled, drachtio-server owns SIP and callgate's TLS listener does not run" -}}
+{{- end -}}
+{{- if not $tls.secretName -}}
+{{- fail "sip.tls.enabled needs sip.tls.secretName: a kubernetes.io/tls Secret with tls.crt and tls.key" -}}
+{{- end -}}
+{{- if not (has "tls" $transports) -}}
+{{- $transports = append $transports "tls" -}}
+{{- end -}}
+{{- $_ := set .sip "transports" $transports -}}
+{{- $dir := include "callgate.tlsDir" .root -}}
+{{- $files := get .sip "tls" | default dict -}}
+{{- $_ := set $files "certFile" (printf "%s/tls.crt" $dir) -}}
+{{- $_ := set $files "keyFile" (printf "%s/tls.key" $dir) -}}
+{{- if $tls.useSecretCa -}}
+{{- $_ := set $files "caFile" (printf "%s/ca.crt" $dir) -}}
+{{- end -}}
+{{- $_ := set .sip "tls" $files -}}
+{{- include "callgate.trunkCaCheck" .root -}}
+{{- else if has "tls" $transports -}}
+{{- fail "config.sip.transports lists tls: set sip.tls.enabled and sip.tls.secretName (the certificate Secret the chart mounts)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A tenant's tls.caFile under callgate.trunkCaDir must name a CA sip.tls.trunkCAs mounts, or the
+gateway would stop at load on a missing file.
+*/}}
+{{- define "callgate.trunkCaCheck" -}}
+{{- $dir := printf "%s/" (include "callgate.trunkCaDir" .) -}}
+{{- $mounted := list -}}
+{{- range .Values.sip.tls.trunkCAs -}}
+{{- $mounted = append $mounted (printf "%s%s/%s" $dir .name (.key | default "ca.crt")) -}}
+{{- end -}}
+{{- $tenants := .Values.config.tenants | default list -}}
+{{- range $i, $tenant := $tenants -}}
+{{- $caFile := (($tenant.tls | default dict).caFile | default "") -}}
+{{- if and (hasPrefix $dir $caFile) (not (has $caFile $mounted)) -}}
+{{- fail (printf "config.tenants[%d].tls.caFile (%s) is not a CA sip.tls.trunkCAs mounts: add { name, secretName or configMapName, key } there" $i $caFile) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The volumes of sip.tls: the certificate Secret and each trunk CA (Secret or ConfigMap). */}}
+{{- define "callgate.sipTlsVolumes" -}}
+{{- $tls := .Values.sip.tls -}}
+- name: sip-tls
+  secret:
+    secretName: {{ $tls.secretName }}
+    # Owner and group (fsGroup) only: the key is the gateway's alone.
+    defaultMode: 0440
+{{- range $tls.trunkCAs }}
+- name: trunk-ca-{{ .name }}
+  {{- if .secretName }}
+  secret:
+    secretName: {{ .secretName }}
+  {{- else }}
+  configMap:
+    name: {{ required (printf "sip.tls.trunkCAs %s needs secretName or configMapName" .name) .configMapName }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* Where the gateway container sees them, read-only. */}}
+{{- define "callgate.sipTlsVolumeMounts" -}}
+- name: sip-tls
+  mountPath: {{ include "callgate.tlsDir" . }}
+  readOnly: true
+{{- range .Values.sip.tls.trunkCAs }}
+- name: trunk-ca-{{ .name }}
+  mountPath: {{ include "callgate.trunkCaDir" $ }}/{{ .name }}
+  readOnly: true
+{{- end }}
 {{- end -}}

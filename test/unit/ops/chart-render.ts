@@ -10,7 +10,8 @@ export function tokenEnv(name: string): string {
 
 /**
  * The configuration document templates/_helpers.tpl ("callgate.config") renders into the ConfigMap:
- * .Values.config with sip.driver following drachtio.enabled, the embedded sandbox off, sandbox.url
+ * .Values.config with sip.driver following drachtio.enabled, sip over TLS from sip.tls
+ * ({@link withSipTls}), the embedded sandbox off, sandbox.url
  * and sandbox providers without a baseUrl pointed at the sandbox Deployment, and http.operator
  * from operator and operatorTokens. Keep the two in step.
  */
@@ -28,6 +29,7 @@ export function renderConfig(
   } else {
     sip.driver = 'builtin';
   }
+  withSipTls(values, sip);
   config.sip = sip;
   config.sandbox = {
     ...((config.sandbox ?? {}) as Record<string, unknown>),
@@ -77,4 +79,61 @@ export function sipSources(values: Record<string, unknown>): string[] | 'any' {
 function asCidr(entry: string): string {
   if (entry.includes('/')) return entry;
   return entry.includes(':') ? `${entry}/128` : `${entry}/32`;
+}
+
+/** Where the certificate Secret and the trunk CAs are mounted ("callgate.tlsDir", "callgate.trunkCaDir"). */
+export const TLS_DIR = '/etc/callgate-tls';
+export const TRUNK_CA_DIR = '/etc/callgate-trunk-ca';
+
+interface SipTlsValues {
+  readonly enabled: boolean;
+  readonly secretName: string;
+  readonly useSecretCa: boolean;
+  readonly trunkCAs: readonly {
+    name: string;
+    secretName?: string;
+    configMapName?: string;
+    key?: string;
+  }[];
+}
+
+/**
+ * config.sip with sip.tls ("callgate.sipTlsConfig"): tls added to transports, certFile and keyFile
+ * (caFile with useSecretCa) naming the mounted Secret's files over the rest of config.sip.tls, and
+ * every tenant CA under TRUNK_CA_DIR mounted by trunkCAs. Without it, listing tls fails.
+ */
+function withSipTls(values: Record<string, unknown>, sip: Record<string, unknown>): void {
+  const tls = (values.sip as { tls: SipTlsValues }).tls;
+  const transports = (sip.transports ?? ['udp', 'tcp']) as string[];
+  if (!tls.enabled) {
+    if (transports.includes('tls'))
+      throw new Error(
+        'config.sip.transports lists tls: set sip.tls.enabled and sip.tls.secretName (the certificate Secret the chart mounts)',
+      );
+    return;
+  }
+  if ((values.drachtio as { enabled: boolean }).enabled)
+    throw new Error(
+      "sip.tls.enabled needs the built-in SIP stack: with drachtio.enabled, drachtio-server owns SIP and callgate's TLS listener does not run",
+    );
+  if (!tls.secretName)
+    throw new Error(
+      'sip.tls.enabled needs sip.tls.secretName: a kubernetes.io/tls Secret with tls.crt and tls.key',
+    );
+  sip.transports = transports.includes('tls') ? transports : [...transports, 'tls'];
+  sip.tls = {
+    ...((sip.tls ?? {}) as Record<string, unknown>),
+    certFile: `${TLS_DIR}/tls.crt`,
+    keyFile: `${TLS_DIR}/tls.key`,
+    ...(tls.useSecretCa && { caFile: `${TLS_DIR}/ca.crt` }),
+  };
+  const mounted = tls.trunkCAs.map((ca) => `${TRUNK_CA_DIR}/${ca.name}/${ca.key ?? 'ca.crt'}`);
+  const tenants = (values.config as { tenants: { tls?: { caFile?: string } }[] }).tenants;
+  tenants.forEach((tenant, i) => {
+    const caFile = tenant.tls?.caFile ?? '';
+    if (caFile.startsWith(`${TRUNK_CA_DIR}/`) && !mounted.includes(caFile))
+      throw new Error(
+        `config.tenants[${i}].tls.caFile (${caFile}) is not a CA sip.tls.trunkCAs mounts: add { name, secretName or configMapName, key } there`,
+      );
+  });
 }
