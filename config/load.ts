@@ -34,6 +34,11 @@ export interface LoadOptions {
   document?: unknown;
   /** Where an inline document's relative paths (instructionsFile, agents.module) start; the working directory by default. */
   baseDir?: string;
+  /**
+   * Check the PEM files sip.tls and tenants[].tls name (config/tls-files.ts); true by default. A
+   * worker opens no TLS and skips it, so its pod needs neither the listener's key nor trunk CAs.
+   */
+  tlsFiles?: boolean;
 }
 
 /**
@@ -66,7 +71,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     ...instructions.problems,
   ];
   if (problems.length > 0 || !result.success) throw new ConfigError(source, problems);
-  const tlsProblems = checkTlsFiles(result.data, baseDir);
+  const tlsProblems = options.tlsFiles === false ? [] : checkTlsFiles(result.data, baseDir);
   if (tlsProblems.length > 0) throw new ConfigError(source, tlsProblems);
   for (const [index, text] of instructions.texts) {
     const agent = result.data.agents?.list[index];

@@ -6,7 +6,7 @@
  */
 import { hostname } from 'node:os';
 import { isCallgateError } from '../config/errors.ts';
-import { ConfigError, loadConfig } from '../config/load.ts';
+import { ConfigError, loadConfig, type LoadOptions } from '../config/load.ts';
 import { Logger, registerSecret, setRootLogger } from '../config/log.ts';
 import { collectProcessMetrics, gauge } from '../config/metrics.ts';
 import type { Config } from '../config/schema.ts';
@@ -40,9 +40,9 @@ export interface ProcessContext {
 }
 
 /** Loads the configuration, or prints every problem and exits 2 (no stack trace). */
-export function loadConfigOrExit(): Config {
+export function loadConfigOrExit(options: LoadOptions = {}): Config {
   try {
-    return loadConfig();
+    return loadConfig(options);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`callgate: ${error.message}\n`);
@@ -123,7 +123,8 @@ export async function startProcess(
   role: string,
   options: StartProcessOptions = {},
 ): Promise<ProcessContext> {
-  const config = loadConfigOrExit();
+  // A worker never opens TLS: the files only a gateway reads are not its to check.
+  const config = loadConfigOrExit({ tlsFiles: role !== 'worker' });
   registerConfiguredSecrets(config);
   const tokens = readOperatorTokensOrExit(config);
   const gatewayId =
