@@ -209,10 +209,13 @@ function tlsPortFrom(stdout: string): number {
   return port;
 }
 
-async function metric(name: string, labels: string): Promise<number> {
+/** The sum of a metric's series whose labels include `labels` (all of them when empty). */
+async function metric(name: string, labels = ''): Promise<number> {
   const text = await (await fetch(`${cg.httpUrl}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
-  return line === undefined ? 0 : Number(line.split(' ').pop());
+  return text
+    .split('\n')
+    .filter((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && l.includes(labels))
+    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
 }
 
 interface CallView {
@@ -312,6 +315,20 @@ async function startTlsPhone(options: TlsPhoneOptions): Promise<TlsPhone> {
     },
   };
 }
+
+/** A request callgate answers on any connection it reads one from. */
+const OPTIONS_REQUEST = [
+  `OPTIONS sip:${MUTUAL_NUMBER}@127.0.0.1 SIP/2.0`,
+  'Via: SIP/2.0/TLS 127.0.0.1:9;branch=z9hG4bK-untrusting-client',
+  'Max-Forwards: 70',
+  'From: <sip:untrusting@127.0.0.1>;tag=untrusting',
+  `To: <sip:${MUTUAL_NUMBER}@127.0.0.1>`,
+  'Call-ID: untrusting-client',
+  'CSeq: 1 OPTIONS',
+  'Content-Length: 0',
+  '',
+  '',
+].join('\r\n');
 
 /** The certificate and key of a PEM pair in one file, as baresip's `sip_certificate` reads it. */
 function certificateFile(pair: { cert: string; key: string }, name: string): string {
@@ -532,12 +549,19 @@ describe.runIf(HAVE_TOOLS || process.env.CI === 'true')(
           'the trunk call to be established',
         ).catch((error: Error) => trunk.explain(error));
         trunk.command('hangup');
+        await waitFor(
+          async () => (trunk.events().includes('CALL_CLOSED') ? true : undefined),
+          10_000,
+          'the trunk call to end',
+        ).catch((error: Error) => trunk.explain(error));
 
-        // A client that trusts only another CA ends the handshake: counted, and no SIP gets through.
+        // A client that trusts only another CA ends the handshake: counted, and its OPTIONS never
+        // reaches callgate (which would answer it).
         const before = await metric(
           'callgate_sip_tls_handshake_failures_total',
           'direction="inbound"',
         );
+        const responsesBefore = await metric('callgate_sip_responses_total');
         const client = await new Promise<{ code: number | null; output: string }>((resolve) => {
           const child = execFile(
             'openssl',
@@ -557,7 +581,7 @@ describe.runIf(HAVE_TOOLS || process.env.CI === 'true')(
                 output: stdout + stderr,
               }),
           );
-          child.stdin?.end(`OPTIONS sip:${MUTUAL_NUMBER}@127.0.0.1 SIP/2.0\r\n\r\n`);
+          child.stdin?.end(OPTIONS_REQUEST);
         });
         expect(client.code, client.output).not.toBe(0);
         expect(client.output).toMatch(/verify error|certificate verify failed/i);
@@ -570,6 +594,7 @@ describe.runIf(HAVE_TOOLS || process.env.CI === 'true')(
           5_000,
           'the handshake failure to be counted',
         );
+        expect(await metric('callgate_sip_responses_total')).toBe(responsesBefore);
       },
     );
 
