@@ -77,15 +77,10 @@ const SPEECH_SECONDS = 3;
 const voicedSeconds = (levels: number[]): number => levels.filter((l) => l > 300).length / 50;
 
 /** Quiet frames after the first voiced one: the pauses between words that noise does not have. */
-const quietFramesAfterVoice = (levels: number[]): number =>
-  levels
-    .slice(
-      Math.max(
-        0,
-        levels.findIndex((l) => l > 300),
-      ),
-    )
-    .filter((l) => l < 100).length;
+function quietFramesAfterVoice(levels: number[]): number {
+  const firstVoiced = levels.findIndex((l) => l > 300);
+  return firstVoiced < 0 ? 0 : levels.slice(firstVoiced).filter((l) => l < 100).length;
+}
 
 /**
  * What the phone has played so far: its decoder's recording (sndfile's `*-dec.wav`), read while
@@ -157,6 +152,7 @@ function streamsOf(
   const streams = new Map<number, CapturedDatagram[]>();
   for (const segment of wire) {
     if (segment.protocol !== 'tcp' || segment.data.length === 0) continue;
+    if (segment.sourcePort !== port && segment.destinationPort !== port) continue;
     const peer = segment.sourcePort === port ? segment.destinationPort : segment.sourcePort;
     streams.set(peer, [...(streams.get(peer) ?? []), segment]);
   }
@@ -218,15 +214,15 @@ async function metric(name: string, labels = ''): Promise<number> {
     .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
 }
 
-interface CallView {
+interface ListedCall {
   readonly session_id: string;
   readonly tenant_id: string;
   readonly called_number: string;
   readonly end_reason?: string;
 }
 
-async function calls(): Promise<{ active: CallView[]; recent: CallView[] }> {
-  return cg.get<{ active: CallView[]; recent: CallView[] }>('/v1/calls');
+async function calls(): Promise<{ active: ListedCall[]; recent: ListedCall[] }> {
+  return cg.get<{ active: ListedCall[]; recent: ListedCall[] }>('/v1/calls');
 }
 
 const timeline = (sessionId: string): Promise<TimelineEntryView[]> => cg.timeline(sessionId);
