@@ -12,6 +12,7 @@ const LONG_RUNNING: Readonly<Record<string, number>> = {
   'test/e2e/softphone-baresip.test.ts': 44,
   'test/scenarios/model-lost-apology.test.ts': 40,
   'test/integration/exactly-once/sending-mark-durable.test.ts': 34,
+  'test/e2e/softphone-baresip-tls.test.ts': 30,
 };
 
 /** vitest's order (failed first, then longest first from its cache), with LONG_RUNNING ahead. */
