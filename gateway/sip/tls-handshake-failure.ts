@@ -19,12 +19,14 @@ export function handshakeFailure(error: unknown): HandshakeFailure {
   )
     return 'not-tls';
   if (
-    /certificate|CERT_|self.signed|unable to (?:get|verify)|altnames|fingerprint|Hostname|IP: /i.test(
+    /certificate|CERT_|unknown.ca|self.signed|unable to (?:get|verify)|altnames|fingerprint|Hostname|IP: /i.test(
       text,
     )
   )
     return 'certificate';
-  if (/no shared cipher|version|no protocols|handshake failure|alert/i.test(text))
+  if (
+    /no shared cipher|version|unsupported protocol|no protocols|handshake failure|alert/i.test(text)
+  )
     return 'negotiation';
   return 'other';
 }

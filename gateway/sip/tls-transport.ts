@@ -99,6 +99,9 @@ export class TlsTransport implements SipTransport {
     server.on('connection', (raw: Socket) => this.admit(raw));
     server.on('secureConnection', (socket: TLSSocket) => this.handshakeDone(socket));
     server.on('tlsClientError', (error, socket) => {
+      // node:tls reports a handshake timeout here but leaves the socket open: close it, or the
+      // stalled connection keeps its slot (test/integration/sip/tls-hostile-input.test.ts).
+      socket.destroy();
       this.options.onHandshakeFailed('inbound', handshakeFailure(error));
       this.options.logger.debug('tls handshake failed', {
         error,
