@@ -13,7 +13,7 @@ export function handshakeFailure(error: unknown): HandshakeFailure {
   if (/HANDSHAKE_TIMEOUT/i.test(text)) return 'timeout';
   if (/ECONNRESET|EPIPE|socket disconnected|socket hang up/i.test(text)) return 'reset';
   if (
-    /wrong version number|http request|unknown protocol|packet length too long|record layer|unexpected message/i.test(
+    /wrong version number|http request|unknown protocol|(?:packet|data) length too long|record layer|unexpected message/i.test(
       text,
     )
   )

@@ -1,7 +1,8 @@
 /**
  * The reason label of a failed TLS handshake, from the errors node:tls and OpenSSL give. The
- * texts are those Node 20 (OpenSSL 3.0) reports to a tls.Server's tlsClientError and to a client
- * socket's error, recorded from real handshakes, plus the older OpenSSL spellings.
+ * texts are those Node 20 (OpenSSL 3.0) and Node 24 (OpenSSL 3.5) report to a tls.Server's
+ * tlsClientError and to a client socket's error, recorded from real handshakes, plus the older
+ * OpenSSL spellings.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -54,6 +55,16 @@ const CASES: readonly [HandshakeFailure, string, unknown][] = [
     'not-tls',
     'a record header with an impossible length',
     openssl('ERR_SSL_PACKET_LENGTH_TOO_LONG', 'ssl3_get_record', 'packet length too long'),
+  ],
+  [
+    'not-tls',
+    'a record header with an impossible length (OpenSSL 3.5)',
+    openssl('ERR_SSL_DATA_LENGTH_TOO_LONG', 'tls_validate_record_header', 'data length too long'),
+  ],
+  [
+    'not-tls',
+    'plain SIP text (OpenSSL 3.5)',
+    openssl('ERR_SSL_WRONG_VERSION_NUMBER', 'tls_validate_record_header', 'wrong version number'),
   ],
   [
     'not-tls',
@@ -129,6 +140,32 @@ const CASES: readonly [HandshakeFailure, string, unknown][] = [
       'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED',
       'ssl3_read_bytes',
       'tlsv13 alert certificate required',
+    ),
+  ],
+  [
+    'certificate',
+    "a peer refusing callgate's certificate (OpenSSL 3.5)",
+    openssl(
+      'ERR_SSL_SSL/TLS_ALERT_BAD_CERTIFICATE',
+      'ssl3_read_bytes',
+      'ssl/tls alert bad certificate',
+    ),
+  ],
+  [
+    'certificate',
+    'an unknown issuer (Node 24)',
+    nodeError(
+      'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+      'unable to verify the first certificate; if the root CA is installed locally, try running Node.js with --use-system-ca',
+    ),
+  ],
+  [
+    'negotiation',
+    'a peer refusing the handshake (OpenSSL 3.5)',
+    openssl(
+      'ERR_SSL_SSL/TLS_ALERT_HANDSHAKE_FAILURE',
+      'ssl3_read_bytes',
+      'ssl/tls alert handshake failure',
     ),
   ],
   [
