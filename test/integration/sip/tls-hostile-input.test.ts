@@ -204,6 +204,7 @@ describe('when a handshake stalls', () => {
 describe('when one source opens more connections than it may hold', () => {
   it('should refuse handshakes beyond maxHandshakesPerSource at once, and free the slots after', async () => {
     const before = await refusals('tls-handshakes-per-source');
+    const resets = await handshakeFailures('reset');
     const clients: RawClient[] = [];
     for (let i = 0; i < MAX_HANDSHAKES + 2; i++) clients.push(await openRaw(stack.port));
     await vi.waitFor(() =>
@@ -211,6 +212,8 @@ describe('when one source opens more connections than it may hold', () => {
     );
     expect(stack.driver.tlsConnectionCounts()?.handshaking).toBe(MAX_HANDSHAKES);
     expect(await refusals('tls-handshakes-per-source')).toBe(before + 2);
+    // A refusal is counted once, as a refusal: it never became a handshake that failed.
+    expect(await handshakeFailures('reset')).toBe(resets);
     await placeCall('while-half-open');
     // The held ones reach their deadline; then the source may handshake again.
     await Promise.all(clients.map((client) => client.closed));
@@ -222,10 +225,12 @@ describe('when one source opens more connections than it may hold', () => {
 
   it('should refuse connections beyond maxConnectionsPerSource, and take one again once one closes', async () => {
     const before = await refusals('tls-connections-per-source');
+    const resets = await handshakeFailures('reset');
     const peers: TlsSipPeer[] = [];
     for (let i = 0; i < MAX_CONNECTIONS; i++) peers.push(await openPeer(HOSTILE));
     await expect(openPeer(HOSTILE)).rejects.toThrow();
     expect(await refusals('tls-connections-per-source')).toBe(before + 1);
+    expect(await handshakeFailures('reset')).toBe(resets);
     expect(stack.driver.tlsConnectionCounts()?.open).toBe(MAX_CONNECTIONS);
     await placeCall('while-full');
     peers.pop()?.close();
@@ -272,6 +277,19 @@ describe('when a SIP message over TLS is larger than maxMessageBytes', () => {
     expect(await drops('header-too-large')).toBe(before + 1);
     await placeCall('after-long-header');
     await settled();
+  });
+});
+
+describe('when the listener stops during a stalled handshake', () => {
+  it('should close that connection at once instead of waiting for its deadline', async () => {
+    const stopping = await startTlsDriver(pki, { tls: { handshakeTimeoutMs: 30_000 } });
+    const stalled = await openRaw(stopping.port);
+    stalled.socket.write(CLIENT_HELLO_START);
+    await vi.waitFor(() => expect(stopping.driver.tlsConnectionCounts()?.handshaking).toBe(1));
+    const startedAt = Date.now();
+    await stopping.stop();
+    expect(Date.now() - startedAt).toBeLessThan(2_000);
+    expect(await stalled.closed).toBeLessThan(5_000);
   });
 });
 
