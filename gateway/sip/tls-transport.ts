@@ -100,14 +100,12 @@ export class TlsTransport implements SipTransport {
     });
     server.on('secureConnection', (socket: TLSSocket) => this.handshakeDone(socket));
     server.on('tlsClientError', (error, socket) => {
+      const source = stripMapped(socket.remoteAddress ?? '');
       // node:tls reports a handshake timeout here but leaves the socket open: close it, or the
       // stalled connection keeps its slot (test/integration/sip/tls-hostile-input.test.ts).
       socket.destroy();
       this.options.onHandshakeFailed('inbound', handshakeFailure(error));
-      this.options.logger.debug('tls handshake failed', {
-        error,
-        source: stripMapped(socket.remoteAddress ?? ''),
-      });
+      this.options.logger.debug('tls handshake failed', { error, source });
     });
     // A refused connection never reaches node:tls, so it is no handshake failure as well
     // (test/integration/sip/tls-hostile-input.test.ts).
