@@ -26,6 +26,9 @@ export function readServerCredentials(files: SipTlsFiles): ServerCredentials {
   const key = readFileSync(files.keyFile, 'utf8');
   const leaf = splitPem(cert)[0];
   if (leaf === undefined) throw new Error(`${files.certFile} holds no PEM certificate`);
+  // createSecureContext takes an empty key for none, and the listener would then fail every
+  // handshake (test/integration/sip/tls-certificate-reload.test.ts).
+  if (key.length === 0) throw new Error(`${files.keyFile} is empty`);
   try {
     // Throws on a key that is not the certificate's, or on unreadable PEM.
     createSecureContext({ cert, key });

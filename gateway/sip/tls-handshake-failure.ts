@@ -13,18 +13,20 @@ export function handshakeFailure(error: unknown): HandshakeFailure {
   if (/HANDSHAKE_TIMEOUT/i.test(text)) return 'timeout';
   if (/ECONNRESET|EPIPE|socket disconnected|socket hang up/i.test(text)) return 'reset';
   if (
-    /wrong version number|http request|unknown protocol|packet length too long|record layer|unexpected message/i.test(
+    /wrong version number|http request|unknown protocol|(?:packet|data) length too long|record layer|unexpected message/i.test(
       text,
     )
   )
     return 'not-tls';
   if (
-    /certificate|CERT_|self.signed|unable to (?:get|verify)|altnames|fingerprint|Hostname|IP: /i.test(
+    /certificate|CERT_|unknown.ca|self.signed|unable to (?:get|verify)|altnames|fingerprint|Hostname|IP: /i.test(
       text,
     )
   )
     return 'certificate';
-  if (/no shared cipher|version|no protocols|handshake failure|alert/i.test(text))
+  if (
+    /no shared cipher|version|unsupported protocol|no protocols|handshake failure|alert/i.test(text)
+  )
     return 'negotiation';
   return 'other';
 }

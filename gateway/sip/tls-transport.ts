@@ -9,7 +9,7 @@
  * system CAs) and the host name.
  */
 import { X509Certificate } from 'node:crypto';
-import type { Socket } from 'node:net';
+import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import {
   checkServerIdentity,
   connect,
@@ -71,10 +71,12 @@ interface SourceCount {
 export class TlsTransport implements SipTransport {
   readonly name = 'tls' as const;
   private server: Server | undefined;
+  /** The TCP listener in front of `server`: it admits a source before TLS sees its connection. */
+  private listener: TcpServer | undefined;
   private readonly connections: StreamConnections;
   private readonly sources = new Map<string, SourceCount>();
   /** Raw sockets still in their handshake, by `address|port`. */
-  private readonly handshaking = new Set<string>();
+  private readonly handshaking = new Map<string, Socket>();
   private credentials: ServerCredentials;
   private established = 0;
   /** The chain each connection's peer presented, read once per connection. */
@@ -96,17 +98,23 @@ export class TlsTransport implements SipTransport {
       rejectUnauthorized: false,
       handshakeTimeout: this.options.handshakeTimeoutMs,
     });
-    server.on('connection', (raw: Socket) => this.admit(raw));
     server.on('secureConnection', (socket: TLSSocket) => this.handshakeDone(socket));
     server.on('tlsClientError', (error, socket) => {
+      const source = stripMapped(socket.remoteAddress ?? '');
+      // node:tls reports a handshake timeout here but leaves the socket open: close it, or the
+      // stalled connection keeps its slot (test/integration/sip/tls-hostile-input.test.ts).
+      socket.destroy();
       this.options.onHandshakeFailed('inbound', handshakeFailure(error));
-      this.options.logger.debug('tls handshake failed', {
-        error,
-        source: stripMapped(socket.remoteAddress ?? ''),
-      });
+      this.options.logger.debug('tls handshake failed', { error, source });
+    });
+    // A refused connection never reaches node:tls, so it is no handshake failure as well
+    // (test/integration/sip/tls-hostile-input.test.ts).
+    const listener = createTcpServer((raw) => {
+      if (this.admit(raw)) server.emit('connection', raw);
     });
     this.server = server;
-    return listen(server, this.options.address, this.options.port, 'tls', this.options.logger);
+    this.listener = listener;
+    return listen(listener, this.options.address, this.options.port, 'tls', this.options.logger);
   }
 
   /** Certificate and key for handshakes from now on; connections already open keep theirs. */
@@ -138,7 +146,12 @@ export class TlsTransport implements SipTransport {
 
   stop(): Promise<void> {
     this.connections.closeAll();
-    return closeServer(this.server, () => (this.server = undefined));
+    // The listener's close waits for every connection, a stalled handshake's too.
+    for (const raw of this.handshaking.values()) raw.destroy();
+    return closeServer(this.listener, () => {
+      this.listener = undefined;
+      this.server = undefined;
+    });
   }
 
   private secureOptions(): { cert: string; key: string; ca?: string } {
@@ -150,7 +163,7 @@ export class TlsTransport implements SipTransport {
   }
 
   /** A new TCP connection, before its handshake: refused at once when its source holds too many. */
-  private admit(raw: Socket): void {
+  private admit(raw: Socket): boolean {
     const address = stripMapped(raw.remoteAddress ?? '');
     const key = remoteKeyOf(raw);
     const count = this.sources.get(address) ?? { open: 0, handshaking: 0 };
@@ -163,17 +176,18 @@ export class TlsTransport implements SipTransport {
     if (limit !== undefined) {
       this.options.onRefused(limit);
       raw.destroy();
-      return;
+      return false;
     }
     count.open += 1;
     count.handshaking += 1;
     this.sources.set(address, count);
-    this.handshaking.add(key);
+    this.handshaking.set(key, raw);
     raw.once('close', () => {
       count.open -= 1;
       if (this.handshaking.delete(key)) count.handshaking -= 1;
       if (count.open === 0) this.sources.delete(address);
     });
+    return true;
   }
 
   private handshakeDone(socket: TLSSocket): void {

@@ -21,6 +21,8 @@ export interface TlsDriverOptions {
   readonly tls?: Record<string, unknown>;
   /** The mutual-TLS tenant's expectation (default: name trunk.example). */
   readonly mutual?: Record<string, unknown>;
+  /** Other sip settings (tcpIdleTimeoutMs, maxMessageBytes). */
+  readonly sip?: Record<string, unknown>;
 }
 
 export async function startTlsDriver(
@@ -34,6 +36,7 @@ export async function startTlsDriver(
       tlsPort: 0,
       transports: ['tls'],
       tls: { certFile: pki.serverCert, keyFile: pki.serverKey, ...options.tls },
+      ...options.sip,
     }),
     tenants: [
       tenantSchema.parse({
