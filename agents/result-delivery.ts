@@ -151,7 +151,7 @@ export interface ResultDeliveryOptions {
    * over the results it held: whatever it is speaking then is cut at once, and said again only if
    * the fenced check finds it still held (else the janitor sends it out of band, and the caller
    * does not get it twice). Set below gateway.deadAfterMs by a heartbeat (deadAfterMs -
-   * heartbeatMs); unset: not watched (test/integration/agents/gateway-paused-mid-speech.test.ts).
+   * heartbeatMs); unset: not watched (test/integration/agents/gateway-cut-off-mid-speech.test.ts).
    */
   readonly pauseSuspectMs?: number;
   /**

@@ -985,7 +985,7 @@ export class CallSession {
    * The caller holds the call when our answer may not send (they offered sendonly or inactive, or
    * the hold address): the phase becomes `on_hold`, the gate then holds results rather than speak
    * them unheard, and the resume offers them at once, measured from the resume
-   * (test/scenarios/result-during-hold.test.ts, test/unit/call/call-races.test.ts).
+   * (test/scenarios/result-during-hold.test.ts, test/unit/call/hold-then-resume.test.ts).
    */
   private applyHold(media: NegotiatedMedia): void {
     const onHold = !(media.direction === 'sendrecv' || media.direction === 'sendonly');

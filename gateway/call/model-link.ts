@@ -362,7 +362,7 @@ export class ModelLink {
     const generation = ++this.generation;
     this.current = session;
     // A forced switch may cut the old session mid-sentence: nothing of it plays on, and a result it
-    // was speaking is said again on the new one (test/unit/call/call-races.test.ts, "renewal during playout").
+    // was speaking is said again on the new one (test/unit/call/renewal-during-playout.test.ts).
     const cut = host.leaveSession();
     void old
       ?.close()

@@ -2,7 +2,7 @@
  * The probe listener (`http.listen`, `http.port`): GET /healthz (liveness), GET /readyz (every
  * readiness check passes, else 503 with the failing ones) and GET /metrics (the one registry, as
  * OpenMetrics for a scraper that asks for it). Nothing else: no caller data is served here
- * (test/integration/http/probe-listener.test.ts). The operator API has its own listener
+ * (test/integration/foundation/startup.test.ts, test/integration/http/hostile-input.test.ts). The operator API has its own listener
  * (operator-server.ts).
  */
 import type { AddressInfo } from 'node:net';
