@@ -427,7 +427,8 @@ export class SipDialog implements SignalingDialog {
     }
     if (settled !== undefined) {
       const sdp = parseSdp(request.body);
-      if (sdp.ok) this.emit({ type: 'reinvite', media: settled, offer: sdp.value });
+      if (sdp.ok)
+        this.emit({ type: 'reinvite', media: settled, offer: sdp.value, ...sourceOf(request) });
     }
   }
 
@@ -532,7 +533,7 @@ export class SipDialog implements SignalingDialog {
     };
     this.respondInvite(transaction, request, 200, { body: serializeSdp(answer) });
     if (offer !== undefined && this.negotiated !== undefined)
-      this.emit({ type: 'reinvite', media: this.negotiated, offer });
+      this.emit({ type: 'reinvite', media: this.negotiated, offer, ...sourceOf(request) });
   }
 
   private handleInfo(
@@ -870,4 +871,14 @@ export class SipDialog implements SignalingDialog {
     const parsed = contact === undefined ? undefined : parseNameAddr(contact);
     if (parsed?.ok === true) this.remoteTarget = parsed.value.uriText;
   }
+}
+
+/**
+ * Where a request came from: the top Via's `received`, which the driver stamps whenever the Via's
+ * host is not the datagram's or connection's source (stampReceived), else that host.
+ */
+function sourceOf(request: SipRequest): { readonly source?: string } {
+  const top = request.via[0];
+  if (top === undefined) return {};
+  return { source: top.received ?? top.host.replace(/^\[|\]$/g, '') };
 }
