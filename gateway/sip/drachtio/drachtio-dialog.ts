@@ -65,7 +65,7 @@ export class DrachtioDialog implements SignalingDialog {
   /**
    * A listener that subscribes after the dialog ended (a CANCEL during the call's media setup,
    * before the session listens) is told how it ended on the next microtask, so what it opened is
-   * closed at once rather than at the media timeout (test/e2e/drachtio-driver.test.ts).
+   * closed at once rather than at the media timeout (test/e2e/drachtio-cancel-during-setup.test.ts).
    */
   on(listener: DialogEventListener): () => void {
     this.listeners.add(listener);
