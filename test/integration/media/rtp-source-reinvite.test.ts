@@ -102,13 +102,17 @@ async function answeredCall() {
   caller.send(caller.request('ACK', { callId, toTag }), sipPort);
   await waitFor(() => dialogEvents.some((e) => e.type === 'ack'));
   const proxy = await sipPeer(REINVITE_SOURCE);
-  const reinvite = async (address: string, port: number): Promise<void> => {
+  /** `via`: the Via the re-INVITE carries (a phone behind NAT writes its LAN address there). */
+  const reinvite = async (address: string, port: number, via?: string): Promise<void> => {
     proxy.send(
       proxy.request('INVITE', {
         callId,
         toTag,
         cseq: 2,
-        headers: { 'Content-Type': 'application/sdp' },
+        headers: {
+          'Content-Type': 'application/sdp',
+          ...(via !== undefined && { Via: via }),
+        },
         body: sdp(address, port),
       }),
       sipPort,
@@ -159,11 +163,15 @@ describe('when the media after a re-INVITE comes from where the re-INVITE came f
     // The re-INVITE's c= is an address nothing sends from (a phone's LAN address behind NAT).
     const fromSource = await harness.peer(REINVITE_SOURCE);
     const stranger = await harness.peer(STRANGER);
-    const { session, peer, events, reinvite } = await answeredCall();
+    const { session, peer, events, dialogEvents, reinvite } = await answeredCall();
     await stream(peer, session.localPort, 5, { ssrc: CALLER_SSRC, firstSeq: 1, firstByte: 0 });
     await waitFor(() => latches(events).length === 1);
 
-    await reinvite(MOVED, 40_002);
+    // Its Via names the LAN address too: the source is where the datagram came from (received=).
+    await reinvite(MOVED, 40_002, 'SIP/2.0/UDP 10.0.0.5:5060;branch=z9hG4bK-lan-2;rport');
+    expect(dialogEvents.find((e) => e.type === 'reinvite')).toMatchObject({
+      source: REINVITE_SOURCE,
+    });
     await stream(stranger, session.localPort, 10, {
       ssrc: 0xbad,
       firstSeq: 500,
