@@ -962,7 +962,7 @@ export class CallSession {
         this.applyMedia(event.media);
         return;
       case 'reinvite':
-        this.applyMedia(event.media);
+        this.applyMedia(event.media, event.source);
         return;
       case 'ended':
         void this.end(endReasonOf(event.reason), event.reason);
@@ -972,9 +972,10 @@ export class CallSession {
     }
   }
 
-  private applyMedia(media: NegotiatedMedia): void {
+  /** `signaling`: where the re-INVITE came from, which may send the media too. */
+  private applyMedia(media: NegotiatedMedia, signaling?: string): void {
     if (this.rtp === undefined) return;
-    this.rtp.setRemote(media.remote);
+    this.rtp.setRemote(media.remote, signaling);
     this.rtp.setSrtp(media.srtp);
     applyDirection(this.rtp, media);
     this.applyHold(media);

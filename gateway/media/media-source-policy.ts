@@ -47,6 +47,8 @@ function isNullAddress(address: string): boolean {
 export class MediaSourcePolicy {
   private readonly ranges: BlockList | undefined;
   private readonly signaling: string | undefined;
+  /** Where the latest re-INVITE came from, when that is not the INVITE's source. */
+  private reinviteSignaling: string | undefined;
   /** Addresses named by signaling and SDP, as written (plus their unmapped IPv4 form). */
   private named = new Set<string>();
   /** The same, for matches a string compare misses (IPv6 written in another form). */
@@ -75,6 +77,18 @@ export class MediaSourcePolicy {
     this.rebuild(addresses);
   }
 
+  /**
+   * A re-INVITE came from `address`: it is named beside the INVITE's source (which stays), in place
+   * of an earlier re-INVITE's. A host name names nothing
+   * (test/integration/media/rtp-source-reinvite.test.ts).
+   */
+  nameSignaling(address: string): void {
+    const plain = unmapped(address);
+    if (familyOf(plain) === undefined || isNullAddress(plain)) return;
+    this.reinviteSignaling = plain === this.signaling ? undefined : plain;
+    this.rebuild(this.sdp);
+  }
+
   /** Whether a packet from `address` may latch the call's media (or be followed later). */
   admits(address: string): boolean {
     if (this.named.has(address)) return true;
@@ -85,9 +99,17 @@ export class MediaSourcePolicy {
     return this.namedList.check(plain, family) || (this.ranges?.check(plain, family) ?? false);
   }
 
-  /** What is named now, for logs: the signaling source and the SDP's addresses. */
-  describe(): { readonly signaling: string | undefined; readonly sdp: readonly string[] } {
-    return { signaling: this.signaling, sdp: this.sdp };
+  /** What is named now, for logs: the signaling sources (INVITE, latest re-INVITE) and the SDP's addresses. */
+  describe(): {
+    readonly signaling: string | undefined;
+    readonly reinvite?: string;
+    readonly sdp: readonly string[];
+  } {
+    return {
+      signaling: this.signaling,
+      ...(this.reinviteSignaling !== undefined && { reinvite: this.reinviteSignaling }),
+      sdp: this.sdp,
+    };
   }
 
   /**
@@ -103,6 +125,7 @@ export class MediaSourcePolicy {
     for (const address of [
       ...this.sdp,
       ...(this.signaling === undefined ? [] : [this.signaling]),
+      ...(this.reinviteSignaling === undefined ? [] : [this.reinviteSignaling]),
     ]) {
       const plain = unmapped(address);
       const family = familyOf(plain);

@@ -238,9 +238,11 @@ export class RtpSession {
 
   /**
    * The SDP address of the far end (answer or re-INVITE): it is named from now on in place of the
-   * SDP's earlier one, and latching starts over from it.
+   * SDP's earlier one, and latching starts over from it. `signaling` is where a re-INVITE came
+   * from: named too, as the INVITE's source is (MediaSourcePolicy.nameSignaling).
    */
-  setRemote(remote: RtpEndpoint): void {
+  setRemote(remote: RtpEndpoint, signaling?: string): void {
+    if (signaling !== undefined) this.latch.sources.nameSignaling(signaling);
     // The RFC 2543 hold address is nowhere to send (Linux would deliver it to this host).
     this.shared.remote =
       remote.address === '0.0.0.0' || remote.address === '::' ? undefined : remote;

@@ -44,8 +44,15 @@ export type DialogEvent =
   /**
    * The caller changed the session (hold, resume, new address or codec); already answered. After
    * a re-INVITE without SDP, `offer` is the caller's answer (from the ACK) to callgate's offer.
+   * `source` is the address the re-INVITE (or that ACK) came from: like the INVITE's source, it
+   * may send the call's media (gateway/media/media-source-policy.ts).
    */
-  | { readonly type: 'reinvite'; readonly media: NegotiatedMedia; readonly offer: SdpSession }
+  | {
+      readonly type: 'reinvite';
+      readonly media: NegotiatedMedia;
+      readonly offer: SdpSession;
+      readonly source?: string;
+    }
   /** A DTMF digit sent by SIP INFO (application/dtmf-relay or application/dtmf). */
   | { readonly type: 'dtmf'; readonly digit: string; readonly durationMs?: number }
   /** Any other INFO, answered 200. */

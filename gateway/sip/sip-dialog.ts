@@ -101,6 +101,8 @@ export class SipDialog implements SignalingDialog {
   private ackReceived = false;
   private byeWhenAcked = false;
   private readonly listeners = new Set<DialogEventListener>();
+  /** How the dialog ended, for a listener that subscribes after the end. */
+  private endedWith: DialogEndReason | undefined;
   private readonly localFrom: string;
   private readonly remoteTo: string;
   private remoteTarget: string;
@@ -173,9 +175,36 @@ export class SipDialog implements SignalingDialog {
     return this.negotiated;
   }
 
+  /**
+   * A listener that subscribes after the dialog ended (a CANCEL while the call's media was being
+   * set up, before its session listened) is told how it ended on the next microtask, so what the
+   * session opened is closed at once rather than at the media timeout, as the drachtio dialog does
+   * (test/integration/sip/builtin-cancel-late-listener.test.ts).
+   */
   on(listener: DialogEventListener): () => void {
     this.listeners.add(listener);
+    const ended = this.endedWith;
+    if (ended !== undefined) queueMicrotask(() => this.replayEnd(listener, ended));
     return () => this.listeners.delete(listener);
+  }
+
+  private replayEnd(listener: DialogEventListener, reason: DialogEndReason): void {
+    if (!this.listeners.has(listener)) return;
+    const events: DialogEvent[] =
+      reason === 'cancelled'
+        ? [{ type: 'cancelled' }, { type: 'ended', reason }]
+        : [{ type: 'ended', reason }];
+    for (const event of events) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.options.host.logger.error('dialog listener threw', {
+          error,
+          callId: this.callId,
+          event: event.type,
+        });
+      }
+    }
   }
 
   private emit(event: DialogEvent): void {
@@ -398,7 +427,8 @@ export class SipDialog implements SignalingDialog {
     }
     if (settled !== undefined) {
       const sdp = parseSdp(request.body);
-      if (sdp.ok) this.emit({ type: 'reinvite', media: settled, offer: sdp.value });
+      if (sdp.ok)
+        this.emit({ type: 'reinvite', media: settled, offer: sdp.value, ...sourceOf(request) });
     }
   }
 
@@ -503,7 +533,7 @@ export class SipDialog implements SignalingDialog {
     };
     this.respondInvite(transaction, request, 200, { body: serializeSdp(answer) });
     if (offer !== undefined && this.negotiated !== undefined)
-      this.emit({ type: 'reinvite', media: this.negotiated, offer });
+      this.emit({ type: 'reinvite', media: this.negotiated, offer, ...sourceOf(request) });
   }
 
   private handleInfo(
@@ -814,6 +844,7 @@ export class SipDialog implements SignalingDialog {
   private end(reason: DialogEndReason): void {
     if (this.current === 'terminated') return;
     this.current = 'terminated';
+    this.endedWith = reason;
     this.clearAnswerDeadline();
     // A 2xx still waiting for its ACK (the peer sent BYE first, or callgate is stopping): nobody
     // will use the dialog it was for, so it stops being retransmitted; a late ACK finds nothing.
@@ -840,4 +871,14 @@ export class SipDialog implements SignalingDialog {
     const parsed = contact === undefined ? undefined : parseNameAddr(contact);
     if (parsed?.ok === true) this.remoteTarget = parsed.value.uriText;
   }
+}
+
+/**
+ * Where a request came from: the top Via's `received`, which the driver stamps whenever the Via's
+ * host is not the datagram's or connection's source (stampReceived), else that host.
+ */
+function sourceOf(request: SipRequest): { readonly source?: string } {
+  const top = request.via[0];
+  if (top === undefined) return {};
+  return { source: top.received ?? top.host.replace(/^\[|\]$/g, '') };
 }

@@ -65,7 +65,7 @@ export class DrachtioDialog implements SignalingDialog {
   /**
    * A listener that subscribes after the dialog ended (a CANCEL during the call's media setup,
    * before the session listens) is told how it ended on the next microtask, so what it opened is
-   * closed at once rather than at the media timeout (test/e2e/drachtio-driver.test.ts).
+   * closed at once rather than at the media timeout (test/e2e/drachtio-cancel-during-setup.test.ts).
    */
   on(listener: DialogEventListener): () => void {
     this.listeners.add(listener);
@@ -122,7 +122,7 @@ export class DrachtioDialog implements SignalingDialog {
       res.send(200);
       this.emit(info);
     });
-    dialog.on('modify', (req, res) => this.answerReinvite(req.body ?? '', res));
+    dialog.on('modify', (req, res) => this.answerReinvite(req.body ?? '', req.source_address, res));
     dialog.on('notify', (req, res) => {
       res.send(200);
       const progress = sipfragProgress(req.body ?? '');
@@ -160,7 +160,8 @@ export class DrachtioDialog implements SignalingDialog {
     this.emit({ type: 'ack', media: answer.media });
   }
 
-  private answerReinvite(body: string, res: Srf.SrfResponse): void {
+  /** `source`: where drachtio-server received the re-INVITE from (named for the media too). */
+  private answerReinvite(body: string, source: string | undefined, res: Srf.SrfResponse): void {
     if (this.local === undefined) {
       res.send(488);
       return;
@@ -188,7 +189,12 @@ export class DrachtioDialog implements SignalingDialog {
       body: serializeSdp(result.answer),
       headers: { 'Content-Type': 'application/sdp' },
     });
-    this.emit({ type: 'reinvite', media: result.media, offer: offer.value });
+    this.emit({
+      type: 'reinvite',
+      media: result.media,
+      offer: offer.value,
+      ...(source !== undefined && source.length > 0 && { source }),
+    });
   }
 
   cancelled(): void {

@@ -2,7 +2,7 @@
  * The drachtio driver, with drachtio-srf unmodified as its client, against a drachtio wire
  * protocol server (test/support/drachtio-server.ts) that bridges real SIP from sipp: OPTIONS,
  * CANCEL during the media setup, a wrong shared secret, reconnects, stop() while not connected,
- * and a basic call.
+ * a basic call and re-INVITEs.
  */
 import { describe, expect, it } from 'vitest';
 import { Logger } from '../../../config/log.ts';
@@ -121,6 +121,33 @@ describe('when a call is carried through drachtio-server', () => {
       'end',
     );
     expect(events.map((e) => e.type)).toEqual(['ack', 'bye', 'ended']);
+  });
+});
+
+describe('when the caller sends re-INVITEs through drachtio-server', () => {
+  it('should answer each, and report its media and where it came from', async () => {
+    const server = own(await DrachtioWireServer.start({ secret: SECRET }));
+    const events: DialogEvent[] = [];
+    await connected(
+      startDriver(server.clientPort, SECRET, (call) => {
+        call.dialog.on((event) => events.push(event));
+        expect(call.accept({ local: LOCAL }).ok).toBe(true);
+      }),
+    );
+    const sipp = await runSipp({
+      scenario: 'uac-reinvite-hold.xml',
+      port: server.sipPort,
+      transport: 'udp',
+      service: '100',
+    });
+    expect(sipp.exitCode, sipp.firstLines.join('\n')).toBe(0);
+    const reinvites = events.filter((e) => e.type === 'reinvite');
+    // The hold (answered recvonly) and the resume, each from sipp's address, which may send the
+    // media too.
+    expect(reinvites.map((e) => [e.media.direction, e.media.remote.address, e.source])).toEqual([
+      ['recvonly', '127.0.0.1', '127.0.0.1'],
+      ['sendrecv', '127.0.0.1', '127.0.0.1'],
+    ]);
   });
 });
 

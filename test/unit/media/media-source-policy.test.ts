@@ -1,6 +1,7 @@
 /**
- * Which addresses may send a call's media: the SDP's address, the INVITE's source and the
- * tenant's ranges, whatever form the socket writes them in; nothing else.
+ * Which addresses may send a call's media: the SDP's address, the INVITE's and the latest
+ * re-INVITE's source and the tenant's ranges, whatever form the socket writes them in; nothing
+ * else.
  */
 import { describe, expect, it } from 'vitest';
 import { MediaSourcePolicy } from '../../../gateway/media/media-source-policy.ts';
@@ -53,6 +54,37 @@ describe('when a re-INVITE names another SDP address', () => {
     policy.nameSdp(['::']);
     expect(policy.admits('192.0.2.10')).toBe(true);
     expect(policy.admits('0.0.0.0')).toBe(false);
+  });
+});
+
+describe('when a re-INVITE comes from another signaling source', () => {
+  it('should name it beside the INVITE source, in place of an earlier re-INVITE source', () => {
+    const policy = new MediaSourcePolicy({ sdp: ['192.0.2.10'], signaling: '198.51.100.1' });
+    policy.nameSignaling('198.51.100.7');
+    expect(policy.admits('198.51.100.7')).toBe(true);
+    expect(policy.admits('198.51.100.1')).toBe(true);
+    // The SDP of the same re-INVITE replaces the SDP address, not the signaling sources.
+    policy.nameSdp(['192.0.2.99']);
+    expect(policy.admits('198.51.100.7')).toBe(true);
+    policy.nameSignaling('::ffff:198.51.100.8');
+    expect(policy.admits('198.51.100.8')).toBe(true);
+    expect(policy.admits('198.51.100.7')).toBe(false);
+    expect(policy.describe()).toEqual({
+      signaling: '198.51.100.1',
+      reinvite: '198.51.100.8',
+      sdp: ['192.0.2.99'],
+    });
+  });
+
+  it.each([
+    ['a host name', 'proxy.example.com'],
+    ['the null address', '0.0.0.0'],
+  ])('should name nothing for %s, and keep the earlier re-INVITE source', (_what, source) => {
+    const policy = new MediaSourcePolicy({ signaling: '198.51.100.1' });
+    policy.nameSignaling('198.51.100.7');
+    policy.nameSignaling(source);
+    expect(policy.admits(source)).toBe(false);
+    expect(policy.admits('198.51.100.7')).toBe(true);
   });
 });
 
