@@ -50,6 +50,8 @@ export interface MediaTestDialogEvent {
   readonly media?: MediaTestMedia;
   readonly digit?: string;
   readonly durationMs?: number;
+  /** Where a re-INVITE came from: named for the call's media, as the INVITE's source is. */
+  readonly source?: string;
 }
 
 export interface MediaTestCall {
@@ -212,7 +214,7 @@ export class MediaTestEndpoint {
     await this.finish();
   }
 
-  private applyMedia(media: MediaTestMedia): void {
+  private applyMedia(media: MediaTestMedia, signaling?: string): void {
     this.codec = media.codec;
     this.model = modelFormatFor(media.codec);
     this.session.setCodec({
@@ -222,7 +224,7 @@ export class MediaTestEndpoint {
         telephoneEventPayloadType: media.telephoneEvent.payloadType,
       }),
     });
-    this.session.setRemote(media.remote);
+    this.session.setRemote(media.remote, signaling);
     this.session.setSrtp(media.srtp);
     this.session.setHold(media.held);
   }
@@ -231,7 +233,7 @@ export class MediaTestEndpoint {
     // A re-INVITE changes the media; so does the ACK of a call whose INVITE had no offer (the
     // answer was only provisional until the caller's answer came with the ACK).
     if ((event.type === 'reinvite' || event.type === 'ack') && event.media !== undefined) {
-      this.applyMedia(event.media);
+      this.applyMedia(event.media, event.source);
     } else if (event.type === 'dtmf' && event.digit !== undefined && isDtmfDigit(event.digit)) {
       this.session.injectDigit(event.digit, event.durationMs);
     } else if (event.type === 'ended') {

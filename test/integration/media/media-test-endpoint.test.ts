@@ -225,3 +225,35 @@ describe('when the caller of the echo number sends no RTP at all', () => {
     expect(call.hangups).toHaveLength(1);
   });
 });
+
+describe('when a re-INVITE to the echo number comes from another address than the INVITE', () => {
+  it('should echo to RTP from that address, and never to one no signaling named', async () => {
+    const caller = await peer();
+    const { call, endpoint, port } = await answer('echo', {
+      remote: { address: '127.0.0.1', port: caller.port },
+    });
+    await stream(caller, port, 5, { ssrc: 1, firstSeq: 10, firstByte: 0 });
+    await waitFor(() => caller.packets().length >= 5);
+    // The re-INVITE comes from 127.0.0.6 (a proxy's other leg) and keeps the SDP's address.
+    call.send({
+      type: 'reinvite',
+      source: '127.0.0.6',
+      media: {
+        codec: 'PCMU',
+        payloadType: 0,
+        telephoneEvent: { payloadType: 101 },
+        remote: { address: '127.0.0.1', port: caller.port },
+        held: false,
+      },
+    });
+    const stranger = await RtpPeer.open(0, '127.0.0.7');
+    cleanup.push(() => stranger.close());
+    await stream(stranger, port, 5, { ssrc: 3, firstSeq: 300, firstByte: 0x50 });
+    const moved = await RtpPeer.open(0, '127.0.0.6');
+    cleanup.push(() => moved.close());
+    await stream(moved, port, 10, { ssrc: 2, firstSeq: 100, firstByte: 0x20 });
+    await waitFor(() => moved.packets().length >= 5);
+    expect(stranger.packets()).toEqual([]);
+    expect(endpoint.rtpSession.stats().dropped).toMatchObject({ 'refused-source': 5 });
+  });
+});
