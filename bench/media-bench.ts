@@ -420,6 +420,9 @@ class CallgateMedia {
         ...callgateFormats(this.codec),
         logger: this.logger,
         ...(this.srtp !== undefined && { srtp: this.srtp }),
+        // The callers send from loopback, as the INVITE's source would name it: a call's media
+        // is taken only from an address its signaling names (media-source-policy.ts).
+        sources: { signaling: '127.0.0.1' },
       });
       // The local sink: count what the model would get, and play it back as the model's answer.
       session.on((event) => {
