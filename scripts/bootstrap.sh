@@ -87,7 +87,7 @@ fi
 native=gateway/media/native
 if [ ! -f "$native/build/Release/rtp_udp.node" ] || [ ! -f "$native/build/Release/g722_codec.node" ] \
    || [ ! -f "$native/build/Release/srtp_binding.node" ] \
-   || [ -n "$(find "$native"/*.c "$native/binding.gyp" -newer "$native/build/Release/rtp_udp.node" 2>/dev/null)" ]; then
+   || [ -n "$(find "$native"/*.c "$native"/*.h "$native/binding.gyp" -newer "$native/build/Release/rtp_udp.node" 2>/dev/null)" ]; then
   say "building the native RTP module"
   if ! npm run --silent build:native >/dev/null; then
     # The tests exercise the module: without it they cannot pass.

@@ -13,6 +13,12 @@ export type SrtpHandle = { readonly __srtpContext: unique symbol };
 export interface SrtpBinding {
   readonly available: true;
   readonly version: string;
+  /**
+   * What runs the AES_CM suites' primitives: `openssl` (native/srtp_openssl_crypto.c, whose cost
+   * does not grow with the number of calls as Debian's libsrtp2 NSS build does), `libsrtp` (its
+   * own build's) or `mixed`, when only one of the two passed its known-answer test.
+   */
+  readonly crypto: 'openssl' | 'libsrtp' | 'mixed';
   /** Room protect() needs after the RTP packet in its buffer. */
   readonly TRAILER_BYTES: number;
   /** Room protectRtcp() needs after the RTCP packet in its buffer. */

@@ -8,7 +8,7 @@
     },
     {
       "target_name": "srtp_binding",
-      "sources": ["srtp_binding.c"],
+      "sources": ["srtp_binding.c", "srtp_openssl_crypto.c"],
       "cflags": ["-O2", "-Wall", "-Wextra"],
       "defines": ["NAPI_VERSION=8"],
       "conditions": [["'<!(pkg-config --exists libsrtp2 && echo 1 || echo 0)'=='1'", {"defines": ["CALLGATE_HAVE_LIBSRTP"], "libraries": ["<!@(pkg-config --libs libsrtp2)"]}]]

@@ -10,6 +10,9 @@
  * Exported (all synchronous):
  *   available                        whether libsrtp2 is linked
  *   version                          libsrtp's version string ('' when not available)
+ *   crypto                           what runs the AES_CM and HMAC-SHA1 primitives: 'openssl'
+ *                                    (srtp_openssl_crypto.c), 'libsrtp' (its own build's), or
+ *                                    'mixed' when only one of them passed its test
  *   TRAILER_BYTES                    room protect() needs after an RTP packet
  *   RTCP_TRAILER_BYTES               room protectRtcp() needs after an RTCP packet
  *   create(suite, key, outbound)     a context (an external): suite 0 AES_CM_128_HMAC_SHA1_80,
@@ -32,6 +35,8 @@
 
 #ifdef CALLGATE_HAVE_LIBSRTP
 #include <srtp2/srtp.h>
+
+#include "srtp_openssl_crypto.h"
 #endif
 
 #define SUITE_AES_CM_128_HMAC_SHA1_80 0
@@ -241,6 +246,13 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   /* srtp_init is idempotent in libsrtp2 (it only registers the built-in ciphers once). */
   int ok = srtp_init() == srtp_err_status_ok;
   napi_get_boolean(env, ok, &flag);
+  int swapped = ok ? callgate_srtp_use_openssl() : 0;
+  const char *crypto = swapped == (CALLGATE_SRTP_OPENSSL_AES_CM | CALLGATE_SRTP_OPENSSL_HMAC_SHA1)
+                           ? "openssl"
+                           : swapped == 0 ? "libsrtp" : "mixed";
+  napi_value crypto_name;
+  napi_create_string_utf8(env, crypto, NAPI_AUTO_LENGTH, &crypto_name);
+  export_value(env, exports, "crypto", crypto_name);
   napi_create_string_utf8(env, srtp_get_version_string(), NAPI_AUTO_LENGTH, &version);
   if (ok) {
     export_function(env, exports, "create", srtp_binding_create);

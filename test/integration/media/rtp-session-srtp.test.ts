@@ -14,6 +14,7 @@ import {
   type SrtpKeys,
   type SrtpSuiteName,
 } from '../../../gateway/media/srtp-transform.ts';
+import { loadSrtpBinding } from '../../../gateway/media/srtp-binding.ts';
 import { insertMki } from '../../../gateway/media/srtp-mki.ts';
 import { audioEvents, audioPayload, RtpSessionHarness } from './rtp-session-harness.ts';
 import { sleep, waitFor, type RtpPeer } from './rtp-peer.ts';
@@ -72,6 +73,13 @@ async function srtpDrops(reason: string): Promise<number> {
     metric?.values.find((v) => v.labels.reason === reason && v.labels.packet === 'rtp')?.value ?? 0
   );
 }
+
+describe('when the SRTP module is loaded', () => {
+  it('should run AES counter mode and HMAC-SHA1 on OpenSSL, whose cost does not grow with the calls', () => {
+    const binding = loadSrtpBinding();
+    expect(binding instanceof Error ? binding.message : binding.crypto).toBe('openssl');
+  });
+});
 
 describe.each(['native', 'node'] as const)('on %s RTP sockets with SRTP', (sockets) => {
   describe.each<SrtpSuiteName>([
