@@ -10,9 +10,9 @@
  * Exported (all synchronous):
  *   available                        whether libsrtp2 is linked
  *   version                          libsrtp's version string ('' when not available)
- *   crypto                           what runs the AES_CM and HMAC-SHA1 primitives: 'openssl'
- *                                    (srtp_openssl_crypto.c), 'libsrtp' (its own build's), or
- *                                    'mixed' when only one of them passed its test
+ *   crypto                           what runs the AES-CM, HMAC-SHA1 and AES-GCM primitives:
+ *                                    'openssl' (srtp_openssl_crypto.c), 'libsrtp' (its own
+ *                                    build's), or 'mixed' when only some passed their test
  *   TRAILER_BYTES                    room protect() needs after an RTP packet
  *   RTCP_TRAILER_BYTES               room protectRtcp() needs after an RTCP packet
  *   create(suite, key, outbound)     a context (an external): suite 0 AES_CM_128_HMAC_SHA1_80,
@@ -247,7 +247,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   int ok = srtp_init() == srtp_err_status_ok;
   napi_get_boolean(env, ok, &flag);
   int swapped = ok ? callgate_srtp_use_openssl() : 0;
-  const char *crypto = swapped == (CALLGATE_SRTP_OPENSSL_AES_CM | CALLGATE_SRTP_OPENSSL_HMAC_SHA1)
+  const char *crypto = swapped == CALLGATE_SRTP_OPENSSL_ALL
                            ? "openssl"
                            : swapped == 0 ? "libsrtp" : "mixed";
   napi_value crypto_name;
