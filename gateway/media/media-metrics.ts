@@ -206,6 +206,10 @@ export const mediaTimeouts = counter({
   help: 'Calls ended because no RTP arrived for rtp.mediaTimeoutMs',
 });
 export const rtpSessions = gauge({ name: 'callgate_rtp_sessions', help: 'Open RTP sessions' });
+export const rtpSessionsOpened = counter({
+  name: 'callgate_rtp_sessions_opened_total',
+  help: 'RTP sessions opened (a port pair bound for a call); their rate is calls reaching media setup',
+});
 export const rtpSocketErrors = counter({
   name: 'callgate_rtp_socket_errors_total',
   help: 'Errors on media sockets after binding: RTP sends the kernel refused (a full send buffer, no route; seen on the native sockets only, dgram drops them unseen), failed lookups of a host name to send to, and RTCP socket errors; such a packet is lost',

@@ -192,6 +192,7 @@ export class RtpSession {
     this.registration = options.scheduler.add(this, callWeight(codec, this.receive.passthrough));
     this.schedule = new FrameSchedule({ startMs: this.registration.startMs });
     metrics.rtpSessions.inc();
+    metrics.rtpSessionsOpened.inc();
   }
 
   /** Allocates a port pair and starts the session; throws CALLGATE_ERR_MEDIA_PORTS_EXHAUSTED. */

@@ -2,7 +2,7 @@
  * The gateway as the product runs it (gateway/main.ts) and sipp on loopback: an INVITE from a
  * source outside the tenant's allowlist is answered 403, one for an unknown number 404, and
  * neither opens a model session (the test owns the realtime model, so it sees every session) nor
- * takes an RTP port (ports are handed out round-robin, so the next call answered gets the first).
+ * takes an RTP port (the gateway counts every RTP session it opens).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { RealtimeSimulator } from '../../gateway/realtime/simulator/realtime-simulator.ts';
@@ -34,6 +34,13 @@ afterEach(async () => {
 function rtpRange(): { portMin: number; portMax: number } {
   const portMin = 40_000 + 10 * Math.floor(Math.random() * 999);
   return { portMin, portMax: portMin + 9 };
+}
+
+/** callgate_rtp_sessions_opened_total as the gateway's /metrics shows it. */
+async function sessionsOpened(cg: CallgateProcess): Promise<number> {
+  const text = await (await fetch(`${cg.httpUrl}/metrics`)).text();
+  const line = /^callgate_rtp_sessions_opened_total (\d+)/m.exec(text);
+  return Number(line?.[1] ?? NaN);
 }
 
 describe('when INVITEs come from a refused source or for an unknown number', () => {
@@ -97,8 +104,9 @@ describe('when INVITEs come from a refused source or for an unknown number', () 
         Array.from({ length: REFUSED_CALLS }, () => 'received SIP/2.0 404 Not Found'),
       );
 
-      // The realtime model never heard of the refused calls.
+      // The realtime model never heard of the refused calls, and none had a port pair bound.
       expect(model.connections).toHaveLength(0);
+      expect(await sessionsOpened(cg)).toBe(0);
 
       const answered = await runSipp({
         scenario: 'uac-caller-bye.xml',
@@ -109,8 +117,10 @@ describe('when INVITEs come from a refused source or for an unknown number', () 
       });
       expect(answered.exitCode, answered.stderr).toBe(0);
       const answer = /SIP\/2\.0 200 OK[\s\S]*?m=audio (\d+) /.exec(answered.trace);
-      // The first port of the range: none was taken (and released) for a refused call.
-      expect(Number(answer?.[1])).toBe(rtp.portMin);
+      // A port of the range (drawn at random), and the one session the counter now shows.
+      expect(Number(answer?.[1])).toBeGreaterThanOrEqual(rtp.portMin);
+      expect(Number(answer?.[1])).toBeLessThanOrEqual(rtp.portMax);
+      expect(await sessionsOpened(cg)).toBe(1);
       // And the one call answered opened the one session: the model is the gateway's.
       expect(model.connections).toHaveLength(1);
     },
