@@ -211,7 +211,9 @@ async function runLoad(): Promise<void> {
       const lastStep = Math.floor((end - start) / slotMs);
       let step = 0;
       let sent = 0;
-      let packetFrame = -1;
+      // Frame 0 is built once: with SRTP a second protect of the same index is refused (libsrtp
+      // never sends an index twice) and would go out as an empty datagram.
+      let packetFrame = 0;
       let packet = framePacket(0);
       send({ type: 'started' });
       await new Promise<void>((resolve) => {
