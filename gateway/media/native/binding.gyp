@@ -11,7 +11,7 @@
       "sources": ["srtp_binding.c", "srtp_openssl_crypto.c"],
       "cflags": ["-O2", "-Wall", "-Wextra"],
       "defines": ["NAPI_VERSION=8"],
-      "conditions": [["'<!(pkg-config --exists libsrtp2 && echo 1 || echo 0)'=='1'", {"defines": ["CALLGATE_HAVE_LIBSRTP"], "libraries": ["<!@(pkg-config --libs libsrtp2)"]}]]
+      "conditions": [["'<!(pkg-config --exists libsrtp2 && echo 1 || echo 0)'=='1'", {"defines": ["CALLGATE_HAVE_LIBSRTP"], "libraries": ["<!@(pkg-config --libs libsrtp2)", "<!@(pkg-config --exists libcrypto && pkg-config --libs libcrypto || true)"]}]]
     },
     {
       "target_name": "g722_codec",

@@ -1,6 +1,7 @@
 /*
- * libsrtp's AES counter mode, HMAC-SHA1 and AES-GCM on OpenSSL's primitives (the OpenSSL Node.js carries
- * and exports to addons): Debian's libsrtp2 does its crypto through NSS, which sets up a new
+ * libsrtp's AES counter mode, HMAC-SHA1 and AES-GCM on OpenSSL's primitives (those of the OpenSSL
+ * Node.js carries and exports to addons, else of the system's libcrypto, which binding.gyp links
+ * when pkg-config finds it): Debian's libsrtp2 does its crypto through NSS, which sets up a new
  * PKCS#11 context for every packet at a cost that grows with the number of live keys (3.6 us a
  * packet with one call's keys, about 30 us with 300 calls' and 200 us with 1,000 calls', measured
  * in bench/RESULTS.md). libsrtp keeps the protocol (key derivation, rollover counter, replay
