@@ -22,9 +22,10 @@ RUN npm run build \
 
 FROM node:24-bookworm-slim AS runtime
 # espeak-ng renders the simulator's prompts; redis-server is only for a self-contained demo run
-# (production sets REDIS_URL).
+# (production sets REDIS_URL). libssl3: the SRTP module links libcrypto when the build stage has it
+# (gateway/media/native/binding.gyp).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends espeak-ng redis-server curl libsrtp2-1 libspandsp2 \
+ && apt-get install -y --no-install-recommends espeak-ng redis-server curl libsrtp2-1 libspandsp2 libssl3 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production CALLGATE_ROLE=all
