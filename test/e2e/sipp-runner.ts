@@ -38,7 +38,22 @@ export interface SippResult {
   readonly firstLines: string[];
 }
 
+/** sipp's exit status when it could not bind its ports (EXIT_BIND_ERROR): nothing was sent. */
+const SIPP_BIND_ERROR = 254;
+const BIND_ATTEMPTS = 3;
+
+/**
+ * Runs sipp once; again on fresh ports when the ones picked were taken between the pick and
+ * sipp's bind (other tests' processes bind ports of the same loopback ranges meanwhile).
+ */
 export async function runSipp(run: SippRun): Promise<SippResult> {
+  let result = await runSippOnce(run);
+  for (let attempt = 1; attempt < BIND_ATTEMPTS && result.exitCode === SIPP_BIND_ERROR; attempt++)
+    result = await runSippOnce(run);
+  return result;
+}
+
+async function runSippOnce(run: SippRun): Promise<SippResult> {
   const dir = mkdtempSync(join(tmpdir(), 'callgate-sipp-'));
   const localPort = await freeSipPort();
   const trace = join(dir, 'messages.log');

@@ -11,8 +11,8 @@ import { runSipp } from '../../e2e/sipp-runner.ts';
 import { startTestApp, type TestApp } from '../../e2e/sip-test-app.ts';
 
 const CALLS = 20;
-/** The application's media setup: every CANCEL below lands within it. */
-const SETUP_MS = 300;
+/** The application's media setup: every CANCEL below lands within it, on a loaded machine too. */
+const SETUP_MS = 1_500;
 const LOCAL = { address: '127.0.0.1', port: 40_000 };
 
 let app: TestApp | undefined;
