@@ -35,18 +35,57 @@
 #define SHA1_BYTES 20
 #define SHA1_BLOCK_BYTES 64
 
-/* ---- AES-128 counter mode ------------------------------------------------------------------ */
+/* ---- the two ciphers' state: an OpenSSL cipher context ------------------------------------- */
 
 typedef struct {
   EVP_CIPHER_CTX *evp;
-  uint8_t salt[BLOCK_BYTES]; /* the 14-byte salt, then two zero bytes */
-} icm_state;
+  uint8_t salt[BLOCK_BYTES]; /* counter mode: the 14-byte salt, then two zero bytes */
+  int tag_len;               /* GCM */
+  int encrypting;            /* GCM: the direction of the last IV */
+} evp_state;
+
+/* A cipher of `type` with its own OpenSSL context, as libsrtp's alloc functions hand it back. */
+static srtp_err_status_t evp_cipher_alloc(srtp_cipher_pointer_t *cp,
+                                          const srtp_cipher_type_t *type, int algorithm,
+                                          int key_len, int tag_len) {
+  srtp_cipher_t *cipher = calloc(1, sizeof(*cipher));
+  evp_state *s = calloc(1, sizeof(*s));
+  EVP_CIPHER_CTX *evp = EVP_CIPHER_CTX_new();
+  if (cipher == NULL || s == NULL || evp == NULL) {
+    free(cipher);
+    free(s);
+    EVP_CIPHER_CTX_free(evp);
+    return srtp_err_status_alloc_fail;
+  }
+  s->evp = evp;
+  s->tag_len = tag_len;
+  cipher->type = type;
+  cipher->state = s;
+  cipher->key_len = key_len;
+  cipher->algorithm = algorithm;
+  *cp = cipher;
+  return srtp_err_status_ok;
+}
+
+/* Frees the cipher and its context, the key schedule wiped first. */
+static srtp_err_status_t evp_cipher_dealloc(srtp_cipher_pointer_t cp) {
+  evp_state *s = cp->state;
+  if (s != NULL) {
+    EVP_CIPHER_CTX_free(s->evp);
+    memset(s, 0, sizeof(*s));
+    free(s);
+  }
+  memset(cp, 0, sizeof(*cp));
+  free(cp);
+  return srtp_err_status_ok;
+}
+
+/* ---- AES-128 counter mode ------------------------------------------------------------------ */
 
 static srtp_err_status_t icm_alloc(srtp_cipher_pointer_t *cp, int key_len, int tag_len);
-static srtp_err_status_t icm_dealloc(srtp_cipher_pointer_t cp);
 
 static srtp_err_status_t icm_init(void *state, const uint8_t *key) {
-  icm_state *s = state;
+  evp_state *s = state;
   memset(s->salt, 0, sizeof(s->salt));
   memcpy(s->salt, key + AES_128_KEY_BYTES, SALT_BYTES);
   if (EVP_EncryptInit_ex(s->evp, EVP_aes_128_ctr(), NULL, key, NULL) != 1)
@@ -56,7 +95,7 @@ static srtp_err_status_t icm_init(void *state, const uint8_t *key) {
 
 static srtp_err_status_t icm_set_iv(void *state, uint8_t *iv, srtp_cipher_direction_t direction) {
   (void)direction; /* counter mode is its own inverse */
-  icm_state *s = state;
+  evp_state *s = state;
   uint8_t counter[BLOCK_BYTES];
   for (int i = 0; i < BLOCK_BYTES; i++) counter[i] = s->salt[i] ^ iv[i];
   if (EVP_EncryptInit_ex(s->evp, NULL, NULL, NULL, counter) != 1) return srtp_err_status_fail;
@@ -64,7 +103,7 @@ static srtp_err_status_t icm_set_iv(void *state, uint8_t *iv, srtp_cipher_direct
 }
 
 static srtp_err_status_t icm_apply(void *state, uint8_t *buffer, unsigned int *octets) {
-  icm_state *s = state;
+  evp_state *s = state;
   int out = 0;
   if (EVP_EncryptUpdate(s->evp, buffer, &out, buffer, (int)*octets) != 1 ||
       out != (int)*octets)
@@ -86,40 +125,13 @@ static const srtp_cipher_test_case_t icm_test = {
     0,             NULL,         0,           NULL};
 
 static const srtp_cipher_type_t icm_type = {
-    icm_alloc,  icm_dealloc, icm_init, NULL, icm_apply, icm_apply, icm_set_iv, NULL,
+    icm_alloc,  evp_cipher_dealloc, icm_init, NULL, icm_apply, icm_apply, icm_set_iv, NULL,
     "AES-128 counter mode (OpenSSL)", &icm_test, SRTP_AES_ICM_128};
 
 static srtp_err_status_t icm_alloc(srtp_cipher_pointer_t *cp, int key_len, int tag_len) {
   (void)tag_len;
   if (key_len != ICM_KEY_BYTES) return srtp_err_status_bad_param; /* only AES-128 is offered */
-  srtp_cipher_t *cipher = calloc(1, sizeof(*cipher));
-  icm_state *s = calloc(1, sizeof(*s));
-  EVP_CIPHER_CTX *evp = EVP_CIPHER_CTX_new();
-  if (cipher == NULL || s == NULL || evp == NULL) {
-    free(cipher);
-    free(s);
-    EVP_CIPHER_CTX_free(evp);
-    return srtp_err_status_alloc_fail;
-  }
-  s->evp = evp;
-  cipher->type = &icm_type;
-  cipher->state = s;
-  cipher->key_len = key_len;
-  cipher->algorithm = SRTP_AES_ICM_128;
-  *cp = cipher;
-  return srtp_err_status_ok;
-}
-
-static srtp_err_status_t icm_dealloc(srtp_cipher_pointer_t cp) {
-  icm_state *s = cp->state;
-  if (s != NULL) {
-    EVP_CIPHER_CTX_free(s->evp);
-    memset(s, 0, sizeof(*s));
-    free(s);
-  }
-  memset(cp, 0, sizeof(*cp));
-  free(cp);
-  return srtp_err_status_ok;
+  return evp_cipher_alloc(cp, &icm_type, SRTP_AES_ICM_128, key_len, 0);
 }
 
 /* ---- HMAC-SHA1 ----------------------------------------------------------------------------- */
@@ -228,24 +240,17 @@ static srtp_err_status_t hmac_dealloc(srtp_auth_pointer_t ap) {
 #define GCM_IV_BYTES 12
 #define GCM_MAX_TAG_BYTES 16
 
-typedef struct {
-  EVP_CIPHER_CTX *evp;
-  int tag_len;
-  int encrypting;
-} gcm_state;
-
 static srtp_err_status_t gcm_alloc(srtp_cipher_pointer_t *cp, int key_len, int tag_len);
-static srtp_err_status_t gcm_dealloc(srtp_cipher_pointer_t cp);
 
 static srtp_err_status_t gcm_init(void *state, const uint8_t *key) {
-  gcm_state *s = state;
+  evp_state *s = state;
   if (EVP_CipherInit_ex(s->evp, EVP_aes_128_gcm(), NULL, key, NULL, 1) != 1)
     return srtp_err_status_init_fail;
   return srtp_err_status_ok;
 }
 
 static srtp_err_status_t gcm_set_iv(void *state, uint8_t *iv, srtp_cipher_direction_t direction) {
-  gcm_state *s = state;
+  evp_state *s = state;
   if (direction != srtp_direction_encrypt && direction != srtp_direction_decrypt)
     return srtp_err_status_bad_param;
   s->encrypting = direction == srtp_direction_encrypt;
@@ -256,7 +261,7 @@ static srtp_err_status_t gcm_set_iv(void *state, uint8_t *iv, srtp_cipher_direct
 }
 
 static srtp_err_status_t gcm_set_aad(void *state, const uint8_t *aad, uint32_t aad_len) {
-  gcm_state *s = state;
+  evp_state *s = state;
   int out = 0;
   if (EVP_CipherUpdate(s->evp, NULL, &out, aad, (int)aad_len) != 1)
     return srtp_err_status_algo_fail;
@@ -264,7 +269,7 @@ static srtp_err_status_t gcm_set_aad(void *state, const uint8_t *aad, uint32_t a
 }
 
 static srtp_err_status_t gcm_encrypt(void *state, uint8_t *buffer, unsigned int *octets) {
-  gcm_state *s = state;
+  evp_state *s = state;
   int out = 0;
   if (!s->encrypting || EVP_CipherUpdate(s->evp, buffer, &out, buffer, (int)*octets) != 1)
     return srtp_err_status_cipher_fail;
@@ -273,7 +278,7 @@ static srtp_err_status_t gcm_encrypt(void *state, uint8_t *buffer, unsigned int 
 
 /* After encrypt: the tag, `tag_len` bytes, which libsrtp appends. */
 static srtp_err_status_t gcm_get_tag(void *state, uint8_t *tag, uint32_t *len) {
-  gcm_state *s = state;
+  evp_state *s = state;
   int out = 0;
   uint8_t none[GCM_MAX_TAG_BYTES];
   if (EVP_CipherFinal_ex(s->evp, none, &out) != 1 ||
@@ -285,7 +290,7 @@ static srtp_err_status_t gcm_get_tag(void *state, uint8_t *tag, uint32_t *len) {
 
 /* `octets` counts the tag at the end: checked, then cut off (the plain length is what is left). */
 static srtp_err_status_t gcm_decrypt(void *state, uint8_t *buffer, unsigned int *octets) {
-  gcm_state *s = state;
+  evp_state *s = state;
   if (s->encrypting || *octets < (unsigned int)s->tag_len) return srtp_err_status_bad_param;
   int body = (int)*octets - s->tag_len;
   int out = 0;
@@ -328,41 +333,13 @@ static const srtp_cipher_test_case_t gcm_test = {
     gcm_test_ciphertext,     20,           gcm_test_aad, 16, &gcm_test_short_tag};
 
 static const srtp_cipher_type_t gcm_type = {
-    gcm_alloc,  gcm_dealloc, gcm_init, gcm_set_aad, gcm_encrypt, gcm_decrypt, gcm_set_iv,
+    gcm_alloc,  evp_cipher_dealloc, gcm_init, gcm_set_aad, gcm_encrypt, gcm_decrypt, gcm_set_iv,
     gcm_get_tag, "AES-128 GCM (OpenSSL)", &gcm_test, SRTP_AES_GCM_128};
 
 static srtp_err_status_t gcm_alloc(srtp_cipher_pointer_t *cp, int key_len, int tag_len) {
   if (key_len != GCM_KEY_WITH_SALT_BYTES || (tag_len != 8 && tag_len != GCM_MAX_TAG_BYTES))
     return srtp_err_status_bad_param;
-  srtp_cipher_t *cipher = calloc(1, sizeof(*cipher));
-  gcm_state *s = calloc(1, sizeof(*s));
-  EVP_CIPHER_CTX *evp = EVP_CIPHER_CTX_new();
-  if (cipher == NULL || s == NULL || evp == NULL) {
-    free(cipher);
-    free(s);
-    EVP_CIPHER_CTX_free(evp);
-    return srtp_err_status_alloc_fail;
-  }
-  s->evp = evp;
-  s->tag_len = tag_len;
-  cipher->type = &gcm_type;
-  cipher->state = s;
-  cipher->key_len = key_len;
-  cipher->algorithm = SRTP_AES_GCM_128;
-  *cp = cipher;
-  return srtp_err_status_ok;
-}
-
-static srtp_err_status_t gcm_dealloc(srtp_cipher_pointer_t cp) {
-  gcm_state *s = cp->state;
-  if (s != NULL) {
-    EVP_CIPHER_CTX_free(s->evp);
-    memset(s, 0, sizeof(*s));
-    free(s);
-  }
-  memset(cp, 0, sizeof(*cp));
-  free(cp);
-  return srtp_err_status_ok;
+  return evp_cipher_alloc(cp, &gcm_type, SRTP_AES_GCM_128, key_len, tag_len);
 }
 
 /* ---- registration -------------------------------------------------------------------------- */
