@@ -31,7 +31,13 @@ const openssl = (dir: string, args: string[]): void => {
   execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
 };
 
-function makeCa(dir: string, stem: string, cn: string): void {
+const CA_EXTENSIONS = [
+  'basicConstraints=critical,CA:TRUE',
+  'keyUsage=critical,keyCertSign,cRLSign',
+];
+
+/** A self-signed CA `stem` (.pem, .key in `dir`) with subject CN `cn`. */
+export function makeCa(dir: string, stem: string, cn: string, extensions = CA_EXTENSIONS): void {
   openssl(dir, [
     'req',
     '-x509',
@@ -48,20 +54,20 @@ function makeCa(dir: string, stem: string, cn: string): void {
     '2',
     '-subj',
     `/CN=${cn}`,
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
+    ...extensions.flatMap((extension) => ['-addext', extension]),
   ]);
 }
 
-function makeLeaf(
+/**
+ * A certificate `stem` (.pem, .key in `dir`) for `subject`, signed by the CA `issuer` (a stem in
+ * `dir`), with `extensions` as an openssl extension file's text.
+ */
+export function signCertificate(
   dir: string,
-  ca: string,
+  issuer: string,
   stem: string,
-  cn: string,
-  san: string,
-  usage: string,
+  subject: string,
+  extensions: string,
 ): void {
   openssl(dir, [
     'req',
@@ -75,21 +81,18 @@ function makeLeaf(
     '-out',
     `${stem}.csr`,
     '-subj',
-    `/CN=${cn}`,
+    subject,
   ]);
-  writeFileSync(
-    join(dir, `${stem}.ext`),
-    `basicConstraints=CA:FALSE\nsubjectAltName=${san}\nextendedKeyUsage=${usage}\n`,
-  );
+  writeFileSync(join(dir, `${stem}.ext`), extensions);
   openssl(dir, [
     'x509',
     '-req',
     '-in',
     `${stem}.csr`,
     '-CA',
-    `${ca}.pem`,
+    `${issuer}.pem`,
     '-CAkey',
-    `${ca}.key`,
+    `${issuer}.key`,
     '-CAcreateserial',
     '-out',
     `${stem}.pem`,
@@ -98,6 +101,23 @@ function makeLeaf(
     '-extfile',
     `${stem}.ext`,
   ]);
+}
+
+function makeLeaf(
+  dir: string,
+  ca: string,
+  stem: string,
+  cn: string,
+  san: string,
+  usage: string,
+): void {
+  signCertificate(
+    dir,
+    ca,
+    stem,
+    `/CN=${cn}`,
+    `basicConstraints=CA:FALSE\nsubjectAltName=${san}\nextendedKeyUsage=${usage}\n`,
+  );
 }
 
 export function makeTestPki(): TestPki {

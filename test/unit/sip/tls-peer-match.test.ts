@@ -4,9 +4,8 @@
  * with or without colons; the chain to the tenant's CA, through intermediates that are CAs, within
  * validity; and the reason a peer is refused.
  */
-import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -16,73 +15,20 @@ import {
   peerRefusal,
   type PeerTrust,
 } from '../../../gateway/sip/tls-peer-match.ts';
-import { makeTestPki, type TestPki } from '../../support/tls-certs.ts';
+import { makeCa, makeTestPki, signCertificate, type TestPki } from '../../support/tls-certs.ts';
 
 let pki: TestPki;
 const cert = (file: string): X509Certificate => new X509Certificate(readFileSync(file));
 
-const openssl = (args: string[]): void => {
-  execFileSync('openssl', args, { cwd: pki.dir, stdio: ['ignore', 'ignore', 'pipe'] });
-};
-
 /** A certificate `stem` signed by `issuer` (a stem in pki.dir), with the given extensions. */
 function sign(stem: string, subject: string, issuer: string, extensions: string): X509Certificate {
-  openssl([
-    'req',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    `${stem}.key`,
-    '-out',
-    `${stem}.csr`,
-    '-subj',
-    subject,
-  ]);
-  writeFileSync(join(pki.dir, `${stem}.ext`), extensions);
-  openssl([
-    'x509',
-    '-req',
-    '-in',
-    `${stem}.csr`,
-    '-CA',
-    `${issuer}.pem`,
-    '-CAkey',
-    `${issuer}.key`,
-    '-CAcreateserial',
-    '-out',
-    `${stem}.pem`,
-    '-days',
-    '2',
-    '-extfile',
-    `${stem}.ext`,
-  ]);
+  signCertificate(pki.dir, issuer, stem, subject, extensions);
   return cert(join(pki.dir, `${stem}.pem`));
 }
 
 /** A self-signed CA `stem` with subject `cn`. */
 function selfSignedCa(stem: string, cn: string): X509Certificate {
-  openssl([
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    `${stem}.key`,
-    '-out',
-    `${stem}.pem`,
-    '-days',
-    '2',
-    '-subj',
-    `/CN=${cn}`,
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-  ]);
+  makeCa(pki.dir, stem, cn, ['basicConstraints=critical,CA:TRUE']);
   return cert(join(pki.dir, `${stem}.pem`));
 }
 
